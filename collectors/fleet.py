@@ -1,0 +1,124 @@
+"""Fleet state (bounded history per node and source) and the scheduler that runs sources.
+
+Everything here runs on the asyncio loop: sources that block (NVML, psutil, the
+synchronous Prometheus client) hop to a thread inside their own `poll` and come back
+before emitting, so the state is only ever touched from one thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from collectors.sample import NodeSample
+from collectors.source import Source
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class NodeState:
+    """What is known of one node: recent good samples per source, and its last error."""
+
+    name: str
+    history: int
+    by_source: dict[str, deque[NodeSample]] = field(default_factory=dict)
+    last_error: NodeSample | None = None
+    samples_seen: int = 0
+
+    def add(self, sample: NodeSample) -> None:
+        self.samples_seen += 1
+        if sample.error is not None:
+            self.last_error = sample
+            return
+        ring = self.by_source.get(sample.source)
+        if ring is None:
+            ring = self.by_source[sample.source] = deque(maxlen=self.history)
+        ring.append(sample)
+
+    @property
+    def last_ok_at(self) -> float | None:
+        times = [ring[-1].taken_at for ring in self.by_source.values() if ring]
+        return max(times) if times else None
+
+    @property
+    def error(self) -> str | None:
+        """The last error, while it is newer than every good sample."""
+        if self.last_error is None:
+            return None
+        ok_at = self.last_ok_at
+        if ok_at is not None and ok_at >= self.last_error.taken_at:
+            return None
+        return self.last_error.error
+
+    def window(self, source: str, since: float) -> list[NodeSample]:
+        """Samples of one source taken at or after `since`, oldest first."""
+        ring = self.by_source.get(source)
+        if not ring:
+            return []
+        out = [s for s in reversed(ring) if s.taken_at >= since]
+        out.reverse()
+        return out
+
+    def latest(self) -> list[NodeSample]:
+        """The newest good sample of each source, newest first."""
+        newest = [ring[-1] for ring in self.by_source.values() if ring]
+        return sorted(newest, key=lambda s: s.taken_at, reverse=True)
+
+
+class FleetState:
+    def __init__(self, node_names: Iterable[str], history: int = 600):
+        self.history = history
+        self.nodes: dict[str, NodeState] = {n: NodeState(n, history) for n in node_names}
+
+    def add(self, sample: NodeSample) -> None:
+        state = self.nodes.get(sample.node)
+        if state is None:  # a discovered node (e.g. from Prometheus)
+            state = self.nodes[sample.node] = NodeState(sample.node, self.history)
+        state.add(sample)
+
+
+class Fleet:
+    """Runs the sources as tasks and feeds their samples into a `FleetState`."""
+
+    def __init__(self, state: FleetState, sources: Sequence[Source]):
+        self.state = state
+        self.sources = list(sources)
+        self._tasks: list[asyncio.Task[None]] = []
+        self.listeners: list[Callable[[NodeSample], None]] = []
+
+    def _emit(self, sample: NodeSample) -> None:
+        self.state.add(sample)
+        for listener in self.listeners:
+            listener(sample)
+
+    async def start(self) -> None:
+        for source in self.sources:
+            task = asyncio.create_task(self._guard(source), name=f"source:{source.kind}")
+            self._tasks.append(task)
+
+    async def _guard(self, source: Source) -> None:
+        try:
+            await source.run(self._emit)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # run() must not raise; if it does, say so on every node
+            log.exception("source %s crashed", source.kind)
+            for node in source.nodes:
+                self._emit(source.error_sample(node, f"{source.kind} crashed: {exc}"))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+        for source in self.sources:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(source.close(), 5.0)
+

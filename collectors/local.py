@@ -1,0 +1,63 @@
+"""The local source: this machine through NVML, psutil and sysfs.
+
+NVML and sysfs reads block (briefly), so each poll runs in a worker thread; the NVML
+handle is opened once and kept, because `nvmlInit` costs far more than a reading.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import psutil
+
+from collectors import probe
+from collectors.probe_schema import sample_from_reading
+from collectors.sample import NodeSample
+from collectors.source import PollingSource
+
+
+class LocalSource(PollingSource):
+    kind = "local"
+
+    def __init__(self, node: str, interval_s: float, timeout_s: float | None = None):
+        super().__init__([node], interval_s, timeout_s)
+        self.node = node
+        self._gpu_reader: Any = None
+        self._gpu_note: str | None = None
+        self._opened = False
+        self._lock = threading.Lock()  # a timed-out poll's thread may still be running
+
+    def _open(self) -> None:
+        if not self._opened:
+            self._gpu_reader, self._gpu_note = probe.open_gpus()
+            self._opened = True
+            psutil.cpu_percent(None)  # prime: the first call has no interval to measure
+
+    def read(self) -> dict[str, Any]:
+        """One reading, in the probe's JSON shape (blocking; call from a thread)."""
+        with self._lock:
+            self._open()
+            vm = psutil.virtual_memory()
+            return {
+                "gpus": self._gpu_reader.read() if self._gpu_reader is not None else [],
+                "nics": probe.read_nics(),
+                "host": {
+                    "cpu_pct": psutil.cpu_percent(None),
+                    "mem_used_bytes": int(vm.total - vm.available),
+                    "mem_total_bytes": int(vm.total),
+                },
+                "notes": [self._gpu_note] if self._gpu_note else [],
+            }
+
+    async def poll(self) -> Sequence[NodeSample]:
+        reading = await asyncio.to_thread(self.read)
+        return [sample_from_reading(self.node, self.kind, reading, time.time())]
+
+    async def close(self) -> None:
+        if self._gpu_reader is not None:
+            await asyncio.to_thread(self._gpu_reader.close)
+            self._gpu_reader = None

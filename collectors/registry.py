@@ -1,0 +1,17 @@
+"""Layout → the sources that read it. One place decides which source reads which node."""
+
+from __future__ import annotations
+
+from collectors.local import LocalSource
+from collectors.source import Source
+from layouts.model import Layout
+
+
+def build_sources(layout: Layout) -> list[Source]:
+    interval = layout.cluster.interval_s
+    sources: list[Source] = []
+    for node in layout.nodes:
+        assert node.name is not None
+        if node.local:
+            sources.append(LocalSource(node.name, interval))
+    return sources

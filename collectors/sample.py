@@ -1,0 +1,151 @@
+"""The typed samples every source produces.
+
+A `NodeSample` is one reading of one node by one source at one instant. It holds
+gauges as they were read and counters as raw cumulative values: rates are derived
+later, over a window, by `collectors.rates`, so that a counter reset is handled in
+one place. `None` always means "unknown" (not read, not supported, not reported);
+never substitute 0 for it.
+
+A part that a source does not cover is `None` as a whole (e.g. a scrape of the engine
+alone has `gpus=None`), while a part that the source covers but found empty is an
+empty list (e.g. a node without an NVIDIA driver has `gpus=[]`).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+AcceleratorKind = Literal["gpu", "npu"]
+NicKind = Literal["ethernet", "infiniband", "roce", "bond", "npu-roce", "loopback", "other"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class GpuSample(_Frozen):
+    """One accelerator (NVIDIA GPU or Ascend NPU). Gauges as read; counters cumulative."""
+
+    index: int
+    kind: AcceleratorKind = "gpu"
+    name: str | None = None
+    uuid: str | None = None
+    util_pct: float | None = None
+    mem_used_bytes: int | None = None
+    mem_total_bytes: int | None = None
+    power_w: float | None = None
+    temp_c: float | None = None
+    sm_clock_mhz: float | None = None
+    # NVML clock-event reasons bitmask (SwPowerCap 0x4, HwSlowdown 0x8, SwThermal 0x20,
+    # HwThermal 0x40, PowerBrake 0x80); None where unsupported.
+    clock_event_reasons: int | None = None
+    xid_last: int | None = None
+    ecc_uncorrected_total: int | None = None  # counter
+    energy_j_total: float | None = None  # counter
+    healthy: bool | None = None  # False = GPU lost / NPU unhealthy
+    error: str | None = None  # e.g. "GPU is lost"
+    # NVLink (NVIDIA) or HCCS (Ascend) chip-to-chip links; None where not present.
+    nvlink_links_total: int | None = None
+    nvlink_links_up: int | None = None
+    nvlink_tx_bytes_total: float | None = None  # counter
+    nvlink_rx_bytes_total: float | None = None  # counter
+    nvlink_errors_total: int | None = None  # counter
+
+
+class NicSample(_Frozen):
+    """One network port: an Ethernet interface, an IB/RoCE port, a bond, an NPU RoCE port."""
+
+    name: str
+    kind: NicKind = "other"
+    state: str | None = None  # "up", "down", "lowerlayerdown", "dormant", …
+    speed_gbps: float | None = None  # negotiated rate
+    rx_bytes_total: float | None = None  # counter
+    tx_bytes_total: float | None = None  # counter
+    xmit_wait_total: float | None = None  # counter (IB port_xmit_wait)
+    link_downed_total: float | None = None  # counter
+    errors_total: float | None = None  # counter (symbol errors, RoCE error packets, …)
+    netdev: str | None = None  # the Ethernet device of an IB/RoCE port, when known
+    members: list[str] | None = None  # bond members
+    members_up: int | None = None  # bond members whose MII status is up
+    accelerator_index: int | None = None  # an NPU's own RoCE port belongs to NPU n
+
+    @property
+    def is_up(self) -> bool | None:
+        if self.state is None:
+            return None
+        return self.state.lower() in ("up", "active", "unknown_up")
+
+
+class HostSample(_Frozen):
+    cpu_pct: float | None = None
+    mem_used_bytes: int | None = None
+    mem_total_bytes: int | None = None
+    load1: float | None = None
+
+
+EngineSourceKind = Literal["endpoint", "log"]
+
+
+class EngineSample(_Frozen):
+    """Canonical engine quantities. Counters cumulative, gauges as read."""
+
+    source: EngineSourceKind = "endpoint"
+    profile: str | None = None
+    # counters
+    steps_total: float | None = None
+    drafts_total: float | None = None
+    draft_tokens_total: float | None = None
+    accepted_tokens_total: float | None = None
+    generation_tokens_total: float | None = None
+    prompt_tokens_total: float | None = None
+    prompt_cached_tokens_total: float | None = None
+    requests_finished_total: float | None = None
+    ttft_seconds_sum: float | None = None
+    ttft_seconds_count: float | None = None
+    itl_seconds_sum: float | None = None
+    itl_seconds_count: float | None = None
+    # gauges
+    requests_running: float | None = None
+    requests_waiting: float | None = None
+    kv_cache_usage: float | None = None  # 0–1
+    # when the figures came from a log: the time of the newest parsed line
+    log_last_line_at: float | None = None
+    log_lines_skipped_total: int | None = None
+
+
+class NodeSample(_Frozen):
+    """One reading of one node by one source."""
+
+    node: str
+    source: str  # "local", "ssh", "scrape", "prom", "log", "demo", …
+    taken_at: float  # unix seconds (UTC)
+    gpus: list[GpuSample] | None = None
+    nics: list[NicSample] | None = None
+    engine: EngineSample | None = None
+    host: HostSample | None = None
+    notes: list[str] = Field(default_factory=list)
+    # Set when this source failed for this node; the other parts are then None.
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+ENGINE_COUNTER_FIELDS: tuple[str, ...] = (
+    "steps_total",
+    "drafts_total",
+    "draft_tokens_total",
+    "accepted_tokens_total",
+    "generation_tokens_total",
+    "prompt_tokens_total",
+    "prompt_cached_tokens_total",
+    "requests_finished_total",
+    "ttft_seconds_sum",
+    "ttft_seconds_count",
+    "itl_seconds_sum",
+    "itl_seconds_count",
+)
+ENGINE_GAUGE_FIELDS: tuple[str, ...] = ("requests_running", "requests_waiting", "kv_cache_usage")

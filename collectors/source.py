@@ -1,0 +1,81 @@
+"""What a source is: a long-running task that emits `NodeSample`s.
+
+Streaming sources (the SSH probe) emit whenever a line arrives; polling sources (local,
+HTTP scrape, Prometheus) derive from `PollingSource`, which reschedules itself only after
+a poll has finished (polls never overlap) and bounds every poll with a timeout. A failure
+becomes an error sample for the nodes concerned, never an exception out of `run`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+
+from collectors.sample import NodeSample
+
+Emit = Callable[[NodeSample], None]
+log = logging.getLogger(__name__)
+
+
+class Source(ABC):
+    """Produces samples for `nodes` until cancelled."""
+
+    #: short kind name, shown on screen ("local", "ssh", "scrape", "prom", …)
+    kind: str = "source"
+
+    def __init__(self, nodes: Sequence[str]):
+        self.nodes = list(nodes)
+
+    @abstractmethod
+    async def run(self, emit: Emit) -> None:
+        """Run until cancelled. Must not raise: failures are emitted as error samples."""
+
+    async def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections. Called once after `run` is cancelled."""
+
+    def error_sample(self, node: str, message: str) -> NodeSample:
+        return NodeSample(node=node, source=self.kind, taken_at=time.time(), error=message)
+
+
+class PollingSource(Source):
+    """A source read by polling every `interval_s`, each poll bounded by `timeout_s`."""
+
+    def __init__(self, nodes: Sequence[str], interval_s: float, timeout_s: float | None = None):
+        super().__init__(nodes)
+        self.interval_s = interval_s
+        self.timeout_s = timeout_s if timeout_s is not None else max(interval_s * 0.9, 0.5)
+
+    @abstractmethod
+    async def poll(self) -> Sequence[NodeSample]:
+        """One reading of every node this source covers."""
+
+    async def run(self, emit: Emit) -> None:
+        loop = asyncio.get_running_loop()
+        next_at = loop.time()
+        while True:
+            try:
+                samples = await asyncio.wait_for(self.poll(), self.timeout_s)
+            except TimeoutError:
+                samples = [
+                    self.error_sample(n, f"{self.kind}: timed out after {self.timeout_s:g} s")
+                    for n in self.nodes
+                ]
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a broken source must not take the app down
+                log.debug("%s poll failed", self.kind, exc_info=True)
+                samples = [
+                    self.error_sample(n, f"{self.kind}: {type(exc).__name__}: {exc}")
+                    for n in self.nodes
+                ]
+            for sample in samples:
+                emit(sample)
+            # keep a steady cadence, but never overlap and never spin after a slow poll
+            next_at += self.interval_s
+            now = loop.time()
+            if next_at < now:
+                next_at = now + self.interval_s * 0.1
+            await asyncio.sleep(next_at - now)

@@ -1,0 +1,146 @@
+"""The one entry point, `infertop`. Exit codes: 0 ok, 2 bad input, 1 anything else."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from typing import NoReturn
+
+from infertop import __version__
+from layouts import Layout, LayoutError, load_layout, local_layout
+
+EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad flags or input: one line to stderr, exit 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be greater than 0")
+    return value
+
+
+def _layout_or_local(path: str | None) -> Layout:
+    return load_layout(path) if path else local_layout()
+
+
+# ---------------------------------------------------------------------------- commands
+
+
+def cmd_tui(args: argparse.Namespace) -> int:
+    from tui.app import run_tui  # Textual loads only for the TUI
+
+    layout = _layout_or_local(args.layout)
+    return run_tui(layout)
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    from infertop.snapshot_cmd import take_snapshot
+    from infertop.textreport import snapshot_table
+
+    layout = _layout_or_local(args.layout)
+    snapshot = asyncio.run(take_snapshot(layout, args.window))
+    if args.json:
+        json.dump(snapshot.to_json_dict(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(snapshot_table(snapshot))
+    return EXIT_OK
+
+
+# Later issues register their subcommands here: name → (help, add_arguments, run).
+SUBCOMMANDS: dict[
+    str,
+    tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]],
+] = {}
+
+
+def add_layout_arg(p: argparse.ArgumentParser) -> None:
+    # SUPPRESS keeps `infertop --layout F snapshot` working: a subparser default would
+    # otherwise overwrite the top-level value with None
+    p.add_argument(
+        "--layout", metavar="FILE", default=argparse.SUPPRESS,
+        help="layout file (default: this machine)",
+    )
+
+
+def _add_snapshot(p: argparse.ArgumentParser) -> None:
+    add_layout_arg(p)
+    p.add_argument(
+        "--window", type=_positive_float, default=None, metavar="S",
+        help="seconds to collect before the snapshot (default: the layout's window_s)",
+    )
+    p.add_argument("--json", action="store_true", help="print infertop.snapshot/1 JSON")
+
+
+SUBCOMMANDS["snapshot"] = ("one collection over a window, then exit", _add_snapshot, cmd_snapshot)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="infertop",
+        description="Live terminal monitor for DeepSeek/DeepInfer-style inference clusters.",
+    )
+    parser.add_argument("--version", action="version", version=f"infertop {__version__}")
+    parser.add_argument("--layout", metavar="FILE", help="layout file (default: this machine)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging to stderr")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, (help_text, add_args, _run) in SUBCOMMANDS.items():
+        add_args(sub.add_parser(name, help=help_text, description=help_text))
+    return parser
+
+
+def _register_optional_commands() -> None:
+    """Import modules that add subcommands (kept apart so each stays small)."""
+    import importlib
+
+    for module in ("infertop.demo.cli", "infertop.session_cli", "infertop.exporter_cli"):
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not module.startswith(exc.name):
+                raise
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    _register_optional_commands()
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        logging.basicConfig(
+            level=logging.DEBUG if args.verbose else logging.WARNING,
+            format="%(levelname)s %(name)s: %(message)s",
+        )
+        if args.command is None:
+            return cmd_tui(args)
+        return SUBCOMMANDS[args.command][2](args)
+    except (UsageError, LayoutError) as exc:
+        print(f"infertop: {exc}" if isinstance(exc, LayoutError) else str(exc), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+def entry() -> NoReturn:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

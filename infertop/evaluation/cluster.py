@@ -1,0 +1,128 @@
+"""Fleet state + layout → node views and per-role roll-ups. Pure."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+from collectors.fleet import FleetState, NodeState
+from collectors.rates import mean, total
+from infertop.evaluation.figures import (
+    engine_view,
+    gpu_views,
+    host_view,
+    idle_fraction,
+    nic_views,
+    node_status,
+    part_window,
+)
+from infertop.evaluation.money import cluster_cost_per_hour_usd, node_cost_per_hour_usd
+from infertop.view import ClusterView, NodeView, RollupView
+from layouts.model import Layout, NodeConfig
+
+
+def evaluate_node(
+    state: NodeState, config: NodeConfig | None, layout: Layout, now: float
+) -> NodeView:
+    window = layout.cluster.window_s
+    status, age = node_status(state, now, layout.cluster.interval_s, layout.thresholds)
+    gpu_samples = part_window(state, "gpus", now, window)
+    nic_samples = part_window(state, "nics", now, window)
+    engine_samples = part_window(state, "engine", now, window)
+    gpus = gpu_views(gpu_samples)
+    power = total(g.power_w for g in gpus)
+    cost = (
+        node_cost_per_hour_usd(config, layout.pricing, len(gpus) if gpu_samples else None, power)
+        if config is not None
+        else None
+    )
+    notes: list[str] = []
+    for sample in state.latest():
+        notes.extend(n for n in sample.notes if n not in notes)
+    return NodeView(
+        name=state.name,
+        role=config.role if config else "mixed",
+        status=status,
+        error=state.error if status != "ok" else None,
+        cost_per_hour_usd=cost,
+        idle_fraction=idle_fraction(gpu_samples, layout.thresholds.idle_util_pct),
+        gpus=gpus,
+        nics=nic_views(nic_samples, config),
+        engine=engine_view(engine_samples, now),
+        age_s=age,
+        sources=sorted(state.by_source),
+        notes=notes,
+        host=host_view(state),
+        gpus_expected=config.gpus if config else None,
+    )
+
+
+def rollup(nodes: Sequence[NodeView], layout: Layout, *, whole_cluster: bool) -> RollupView:
+    engines = [n.engine for n in nodes if n.engine is not None]
+    all_gpus = [g for n in nodes for g in n.gpus]
+    gpu_count = sum(n.gpus_expected if n.gpus_expected is not None else len(n.gpus) for n in nodes)
+    # a pool's acceptance weights each node by the tokens it produces, so that a busy node
+    # counts for more than an idle one; an unweighted mean when nobody produced tokens
+    weighted = [
+        (e.draft_acceptance, e.accepted_tokens_per_s)
+        for e in engines
+        if e.draft_acceptance is not None and e.accepted_tokens_per_s
+    ]
+    weight = sum(w for _, w in weighted)
+    acceptance = (
+        sum(a * w for a, w in weighted) / weight
+        if weight > 0
+        else mean(e.draft_acceptance for e in engines)
+    )
+    node_costs = [n.cost_per_hour_usd for n in nodes]
+    if whole_cluster:
+        cost = cluster_cost_per_hour_usd(node_costs, layout.pricing) if nodes else None
+    else:
+        cost = total(node_costs)  # extras are billed to the cluster, not to a role
+    return RollupView(
+        nodes=len(nodes),
+        gpus=gpu_count,
+        cost_per_hour_usd=cost,
+        decode_steps_per_s=mean(e.decode_steps_per_s for e in engines),
+        draft_acceptance=acceptance,
+        accepted_tokens_per_s=total(e.accepted_tokens_per_s for e in engines),
+        full_acceptance_tokens_per_s=total(e.full_acceptance_tokens_per_s for e in engines),
+        requests_running=total(e.requests_running for e in engines),
+        requests_waiting=total(e.requests_waiting for e in engines),
+        util_pct=mean(g.util_pct for g in all_gpus),
+        idle_fraction=mean(n.idle_fraction for n in nodes),
+    )
+
+
+def evaluate_nodes(state: FleetState, layout: Layout, now: float) -> list[NodeView]:
+    configs = {n.name: n for n in layout.nodes}
+    order = [n.name for n in layout.nodes if n.name is not None]
+    order += sorted(name for name in state.nodes if name not in configs)
+    return [
+        evaluate_node(state.nodes[name], configs.get(name), layout, now)
+        for name in order
+        if name in state.nodes
+    ]
+
+
+def evaluate_cluster(nodes: Sequence[NodeView], layout: Layout) -> ClusterView:
+    roles = sorted({n.role for n in nodes})
+    whole = rollup(nodes, layout, whole_cluster=True)
+    return ClusterView(
+        name=layout.cluster.name,
+        interval_s=layout.cluster.interval_s,
+        total=whole,
+        roles={
+            r: rollup([n for n in nodes if n.role == r], layout, whole_cluster=False) for r in roles
+        },
+        insecure_ssh=layout.ssh.insecure_no_host_key_check,
+    )
+
+
+def role_median(nodes: Sequence[NodeView], role: str, attr: str) -> float | None:
+    values = [
+        getattr(n.engine, attr)
+        for n in nodes
+        if n.role == role and n.engine is not None and getattr(n.engine, attr) is not None
+    ]
+    return statistics.median(values) if values else None

@@ -1,0 +1,214 @@
+"""Per-node figures over a window, from fleet state. Pure: no I/O, no clock of its own.
+
+A node may be covered by several sources (an SSH probe for GPUs and NICs, a scrape of
+its engine, …). For each part of a sample the freshest source reporting that part wins,
+and rates of that part are taken over that one source's samples, so that two sources'
+counters are never subtracted from each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from collectors.fleet import NodeState
+from collectors.rates import counter_rate, ratio
+from collectors.sample import EngineSample, NodeSample
+from infertop.view import EngineView, GpuView, HostView, NicView, NodeStatus
+from layouts.model import NodeConfig, Thresholds
+
+
+def part_window(
+    state: NodeState, part: str, now: float, window_s: float
+) -> list[NodeSample]:
+    """Samples, oldest first, of the freshest source that reports `part`, within the window.
+
+    The newest sample is always included even when older than the window, so that a
+    stale node still shows its last values (greyed, with their age).
+    """
+    best: NodeSample | None = None
+    for sample in state.latest():
+        if getattr(sample, part) is not None:
+            best = sample
+            break
+    if best is None:
+        return []
+    samples = state.window(best.source, now - window_s)
+    samples = [s for s in samples if getattr(s, part) is not None]
+    return samples or [best]
+
+
+def _rate(samples: Sequence[NodeSample], get: Callable[[NodeSample], float | None]) -> float | None:
+    return counter_rate([(s.taken_at, get(s)) for s in samples])
+
+
+def gpu_views(samples: Sequence[NodeSample]) -> list[GpuView]:
+    if not samples:
+        return []
+    latest = samples[-1]
+    assert latest.gpus is not None
+    views = []
+    for gpu in latest.gpus:
+
+        def nvlink(attr: str, index: int = gpu.index) -> Callable[[NodeSample], float | None]:
+            def get(s: NodeSample) -> float | None:
+                for g in s.gpus or ():
+                    if g.index == index:
+                        value: float | None = getattr(g, attr)
+                        return value
+                return None
+
+            return get
+
+        views.append(
+            GpuView(
+                index=gpu.index,
+                name=gpu.name,
+                kind=gpu.kind,
+                util_pct=gpu.util_pct,
+                mem_used_bytes=gpu.mem_used_bytes,
+                mem_total_bytes=gpu.mem_total_bytes,
+                power_w=gpu.power_w,
+                temp_c=gpu.temp_c,
+                sm_clock_mhz=gpu.sm_clock_mhz,
+                clock_event_reasons=gpu.clock_event_reasons,
+                xid_last=gpu.xid_last,
+                ecc_uncorrected_total=gpu.ecc_uncorrected_total,
+                healthy=gpu.healthy,
+                error=gpu.error,
+                nvlink_links_total=gpu.nvlink_links_total,
+                nvlink_links_up=gpu.nvlink_links_up,
+                nvlink_tx_bytes_per_s=_rate(samples, nvlink("nvlink_tx_bytes_total")),
+                nvlink_rx_bytes_per_s=_rate(samples, nvlink("nvlink_rx_bytes_total")),
+            )
+        )
+    return views
+
+
+def nic_views(samples: Sequence[NodeSample], config: NodeConfig | None) -> list[NicView]:
+    expected = {n.name: n.expected_gbps for n in config.nics} if config else {}
+    if not samples:
+        # ports the layout expects but nobody reported: shown as unknown, not as fine
+        return [NicView(name=name, kind="other", expected_gbps=gbps) for name, gbps in expected.items()]
+    latest = samples[-1]
+    assert latest.nics is not None
+    views = []
+    seen: set[str] = set()
+    for nic in latest.nics:
+        seen.add(nic.name)
+
+        def counter(attr: str, name: str = nic.name) -> Callable[[NodeSample], float | None]:
+            def get(s: NodeSample) -> float | None:
+                for n in s.nics or ():
+                    if n.name == name:
+                        value: float | None = getattr(n, attr)
+                        return value
+                return None
+
+            return get
+
+        views.append(
+            NicView(
+                name=nic.name,
+                kind=nic.kind,
+                state=nic.state,
+                speed_gbps=nic.speed_gbps,
+                expected_gbps=expected.get(nic.name) or (expected.get(nic.netdev) if nic.netdev else None),
+                rx_bytes_per_s=_rate(samples, counter("rx_bytes_total")),
+                tx_bytes_per_s=_rate(samples, counter("tx_bytes_total")),
+                xmit_wait_per_s=_rate(samples, counter("xmit_wait_total")),
+                link_downed_total=nic.link_downed_total,
+                errors_per_s=_rate(samples, counter("errors_total")),
+                members=nic.members,
+                members_up=nic.members_up,
+                accelerator_index=nic.accelerator_index,
+            )
+        )
+    for name, gbps in expected.items():
+        if name not in seen and not any(v.name == name for v in views):
+            # expected by the layout, absent on the node: that is itself news
+            views.append(NicView(name=name, kind="other", state="missing", expected_gbps=gbps))
+    return views
+
+
+def engine_view(samples: Sequence[NodeSample], now: float) -> EngineView | None:
+    engines = [(s.taken_at, s.engine) for s in samples if s.engine is not None]
+    if not engines:
+        return None
+    latest_at, latest = engines[-1]
+
+    def rate(attr: str) -> float | None:
+        return counter_rate([(t, getattr(e, attr)) for t, e in engines])
+
+    # all rates share one Δt, so their ratios are ratios of the deltas
+    accepted = rate("accepted_tokens_total")
+    draft_tokens = rate("draft_tokens_total")
+    drafts = rate("drafts_total")
+    acceptance_length = None if accepted is None or not drafts else 1 + accepted / drafts
+    full = None if drafts is None or draft_tokens is None else drafts + draft_tokens
+    age = now - (latest.log_last_line_at if latest.log_last_line_at is not None else latest_at)
+    return EngineView(
+        decode_steps_per_s=rate("steps_total"),
+        draft_acceptance=ratio(accepted, draft_tokens),
+        mean_acceptance_length=acceptance_length,
+        accepted_tokens_per_s=rate("generation_tokens_total"),
+        full_acceptance_tokens_per_s=full,
+        requests_running=latest.requests_running,
+        requests_waiting=latest.requests_waiting,
+        kv_cache_usage=latest.kv_cache_usage,
+        prompt_tokens_per_s=rate("prompt_tokens_total"),
+        requests_finished_per_s=rate("requests_finished_total"),
+        source=latest.source,
+        profile=latest.profile,
+        age_s=max(age, 0.0),
+    )
+
+
+def engine_window(state: NodeState, now: float, window_s: float) -> list[NodeSample]:
+    return part_window(state, "engine", now, window_s)
+
+
+def latest_engine(state: NodeState) -> EngineSample | None:
+    for sample in state.latest():
+        if sample.engine is not None:
+            return sample.engine
+    return None
+
+
+def idle_fraction(samples: Sequence[NodeSample], idle_util_pct: float) -> float | None:
+    """Share of GPU-time in the window below the idle threshold; None without GPU figures."""
+    below = known = 0
+    for sample in samples:
+        for gpu in sample.gpus or ():
+            if gpu.util_pct is None:
+                continue
+            known += 1
+            below += gpu.util_pct < idle_util_pct
+    return below / known if known else None
+
+
+def host_view(state: NodeState) -> HostView | None:
+    for sample in state.latest():
+        if sample.host is not None:
+            h = sample.host
+            return HostView(
+                cpu_pct=h.cpu_pct, mem_used_bytes=h.mem_used_bytes, mem_total_bytes=h.mem_total_bytes
+            )
+    return None
+
+
+def node_status(
+    state: NodeState, now: float, interval_s: float, thresholds: Thresholds
+) -> tuple[NodeStatus, float | None]:
+    """ok / stale / unreachable / error, and the age of the newest good sample."""
+    ok_at = state.last_ok_at
+    age = None if ok_at is None else max(now - ok_at, 0.0)
+    if age is None:
+        # never heard from: an error if a source said why, else still connecting (stale)
+        return ("error" if state.last_error is not None else "stale"), None
+    if age > interval_s * thresholds.unreachable_intervals:
+        return "unreachable", age
+    if age > interval_s * thresholds.stale_intervals:
+        return "stale", age
+    if state.error is not None:
+        return "error", age
+    return "ok", age

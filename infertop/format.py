@@ -1,0 +1,55 @@
+"""Human formatting of figures, shared by the text table and the TUI. Unknown → "—"."""
+
+from __future__ import annotations
+
+UNKNOWN = "—"
+
+
+def fmt_num(value: float | None, digits: int = 1, unit: str = "") -> str:
+    if value is None:
+        return UNKNOWN
+    return f"{value:,.{digits}f}{unit}"
+
+
+def fmt_pct(fraction: float | None, digits: int = 0) -> str:
+    """A 0–1 fraction as a percentage."""
+    return UNKNOWN if fraction is None else f"{fraction * 100:.{digits}f}%"
+
+
+def fmt_bytes(n: float | None) -> str:
+    if n is None:
+        return UNKNOWN
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return UNKNOWN  # pragma: no cover
+
+
+def fmt_rate_gbps(bytes_per_s: float | None) -> str:
+    """Bytes/s as Gb/s (links are rated in bits)."""
+    if bytes_per_s is None:
+        return UNKNOWN
+    gbps = bytes_per_s * 8 / 1e9
+    return f"{gbps:.2f} Gb/s" if gbps < 10 else f"{gbps:.0f} Gb/s"
+
+
+def fmt_usd(value: float | None, digits: int = 2) -> str:
+    return UNKNOWN if value is None else f"${value:,.{digits}f}"
+
+
+def fmt_age(seconds: float | None) -> str:
+    if seconds is None:
+        return UNKNOWN
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.1f}h"
+
+
+def fmt_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return UNKNOWN
+    s = int(seconds)
+    return f"{s // 3600:d}:{s % 3600 // 60:02d}:{s % 60:02d}"

@@ -1,0 +1,105 @@
+"""The monitor: runs the sources, and once per interval turns fleet state into a Snapshot.
+
+Every view (TUI, `snapshot --json`, the session store, the exporter) subscribes to the
+same stream of immutable `Snapshot`s; none of them touches sources or fleet state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+import time
+from collections.abc import Callable, Sequence
+
+from collectors.fleet import Fleet, FleetState
+from collectors.registry import build_sources
+from collectors.source import Source
+from infertop.evaluation.cluster import evaluate_cluster, evaluate_nodes
+from infertop.evaluation.verdicts import VerdictTracker
+from infertop.session import SessionLedger
+from infertop.view import Snapshot
+from layouts.model import Layout
+
+log = logging.getLogger(__name__)
+Listener = Callable[[Snapshot], None]
+
+
+class Monitor:
+    def __init__(
+        self,
+        layout: Layout,
+        sources: Sequence[Source] | None = None,
+        clock: Callable[[], float] = time.time,
+        ledger: SessionLedger | None = None,
+    ):
+        self.layout = layout
+        self.clock = clock
+        names = [n.name for n in layout.nodes if n.name is not None]
+        self.state = FleetState(names, layout.cluster.history)
+        self.sources = list(sources) if sources is not None else build_sources(layout)
+        self.fleet = Fleet(self.state, self.sources)
+        start = layout.session.reservation_start
+        self.ledger = ledger or SessionLedger(
+            started_at=start.timestamp() if start else clock(),
+            budget_usd=layout.session.budget_usd,
+            acceptable_tasks=layout.session.acceptable_tasks,
+        )
+        self.verdicts = VerdictTracker()
+        self.listeners: list[Listener] = []
+        self.latest: Snapshot | None = None
+        self._ticker: asyncio.Task[None] | None = None
+
+    async def start(self, tick: bool = True) -> None:
+        await self.fleet.start()
+        if tick:
+            self._ticker = asyncio.create_task(self._tick_loop(), name="monitor:tick")
+
+    async def stop(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._ticker
+            self._ticker = None
+        await self.fleet.stop()
+
+    async def _tick_loop(self) -> None:
+        interval = self.layout.cluster.interval_s
+        loop = asyncio.get_running_loop()
+        next_at = loop.time() + interval
+        while True:
+            await asyncio.sleep(max(next_at - loop.time(), 0.0))
+            next_at = max(next_at + interval, loop.time())
+            try:
+                self.tick()
+            except Exception:  # a bug in evaluation must not stop collection
+                log.exception("tick failed")
+
+    def tick(self, now: float | None = None) -> Snapshot:
+        """Evaluate the fleet at `now`, advance the ledger, publish the snapshot."""
+        now = self.clock() if now is None else now
+        layout = self.layout
+        nodes = evaluate_nodes(self.state, layout, now)
+        nodes = self.verdicts.apply(nodes, layout, now)
+        cluster = evaluate_cluster(nodes, layout)
+        self.ledger.advance(
+            now,
+            cluster.total.cost_per_hour_usd,
+            cluster.total.idle_fraction,
+            cluster.total.accepted_tokens_per_s,
+        )
+        snapshot = Snapshot(
+            taken_at=dt.datetime.fromtimestamp(now, dt.UTC).isoformat(),
+            window_s=layout.cluster.window_s,
+            cluster=cluster,
+            session=self.ledger.view(now),
+            nodes=nodes,
+        )
+        self.latest = snapshot
+        for listener in self.listeners:
+            try:
+                listener(snapshot)
+            except Exception:
+                log.exception("snapshot listener failed")
+        return snapshot

@@ -1,0 +1,217 @@
+"""The layout: what the cluster is, where its figures come from, what it costs.
+
+Validated by pydantic with `extra="forbid"` everywhere so that a typo in a key is an
+error, not a silently ignored setting.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Annotated, Literal
+from urllib.parse import urlparse
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Role = Literal["prefill", "decode", "mixed"]
+PositiveFloat = Annotated[float, Field(gt=0)]
+NonNegFloat = Annotated[float, Field(ge=0)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def check_http_url(url: str) -> str:
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ValueError(f"malformed URL {url!r}: expected http(s)://host[:port]/path")
+    try:
+        parsed.port  # noqa: B018 - raises on a bad port
+    except ValueError as exc:
+        raise ValueError(f"malformed URL {url!r}: {exc}") from None
+    return url
+
+
+class ClusterConfig(_Strict):
+    name: str = "cluster"
+    interval_s: PositiveFloat = 1.0
+    # window over which rates are derived
+    window_s: PositiveFloat = 10.0
+    # how many samples each node keeps (ring buffer); bounds memory over a long session
+    history: Annotated[int, Field(ge=2, le=100_000)] = 600
+
+
+class SessionConfig(_Strict):
+    reservation_start: dt.datetime | None = None
+    budget_usd: NonNegFloat | None = None
+    # tasks the user counts as acceptable (for $ per acceptable task)
+    acceptable_tasks: Annotated[int, Field(ge=0)] | None = None
+
+    @field_validator("reservation_start")
+    @classmethod
+    def _aware(cls, value: dt.datetime | None) -> dt.datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError("reservation_start needs a time zone, e.g. 2026-11-29T09:00:00Z")
+        return value
+
+
+class ApiPriceTable(_Strict):
+    """Per 1M tokens. Defaults: DeepSeek-V4.1-Flash (DESIGN.md)."""
+
+    model: str = "DeepSeek-V4.1-Flash"
+    as_of: str = "2026-11"
+    input_cache_hit_offpeak: NonNegFloat = 0.003
+    input_cache_hit_peak: NonNegFloat = 0.006
+    input_cache_miss_offpeak: NonNegFloat = 0.15
+    input_cache_miss_peak: NonNegFloat = 0.30
+    output_offpeak: NonNegFloat = 0.60
+    output_peak: NonNegFloat = 1.20
+
+
+class PricingConfig(_Strict):
+    mode: Literal["rented", "owned"] = "rented"
+    gpu_hour_usd: NonNegFloat | None = None
+    node_hour_usd: NonNegFloat | None = None
+    extras_hour_usd: NonNegFloat = 0.0
+    # owned hardware
+    hardware_hour_usd: NonNegFloat = 0.0  # amortised, whole cluster
+    host_base_power_w: NonNegFloat = 0.0  # per node, beyond the GPUs' measured power
+    pue: Annotated[float, Field(ge=1.0, le=5.0)] = 1.0
+    kwh_usd: NonNegFloat = 0.0
+    api: ApiPriceTable = ApiPriceTable()
+
+
+class Thresholds(_Strict):
+    idle_util_pct: Annotated[float, Field(ge=0, le=100)] = 5.0
+    hold_s: NonNegFloat = 10.0  # a verdict appears only after its condition held this long
+    clear_s: NonNegFloat = 10.0  # …and clears only after it has been false this long
+    idle_hold_s: NonNegFloat = 30.0
+    straggler_ratio: Annotated[float, Field(gt=0, lt=1)] = 0.8  # below 80 % of role median
+    link_rate_ratio: Annotated[float, Field(gt=0, le=1)] = 0.95  # negotiated < 95 % expected
+    link_busy_ratio: Annotated[float, Field(gt=0, le=1)] = 0.9  # "near line rate"
+    link_pile_share: Annotated[float, Field(gt=0.5, le=1)] = 0.8  # one port carries 80 %+
+    gpu_wait_util_pct: Annotated[float, Field(ge=0, le=100)] = 50.0
+    stale_intervals: PositiveFloat = 2.0
+    unreachable_intervals: PositiveFloat = 5.0
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Thresholds:
+        if self.unreachable_intervals <= self.stale_intervals:
+            raise ValueError("unreachable_intervals must be greater than stale_intervals")
+        return self
+
+
+class NicExpectation(_Strict):
+    name: str = Field(min_length=1)
+    expected_gbps: PositiveFloat | None = None
+    kind: Literal["ethernet", "infiniband", "roce", "bond"] | None = None
+
+
+class EngineConfig(_Strict):
+    url: str | None = None
+    profile: str = "vllm"
+    # fetch the endpoint from the node's own side (through the probe) rather than directly
+    via_probe: bool | None = None
+    log: str | None = None  # a log file on the node, followed read-only
+    log_patterns: str | None = None  # name of a pattern set ("vllm" built in)
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        return None if value is None else check_http_url(value)
+
+
+class SshOptions(_Strict):
+    # Turning host-key checking off must be explicit; the TUI shows it on screen.
+    insecure_no_host_key_check: bool = False
+    known_hosts: str | None = None
+    connect_timeout_s: PositiveFloat = 10.0
+
+
+class NodeConfig(_Strict):
+    """One node, or a range of nodes when `hosts` holds a pattern like ``decode-[01-16]``.
+
+    In a range, ``{host}`` inside `ssh`, `metrics` and `engine.url` is replaced by each
+    expanded name (a plain text substitution, never a shell).
+    """
+
+    name: str | None = None
+    hosts: str | None = None
+    role: Role = "mixed"
+    gpus: Annotated[int, Field(ge=0, le=1024)] | None = None
+    accelerator: Literal["gpu", "npu"] = "gpu"
+    local: bool = False  # read this node from the machine infertop runs on
+    ssh: str | None = None
+    metrics: list[str] = Field(default_factory=list)
+    engine: EngineConfig | None = None
+    nics: list[NicExpectation] = Field(default_factory=list)
+    gpu_hour_usd: NonNegFloat | None = None
+    node_hour_usd: NonNegFloat | None = None
+
+    @field_validator("metrics")
+    @classmethod
+    def _metrics(cls, urls: list[str]) -> list[str]:
+        return [check_http_url(u.replace("{host}", "host")) and u for u in urls]
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[A-Za-z0-9_.:@-]{1,128}", value):
+            raise ValueError(f"node name {value!r} may hold only letters, digits and _.:@-")
+        return value
+
+    @model_validator(mode="after")
+    def _one_name(self) -> NodeConfig:
+        if (self.name is None) == (self.hosts is None):
+            raise ValueError("give exactly one of name or hosts")
+        return self
+
+
+class PrometheusConfig(_Strict):
+    url: str
+    node_label: str = "instance"
+    token_env: str | None = None
+    token_file: str | None = None
+    header_env: str | None = None  # an Authorization header value in an env var
+    verify_tls: bool = True
+    ca_file: str | None = None
+    timeout_s: PositiveFloat = 5.0
+    discover: bool = False  # find nodes from Prometheus instead of listing them
+    discover_role: Role = "mixed"
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        return check_http_url(value)
+
+
+class Layout(_Strict):
+    cluster: ClusterConfig = ClusterConfig()
+    session: SessionConfig = SessionConfig()
+    pricing: PricingConfig = PricingConfig()
+    thresholds: Thresholds = Thresholds()
+    prometheus: PrometheusConfig | None = None
+    ssh: SshOptions = SshOptions()
+    nodes: list[NodeConfig] = Field(default_factory=list)
+    # custom engine profiles: profile name → canonical field → metric name(s)
+    profiles: dict[str, dict[str, str | list[str]]] = Field(default_factory=dict)
+    # where this layout was read from (set by the loader, not the file)
+    source_path: str | None = None
+
+    @model_validator(mode="after")
+    def _unique(self) -> Layout:
+        seen: set[str] = set()
+        for node in self.nodes:
+            if node.name is None:
+                raise ValueError("node ranges must be expanded before validation")
+            if node.name in seen:
+                raise ValueError(f"duplicate node name {node.name!r}")
+            seen.add(node.name)
+        return self
+
+    def node(self, name: str) -> NodeConfig:
+        for node in self.nodes:
+            if node.name == name:
+                return node
+        raise KeyError(name)

@@ -1,0 +1,107 @@
+"""Layout loading: good examples load, and each class of bad layout gets one clear line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from layouts import LayoutError, example_path, load_layout, parse_layout
+from layouts.hostrange import HostRangeError, expand_hosts
+from layouts.loader import example_names
+
+
+def test_examples_load() -> None:
+    assert set(example_names()) >= {"local", "gb300-trial", "deepseek-64p64d"}
+    big = load_layout(example_path("deepseek-64p64d"))
+    roles = [n.role for n in big.nodes]
+    assert roles.count("prefill") == 8 and roles.count("decode") == 8
+    assert sum(n.gpus or 0 for n in big.nodes if n.role == "prefill") == 64
+    assert big.nodes[0].metrics[0] == "http://prefill-01:9400/metrics"
+    trial = load_layout(example_path("gb300-trial"))
+    assert [n.name for n in trial.nodes] == ["prefill-01", "decode-01", "decode-02", "decode-03"]
+    assert trial.nodes[2].ssh == "decode-02"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "names"),
+    [
+        ("decode-[01-03]", ["decode-01", "decode-02", "decode-03"]),
+        ("n[1-2,7]", ["n1", "n2", "n7"]),
+        ("r[1-2]g[0-1]", ["r1g0", "r1g1", "r2g0", "r2g1"]),
+        ("plain", ["plain"]),
+        ("d-[8-10]", ["d-8", "d-9", "d-10"]),
+    ],
+)
+def test_expand_hosts(pattern: str, names: list[str]) -> None:
+    assert expand_hosts(pattern) == names
+
+
+@pytest.mark.parametrize("pattern", ["a-[3-1]", "a-[x-2]", "a-[1-2", "a-]", "a-[]", "a-[1-999999]"])
+def test_expand_hosts_bad(pattern: str) -> None:
+    with pytest.raises(HostRangeError):
+        expand_hosts(pattern)
+
+
+BAD = [
+    ("toml", "[cluster\nname='x'", None, "TOML syntax error", 1),
+    ("role", '[[nodes]]\nname = "a"\nrole = "superdecode"\n', "nodes[0].role", "superdecode", 3),
+    ("negative price", "[pricing]\ngpu_hour_usd = -3\n", "pricing.gpu_hour_usd", "greater than or equal to 0", 2),
+    ("wrong type", '[cluster]\ninterval_s = "fast"\n', "cluster.interval_s", "valid number", 2),
+    ("duplicate", '[[nodes]]\nname = "a"\n[[nodes]]\nname = "a"\n', "nodes[1].name", "duplicate node name 'a'", 4),
+    ("duplicate by range", '[[nodes]]\nname = "d-02"\n[[nodes]]\nhosts = "d-[01-03]"\n', "nodes[2].name", "duplicate", None),
+    ("bad url", '[[nodes]]\nname = "a"\nmetrics = ["ftp://x/metrics"]\n', "nodes[0].metrics", "malformed URL", 3),
+    ("bad engine url", '[[nodes]]\nname = "a"\nengine = { url = "localhost:8000" }\n', "nodes[0].engine.url", "malformed URL", 3),
+    ("unknown key", "[cluster]\nnmae = 'x'\n", "cluster.nmae", "unknown field", 2),
+    ("bad range", '[[nodes]]\nhosts = "d-[9-1]"\n', "nodes[0].hosts", "backwards", None),
+    ("naive time", '[session]\nreservation_start = 2026-11-29T09:00:00\n', "session.reservation_start", "time zone", 2),
+]
+
+
+@pytest.mark.parametrize(("label", "text", "field", "problem", "line"), BAD, ids=[b[0] for b in BAD])
+def test_bad_layouts(label: str, text: str, field: str | None, problem: str, line: int | None) -> None:
+    with pytest.raises(LayoutError) as info:
+        parse_layout(text, "bad.toml")
+    err = info.value
+    message = str(err)
+    assert "\n" not in message
+    assert message.startswith("bad.toml")
+    assert err.field == field
+    assert problem in message
+    if line is not None:
+        assert err.line == line
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(LayoutError, match="no such file"):
+        load_layout(tmp_path / "nope.toml")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["[cluster\n", '[[nodes]]\nname = "a"\nrole = "x"\n', "[pricing]\ngpu_hour_usd = -1\n"],
+)
+def test_cli_bad_layout_exit_2_one_line(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    proc = subprocess.run(
+        [sys.executable, "-m", "infertop.cli", "snapshot", "--layout", str(path), "--json"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert str(path) in lines[0]
+    assert "Traceback" not in proc.stderr
+
+
+def test_cli_missing_layout_exit_2() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "infertop.cli", "--layout", "/nonexistent/x.toml", "snapshot"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "infertop: /nonexistent/x.toml: no such file"
