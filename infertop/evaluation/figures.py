@@ -8,7 +8,7 @@ counters are never subtracted from each other.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from collectors.fleet import NodeState
 from collectors.rates import counter_rate, ratio
@@ -37,8 +37,9 @@ def part_window(
     return samples or [best]
 
 
-def _rate(samples: Sequence[NodeSample], get: Callable[[NodeSample], float | None]) -> float | None:
-    return counter_rate([(s.taken_at, get(s)) for s in samples])
+def _series_rate(points: Sequence[tuple[float, object]], attr: str) -> float | None:
+    """Reset-aware rate of one counter attribute over (time, part-or-None) points."""
+    return counter_rate([(t, getattr(p, attr) if p is not None else None) for t, p in points])
 
 
 def gpu_views(samples: Sequence[NodeSample]) -> list[GpuView]:
@@ -46,19 +47,12 @@ def gpu_views(samples: Sequence[NodeSample]) -> list[GpuView]:
         return []
     latest = samples[-1]
     assert latest.gpus is not None
+    # index each sample's GPUs once: O(samples × GPUs), not O(samples × GPUs²)
+    by_index = [(s.taken_at, {g.index: g for g in s.gpus or ()}) for s in samples]
     views = []
     for gpu in latest.gpus:
-
-        def nvlink(attr: str, index: int = gpu.index) -> Callable[[NodeSample], float | None]:
-            def get(s: NodeSample) -> float | None:
-                for g in s.gpus or ():
-                    if g.index == index:
-                        value: float | None = getattr(g, attr)
-                        return value
-                return None
-
-            return get
-
+        has_nvlink = gpu.nvlink_tx_bytes_total is not None or gpu.nvlink_rx_bytes_total is not None
+        points = [(t, gpus.get(gpu.index)) for t, gpus in by_index] if has_nvlink else []
         views.append(
             GpuView(
                 index=gpu.index,
@@ -77,8 +71,8 @@ def gpu_views(samples: Sequence[NodeSample]) -> list[GpuView]:
                 error=gpu.error,
                 nvlink_links_total=gpu.nvlink_links_total,
                 nvlink_links_up=gpu.nvlink_links_up,
-                nvlink_tx_bytes_per_s=_rate(samples, nvlink("nvlink_tx_bytes_total")),
-                nvlink_rx_bytes_per_s=_rate(samples, nvlink("nvlink_rx_bytes_total")),
+                nvlink_tx_bytes_per_s=_series_rate(points, "nvlink_tx_bytes_total") if points else None,
+                nvlink_rx_bytes_per_s=_series_rate(points, "nvlink_rx_bytes_total") if points else None,
             )
         )
     return views
@@ -91,21 +85,10 @@ def nic_views(samples: Sequence[NodeSample], config: NodeConfig | None) -> list[
         return [NicView(name=name, kind="other", expected_gbps=gbps) for name, gbps in expected.items()]
     latest = samples[-1]
     assert latest.nics is not None
+    by_name = [(s.taken_at, {n.name: n for n in s.nics or ()}) for s in samples]
     views = []
-    seen: set[str] = set()
     for nic in latest.nics:
-        seen.add(nic.name)
-
-        def counter(attr: str, name: str = nic.name) -> Callable[[NodeSample], float | None]:
-            def get(s: NodeSample) -> float | None:
-                for n in s.nics or ():
-                    if n.name == name:
-                        value: float | None = getattr(n, attr)
-                        return value
-                return None
-
-            return get
-
+        points = [(t, nics.get(nic.name)) for t, nics in by_name]
         views.append(
             NicView(
                 name=nic.name,
@@ -113,18 +96,21 @@ def nic_views(samples: Sequence[NodeSample], config: NodeConfig | None) -> list[
                 state=nic.state,
                 speed_gbps=nic.speed_gbps,
                 expected_gbps=expected.get(nic.name) or (expected.get(nic.netdev) if nic.netdev else None),
-                rx_bytes_per_s=_rate(samples, counter("rx_bytes_total")),
-                tx_bytes_per_s=_rate(samples, counter("tx_bytes_total")),
-                xmit_wait_per_s=_rate(samples, counter("xmit_wait_total")),
+                rx_bytes_per_s=_series_rate(points, "rx_bytes_total"),
+                tx_bytes_per_s=_series_rate(points, "tx_bytes_total"),
+                xmit_wait_per_s=_series_rate(points, "xmit_wait_total")
+                if nic.xmit_wait_total is not None
+                else None,
                 link_downed_total=nic.link_downed_total,
-                errors_per_s=_rate(samples, counter("errors_total")),
+                errors_per_s=_series_rate(points, "errors_total") if nic.errors_total is not None else None,
                 members=nic.members,
                 members_up=nic.members_up,
                 accelerator_index=nic.accelerator_index,
             )
         )
+    seen = {nic.name for nic in latest.nics}
     for name, gbps in expected.items():
-        if name not in seen and not any(v.name == name for v in views):
+        if name not in seen:
             # expected by the layout, absent on the node: that is itself news
             views.append(NicView(name=name, kind="other", state="missing", expected_gbps=gbps))
     return views
