@@ -92,6 +92,12 @@ class Thresholds(_Strict):
     link_busy_ratio: Annotated[float, Field(gt=0, le=1)] = 0.9  # "near line rate"
     link_pile_share: Annotated[float, Field(gt=0.5, le=1)] = 0.8  # one port carries 80 %+
     gpu_wait_util_pct: Annotated[float, Field(ge=0, le=100)] = 50.0
+    # a pile-up needs real traffic: a few kB/s of chatter on one port is not a pile
+    link_pile_min_gbps: NonNegFloat = 1.0
+    # port_xmit_wait above this rate counts as "rising" (IB ticks per second)
+    link_xmit_wait_per_s: NonNegFloat = 0.0
+    # a median of fewer role nodes than this is too thin to call anyone a straggler
+    straggler_min_nodes: Annotated[int, Field(ge=3)] = 3
     stale_intervals: PositiveFloat = 2.0
     unreachable_intervals: PositiveFloat = 5.0
 
