@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collectors.local import LocalSource
 from collectors.source import Source
+from collectors.ssh import ssh_source_for
 from layouts.model import Layout
 
 
@@ -14,4 +15,7 @@ def build_sources(layout: Layout) -> list[Source]:
         assert node.name is not None
         if node.local:
             sources.append(LocalSource(node.name, interval))
+    ssh = ssh_source_for(layout)  # every node with an `ssh` target, one shared source
+    if ssh is not None:
+        sources.append(ssh)
     return sources

@@ -131,8 +131,16 @@ class EngineConfig(_Strict):
 class SshOptions(_Strict):
     # Turning host-key checking off must be explicit; the TUI shows it on screen.
     insecure_no_host_key_check: bool = False
-    known_hosts: str | None = None
+    known_hosts: str | None = None  # default: ~/.ssh/known_hosts (or the config's)
+    config: str | None = None  # an ssh_config file; default: ~/.ssh/config
+    identity_files: list[str] = Field(default_factory=list)  # default: config / ~/.ssh/id_*
+    python: str = Field(default="python3", min_length=1)  # the node's interpreter for the probe
     connect_timeout_s: PositiveFloat = 10.0
+    keepalive_s: PositiveFloat = 5.0
+    # handshakes cost client CPU and sshd drops unauthenticated connections past
+    # MaxStartups (10 by default, matters behind one ProxyJump host): bound them
+    max_concurrent_handshakes: Annotated[int, Field(ge=1, le=1024)] = 16
+    backoff_cap_s: PositiveFloat = 30.0  # reconnect delays grow up to this
 
 
 class NodeConfig(_Strict):

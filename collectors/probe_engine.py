@@ -1,0 +1,36 @@
+"""The probe's engine fetch: the engine's /metrics read from the node's own side.
+
+A stdlib-only helper bundled into the probe (see collectors/probe_bundle.py): engines
+often listen on localhost only, so the probe fetches the text on the node and ships it
+back; the infertop side parses it with the scrape source's parser. Only the lines the
+infertop side can use travel: histogram buckets and HELP text are most of an engine's
+exposition, and EngineSample keeps only sums and counts.
+"""
+
+ENGINE_MAX_BYTES = 2000000
+
+
+def fetch_engine(url, timeout_s, max_bytes=ENGINE_MAX_BYTES):
+    """(text, error): the engine's Prometheus text, or None and one line saying why."""
+    import urllib.request
+
+    # proxies are for leaving the node; the engine listens on it
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(url, timeout=timeout_s) as resp:
+            body = resp.read(max_bytes + 1)
+    except Exception as exc:  # URLError, timeout, connection refused, HTTP 5xx, …
+        return None, f"engine {url}: {_engine_error_line(exc)}"
+    if len(body) > max_bytes:
+        return None, f"engine {url}: more than {max_bytes} bytes of metrics"
+    keep = []
+    for line in body.decode("utf-8", errors="replace").splitlines():
+        if line.startswith("# HELP") or "_bucket{" in line or line.endswith("_bucket"):
+            continue
+        keep.append(line)
+    return "\n".join(keep) + "\n", None
+
+
+def _engine_error_line(exc):
+    text = f"{exc.__class__.__name__}: {exc}".replace("\n", " ").replace("\r", " ")
+    return text[:200]

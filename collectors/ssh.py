@@ -1,0 +1,389 @@
+"""The SSH source: one asyncssh connection per node, one long-lived probe session on it.
+
+The probe (collectors/probe.py, bundled by collectors/probe_bundle.py) is sent on the
+session's stdin behind a fixed bootstrap command and streams one JSON line per interval;
+each line becomes a `NodeSample`. Nothing from the layout reaches the remote shell: the
+command is a constant (plus the interpreter name, shell-quoted), and the per-node config
+travels as JSON on stdin.
+
+Per node, a task connects (bounded by a shared semaphore, staggered at start), streams,
+and on any failure emits an error sample saying what happened, then reconnects after a
+capped exponential backoff with jitter. One node failing never delays another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import random
+import re
+import shlex
+import socket
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import asyncssh
+
+from collectors.probe_bundle import BOOTSTRAP, bootstrap_payload
+from collectors.probe_schema import sample_from_reading
+from collectors.sample import EngineSample, NodeSample
+from collectors.source import Emit, Source
+from layouts.model import Layout, SshOptions
+
+log = logging.getLogger(__name__)
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+ENGINE_TIMEOUT_MAX_S = 2.0
+
+
+def sanitise(text: str, limit: int = 200) -> str:
+    """One printable line: remote text (stderr, server messages) never carries escapes."""
+    return _CONTROL.sub(" ", text).strip()[:limit]
+
+
+@dataclass(frozen=True)
+class SshTarget:
+    host: str
+    port: int | None = None
+    user: str | None = None
+
+
+def parse_target(target: str) -> SshTarget:
+    """`alias`, `user@host`, `host:port`, `user@[v6addr]:port` → parts (None = from config)."""
+    user, _, rest = target.rpartition("@")
+    port: int | None = None
+    if rest.startswith("["):
+        host, _, tail = rest[1:].partition("]")
+        if tail.startswith(":"):
+            port = int(tail[1:])
+    elif rest.count(":") == 1:
+        host, _, port_text = rest.partition(":")
+        port = int(port_text)
+    else:
+        host = rest
+    if not host or (port is not None and not 0 < port < 65536):
+        raise ValueError(f"bad ssh target {target!r}: expected alias, user@host or host:port")
+    return SshTarget(host=host, port=port, user=user or None)
+
+
+@dataclass(frozen=True)
+class SshNode:
+    """One node read over SSH; `engine_url` is fetched by the probe on the node's side."""
+
+    name: str
+    target: str
+    engine_url: str | None = None
+    engine_profile: str = "vllm"
+
+
+def probe_command(python: str) -> str:
+    """The fixed command line; every part shell-quoted."""
+    return shlex.join([python, "-c", BOOTSTRAP])
+
+
+def describe_error(exc: BaseException, node: SshNode, timeout_s: float) -> str:
+    """What happened, in words an operator acts on."""
+    detail = sanitise(str(exc) or type(exc).__name__)
+    if isinstance(exc, asyncssh.HostKeyNotVerifiable):
+        return f"host key not trusted for {node.target}: {detail} (check known_hosts)"
+    if isinstance(exc, asyncssh.PermissionDenied):
+        return f"auth failed for {node.target}: {detail}"
+    if isinstance(exc, ConnectionRefusedError):
+        return f"connection refused by {node.target}"
+    if isinstance(exc, TimeoutError | asyncio.TimeoutError):
+        return f"timed out connecting to {node.target} after {timeout_s:g} s"
+    if isinstance(exc, socket.gaierror):
+        return f"cannot resolve {node.target}: {detail}"
+    if isinstance(exc, asyncssh.ConnectionLost):
+        return f"connection to {node.target} lost: {detail}"
+    if isinstance(exc, asyncssh.DisconnectError):
+        return f"disconnected by {node.target}: {detail}"
+    if isinstance(exc, OSError):
+        return f"network error reaching {node.target}: {detail}"
+    return f"ssh {node.target}: {type(exc).__name__}: {detail}"
+
+
+class ProbeEnded(Exception):
+    """The probe stopped streaming; the message says why (with its last stderr line)."""
+
+
+EngineConverter = Callable[[str, str], EngineSample]
+
+
+def _load_engine_converter(custom_profiles: dict[str, Any] | None) -> EngineConverter | None:
+    """The scrape source's exposition parser, when it is installed (imported lazily)."""
+    try:
+        from collectors import profiles  # type: ignore[attr-defined, unused-ignore]
+    except ImportError:
+        return None
+    convert = getattr(profiles, "engine_sample_from_text", None)
+    if convert is None:
+        return None
+
+    def run(text: str, profile: str) -> EngineSample:
+        result: EngineSample = convert(text, profile, custom_profiles, source="endpoint")
+        return result
+
+    return run
+
+
+class SshSource(Source):
+    kind = "ssh"
+
+    def __init__(
+        self,
+        nodes: Sequence[SshNode],
+        interval_s: float,
+        options: SshOptions | None = None,
+        *,
+        custom_profiles: dict[str, Any] | None = None,
+        backoff_base_s: float = 0.5,
+        stagger_s: float = 0.02,
+        stall_s: float | None = None,
+    ):
+        super().__init__([n.name for n in nodes])
+        self.ssh_nodes = list(nodes)
+        self.interval_s = interval_s
+        self.options = options or SshOptions()
+        self.backoff_base_s = backoff_base_s
+        self.backoff_cap_s = self.options.backoff_cap_s
+        self.stagger_s = stagger_s
+        # a session that is up but silent (hung node, stopped probe) is dropped after this
+        self.stall_s = stall_s if stall_s is not None else max(5 * interval_s, 5.0)
+        self.command = probe_command(self.options.python)
+        self._custom_profiles = custom_profiles
+        self._engine: EngineConverter | None = None
+        self._engine_loaded = False
+        self._semaphore: asyncio.Semaphore | None = None
+        self._conns: dict[str, asyncssh.SSHClientConnection] = {}
+        self.connects: dict[str, int] = {n.name: 0 for n in nodes}  # for tests and benchmarks
+
+    # ------------------------------------------------------------------ connection
+
+    def _connect_kwargs(self, target: SshTarget) -> dict[str, Any]:
+        opts = self.options
+        kwargs: dict[str, Any] = {
+            "connect_timeout": opts.connect_timeout_s,
+            "login_timeout": opts.connect_timeout_s,
+            "keepalive_interval": opts.keepalive_s,
+            "keepalive_count_max": 3,
+        }
+        if target.port is not None:
+            kwargs["port"] = target.port
+        if target.user is not None:
+            kwargs["username"] = target.user
+        if opts.config is not None:
+            kwargs["config"] = [opts.config]
+        if opts.identity_files:
+            kwargs["client_keys"] = list(opts.identity_files)
+        if opts.insecure_no_host_key_check:
+            kwargs["known_hosts"] = None  # explicit opt-out; shown on screen as insecure_ssh
+        elif opts.known_hosts is not None:
+            kwargs["known_hosts"] = opts.known_hosts
+        # else: asyncssh's default, the config's UserKnownHostsFile or ~/.ssh/known_hosts
+        return kwargs
+
+    async def _connect(self, node: SshNode) -> asyncssh.SSHClientConnection:
+        target = parse_target(node.target)
+        assert self._semaphore is not None
+        async with self._semaphore:
+            self.connects[node.name] += 1
+            # connect_timeout covers TCP + handshake + auth; the outer bound is a backstop
+            return await asyncio.wait_for(
+                asyncssh.connect(target.host, **self._connect_kwargs(target)),
+                self.options.connect_timeout_s + 5.0,
+            )
+
+    def _config_json(self, node: SshNode) -> str:
+        config: dict[str, Any] = {"interval_s": self.interval_s}
+        if node.engine_url:
+            config["engine"] = {
+                "url": node.engine_url,
+                "timeout_s": min(self.interval_s * 0.8, ENGINE_TIMEOUT_MAX_S),
+            }
+        return json.dumps(config)
+
+    # ------------------------------------------------------------------ streaming
+
+    def _sample(self, node: SshNode, line: bytes) -> NodeSample:
+        now = time.time()
+        try:
+            reading = json.loads(line)
+        except ValueError:
+            return NodeSample(
+                node=node.name, source=self.kind, taken_at=now,
+                error=f"bad probe line: {sanitise(line.decode('utf-8', 'replace'), 80)!r}",
+            )
+        notes: list[str] = []
+        engine: EngineSample | None = None
+        if isinstance(reading, dict):
+            text = reading.pop("engine_text", None)
+            fetch_error = reading.pop("engine_error", None)
+            if isinstance(fetch_error, str):
+                notes.append(sanitise(fetch_error))
+            if isinstance(text, str):
+                engine, note = self._convert_engine(text, node.engine_profile)
+                if note:
+                    notes.append(note)
+        sample = sample_from_reading(node.name, self.kind, reading, now)
+        if sample.error is None and (engine is not None or notes):
+            sample = sample.model_copy(
+                update={"engine": engine or sample.engine, "notes": [*sample.notes, *notes]}
+            )
+        return sample
+
+    def _convert_engine(self, text: str, profile: str) -> tuple[EngineSample | None, str | None]:
+        if not self._engine_loaded:
+            self._engine = _load_engine_converter(self._custom_profiles)
+            self._engine_loaded = True
+        if self._engine is None:
+            return None, "engine text received but no exposition parser is installed"
+        try:
+            return self._engine(text, profile), None
+        except Exception as exc:  # ExpositionError or a bad profile: a note, not a crash
+            return None, f"engine metrics: {sanitise(str(exc))}"
+
+    async def _stream(self, node: SshNode, conn: asyncssh.SSHClientConnection, emit: Emit) -> None:
+        """Run the probe and emit its readings until it stops (raises `ProbeEnded`)."""
+        process = await conn.create_process(self.command, encoding=None)
+        stderr_tail: deque[str] = deque(maxlen=5)
+
+        async def drain_stderr() -> None:
+            async for raw in process.stderr:
+                text = sanitise(raw.decode("utf-8", "replace"))
+                if text:
+                    stderr_tail.append(text)
+
+        stderr_task = asyncio.create_task(drain_stderr())
+        try:
+            process.stdin.write(bootstrap_payload(self._config_json(node)))
+            while True:
+                try:
+                    line = await asyncio.wait_for(process.stdout.readline(), self.stall_s)
+                except TimeoutError:
+                    raise ProbeEnded(f"no reading from the probe for {self.stall_s:g} s") from None
+                if not line:
+                    break
+                emit(self._sample(node, line))
+            # EOF on stdout: the probe exited; let stderr and the exit status arrive
+            with contextlib.suppress(TimeoutError, asyncssh.Error):
+                await asyncio.wait_for(process.wait_closed(), 2.0)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stderr_task, 1.0)
+            status = process.exit_status
+            signal = process.exit_signal
+            if status is None and not signal:
+                raise ProbeEnded(f"connection to {node.target} closed")
+            how = f"signal {signal[0]}" if signal else f"status {status}"
+            last = stderr_tail[-1] if stderr_tail else "no stderr"
+            if status == 127 or "not found" in last:
+                raise ProbeEnded(f"probe could not start ({how}): {last}")
+            raise ProbeEnded(f"probe crashed ({how}): {last}")
+        finally:
+            stderr_task.cancel()
+            process.close()
+
+    async def _node_loop(self, node: SshNode, index: int, emit: Emit) -> None:
+        # staggered start: a burst of handshakes trips sshd MaxStartups on a shared jump host
+        await asyncio.sleep(index * self.stagger_s)
+        failures = 0
+        while True:
+            conn: asyncssh.SSHClientConnection | None = None
+            try:
+                conn = await self._connect(node)
+                self._conns[node.name] = conn
+                counting = _CountingEmit(emit)
+                try:
+                    await self._stream(node, conn, counting)
+                finally:
+                    if counting.count:
+                        failures = 0  # it streamed: the next failure starts the backoff afresh
+                message = "probe stopped"
+            except asyncio.CancelledError:
+                raise
+            except ProbeEnded as exc:
+                message = str(exc)
+            except ValueError as exc:  # bad target / config / key file
+                message = f"ssh setup for {node.target}: {sanitise(str(exc))}"
+            except (OSError, asyncssh.Error, TimeoutError) as exc:
+                message = describe_error(exc, node, self.options.connect_timeout_s)
+            except Exception as exc:  # never let one node's surprise end its task
+                log.debug("ssh %s failed", node.name, exc_info=True)
+                message = f"ssh {node.target}: {type(exc).__name__}: {sanitise(str(exc))}"
+            finally:
+                if conn is not None:
+                    self._conns.pop(node.name, None)
+                    conn.close()
+            emit(self.error_sample(node.name, message))
+            failures += 1
+            await asyncio.sleep(self.backoff_s(failures))
+
+    def backoff_s(self, failures: int) -> float:
+        """Capped exponential with jitter (half fixed, half random: never a thundering herd)."""
+        ceiling = min(self.backoff_cap_s, self.backoff_base_s * 2 ** min(failures - 1, 30))
+        return ceiling * (0.5 + random.random() / 2)
+
+    async def run(self, emit: Emit) -> None:
+        self._semaphore = asyncio.Semaphore(self.options.max_concurrent_handshakes)
+        tasks = [
+            asyncio.create_task(self._node_loop(node, i, emit), name=f"ssh:{node.name}")
+            for i, node in enumerate(self.ssh_nodes)
+        ]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def close(self) -> None:
+        conns = list(self._conns.values())
+        self._conns.clear()
+        for conn in conns:
+            conn.close()
+        for conn in conns:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(conn.wait_closed(), 2.0)
+
+
+class _CountingEmit:
+    """Wraps emit to know whether a session produced anything (resets the backoff)."""
+
+    def __init__(self, emit: Emit):
+        self.emit = emit
+        self.count = 0
+
+    def __call__(self, sample: NodeSample) -> None:
+        if sample.error is None:
+            self.count += 1
+        self.emit(sample)
+
+
+def ssh_source_for(layout: Layout) -> SshSource | None:
+    """One `SshSource` for every node with an `ssh` target (sharing one handshake bound).
+
+    The probe fetches a node's engine endpoint from the node's own side unless the layout
+    says `via_probe = false` (then the scrape source reads it directly).
+    """
+    nodes: list[SshNode] = []
+    for node in layout.nodes:
+        if node.ssh is None or node.local or node.name is None:
+            continue
+        engine = node.engine
+        fetch = engine is not None and engine.url is not None and engine.via_probe is not False
+        nodes.append(
+            SshNode(
+                name=node.name,
+                target=node.ssh,
+                engine_url=engine.url if fetch and engine is not None else None,
+                engine_profile=engine.profile if engine is not None else "vllm",
+            )
+        )
+    if not nodes:
+        return None
+    return SshSource(nodes, layout.cluster.interval_s, layout.ssh, custom_profiles=layout.profiles)
