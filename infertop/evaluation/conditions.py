@@ -1,0 +1,183 @@
+"""Momentary conditions behind the verdicts: pure functions of node views and the layout.
+
+A condition says "this is true of the node right now, and here is the evidence". It is
+not yet a verdict: `verdicts.VerdictTracker` turns conditions into verdicts once they
+have held for their hold time (and drops them once false for the clear time), so a
+noisy figure never makes a verdict flap. Nothing here keeps state or reads a clock.
+
+Money at stake (the hunt list's second sort key):
+- idle, throttled, gpu-error, link-starved, stale/unreachable/error: what the node (or
+  its affected share) costs per hour — paid for, not delivering.
+- straggler: in expert parallelism every rank waits for the slowest, so the whole role
+  pool runs at the straggler's pace: pool $/h × (1 − its steps/s ÷ the median).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from collectors.rates import total
+from infertop.view import NodeView, Severity
+from layouts.model import Thresholds
+
+IDLE = "idle"
+LINK_STARVED = "link-starved"
+STRAGGLER = "straggler"
+THROTTLED = "throttled"
+GPU_ERROR = "gpu-error"
+STATUS_KINDS = ("stale", "unreachable", "error")
+HEALTH_KINDS = (IDLE, LINK_STARVED, STRAGGLER, THROTTLED, GPU_ERROR)
+
+SEVERITY_RANK: dict[str, int] = {"critical": 0, "warning": 1, "info": 2}
+
+# NVML clock-event reasons that mean "slowed for power or heat" (not idle, not app clocks)
+CLOCK_EVENT_NAMES: tuple[tuple[int, str], ...] = (
+    (0x4, "SwPowerCap"),
+    (0x8, "HwSlowdown"),
+    (0x20, "SwThermal"),
+    (0x40, "HwThermal"),
+    (0x80, "PowerBrake"),
+)
+THROTTLE_MASK = sum(bit for bit, _ in CLOCK_EVENT_NAMES)
+
+
+@dataclass(frozen=True)
+class Condition:
+    kind: str
+    detail: str
+    severity: Severity
+    usd_per_hour_at_stake: float | None = None
+    # when the evidence itself dates the condition (a status: the last good sample)
+    since: float | None = None
+
+
+def accel_label(kind: str) -> str:
+    return "NPU" if kind == "npu" else "GPU"
+
+
+def _indices(label: str, indices: Sequence[int]) -> str:
+    plural = "s" if len(indices) > 1 else ""
+    return f"{label}{plural} {','.join(str(i) for i in indices)}"
+
+
+def status_condition(node: NodeView, now: float) -> Condition | None:
+    if node.status == "ok":
+        return None
+    age = f"no fresh sample for {node.age_s:.0f} s" if node.age_s is not None else "never answered"
+    detail = f"{age}: {node.error}" if node.error else age
+    severity: Severity = "warning" if node.status == "stale" else "critical"
+    since = now - node.age_s if node.age_s is not None else None
+    return Condition(node.status, detail, severity, node.cost_per_hour_usd, since)
+
+
+def engine_busy(node: NodeView) -> bool:
+    """The engine shows work in flight or done over the window."""
+    e = node.engine
+    if e is None:
+        return False
+    return any(
+        v is not None and v > 0
+        for v in (e.requests_running, e.decode_steps_per_s, e.accepted_tokens_per_s,
+                  e.prompt_tokens_per_s)
+    )
+
+
+def idle_condition(node: NodeView, th: Thresholds) -> Condition | None:
+    utils = [g.util_pct for g in node.gpus if g.util_pct is not None]
+    e = node.engine
+    if engine_busy(node):
+        return None
+    if utils:
+        if max(utils) >= th.idle_util_pct:
+            return None
+        label = accel_label(node.gpus[0].kind)
+        evidence = f"{len(utils)} {label}s at ≤ {max(utils):.0f} % util"
+    elif e is not None and e.requests_running is not None:
+        # no GPU figures: only an engine that is demonstrably doing nothing counts
+        evidence = "engine reports no work"
+    else:
+        return None
+    if e is not None and e.requests_running is not None:
+        evidence += f", {e.requests_running:.0f} running requests"
+    cost = node.cost_per_hour_usd
+    if cost is not None:
+        evidence += f"; ${cost:,.2f}/h idle"
+    return Condition(IDLE, evidence, "warning", cost)
+
+
+def _steps(node: NodeView) -> float | None:
+    return node.engine.decode_steps_per_s if node.engine is not None else None
+
+
+def straggler_condition(
+    node: NodeView, nodes: Sequence[NodeView], th: Thresholds
+) -> Condition | None:
+    """Decode steps/s well below the median of the node's role peers.
+
+    An engine with nothing to do is idle, not slow: it stays out of the median and is
+    never called a straggler.
+    """
+    mine = _steps(node)
+    if mine is None or node.status != "ok" or not engine_busy(node):
+        return None
+    pool = [n for n in nodes if n.role == node.role]
+    reporting = [s for n in pool if n.status == "ok" and engine_busy(n) and (s := _steps(n)) is not None]
+    if len(reporting) < th.straggler_min_nodes:
+        return None
+    median = statistics.median(reporting)
+    if median <= 0:
+        return None
+    ratio = mine / median
+    if ratio >= th.straggler_ratio:
+        return None
+    pool_cost = total(n.cost_per_hour_usd for n in pool)
+    stake = pool_cost * (1 - ratio) if pool_cost is not None else None
+    detail = (
+        f"{mine:.1f} decode steps/s, {ratio * 100:.0f} % of the {node.role} median "
+        f"{median:.1f} ({len(reporting)} nodes)"
+    )
+    return Condition(STRAGGLER, detail, "warning", stake)
+
+
+def throttled_condition(node: NodeView) -> Condition | None:
+    by_reasons: dict[str, list[int]] = {}
+    for gpu in node.gpus:
+        bits = (gpu.clock_event_reasons or 0) & THROTTLE_MASK
+        if bits:
+            names = "+".join(name for bit, name in CLOCK_EVENT_NAMES if bits & bit)
+            by_reasons.setdefault(names, []).append(gpu.index)
+    if not by_reasons:
+        return None
+    label = accel_label(node.gpus[0].kind)
+    detail = "; ".join(f"{_indices(label, idx)} {names}" for names, idx in by_reasons.items())
+    affected = sum(len(idx) for idx in by_reasons.values())
+    cost = node.cost_per_hour_usd
+    stake = cost * affected / len(node.gpus) if cost is not None else None
+    return Condition(THROTTLED, detail, "warning", stake)
+
+
+def gpu_error_condition(node: NodeView, ecc_baseline: Mapping[int, int]) -> Condition | None:
+    """XID, uncorrected ECC errors since watching began, a lost or missing GPU.
+
+    `ecc_baseline` maps a GPU index to its uncorrected-ECC total when first seen: errors
+    counted before infertop watched are history, a rise during the session is news.
+    """
+    reasons: list[str] = []
+    for gpu in node.gpus:
+        label = f"{accel_label(gpu.kind)} {gpu.index}"
+        if gpu.healthy is False or gpu.error:
+            reasons.append(f"{label} lost" + (f" ({gpu.error})" if gpu.error else ""))
+        if gpu.xid_last:  # dcgm-exporter reports 0 for "no XID"
+            reasons.append(f"{label} XID {gpu.xid_last}")
+        base = ecc_baseline.get(gpu.index)
+        if gpu.ecc_uncorrected_total is not None and base is not None and gpu.ecc_uncorrected_total > base:
+            reasons.append(f"{label} +{gpu.ecc_uncorrected_total - base} uncorrected ECC")
+    expected = node.gpus_expected
+    if expected and 0 < len(node.gpus) < expected:
+        label = accel_label(node.gpus[0].kind)
+        reasons.append(f"{len(node.gpus)} of {expected} {label}s visible")
+    if not reasons:
+        return None
+    return Condition(GPU_ERROR, "; ".join(reasons), "critical", node.cost_per_hour_usd)
