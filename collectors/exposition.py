@@ -1,0 +1,110 @@
+"""Prometheus text exposition → an index of samples by their exact name.
+
+Parsing uses `prometheus_client`'s own text parser. That parser strips `_total` from a
+counter's *family* name and emits `<name>_created` as a family of its own, so nothing
+here looks at family names: every lookup is by the exact *sample* name
+(`vllm:prompt_tokens_total`, `vllm:iteration_tokens_total_count`), never by prefix or
+substring, so `_created`, `_bucket` and `_per_pos` series are never picked up by mistake.
+
+Whatever the text holds (garbage, truncation, binary, hostile labels) the only exception
+that leaves this module is `ExpositionError`, whose message is short and never quotes
+the text itself (it may hold terminal escapes or secrets).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit, urlunsplit
+
+from prometheus_client.parser import text_string_to_metric_families
+
+# A real node_exporter page is ~100–500 KiB; anything far larger is not a metrics page.
+MAX_EXPOSITION_BYTES = 32 * 1024 * 1024
+# Label values end up on screen (GPU model names, hostnames): cap them.
+MAX_LABEL_CHARS = 200
+
+Labels = Mapping[str, str]
+
+
+class ExpositionError(ValueError):
+    """Text that is not usable Prometheus exposition. `str()` is short and safe to show."""
+
+
+def redact_url(url: str) -> str:
+    """The URL without user:password (secrets are never printed)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<malformed URL>"
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, f"***@{host}", parts.path, parts.query, ""))
+
+
+def clean_label(value: str | None) -> str | None:
+    """A label value fit for display: control characters replaced, length capped.
+
+    Rich markup is left as is: rendering it inert is the view's job, and the text may be
+    a legitimate name with brackets in it.
+    """
+    if value is None:
+        return None
+    cleaned = "".join(c if c.isprintable() else "\ufffd" for c in value[:MAX_LABEL_CHARS])
+    return cleaned
+
+
+@dataclass
+class Exposition:
+    """Samples by exact sample name: name → [(labels, value)]. Non-finite values dropped."""
+
+    samples: dict[str, list[tuple[dict[str, str], float]]] = field(default_factory=dict)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.samples
+
+    def series(self, name: str) -> list[tuple[dict[str, str], float]]:
+        return self.samples.get(name, [])
+
+    def first_present(self, names: Iterable[str]) -> str | None:
+        """The first of `names` (newest naming first, by convention) that has samples."""
+        for name in names:
+            if self.samples.get(name):
+                return name
+        return None
+
+    def names(self) -> list[str]:
+        return sorted(self.samples)
+
+    def has_prefix(self, prefix: str) -> bool:
+        """Whether any sample name starts with `prefix` (used only to recognise an
+        exporter's page, e.g. ``DCGM_FI_``; never to pick a value)."""
+        return any(name.startswith(prefix) for name in self.samples)
+
+
+def parse_exposition(text: str, where: str = "text") -> Exposition:
+    """Parse exposition text; raise `ExpositionError` naming `where` on anything unusable."""
+    where = redact_url(where)
+    if len(text) > MAX_EXPOSITION_BYTES:
+        raise ExpositionError(f"bad exposition from {where}: larger than {MAX_EXPOSITION_BYTES} bytes")
+    if "\x00" in text:
+        raise ExpositionError(f"bad exposition from {where}: binary data, not text")
+    index = Exposition()
+    try:
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                value = float(sample.value)
+                if not math.isfinite(value):
+                    continue
+                labels = {str(k): str(v) for k, v in sample.labels.items()}
+                index.samples.setdefault(str(sample.name), []).append((labels, value))
+    except Exception as exc:  # the parser raises ValueError, IndexError, TypeError, … on garbage
+        # never echo the offending text: it may be huge, hostile or hold secrets
+        raise ExpositionError(
+            f"bad exposition from {where}: not Prometheus text ({type(exc).__name__})"
+        ) from None
+    return index
