@@ -17,8 +17,9 @@ from collectors.fleet import Fleet, FleetState
 from collectors.registry import build_sources
 from collectors.source import Source
 from infertop.evaluation.cluster import evaluate_cluster, evaluate_nodes
+from infertop.evaluation.money import cost_weighted_idle_fraction
 from infertop.evaluation.verdicts import VerdictTracker
-from infertop.session import SessionLedger
+from infertop.session import SessionLedger, TickFigures
 from infertop.view import Snapshot
 from layouts.model import Layout
 
@@ -45,9 +46,16 @@ class Monitor:
             started_at=start.timestamp() if start else clock(),
             budget_usd=layout.session.budget_usd,
             acceptable_tasks=layout.session.acceptable_tasks,
+            prices=layout.pricing.api,
         )
+        # the ledger counts tokens from counter increases as samples arrive (a lambda: a
+        # resumed session swaps in the recorded ledger before start)
+        self.fleet.listeners.append(lambda sample: self.ledger.tally.observe(sample))
         self.verdicts = VerdictTracker()
         self.listeners: list[Listener] = []
+        # called with `now` before the ledger advances (the recorder applies CLI phase marks)
+        self.before_tick: list[Callable[[float], None]] = []
+        self.record_path: str | None = None
         self.latest: Snapshot | None = None
         self._ticker: asyncio.Task[None] | None = None
 
@@ -80,20 +88,31 @@ class Monitor:
         """Evaluate the fleet at `now`, advance the ledger, publish the snapshot."""
         now = self.clock() if now is None else now
         layout = self.layout
+        for hook in self.before_tick:
+            try:
+                hook(now)
+            except Exception:
+                log.exception("before-tick hook failed")
         nodes = evaluate_nodes(self.state, layout, now)
         nodes = self.verdicts.apply(nodes, layout, now)
         cluster = evaluate_cluster(nodes, layout)
         self.ledger.advance(
-            now,
-            cluster.total.cost_per_hour_usd,
-            cluster.total.idle_fraction,
-            cluster.total.accepted_tokens_per_s,
+            TickFigures(
+                now=now,
+                cost_per_hour_usd=cluster.total.cost_per_hour_usd,
+                idle_fraction=cost_weighted_idle_fraction(
+                    [(n.cost_per_hour_usd, n.idle_fraction) for n in nodes]
+                ),
+                node_cost_per_hour_usd={n.name: n.cost_per_hour_usd for n in nodes},
+                deltas=self.ledger.tally.drain(),
+                accepted_tokens_per_s=cluster.total.accepted_tokens_per_s,
+            )
         )
         snapshot = Snapshot(
             taken_at=dt.datetime.fromtimestamp(now, dt.UTC).isoformat(),
             window_s=layout.cluster.window_s,
             cluster=cluster,
-            session=self.ledger.view(now),
+            session=self.ledger.view(now, self.record_path),
             nodes=nodes,
         )
         self.latest = snapshot
@@ -103,3 +122,7 @@ class Monitor:
             except Exception:
                 log.exception("snapshot listener failed")
         return snapshot
+
+    def mark_phase(self, phase: str, at: float | None = None) -> None:
+        """Attribute spend from `at` (default: now) on to `phase` (build, load, run, …)."""
+        self.ledger.mark_phase(phase, self.clock() if at is None else at)

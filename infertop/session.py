@@ -1,17 +1,157 @@
 """The running account of a session: spend integrated tick by tick from the reservation start.
 
 The bill runs from the reservation start whether or not infertop was watching, so the
-first tick charges the whole stretch since that start at the then-current rate.
+first tick charges the whole stretch since that start at the then-current rate, and the
+first tick after a crash charges the gap since the last recorded tick. Idle spend and
+tokens are only counted over stretches infertop watched: nobody knows how idle the
+cluster was before it looked.
+
+Tokens and finished requests come from counter increases (reset-aware, like Prometheus'
+`increase()`), summed per node from one engine source, never from rate × Δt: a rate over a
+sliding window would count the same tokens in several ticks.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
 
+from collectors.sample import NodeSample
+from infertop.evaluation.api_price import BUNDLED, api_cost, describe
+from infertop.evaluation.money import break_even_ratio, budget_status, usd_per, usd_per_million
 from infertop.view import PhaseSpend, SessionView
+from layouts.model import ApiPriceTable
 
 PHASES = ("build", "load", "warmup", "run", "failed", "idle")
+STATE_VERSION = 1
+ZERO = Decimal(0)
+CLUSTER_ROW = "(cluster)"  # spend_by_node's row for what is billed to no node (extras)
+_HOUR_S = Decimal(3600)
+
+
+def charge(rate_usd_per_hour: float, seconds: float) -> Decimal:
+    """$/h × s, exactly. Money adds up in Decimal: summed per tick in binary floats, $200/h
+    over 10,800 one-second ticks comes to $599.999999…, which is not $600 and does not
+    trip the 100 % budget alert."""
+    return Decimal(rate_usd_per_hour) * Decimal(seconds) / _HOUR_S
+
+# engine counters the ledger integrates, by canonical EngineSample field
+TALLIED = (
+    "generation_tokens_total",
+    "prompt_tokens_total",
+    "prompt_cached_tokens_total",
+    "requests_finished_total",
+)
+
+
+def _finite(value: float | None) -> float | None:
+    # a NaN or infinite figure from a broken source must not poison an exact sum forever
+    return value if value is not None and math.isfinite(value) else None
+
+
+@dataclass
+class TokenDeltas:
+    """Counter increases since the previous tick, summed over nodes. None: nothing seen."""
+
+    output_tokens: float | None = None
+    prompt_tokens: float | None = None
+    # cache hits among `prompt_tokens`, from nodes that expose a prefix-cache counter
+    prompt_cached_tokens: float | None = None
+    # prompt tokens from nodes that expose no cache counter (billed all as cache miss)
+    prompt_tokens_without_cache_figure: float = 0.0
+    requests_finished: float | None = None
+
+
+def _add(a: float | None, b: float | None) -> float | None:
+    if b is None:
+        return a
+    return b if a is None else a + b
+
+
+class CounterTally:
+    """Reset-aware increases of the engine counters, as samples arrive.
+
+    Keyed by (node, source) so that two sources' counters are never subtracted from each
+    other; when a node has several engine sources, the one heard from last counts.
+    """
+
+    def __init__(self) -> None:
+        self.last: dict[tuple[str, str], dict[str, float]] = {}
+        self.heard_at: dict[tuple[str, str], float] = {}
+        self.pending: dict[tuple[str, str], dict[str, float]] = {}
+
+    def observe(self, sample: NodeSample) -> None:
+        engine = sample.engine
+        if sample.error is not None or engine is None:
+            return
+        key = (sample.node, sample.source)
+        last = self.last.setdefault(key, {})
+        pending = self.pending.setdefault(key, {})
+        self.heard_at[key] = sample.taken_at
+        for name in TALLIED:
+            value = getattr(engine, name)
+            if value is None:
+                continue
+            prev = last.get(name)
+            if prev is not None:
+                # a counter that went down restarted from zero: it counted `value` since
+                pending[name] = pending.get(name, 0.0) + (value - prev if value >= prev else value)
+            last[name] = value
+
+    def drain(self) -> TokenDeltas:
+        """Increases since the last drain, one source per node, summed over nodes."""
+        chosen: dict[str, tuple[float, tuple[str, str]]] = {}
+        for key, at in self.heard_at.items():
+            if key[0] not in chosen or at > chosen[key[0]][0]:
+                chosen[key[0]] = (at, key)
+        out = TokenDeltas()
+        for _, key in chosen.values():
+            got = self.pending.get(key, {})
+            out.output_tokens = _add(out.output_tokens, got.get("generation_tokens_total"))
+            out.requests_finished = _add(out.requests_finished, got.get("requests_finished_total"))
+            prompt = got.get("prompt_tokens_total")
+            out.prompt_tokens = _add(out.prompt_tokens, prompt)
+            if prompt is None:
+                continue
+            if "prompt_cached_tokens_total" in self.last.get(key, {}):
+                out.prompt_cached_tokens = _add(
+                    out.prompt_cached_tokens, got.get("prompt_cached_tokens_total", 0.0)
+                )
+            else:
+                out.prompt_tokens_without_cache_figure += prompt
+        self.pending = {}
+        return out
+
+    # a resumed session continues from the counters it last saw, so the tokens produced
+    # while infertop was down are still counted (a restarted engine reads as a reset)
+    def to_state(self) -> list[dict[str, Any]]:
+        return [
+            {"node": n, "source": s, "at": self.heard_at.get((n, s)), "last": v}
+            for (n, s), v in self.last.items()
+        ]
+
+    def load_state(self, rows: list[dict[str, Any]]) -> None:
+        for row in rows:
+            key = (str(row["node"]), str(row["source"]))
+            self.last[key] = {str(k): float(v) for k, v in row["last"].items()}
+            if row.get("at") is not None:
+                self.heard_at[key] = float(row["at"])
+
+
+@dataclass
+class TickFigures:
+    """What one tick tells the ledger: rates now, and counter increases since the last tick."""
+
+    now: float
+    cost_per_hour_usd: float | None
+    idle_fraction: float | None = None  # of the bill (cost-weighted over nodes)
+    node_cost_per_hour_usd: Mapping[str, float | None] = field(default_factory=dict)
+    deltas: TokenDeltas = field(default_factory=TokenDeltas)
+    accepted_tokens_per_s: float | None = None
 
 
 @dataclass
@@ -19,70 +159,229 @@ class SessionLedger:
     started_at: float  # unix seconds: the reservation start
     budget_usd: float | None = None
     acceptable_tasks: int | None = None
+    prices: ApiPriceTable = BUNDLED
     phase: str = "run"
-    spend_usd: float = 0.0
-    idle_spend_usd: float = 0.0
-    accepted_tokens: float = 0.0
+    spend_usd: Decimal = ZERO
+    idle_spend_usd: Decimal = ZERO
+    output_tokens: float = 0.0
+    prompt_tokens: float = 0.0
+    prompt_cached_tokens: float = 0.0
+    prompt_tokens_without_cache_figure: float = 0.0
     requests_finished: float = 0.0
-    spend_by_phase: dict[str, float] = field(default_factory=dict)
+    api_output_usd: Decimal = ZERO
+    api_input_cache_hit_usd: Decimal = ZERO
+    api_input_cache_miss_usd: Decimal = ZERO
+    spend_by_phase: dict[str, Decimal] = field(default_factory=dict)
     seconds_by_phase: dict[str, float] = field(default_factory=dict)
+    spend_by_node: dict[str, Decimal] = field(default_factory=dict)
     last_at: float | None = None
     cost_per_hour_usd: float | None = None
     idle_fraction: float | None = None
-    _tokens_known: bool = False
+    accepted_tokens_per_s: float | None = None
+    tokens_known: bool = False
+    requests_known: bool = False
+    priced: bool = False  # some stretch had a known $/h
+    unwatched_s: float = 0.0  # charged stretches infertop did not see (before start, crashes)
+    ticks: int = 0
+    # phase changes not yet charged: (at, phase), oldest first
+    pending_marks: list[tuple[float, str]] = field(default_factory=list)
+    # the phase each mark switched to, with when: the record of the session's phases
+    marks: list[tuple[float, str]] = field(default_factory=list)
+    tally: CounterTally = field(default_factory=CounterTally)
+    resumed: bool = False  # set when restored from a record: the next stretch was unwatched
 
-    def advance(
-        self,
-        now: float,
-        cost_per_hour_usd: float | None,
-        idle_fraction: float | None,
-        accepted_tokens_per_s: float | None,
-        requests_finished_per_s: float | None = None,
-    ) -> None:
+    # ------------------------------------------------------------------ phases
+
+    def mark_phase(self, phase: str, at: float) -> None:
+        """From `at` on, spend belongs to `phase`. Marks before the last tick apply now."""
+        if phase not in PHASES:
+            raise ValueError(f"unknown phase {phase!r}: expected one of {', '.join(PHASES)}")
+        self.pending_marks.append((at, phase))
+        self.pending_marks.sort()
+        self.marks.append((at, phase))
+
+    def _phase_pieces(self, since: float, now: float) -> list[tuple[str, float]]:
+        """Split [since, now] at pending marks: (phase, seconds) pieces, applying the marks."""
+        pieces: list[tuple[str, float]] = []
+        cursor = since
+        while self.pending_marks and self.pending_marks[0][0] <= now:
+            at, phase = self.pending_marks.pop(0)
+            cut = min(max(at, cursor), now)
+            if cut > cursor:
+                pieces.append((self.phase, cut - cursor))
+                cursor = cut
+            self.phase = phase
+        if now > cursor:
+            pieces.append((self.phase, now - cursor))
+        return pieces
+
+    # ------------------------------------------------------------------ integration
+
+    def advance(self, tick: TickFigures) -> None:
         """Charge the time since the previous tick (or since the start) at the current rate."""
+        now = tick.now
+        watched = self.last_at is not None and not self.resumed
         since = self.started_at if self.last_at is None else self.last_at
-        seconds = max(now - since, 0.0)
-        if cost_per_hour_usd is not None:
-            cost = cost_per_hour_usd * seconds / 3600.0
+        since = min(since, now)
+        seconds = now - since
+        rate = _finite(tick.cost_per_hour_usd)
+        idle = _finite(tick.idle_fraction)
+        for phase, piece_s in self._phase_pieces(since, now):
+            self.seconds_by_phase[phase] = self.seconds_by_phase.get(phase, 0.0) + piece_s
+            if rate is not None:
+                cost = charge(rate, piece_s)
+                self.spend_by_phase[phase] = self.spend_by_phase.get(phase, ZERO) + cost
+        if rate is not None:
+            cost = charge(rate, seconds)
             self.spend_usd += cost
-            self.spend_by_phase[self.phase] = self.spend_by_phase.get(self.phase, 0.0) + cost
-            if idle_fraction is not None:
-                self.idle_spend_usd += cost * idle_fraction
-        self.seconds_by_phase[self.phase] = self.seconds_by_phase.get(self.phase, 0.0) + seconds
-        if self.last_at is not None:  # tokens are only counted while watched
-            if accepted_tokens_per_s is not None:
-                self.accepted_tokens += accepted_tokens_per_s * seconds
-                self._tokens_known = True
-            if requests_finished_per_s is not None:
-                self.requests_finished += requests_finished_per_s * seconds
+            self.priced = True
+            if watched and idle is not None:
+                self.idle_spend_usd += cost * Decimal(idle)
+            node_total = ZERO
+            for node, node_rate in tick.node_cost_per_hour_usd.items():
+                if node_rate is not None:
+                    node_cost = charge(node_rate, seconds)
+                    node_total += node_cost
+                    self.spend_by_node[node] = self.spend_by_node.get(node, ZERO) + node_cost
+            # extras, amortised hardware: billed to the cluster, not to a node
+            self.spend_by_node[CLUSTER_ROW] = self.spend_by_node.get(CLUSTER_ROW, ZERO) + (
+                cost - node_total
+            )
+        if not watched:
+            self.unwatched_s += seconds
+        self._count_tokens(since, now, tick.deltas)
         self.last_at = now
-        self.cost_per_hour_usd = cost_per_hour_usd
-        self.idle_fraction = idle_fraction
+        self.resumed = False
+        self.ticks += 1
+        self.cost_per_hour_usd = rate
+        self.idle_fraction = idle
+        self.accepted_tokens_per_s = tick.accepted_tokens_per_s
 
-    def view(self, now: float) -> SessionView:
-        tokens = self.accepted_tokens if self._tokens_known else None
-        per_million = (
-            self.spend_usd / tokens * 1e6 if tokens and self.cost_per_hour_usd is not None else None
+    def _count_tokens(self, since: float, now: float, d: TokenDeltas) -> None:
+        if d.output_tokens is not None:
+            self.output_tokens += d.output_tokens
+            self.tokens_known = True
+        if d.requests_finished is not None:
+            self.requests_finished += d.requests_finished
+            self.requests_known = True
+        prompt = d.prompt_tokens or 0.0
+        self.prompt_tokens += prompt
+        self.prompt_cached_tokens += d.prompt_cached_tokens or 0.0
+        self.prompt_tokens_without_cache_figure += d.prompt_tokens_without_cache_figure
+        cost = api_cost(
+            since,
+            now,
+            d.output_tokens or 0.0,
+            prompt,
+            d.prompt_cached_tokens or 0.0,
+            self.prices,
         )
-        used = (
-            self.spend_usd / self.budget_usd
-            if self.budget_usd and self.cost_per_hour_usd is not None
-            else None
+        self.api_output_usd += Decimal(cost.output_usd)
+        self.api_input_cache_hit_usd += Decimal(cost.input_cache_hit_usd)
+        self.api_input_cache_miss_usd += Decimal(cost.input_cache_miss_usd)
+
+    # ------------------------------------------------------------------ figures
+
+    @property
+    def api_equivalent_usd(self) -> Decimal:
+        return self.api_output_usd + self.api_input_cache_hit_usd + self.api_input_cache_miss_usd
+
+    def cache_note(self) -> str | None:
+        """Says how prompt tokens were split into cache hits and misses, when it matters."""
+        if self.prompt_tokens <= 0:
+            return None
+        if self.prompt_tokens_without_cache_figure <= 0:
+            return "prompt tokens split by the engine's prefix-cache counter"
+        share = self.prompt_tokens_without_cache_figure / self.prompt_tokens
+        return (
+            f"{share:.0%} of prompt tokens came from engines with no prefix-cache counter: "
+            "billed as cache misses"
         )
+
+    def view(self, now: float, record_path: str | None = None) -> SessionView:
+        spend = float(self.spend_usd) if self.priced else None
+        tokens = self.output_tokens if self.tokens_known else None
+        requests = self.requests_finished if self.requests_known else None
+        api = float(self.api_equivalent_usd) if self.tokens_known else None
+        used, left_s, alert = budget_status(spend, self.budget_usd, self.cost_per_hour_usd)
         return SessionView(
             started_at=dt.datetime.fromtimestamp(self.started_at, dt.UTC).isoformat(),
             elapsed_s=max(now - self.started_at, 0.0),
             cost_per_hour_usd=self.cost_per_hour_usd,
-            spend_usd=self.spend_usd if self.cost_per_hour_usd is not None else None,
-            idle_spend_usd=self.idle_spend_usd if self.cost_per_hour_usd is not None else None,
+            spend_usd=spend,
+            idle_spend_usd=float(self.idle_spend_usd) if self.priced else None,
             budget_usd=self.budget_usd,
-            usd_per_million_output_tokens=per_million,
-            api_equivalent_usd=None,
+            usd_per_million_output_tokens=usd_per_million(spend, tokens),
+            api_equivalent_usd=api,
             phase=self.phase,
             spend_by_phase=[
-                PhaseSpend(phase=p, spend_usd=s, seconds=self.seconds_by_phase.get(p, 0.0))
-                for p, s in self.spend_by_phase.items()
+                PhaseSpend(phase=p, spend_usd=float(self.spend_by_phase.get(p, ZERO)), seconds=s)
+                for p, s in self.seconds_by_phase.items()
             ],
             accepted_tokens=tokens,
+            requests_finished=requests,
+            usd_per_request=usd_per(spend, requests),
+            usd_per_acceptable_task=usd_per(spend, self.acceptable_tasks),
+            api_break_even_ratio=break_even_ratio(spend, api),
             budget_used_fraction=used,
+            budget_exhausted_in_s=left_s,
+            budget_alert=alert,
+            prompt_tokens=self.prompt_tokens if self.tokens_known else None,
+            prompt_cached_tokens=self.prompt_cached_tokens if self.tokens_known else None,
+            api_prices=describe(self.prices),
+            api_cache_note=self.cache_note(),
+            idle_fraction=self.idle_fraction,
+            accepted_tokens_per_s=self.accepted_tokens_per_s,
+            unwatched_s=self.unwatched_s,
+            record_path=record_path,
         )
+
+    # ------------------------------------------------------------------ persistence
+
+    _SCALARS = (
+        "started_at", "budget_usd", "acceptable_tasks", "phase",
+        "output_tokens", "prompt_tokens", "prompt_cached_tokens",
+        "prompt_tokens_without_cache_figure", "requests_finished", "last_at", "cost_per_hour_usd",
+        "idle_fraction", "accepted_tokens_per_s", "tokens_known", "requests_known", "priced",
+        "unwatched_s", "ticks",
+    )
+    # Decimal sums, stored as strings so that no digit is lost on the way through JSON
+    _MONEY = (
+        "spend_usd", "idle_spend_usd", "api_output_usd", "api_input_cache_hit_usd",
+        "api_input_cache_miss_usd",
+    )
+
+    def to_state(self) -> dict[str, Any]:
+        """Everything needed to continue this ledger after a restart (JSON-ready)."""
+        state: dict[str, Any] = {"version": STATE_VERSION}
+        state.update({k: getattr(self, k) for k in self._SCALARS})
+        state.update({k: str(getattr(self, k)) for k in self._MONEY})
+        state["spend_by_phase"] = {k: str(v) for k, v in self.spend_by_phase.items()}
+        state["seconds_by_phase"] = dict(self.seconds_by_phase)
+        state["spend_by_node"] = {k: str(v) for k, v in self.spend_by_node.items()}
+        state["pending_marks"] = [list(m) for m in self.pending_marks]
+        state["marks"] = [list(m) for m in self.marks]
+        state["tally"] = self.tally.to_state()
+        return state
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any], prices: ApiPriceTable = BUNDLED) -> SessionLedger:
+        """Rebuild a ledger; raises ValueError (naming what is wrong) on a malformed state."""
+        if state.get("version") != STATE_VERSION:
+            raise ValueError(f"ledger state version {state.get('version')!r} is not {STATE_VERSION}")
+        try:
+            ledger = cls(started_at=float(state["started_at"]), prices=prices)
+            for key in cls._SCALARS:
+                if key in state:
+                    setattr(ledger, key, state[key])
+            for key in cls._MONEY:
+                setattr(ledger, key, Decimal(str(state[key])))
+            ledger.spend_by_phase = {str(k): Decimal(str(v)) for k, v in state["spend_by_phase"].items()}
+            ledger.seconds_by_phase = {str(k): float(v) for k, v in state["seconds_by_phase"].items()}
+            ledger.spend_by_node = {str(k): Decimal(str(v)) for k, v in state["spend_by_node"].items()}
+            ledger.pending_marks = [(float(a), str(p)) for a, p in state.get("pending_marks", [])]
+            ledger.marks = [(float(a), str(p)) for a, p in state.get("marks", [])]
+            ledger.tally.load_state(list(state.get("tally", [])))
+        except (KeyError, TypeError, AttributeError, ArithmeticError) as exc:
+            raise ValueError(f"ledger state is malformed ({type(exc).__name__}: {exc})") from None
+        return ledger

@@ -160,6 +160,14 @@ class SessionView(_View):
     budget_used_fraction: float | None = None
     budget_exhausted_in_s: float | None = None
     budget_alert: str | None = None  # None, "80%", "100%"
+    prompt_tokens: float | None = None
+    prompt_cached_tokens: float | None = None  # cache hits among prompt_tokens
+    api_prices: str | None = None  # which price table, and its date
+    api_cache_note: str | None = None  # how prompt tokens were split hit / miss
+    idle_fraction: float | None = None  # idle share of the bill now (cost-weighted)
+    accepted_tokens_per_s: float | None = None
+    unwatched_s: float = 0.0  # charged time infertop did not see (before start, crashes)
+    record_path: str | None = None  # the session record being written, if any
 
 
 class Snapshot(_View):

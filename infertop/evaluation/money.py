@@ -41,3 +41,71 @@ def cluster_cost_per_hour_usd(
     if not known and base == 0:
         return None
     return sum(known) + base
+
+
+def energy_cost_per_hour_usd(
+    power_w: float, host_base_power_w: float, pue: float, kwh_usd: float
+) -> float:
+    """Owned hardware: (measured GPU power + host base power) × PUE, priced per kWh."""
+    return (power_w + host_base_power_w) / 1000.0 * pue * kwh_usd
+
+
+def spend_usd(cost_per_hour_usd: float, seconds: float) -> float:
+    """What `seconds` at a steady rate cost: $200/h for 3 h (10,800 s) is $600."""
+    return cost_per_hour_usd * seconds / 3600.0
+
+
+def usd_per(spend: float | None, count: float | None) -> float | None:
+    """Spend per unit (per task, per request); unknown with nothing counted."""
+    if spend is None or count is None or count <= 0:
+        return None
+    return spend / count
+
+
+def usd_per_million(spend: float | None, tokens: float | None) -> float | None:
+    per_token = usd_per(spend, tokens)
+    return None if per_token is None else per_token * 1e6
+
+
+def break_even_ratio(spend: float | None, api_equivalent: float | None) -> float | None:
+    """Spend ÷ API-equivalent: below 1 the cluster is cheaper than the API for these tokens."""
+    return usd_per(spend, api_equivalent)
+
+
+def cost_weighted_idle_fraction(
+    nodes: Sequence[tuple[float | None, float | None]],
+) -> float | None:
+    """Idle share of the bill over (node $/h, node idle fraction) pairs.
+
+    A dear idle node weighs more than a cheap one; nodes with no price or no idle
+    figure are left out. Unknown when no node has both.
+    """
+    known = [(c, f) for c, f in nodes if c is not None and f is not None]
+    weight = sum(c for c, _ in known)
+    if not known:
+        return None
+    if weight <= 0:
+        return sum(f for _, f in known) / len(known)
+    return sum(c * f for c, f in known) / weight
+
+
+BUDGET_ALERTS: tuple[tuple[float, str], ...] = ((1.0, "100%"), (0.8, "80%"))
+
+
+def budget_status(
+    spend: float | None, budget: float | None, cost_per_hour_usd: float | None
+) -> tuple[float | None, float | None, str | None]:
+    """(fraction used, seconds until the budget is spent at the current rate, alert).
+
+    The alert is "80%" from 80 % used and "100%" once spent; seconds left is 0 once
+    spent and unknown when nothing is being charged.
+    """
+    if spend is None or budget is None or budget <= 0:
+        return None, None, None
+    used = spend / budget
+    alert = next((label for level, label in BUDGET_ALERTS if used >= level), None)
+    if used >= 1.0:
+        return used, 0.0, alert
+    if not cost_per_hour_usd:
+        return used, None, alert
+    return used, (budget - spend) / cost_per_hour_usd * 3600.0, alert

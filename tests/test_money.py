@@ -1,0 +1,185 @@
+"""Exact money arithmetic: rates, spend, budget, the API-equivalent and its peak windows."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from infertop.evaluation.api_price import BUNDLED, api_cost, is_peak, peak_seconds, peak_share
+from infertop.evaluation.money import (
+    break_even_ratio,
+    budget_status,
+    cluster_cost_per_hour_usd,
+    cost_weighted_idle_fraction,
+    energy_cost_per_hour_usd,
+    node_cost_per_hour_usd,
+    spend_usd,
+    usd_per,
+    usd_per_million,
+)
+from layouts.model import ApiPriceTable, NodeConfig, PricingConfig
+
+EPS = 1e-9
+H = 3600.0
+
+
+def utc(*args: int) -> float:
+    return dt.datetime(*args, tzinfo=dt.UTC).timestamp()
+
+
+MONDAY = utc(2026, 11, 30)  # 2026-11-30 is a Monday
+FRIDAY = utc(2026, 11, 27)
+SATURDAY = utc(2026, 11, 28)
+SUNDAY = utc(2026, 11, 29)
+
+
+def test_deepinfer_worked_example() -> None:
+    spend = spend_usd(200.0, 3 * H)
+    assert spend == pytest.approx(600.0, abs=EPS)
+    assert usd_per(spend, 1000) == pytest.approx(0.60, abs=EPS)
+
+
+def test_per_gpu_per_node_and_extras() -> None:
+    pricing = PricingConfig(gpu_hour_usd=10.582, extras_hour_usd=12.5)
+    eight = NodeConfig(name="d1", gpus=8)
+    assert node_cost_per_hour_usd(eight, pricing, None) == pytest.approx(84.656, abs=EPS)
+    # GPUs seen stand in when the layout gives no count; unknown when neither is known
+    unknown_count = NodeConfig(name="d2")
+    assert node_cost_per_hour_usd(unknown_count, pricing, 4) == pytest.approx(42.328, abs=EPS)
+    assert node_cost_per_hour_usd(unknown_count, pricing, None) is None
+    # a per-node rate wins over the cluster's per-GPU rate, a node's own per-GPU rate over both
+    per_node = NodeConfig(name="p1", gpus=8, node_hour_usd=70.0)
+    assert node_cost_per_hour_usd(per_node, pricing, 8) == 70.0
+    own_gpu = NodeConfig(name="p2", gpus=8, node_hour_usd=70.0, gpu_hour_usd=9.0)
+    assert node_cost_per_hour_usd(own_gpu, pricing, 8) == 72.0
+    node_rate = PricingConfig(node_hour_usd=50.0, extras_hour_usd=3.0)
+    assert node_cost_per_hour_usd(eight, node_rate, 8) == 50.0
+    total = cluster_cost_per_hour_usd([84.656, 70.0, None], pricing)
+    assert total == pytest.approx(84.656 + 70.0 + 12.5, abs=EPS)
+    assert cluster_cost_per_hour_usd([None], PricingConfig()) is None
+    assert cluster_cost_per_hour_usd([], PricingConfig(extras_hour_usd=2.0)) == 2.0
+
+
+def test_owned_energy_and_amortised_hardware() -> None:
+    pricing = PricingConfig(
+        mode="owned", hardware_hour_usd=20.0, host_base_power_w=1000.0, pue=1.3, kwh_usd=0.12
+    )
+    node = NodeConfig(name="o1", gpus=8)
+    gpu_power_w = 8 * 700.0
+    # (5.6 kW + 1.0 kW) × 1.3 × $0.12/kWh = $1.0296/h
+    assert energy_cost_per_hour_usd(gpu_power_w, 1000.0, 1.3, 0.12) == pytest.approx(1.0296, abs=EPS)
+    energy = node_cost_per_hour_usd(node, pricing, 8, gpu_power_w)
+    assert energy == pytest.approx(1.0296, abs=EPS)
+    assert cluster_cost_per_hour_usd([energy], pricing) == pytest.approx(21.0296, abs=EPS)
+    # an hour of it
+    assert spend_usd(21.0296, H) == pytest.approx(21.0296, abs=EPS)
+
+
+@pytest.mark.parametrize(
+    ("t", "peak"),
+    [
+        (MONDAY + 0.999 * H, False),
+        (MONDAY + 1 * H, True),  # 01:00 opens the first window
+        (MONDAY + 4 * H - 1e-3, True),
+        (MONDAY + 4 * H, False),  # 04:00 closes it
+        (MONDAY + 5 * H, False),
+        (MONDAY + 6 * H, True),  # 06:00 opens the second
+        (MONDAY + 10 * H - 1e-3, True),
+        (MONDAY + 10 * H, False),  # 10:00 closes it
+        (FRIDAY + 2 * H, True),
+        (SATURDAY + 2 * H, False),  # weekends are off-peak all day
+        (SUNDAY + 7 * H, False),
+    ],
+)
+def test_peak_boundaries(t: float, peak: bool) -> None:
+    assert is_peak(t) is peak
+
+
+@pytest.mark.parametrize(
+    ("t0", "t1", "peak_s"),
+    [
+        (MONDAY + 0.5 * H, MONDAY + 11 * H, 7 * H),  # straddles all four boundaries
+        (MONDAY + 3.5 * H, MONDAY + 6.5 * H, 1 * H),  # 03:30–04:00 and 06:00–06:30
+        (MONDAY + 1 * H, MONDAY + 4 * H, 3 * H),  # exactly one window
+        (FRIDAY + 9 * H, SATURDAY + 3 * H, 1 * H),  # Friday 09–10 counts, Saturday does not
+        (SUNDAY + 23 * H, MONDAY + 2 * H, 1 * H),  # Monday 01–02 counts, Sunday does not
+        (SATURDAY, MONDAY, 0.0),
+        (MONDAY, MONDAY + 7 * 24 * H, 5 * 7 * H),  # a week: five weekdays × 7 h
+    ],
+)
+def test_peak_seconds_straddle(t0: float, t1: float, peak_s: float) -> None:
+    assert peak_seconds(t0, t1) == pytest.approx(peak_s, abs=1e-6)
+
+
+def test_api_cost_splits_exactly_at_boundaries() -> None:
+    # 1M output tokens over Monday 00:30–11:00: 7 h of 10.5 h at peak
+    # → 2/3 × $1.20 + 1/3 × $0.60 = $1.00
+    cost = api_cost(MONDAY + 0.5 * H, MONDAY + 11 * H, 1_000_000)
+    assert cost.output_usd == pytest.approx(1.0, abs=EPS)
+    assert cost.total_usd == pytest.approx(1.0, abs=EPS)
+    # all peak, all off-peak
+    assert api_cost(MONDAY + 7 * H, MONDAY + 8 * H, 1e6).output_usd == pytest.approx(1.2, abs=EPS)
+    assert api_cost(SATURDAY + 7 * H, SATURDAY + 8 * H, 1e6).output_usd == pytest.approx(0.6, abs=EPS)
+
+
+def test_api_cost_prompt_cache_split() -> None:
+    off = (SATURDAY + H, SATURDAY + 2 * H)
+    cost = api_cost(*off, output_tokens=0, prompt_tokens=1e6, prompt_cached_tokens=4e5)
+    assert cost.input_cache_hit_usd == pytest.approx(0.4 * 0.003, abs=EPS)
+    assert cost.input_cache_miss_usd == pytest.approx(0.6 * 0.15, abs=EPS)
+    # no cache counter: all billed as miss
+    blind = api_cost(*off, output_tokens=0, prompt_tokens=1e6, prompt_cached_tokens=None)
+    assert blind.input_cache_hit_usd == 0.0
+    assert blind.input_cache_miss_usd == pytest.approx(0.15, abs=EPS)
+    peak = api_cost(MONDAY + 2 * H, MONDAY + 3 * H, 0, 1e6, 1e6)
+    assert peak.input_cache_hit_usd == pytest.approx(0.006, abs=EPS)
+
+
+def test_price_table_overridable() -> None:
+    table = ApiPriceTable(model="custom", as_of="2027-01", output_offpeak=1.0, output_peak=3.0)
+    assert table != BUNDLED
+    assert api_cost(SUNDAY, SUNDAY + H, 2e6, table=table).output_usd == pytest.approx(2.0, abs=EPS)
+
+
+@given(
+    st.floats(min_value=MONDAY - 10 * 86400, max_value=MONDAY + 10 * 86400),
+    st.floats(min_value=0, max_value=3 * 86400),
+    st.floats(min_value=0, max_value=3 * 86400),
+)
+def test_peak_seconds_additive(t0: float, a: float, b: float) -> None:
+    # splitting an interval anywhere never changes its peak seconds
+    whole = peak_seconds(t0, t0 + a + b)
+    assert whole == pytest.approx(peak_seconds(t0, t0 + a) + peak_seconds(t0 + a, t0 + a + b), abs=1e-5)
+    assert 0.0 <= peak_share(t0, t0 + a + b) <= 1.0
+
+
+def test_budget_alerts_and_projection() -> None:
+    used, left, alert = budget_status(100.0, 600.0, 200.0)
+    assert (used, left, alert) == (pytest.approx(1 / 6), pytest.approx(500 / 200 * H), None)
+    used, left, alert = budget_status(480.0, 600.0, 200.0)
+    assert used == pytest.approx(0.8, abs=EPS) and alert == "80%"
+    assert left == pytest.approx(0.6 * H, abs=1e-6)
+    assert budget_status(479.99, 600.0, 200.0)[2] is None
+    assert budget_status(600.0, 600.0, 200.0) == (1.0, 0.0, "100%")
+    assert budget_status(700.0, 600.0, 0.0)[2] == "100%"
+    assert budget_status(100.0, 600.0, None) == (pytest.approx(1 / 6), None, None)
+    assert budget_status(None, 600.0, 200.0) == (None, None, None)
+    assert budget_status(100.0, None, 200.0) == (None, None, None)
+
+
+def test_per_unit_and_break_even() -> None:
+    assert usd_per_million(600.0, 3e6) == pytest.approx(200.0, abs=EPS)
+    assert usd_per_million(600.0, 0.0) is None
+    assert usd_per_million(None, 1e6) is None
+    assert break_even_ratio(600.0, 150.0) == pytest.approx(4.0, abs=EPS)
+    assert break_even_ratio(600.0, 0.0) is None
+
+
+def test_cost_weighted_idle() -> None:
+    # a $100/h node fully idle and a $300/h node busy: a quarter of the bill sits idle
+    assert cost_weighted_idle_fraction([(100.0, 1.0), (300.0, 0.0)]) == pytest.approx(0.25)
+    assert cost_weighted_idle_fraction([(100.0, None), (None, 0.5)]) is None
+    assert cost_weighted_idle_fraction([(0.0, 0.5), (0.0, 1.0)]) == pytest.approx(0.75)
