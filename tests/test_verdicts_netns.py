@@ -1,0 +1,124 @@
+"""A real link set down on a real host: the node turns link-starved within the hold time
+and clears once the link is back. Hosts are network namespaces with their own sshd; the
+SSH source streams the probe from each, so the port state comes from the host's sysfs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+from netns import PYTHON, NetnsCluster, missing_requirements
+
+from infertop.runtime import Monitor
+from infertop.view import NodeView, Snapshot
+from layouts import parse_layout
+
+pytestmark = [pytest.mark.netns, pytest.mark.integration]
+
+HOLD_S = 1.5
+CLEAR_S = 1.5
+INTERVAL_S = 0.5
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetnsCluster]:
+    why = missing_requirements()
+    if why is not None:
+        pytest.skip(why)
+    built = NetnsCluster(size=2, workdir=tmp_path_factory.mktemp("verdict-netns")).build()
+    try:
+        yield built
+    finally:
+        built.teardown()
+
+
+def layout_text(cluster: NetnsCluster) -> str:
+    # json.dumps writes a valid TOML basic string for a path
+    return f"""
+[cluster]
+name = "netns-verdicts"
+interval_s = {INTERVAL_S}
+window_s = 2
+
+[thresholds]
+hold_s = {HOLD_S}
+clear_s = {CLEAR_S}
+
+[ssh]
+config = {json.dumps(str(cluster.ssh_config))}
+known_hosts = {json.dumps(str(cluster.known_hosts))}
+python = {json.dumps(PYTHON)}
+connect_timeout_s = 5
+
+[[nodes]]
+hosts = "h[0-1]"
+ssh = "{{host}}"
+nics = [{{ name = "data0" }}]
+"""
+
+
+async def watch(
+    monitor: Monitor, until: Callable[[Snapshot], bool], timeout_s: float, on_frame: Callable[[Snapshot], None]
+) -> tuple[Snapshot, float]:
+    """Tick every interval until `until` holds; every frame goes through `on_frame` first."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        frame = monitor.tick()
+        on_frame(frame)
+        if until(frame):
+            return frame, time.time()
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not reached within {timeout_s} s: {verdicts(frame)}")
+        await asyncio.sleep(INTERVAL_S / 2)
+
+
+def verdicts(frame: Snapshot) -> dict[str, list[str]]:
+    return {n.name: [f"{v.kind}: {v.detail}" for v in n.verdicts] for n in frame.nodes}
+
+
+def node(frame: Snapshot, name: str) -> NodeView:
+    return next(n for n in frame.nodes if n.name == name)
+
+
+async def test_link_down_makes_the_node_link_starved_until_restored(cluster: NetnsCluster) -> None:
+    h0 = cluster.hosts[0]
+    monitor = Monitor(parse_layout(layout_text(cluster)))
+    await monitor.start(tick=False)
+
+    def h1_stays_clean(frame: Snapshot) -> None:
+        h1 = node(frame, "h1")
+        assert h1.status != "ok" or h1.verdicts == [], verdicts(frame)
+
+    def ready(frame: Snapshot) -> bool:
+        return all(n.status == "ok" and any(x.name == "data0" for x in n.nics) for n in frame.nodes)
+
+    try:
+        frame, _ = await watch(monitor, ready, 45.0, lambda f: None)
+        assert verdicts(frame) == {"h0": [], "h1": []}
+        cluster.send(cluster.hosts[1], h0, 2_000_000)  # traffic on the data link, both ends
+
+        cluster.set_link(h0, up=False)
+        down_at = time.time()
+        frame, seen_at = await watch(
+            monitor, lambda f: bool(node(f, "h0").verdicts), 20.0, h1_stays_clean
+        )
+        v = node(frame, "h0").verdicts
+        assert [(x.kind, x.detail) for x in v] == [("link-starved", "data0 down")]
+        assert v[0].severity == "critical"
+        # never sooner than the hold time (it counts from the first sample that saw it down)
+        assert seen_at - down_at >= HOLD_S
+
+        cluster.set_link(h0, up=True)
+        up_at = time.time()
+        frame, cleared_at = await watch(
+            monitor, lambda f: node(f, "h0").verdicts == [] and node(f, "h0").status == "ok", 20.0,
+            h1_stays_clean,
+        )
+        assert cleared_at - up_at >= CLEAR_S
+        assert verdicts(frame) == {"h0": [], "h1": []}
+    finally:
+        cluster.set_link(h0, up=True)
+        await monitor.stop()
