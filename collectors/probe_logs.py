@@ -1,0 +1,660 @@
+"""Engine figures from an engine's log: follow the file, parse the lines we know.
+
+Standard library only: this module is bundled into the probe that runs on the node
+(`collectors/probe_bundle.py`), and the local source imports it directly. It never
+writes, and nothing from the log leaves the node except the parsed numbers.
+
+Three parts, each small:
+
+* `LogFollower` follows one file the way `tail -F` does: it starts at the end (a
+  days-long log is not re-read), survives rotation (a new file under the same name: the
+  old one is read to its end first, then the new one from its start) and truncation
+  (`copytruncate`: the size drops below our offset, so we start again at 0), holds a
+  partial last line back until its newline arrives, and bounds both the bytes read per
+  poll and the length of a line (an over-long line is dropped and counted).
+* Parsers turn lines into figures, field by field, never by matching a whole line, so
+  that older and newer engine versions (which add or drop fields) both parse:
+  - vLLM's periodic stats line, e.g.
+    ``Engine 000: Avg prompt throughput: 93.9 tokens/s, Avg generation throughput:
+    13.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%,
+    Prefix cache hit rate: 0.0%`` (and the V0 form with ``Swapped``/``Pending``);
+  - vLLM's speculative-decoding line, e.g. ``SpecDecoding metrics: Mean acceptance
+    length: 3.49, Accepted throughput: …, Accepted: 92 tokens, Drafted: 259 tokens,
+    Per-position acceptance rate: 0.757, …, Avg Draft acceptance rate: 35.5%`` and its
+    older shapes (``Draft acceptance rate … Accepted … Drafted``; ``Mean acceptance
+    length`` + per-position rates only; V0's cumulative ``Speculative metrics: …
+    Number of accepted tokens: N, Number of draft tokens: M``);
+  - user patterns from the layout (named regex groups → canonical quantities).
+* `LogFigures` accumulates per-interval figures into counters, so that the same
+  reset-aware rate logic that serves metrics endpoints applies to logs.
+
+How the counters are derived (each log line covers the interval since the previous one):
+
+* generation / prompt tokens: vLLM prints throughput = tokens in the interval ÷ the
+  interval, so tokens = throughput × interval. The interval is the engine's
+  ``--log-stats-interval`` (10 s by default), learnt as the median gap between an
+  engine's consecutive stats lines (their ``MM-DD hh:mm:ss`` stamps), because vLLM
+  stops printing while idle and the first line after a pause still covers one interval
+  only. A layout may state it (`interval_s`) instead.
+* accepted / draft tokens: the line's ``Accepted: N`` / ``Drafted: M`` counts are added.
+* drafts: vLLM defines mean acceptance length = 1 + accepted ÷ drafts, so drafts =
+  accepted ÷ (mean length − 1). The printed length has two decimals; when the number of
+  speculative positions k is known (the per-position list has k entries) and Drafted ÷ k
+  agrees with that estimate within its rounding error, the exact Drafted ÷ k is used.
+  With nothing accepted (length 1.00 or nan), drafts = Drafted ÷ k.
+* the shortest old line (mean length and per-position rates, no counts): the tokens the
+  engine generated in the same interval G come from the stats line just before it; each
+  speculative step emits mean-length tokens, so drafts ≈ G ÷ mean length, accepted ≈
+  drafts × (length − 1), draft tokens ≈ drafts × k. Approximate: it assumes every token
+  came from a speculative step. A note says so.
+* V0's ``Speculative metrics`` counts are cumulative already: they are taken as counters.
+
+Malformed lines — a stats line whose fields do not parse, values out of range,
+accepted > drafted, over-long lines, a user pattern whose group is not a number — are
+counted (`log_lines_skipped_total`) and skipped. Nothing in here raises on input.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import time
+from typing import Any, BinaryIO
+
+LOG_MAX_LINE_BYTES = 64 * 1024  # a stats line is ~400 bytes; longer is not ours
+LOG_MAX_READ_BYTES = 4 * 1024 * 1024  # per poll: a burst is read over several polls
+LOG_SEED_BYTES = 64 * 1024  # tail read at start, to know the last gauges and interval
+LOG_DEFAULT_INTERVAL_S = 10.0  # vLLM's --log-stats-interval default
+LOG_PATTERN_KINDS = ("counter", "count", "rate", "gauge")
+# canonical quantities a user pattern may fill: counters, then gauges, then helpers
+LOG_COUNTER_QUANTITIES = (
+    "steps",
+    "drafts",
+    "draft_tokens",
+    "accepted_tokens",
+    "generation_tokens",
+    "prompt_tokens",
+    "prompt_cached_tokens",
+    "requests_finished",
+)
+LOG_GAUGE_QUANTITIES = ("requests_running", "requests_waiting", "kv_cache_usage")
+# not engine fields themselves: used within one line to derive drafts / draft tokens
+LOG_HELPER_QUANTITIES = ("mean_acceptance_length", "draft_acceptance")
+LOG_QUANTITIES = LOG_COUNTER_QUANTITIES + LOG_GAUGE_QUANTITIES + LOG_HELPER_QUANTITIES
+
+_LOG_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+_LOG_NUM = r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)"
+_LOG_STAMP = re.compile(r"\b(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
+
+
+class LogFollower:
+    """Follows one file from its end, across rotation and truncation (read-only)."""
+
+    def __init__(
+        self,
+        path: str,
+        from_start: bool = False,
+        max_line_bytes: int = LOG_MAX_LINE_BYTES,
+        max_read_bytes: int = LOG_MAX_READ_BYTES,
+        seed_bytes: int = LOG_SEED_BYTES,
+    ):
+        self.path = path
+        self.max_line_bytes = max_line_bytes
+        self.max_read_bytes = max_read_bytes
+        self.seed_bytes = seed_bytes
+        self._file: BinaryIO | None = None
+        self._ident: tuple[int, int] | None = None  # (st_dev, st_ino) of the open file
+        self._pos = 0
+        self._partial = b""
+        self._discarding = False  # inside an over-long line: drop until its newline
+        # the first file is joined at its end; any later one (rotated in, or created
+        # after we started) is read from its start: all of it is new
+        self._from_start = from_start
+        self.error: str | None = None  # why the log cannot be read right now
+        self.overlong_lines = 0
+        self.rotations = 0
+        self.truncations = 0
+        self.mtime: float | None = None  # of the file when last read: the time of its newest byte
+
+    def close(self) -> None:
+        if self._file is not None:
+            try:
+                self._file.close()
+            except OSError:
+                pass
+        self._file = None
+        self._ident = None
+
+    def _open(self, st: os.stat_result) -> list[str]:
+        """Open the file now at `path`; returns the backlog (tail) lines on first join."""
+        f = self._file = open(self.path, "rb")  # kept open across polls
+        self._ident = (st.st_dev, st.st_ino)
+        self._partial = b""
+        self._discarding = False
+        backlog: list[str] = []
+        if self._from_start:
+            self._pos = 0
+        else:
+            self._pos = st.st_size
+            start = max(st.st_size - self.seed_bytes, 0)
+            f.seek(start)
+            tail = f.read(st.st_size - start)
+            lines = tail.split(b"\n")
+            if start > 0:
+                lines = lines[1:]  # the first piece is the end of a line we did not see
+            if not lines:  # no newline in the whole tail: we are inside an over-long line
+                self._discarding = True
+                return backlog
+            # a last piece without a newline is a line still being written: read it later
+            self._pos = st.st_size - len(lines[-1])
+            backlog = [self._decode(b) for b in lines[:-1] if len(b) <= self.max_line_bytes]
+        self._from_start = True
+        return backlog
+
+    @staticmethod
+    def _decode(raw: bytes) -> str:
+        return raw.decode("utf-8", "replace").rstrip("\r")
+
+    def _split(self, data: bytes, final: bool) -> list[str]:
+        """Complete lines of `_partial + data`; keeps the unfinished end unless `final`."""
+        out = []
+        pieces = (self._partial + data).split(b"\n")
+        self._partial = b"" if final else pieces.pop()
+        for i, raw in enumerate(pieces):
+            if self._discarding:
+                self._discarding = False  # this piece ends the over-long line
+                continue
+            if len(raw) > self.max_line_bytes:
+                self.overlong_lines += 1
+                continue
+            if raw or i < len(pieces) - 1 or not final:
+                out.append(self._decode(raw))
+        if len(self._partial) > self.max_line_bytes:
+            if not self._discarding:
+                self.overlong_lines += 1
+            self._partial = b""
+            self._discarding = True
+        return out
+
+    def _read_more(self, final: bool) -> list[str]:
+        """Read on from our offset; `final`: the file will not grow (rotated away)."""
+        assert self._file is not None
+        self._file.seek(self._pos)
+        data = self._file.read(self.max_read_bytes)
+        self._pos += len(data)
+        at_end = self._pos >= os.fstat(self._file.fileno()).st_size
+        return self._split(data, final and at_end)
+
+    def poll(self) -> tuple[list[str], list[str]]:
+        """(new complete lines, backlog lines read once when first joining the file)."""
+        lines: list[str] = []
+        backlog: list[str] = []
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            st = None
+            self.error = "not found"
+        except OSError as exc:
+            st = None
+            self.error = exc.strerror or type(exc).__name__
+        try:
+            if self._file is not None and st is not None and (st.st_dev, st.st_ino) != self._ident:
+                # rotated: finish the old file (its last line is complete now), then switch
+                lines.extend(self._read_more(final=True))
+                if self._pos < os.fstat(self._file.fileno()).st_size:
+                    return lines, backlog  # more of the old file left: next poll
+                self.close()
+                self.rotations += 1
+            if self._file is None:
+                if st is None:
+                    self._from_start = True  # a file that appears later is all new
+                    return lines, backlog
+                backlog = self._open(st)
+            else:
+                size = os.fstat(self._file.fileno()).st_size
+                if size < self._pos:  # truncated in place (copytruncate)
+                    self.truncations += 1
+                    self._pos = 0
+                    self._partial = b""
+                    self._discarding = False
+            lines.extend(self._read_more(final=False))
+            assert self._file is not None
+            self.mtime = os.fstat(self._file.fileno()).st_mtime
+            self.error = None
+        except OSError as exc:
+            self.error = exc.strerror or type(exc).__name__
+            self.close()
+        return lines, backlog
+
+
+# ---------------------------------------------------------------------------- parsing
+
+
+class LogLineError(ValueError):
+    """A line that looks like one of ours but does not parse: counted and skipped."""
+
+
+def _log_num(match, group: int = 1):
+    if match is None:
+        return None
+    value = float(match.group(group))
+    return value if math.isfinite(value) else None
+
+
+def _log_check(value, low: float, high: float, what: str):
+    if value is not None and not low <= value <= high:
+        raise LogLineError(f"{what} out of range")
+    return value
+
+
+def _log_stamp_s(text: str):
+    """Seconds since a fixed origin of a vLLM ``MM-DD hh:mm:ss`` stamp, or None.
+
+    The stamp carries no year and no zone; only differences between stamps of one log are
+    used (to learn the stats interval), so neither matters.
+    """
+    m = _LOG_STAMP.search(text)
+    if m is None:
+        return None
+    month, day, hour, minute, second = (int(g) for g in m.groups())
+    if not (1 <= month <= 12 and 1 <= day <= 31 and hour < 24 and minute < 60 and second < 61):
+        return None
+    days_before = (0, 31, 60, 91, 121, 152, 182, 213, 244, 274, 305, 335)
+    return (((days_before[month - 1] + day) * 24 + hour) * 60 + minute) * 60 + second
+
+
+class VllmParser:
+    """vLLM-style stats and speculative-decoding lines, matched field by field."""
+
+    name = "vllm"
+
+    _STATS_MARK = re.compile(r"Avg (?:prompt|generation) throughput:")
+    _ENGINE = re.compile(r"\bEngine (\d{1,6}):")
+    _PROMPT = re.compile(r"Avg prompt throughput: " + _LOG_NUM + r" tokens/s")
+    _GEN = re.compile(r"Avg generation throughput: " + _LOG_NUM + r" tokens/s")
+    _RUNNING = re.compile(r"\bRunning: (\d+) reqs")
+    _WAITING = re.compile(r"\b(?:Waiting|Pending): (\d+) reqs")
+    _KV = re.compile(r"(?:\bGPU |(?<![A-Za-z] ))KV cache usage: " + _LOG_NUM + "%")
+
+    _SPEC_MARK = re.compile(r"\b(?:SpecDecoding|Speculative) metrics:")
+    _MEAN_LEN = re.compile(r"Mean acceptance length: " + _LOG_NUM)
+    _ACCEPTED = re.compile(r"\bAccepted: (\d+) tokens")
+    _DRAFTED = re.compile(r"\bDrafted: (\d+) tokens")
+    _PER_POS = re.compile(r"Per-position acceptance rate: ([0-9.,\s]+)")
+    _V0_K = re.compile(r"Number of speculative tokens: (\d+)")
+    _V0_ACCEPTED = re.compile(r"Number of accepted tokens: (\d+)")
+    _V0_DRAFT = re.compile(r"Number of draft tokens: (\d+)")
+
+    def parse(self, text: str, figures: LogFigures) -> bool:
+        if self._STATS_MARK.search(text):
+            self._stats(text, figures)
+            return True
+        if self._SPEC_MARK.search(text):
+            self._spec(text, figures)
+            return True
+        return False
+
+    def _stats(self, text: str, figures: LogFigures) -> None:
+        engine_m = self._ENGINE.search(text)
+        engine = engine_m.group(1) if engine_m else "-"
+        prompt_tps = _log_check(_log_num(self._PROMPT.search(text)), 0, 1e9, "prompt throughput")
+        gen_tps = _log_check(_log_num(self._GEN.search(text)), 0, 1e9, "generation throughput")
+        running = _log_check(_log_num(self._RUNNING.search(text)), 0, 1e7, "running")
+        waiting = _log_check(_log_num(self._WAITING.search(text)), 0, 1e8, "waiting")
+        kv_pct = _log_check(_log_num(self._KV.search(text)), 0, 100.5, "KV cache usage")
+        if prompt_tps is None and gen_tps is None:
+            raise LogLineError("stats line without a throughput figure")
+        interval = figures.stats_interval(engine, _log_stamp_s(text))
+        if prompt_tps is not None:
+            figures.add("prompt_tokens", prompt_tps * interval)
+        gen_tokens = None
+        if gen_tps is not None:
+            gen_tokens = gen_tps * interval
+            figures.add("generation_tokens", gen_tokens)
+        figures.pending_generation_tokens = gen_tokens
+        gauges = figures.engine_gauges.setdefault(engine, {})
+        if running is not None:
+            gauges["requests_running"] = running
+        if waiting is not None:
+            gauges["requests_waiting"] = waiting
+        if kv_pct is not None:
+            gauges["kv_cache_usage"] = min(kv_pct / 100.0, 1.0)
+
+    def _spec(self, text: str, figures: LogFigures) -> None:
+        v0_accepted = self._V0_ACCEPTED.search(text)
+        if v0_accepted is not None:
+            self._spec_v0(text, figures, int(v0_accepted.group(1)))
+            return
+        mean_len = _log_check(_log_num(self._MEAN_LEN.search(text)), 1, 1e4, "mean acceptance length")
+        accepted_m = self._ACCEPTED.search(text)
+        drafted_m = self._DRAFTED.search(text)
+        rates = self._per_position(text)
+        if rates:
+            figures.spec_positions = len(rates)
+        k = figures.spec_positions
+        if accepted_m is None or drafted_m is None:
+            # the shortest old shape: ratios only; scale them by the interval's tokens
+            gen = figures.pending_generation_tokens
+            if mean_len is None:
+                raise LogLineError("speculative line without counts or mean length")
+            figures.pending_generation_tokens = None
+            if gen is None or not k:
+                return  # nothing to scale by: a valid line that yields no counters
+            drafts = gen / mean_len
+            figures.add("drafts", drafts)
+            figures.add("accepted_tokens", drafts * (mean_len - 1))
+            figures.add("draft_tokens", drafts * k)
+            figures.notes.add("draft counts derived from mean acceptance length (approximate)")
+            return
+        accepted = int(accepted_m.group(1))
+        drafted = int(drafted_m.group(1))
+        if accepted > drafted:
+            raise LogLineError("accepted more tokens than drafted")
+        figures.add("accepted_tokens", accepted)
+        figures.add("draft_tokens", drafted)
+        drafts = self._drafts(accepted, drafted, mean_len, k)
+        if drafts is not None:
+            figures.add("drafts", drafts)
+        figures.pending_generation_tokens = None
+
+    @staticmethod
+    def _drafts(accepted: int, drafted: int, mean_len, k):
+        if accepted > 0 and mean_len is not None and mean_len > 1:
+            estimate = accepted / (mean_len - 1)
+            if k:
+                # the length is printed to ±0.005: how far that moves the estimate
+                tolerance = 0.005 * accepted / (mean_len - 1) ** 2 + 1
+                if abs(drafted / k - estimate) <= tolerance:
+                    return drafted / k
+            return float(round(estimate))
+        if accepted == 0 and k:
+            return drafted / k
+        if drafted == 0:
+            return 0.0
+        return None
+
+    def _per_position(self, text: str) -> list:
+        m = self._PER_POS.search(text)
+        if m is None:
+            return []
+        rates = []
+        for piece in m.group(1).split(","):
+            piece = piece.strip()
+            if not piece:
+                break
+            try:
+                value = float(piece)
+            except ValueError:
+                break
+            if not 0 <= value <= 1:
+                raise LogLineError("per-position rate out of range")
+            rates.append(value)
+        return rates[:64]
+
+    def _spec_v0(self, text: str, figures: LogFigures, accepted: int) -> None:
+        draft_m = self._V0_DRAFT.search(text)
+        k_m = self._V0_K.search(text)
+        if draft_m is None:
+            raise LogLineError("V0 speculative line without draft tokens")
+        drafted = int(draft_m.group(1))
+        if accepted > drafted:
+            raise LogLineError("accepted more tokens than drafted")
+        # V0 prints totals since the engine started: they are counters already
+        figures.set_counter("accepted_tokens", accepted)
+        figures.set_counter("draft_tokens", drafted)
+        k = int(k_m.group(1)) if k_m else 0
+        if k > 0:
+            figures.spec_positions = k
+            figures.set_counter("drafts", drafted / k)
+
+
+class PatternParser:
+    """User patterns: regexes whose named groups are canonical quantities.
+
+    Each entry: `regex`; `field` (the quantity, or None to take every named group whose
+    name is a quantity); `kind`: ``counter`` (a cumulative total as printed), ``count``
+    (a per-line count, accumulated), ``rate`` (a per-second figure over the log
+    interval, × interval then accumulated) or ``gauge``; `scale` multiplies the value
+    (e.g. 0.01 for a percentage). With `field` set, the value is the group named after
+    the field, else the group ``value``, else the only group.
+    """
+
+    def __init__(self, name: str, entries: list):
+        self.name = name
+        self.entries = []
+        for entry in entries:
+            regex = re.compile(str(entry["regex"]))
+            field = entry.get("field")
+            kind = entry.get("kind") or "count"
+            if kind not in LOG_PATTERN_KINDS:
+                raise ValueError(f"kind {kind!r} is not one of {', '.join(LOG_PATTERN_KINDS)}")
+            if field is not None and field not in LOG_QUANTITIES:
+                raise ValueError(f"field {field!r} is not a canonical quantity")
+            scale = float(entry.get("scale", 1.0))
+            self.entries.append((regex, field, kind, scale))
+
+    @staticmethod
+    def _targets(regex, field, m) -> list:
+        if field is None:
+            return [(name, value) for name, value in m.groupdict().items() if name in LOG_QUANTITIES]
+        groups = m.groupdict()
+        if field in groups:
+            return [(field, groups[field])]
+        if "value" in groups:
+            return [(field, groups["value"])]
+        if regex.groups == 1:
+            return [(field, m.group(1))]
+        return []
+
+    def parse(self, text: str, figures: LogFigures) -> bool:
+        values = []  # (quantity, kind, value, pattern index)
+        for index, (regex, field, kind, scale) in enumerate(self.entries):
+            m = regex.search(text)
+            if m is None:
+                continue
+            for quantity, raw in self._targets(regex, field, m):
+                if raw is None:
+                    continue  # an optional group that did not take part
+                try:
+                    value = float(raw.replace(",", "")) * scale
+                except (ValueError, AttributeError):
+                    raise LogLineError(f"pattern group {quantity} is not a number") from None
+                if not math.isfinite(value) or value < 0:
+                    raise LogLineError(f"pattern group {quantity} out of range")
+                values.append((quantity, kind, value, index))
+        if not values:
+            return False
+        got = {q: (k, v, i) for q, k, v, i in values}
+        # helpers: drafts from mean acceptance length, draft tokens from acceptance rate
+        accepted = got.get("accepted_tokens")
+        mean_len = got.pop("mean_acceptance_length", None)
+        acceptance = got.pop("draft_acceptance", None)
+        if accepted is not None and mean_len is not None and "drafts" not in got and mean_len[1] > 1:
+            got["drafts"] = (accepted[0], accepted[1] / (mean_len[1] - 1), accepted[2])
+        if accepted is not None and acceptance is not None and "draft_tokens" not in got:
+            rate = acceptance[1] / 100.0 if acceptance[1] > 1 else acceptance[1]  # % or 0–1
+            if rate > 0:
+                got["draft_tokens"] = (accepted[0], accepted[1] / rate, accepted[2])
+        for quantity, (kind, value, index) in got.items():
+            if quantity in LOG_GAUGE_QUANTITIES:
+                if quantity == "kv_cache_usage" and value > 1:
+                    value = value / 100.0  # printed as a percentage
+                figures.engine_gauges.setdefault("-", {})[quantity] = value
+            elif kind == "gauge" or kind == "counter":
+                figures.set_counter(quantity, value)
+            elif kind == "rate":
+                figures.add(quantity, value * figures.pattern_interval((self.name, index)))
+            else:
+                figures.add(quantity, value)
+        return True
+
+
+# DeepInfer's offline example (examples/offline_inference.py) prints output-token counts,
+# draft acceptance and decode perplexity, in no documented format. This set is a starting
+# point: check each regex against your own log and copy the set into the layout's
+# [log_patterns] under a new name to adjust it.
+DEEPINFER_OFFLINE_PATTERNS = [
+    {
+        "regex": r"(?i)\b(?:num(?:ber of)? )?output[ _]tokens?\s*[:=]\s*(?P<generation_tokens>\d+)",
+        "kind": "count",
+    },
+    {
+        "regex": r"(?i)\baccepted[ _]tokens?\s*[:=]\s*(?P<accepted_tokens>\d+)",
+        "kind": "count",
+    },
+    {
+        "regex": r"(?i)\bdraft[ _]tokens?\s*[:=]\s*(?P<draft_tokens>\d+)",
+        "kind": "count",
+    },
+    {
+        "regex": r"(?i)\b(?:draft )?acceptance(?: rate)?\s*[:=]\s*(?P<draft_acceptance>[\d.]+)\s*%?",
+        "kind": "gauge",
+    },
+    {
+        "regex": r"(?i)\bmean acceptance length\s*[:=]\s*(?P<mean_acceptance_length>[\d.]+)",
+        "kind": "gauge",
+    },
+    {
+        "regex": r"(?i)\bthroughput\s*[:=]\s*(?P<generation_tokens>[\d.]+)\s*tok(?:en)?s?/s",
+        "kind": "rate",
+    },
+]
+BUILTIN_PATTERN_SETS = ("vllm", "deepinfer-offline")
+
+
+def _log_parser(name: str, user_sets: dict):
+    if name in user_sets:
+        return PatternParser(name, user_sets[name])
+    if name == "vllm":
+        return VllmParser()
+    if name == "deepinfer-offline":
+        return PatternParser(name, DEEPINFER_OFFLINE_PATTERNS)
+    raise ValueError(f"unknown log pattern set {name!r}")
+
+
+# ---------------------------------------------------------------------------- figures
+
+
+class LogFigures:
+    """Counters and gauges accumulated from parsed lines; `engine()` is the reading."""
+
+    def __init__(self, parsers: list, interval_s=None):
+        self.parsers = parsers
+        self.fixed_interval_s = interval_s
+        self.counters: dict[str, float] = {}  # quantity → cumulative value
+        self.engine_gauges: dict[str, dict[str, float]] = {}  # engine id → {gauge: value}
+        self.lines_parsed = 0
+        self.lines_skipped = 0
+        self.last_line_at: float | None = None
+        self.spec_positions = 0  # k, speculative tokens per draft, once known
+        self.pending_generation_tokens: float | None = None  # of the latest stats line, for old spec lines
+        self.notes: set[str] = set()
+        self._stamps: dict[str, int] = {}  # engine → last stamp (s)
+        self._gaps: list[int] = []  # recent gaps between consecutive stats lines (s)
+        self._pattern_seen: dict[tuple[str, int], float] = {}  # entry → its last match time
+
+    # -- used by parsers
+
+    def add(self, quantity: str, amount: float) -> None:
+        self.counters[quantity] = self.counters.get(quantity, 0.0) + amount
+
+    def set_counter(self, quantity: str, value: float) -> None:
+        self.counters[quantity] = float(value)
+
+    def stats_interval(self, engine: str, stamp) -> float:
+        """The interval one stats line covers: stated, else learnt from stamps."""
+        if stamp is not None:
+            prev = self._stamps.get(engine)
+            self._stamps[engine] = stamp
+            if prev is not None and 0 < stamp - prev <= 3600:
+                self._gaps = [*self._gaps, stamp - prev][-9:]
+        if self.fixed_interval_s:
+            return float(self.fixed_interval_s)
+        if self._gaps:
+            return float(sorted(self._gaps)[len(self._gaps) // 2])
+        return LOG_DEFAULT_INTERVAL_S
+
+    def pattern_interval(self, key) -> float:
+        if self.fixed_interval_s:
+            return float(self.fixed_interval_s)
+        now = self._now
+        prev = self._pattern_seen.get(key)
+        self._pattern_seen[key] = now
+        if prev is None or not 0 < now - prev <= 3600:
+            return LOG_DEFAULT_INTERVAL_S
+        return now - prev
+
+    # -- feeding
+
+    _now = 0.0
+
+    def feed(self, line: str, seen_at: float) -> None:
+        """One log line, read at `seen_at` (node clock). Never raises on its content."""
+        self._now = seen_at
+        text = _LOG_ANSI.sub("", line) if "\x1b" in line else line
+        matched = False
+        for parser in self.parsers:
+            try:
+                matched = parser.parse(text, self) or matched
+            except (LogLineError, ValueError, OverflowError, IndexError, TypeError, re.error):
+                self.lines_skipped += 1
+                return
+        if matched:
+            self.lines_parsed += 1
+            self.last_line_at = seen_at
+
+    def engine(self, source_profile: str) -> dict:
+        """The figures in `EngineSample` field names (counters get `_total`)."""
+        out: dict[str, Any] = {"source": "log", "profile": source_profile}
+        for quantity, value in self.counters.items():
+            out[quantity + "_total"] = value
+        for gauge in LOG_GAUGE_QUANTITIES:
+            values = [g[gauge] for g in self.engine_gauges.values() if gauge in g]
+            if values:
+                # one line per data-parallel engine: queues add up, KV usage is a mean
+                out[gauge] = sum(values) / len(values) if gauge == "kv_cache_usage" else sum(values)
+        out["log_last_line_at"] = self.last_line_at
+        out["log_lines_skipped_total"] = self.lines_skipped
+        return out
+
+
+class LogWatch:
+    """One engine log: a follower plus the figures parsed from it.
+
+    `config` (JSON-able, built from the layout by the non-probe side): ``path``;
+    ``pattern_sets`` (names, default ``["vllm"]``); ``user_patterns`` (name → list of
+    entries, see `PatternParser`); ``interval_s`` (the engine's stats interval, optional).
+    """
+
+    def __init__(self, config: dict):
+        self.path = str(config["path"])
+        names = list(config.get("pattern_sets") or ["vllm"])
+        user_sets = dict(config.get("user_patterns") or {})
+        self.profile = "+".join(names)
+        self.figures = LogFigures(
+            [_log_parser(name, user_sets) for name in names], config.get("interval_s")
+        )
+        self.follower = LogFollower(self.path, from_start=bool(config.get("from_start")))
+
+    def read(self, now=None) -> tuple:
+        """(engine reading dict, notes). Call once per probe interval."""
+        now = time.time() if now is None else now
+        lines, backlog = self.follower.poll()
+        if backlog:
+            # lines that were there before we joined: their time is at most the file's
+            # mtime; they give the gauges and the interval, their counts a baseline
+            seen = min(self.follower.mtime or now, now)
+            for line in backlog:
+                self.figures.feed(line, seen)
+        for line in lines:
+            self.figures.feed(line, now)
+        notes = ["engine log: " + note for note in sorted(self.figures.notes)]
+        if self.follower.error:
+            notes.append(f"engine log {self.path[-120:]}: {self.follower.error}")
+        engine = self.figures.engine(self.profile)
+        engine["log_lines_skipped_total"] = self.figures.lines_skipped + self.follower.overlong_lines
+        return engine, notes
+
+    def close(self) -> None:
+        self.follower.close()

@@ -1,0 +1,181 @@
+"""The log follower on real files: start at the end, rotation, truncation, partial lines."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from collectors.probe_logs import LogFollower, LogWatch
+
+STATS = (
+    "(APIServer pid=1) INFO 08-04 20:51:{s:02d} [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+    "Avg generation throughput: {g:.1f} tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 1.0%, "
+    "Prefix cache hit rate: 0.0%"
+)
+
+
+def append(path: Path, text: str) -> None:
+    with path.open("a", encoding="utf-8") as f:
+        f.write(text)
+
+
+def test_starts_at_the_end_and_reads_only_new_lines(tmp_path: Path) -> None:
+    log = tmp_path / "engine.log"
+    log.write_text("old 1\nold 2\n")
+    follower = LogFollower(str(log))
+    lines, backlog = follower.poll()
+    assert lines == []
+    assert backlog == ["old 1", "old 2"]  # seen once, for gauges; never as new lines
+    append(log, "new 1\nnew 2\n")
+    assert follower.poll() == (["new 1", "new 2"], [])
+    assert follower.poll() == ([], [])
+    follower.close()
+
+
+def test_partial_line_waits_for_its_newline(tmp_path: Path) -> None:
+    log = tmp_path / "engine.log"
+    log.write_text("")
+    follower = LogFollower(str(log))
+    follower.poll()
+    append(log, "Engine 000: Avg prompt")
+    assert follower.poll() == ([], [])
+    append(log, " throughput: 1.0 tokens/s\nnext")
+    assert follower.poll() == (["Engine 000: Avg prompt throughput: 1.0 tokens/s"], [])
+    append(log, "\n")
+    assert follower.poll() == (["next"], [])
+    follower.close()
+
+
+def test_a_partial_line_at_join_is_not_lost(tmp_path: Path) -> None:
+    log = tmp_path / "engine.log"
+    log.write_text("done\nhalf of a li")
+    follower = LogFollower(str(log))
+    assert follower.poll() == ([], ["done"])
+    append(log, "ne\n")
+    assert follower.poll() == (["half of a line"], [])
+    follower.close()
+
+
+def test_rotation_reads_the_old_file_to_its_end_then_the_new_one(tmp_path: Path) -> None:
+    log = tmp_path / "engine.log"
+    log.write_text("before\n")
+    follower = LogFollower(str(log))
+    follower.poll()
+    # logrotate's default: rename, the writer still holds the old file for a moment
+    writer = log.open("a", encoding="utf-8")
+    os.rename(log, tmp_path / "engine.log.1")
+    writer.write("last words of the old file\nunterminated")
+    writer.close()
+    log.write_text("first of the new file\n")
+    lines, _ = follower.poll()
+    assert lines == ["last words of the old file", "unterminated", "first of the new file"]
+    assert follower.rotations == 1
+    append(log, "second\n")
+    assert follower.poll() == (["second"], [])
+    follower.close()
+
+
+def test_missing_file_then_created_is_read_from_its_start(tmp_path: Path) -> None:
+    log = tmp_path / "later.log"
+    follower = LogFollower(str(log))
+    assert follower.poll() == ([], [])
+    assert follower.error == "not found"
+    log.write_text("a\nb\n")
+    assert follower.poll() == (["a", "b"], [])  # created after we started: all of it is new
+    assert follower.error is None
+    follower.close()
+
+
+def test_truncation_starts_again_at_zero(tmp_path: Path) -> None:
+    log = tmp_path / "engine.log"
+    log.write_text("x" * 100 + "\n")
+    follower = LogFollower(str(log))
+    follower.poll()
+    with log.open("r+") as f:  # copytruncate
+        f.truncate(0)
+    append(log, "after truncate\n")
+    assert follower.poll() == (["after truncate"], [])
+    assert follower.truncations == 1
+    follower.close()
+
+
+def test_overlong_line_is_dropped_and_counted(tmp_path: Path) -> None:
+    log = tmp_path / "engine.log"
+    log.write_text("")
+    follower = LogFollower(str(log), max_line_bytes=1000)
+    follower.poll()
+    append(log, "y" * 600)
+    assert follower.poll() == ([], [])
+    append(log, "y" * 600)  # now past the limit, still no newline
+    assert follower.poll() == ([], [])
+    append(log, "y" * 50 + "\nfine\n")
+    assert follower.poll() == (["fine"], [])
+    assert follower.overlong_lines == 1
+    follower.close()
+
+
+def test_burst_is_read_over_several_polls(tmp_path: Path) -> None:
+    log = tmp_path / "engine.log"
+    log.write_text("")
+    follower = LogFollower(str(log), max_read_bytes=64)
+    follower.poll()
+    append(log, "".join(f"line {i:03d}\n" for i in range(40)))  # 360 bytes
+    got: list[str] = []
+    for _ in range(10):
+        got.extend(follower.poll()[0])
+    assert got == [f"line {i:03d}" for i in range(40)]
+    follower.close()
+
+
+def test_unreadable_file_is_a_note_not_an_error(tmp_path: Path) -> None:
+    log = tmp_path / "dir.log"
+    log.mkdir()  # a directory where a file was expected
+    watch = LogWatch({"path": str(log)})
+    engine, notes = watch.read(now=1.0)
+    assert engine["source"] == "log"
+    assert engine["log_last_line_at"] is None
+    assert len(notes) == 1 and "dir.log" in notes[0]
+    watch.close()
+
+
+def test_watch_end_to_end_on_a_growing_file(tmp_path: Path) -> None:
+    log = tmp_path / "engine.log"
+    log.write_text(STATS.format(s=0, g=5.0) + "\n")  # before we joined: a baseline only
+    os.utime(log, (900.0, 900.0))
+    watch = LogWatch({"path": str(log)})
+    engine, _ = watch.read(now=1000.0)
+    assert engine["log_last_line_at"] == 900.0  # the file's mtime, not "now"
+    base = engine["generation_tokens_total"]
+    append(log, STATS.format(s=10, g=20.0) + "\nunrelated line\n")
+    engine, _ = watch.read(now=1010.0)
+    assert engine["generation_tokens_total"] - base == 200.0
+    assert engine["log_last_line_at"] == 1010.0
+    assert engine["log_lines_skipped_total"] == 0
+    watch.close()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    text=st.binary(max_size=3000),
+    cuts=st.lists(st.integers(min_value=0, max_value=3000), max_size=8),
+)
+def test_any_chunking_yields_the_same_lines(tmp_path_factory, text: bytes, cuts: list[int]) -> None:
+    """However the writer splits its writes, the lines read are the lines written."""
+    log = tmp_path_factory.mktemp("chunks") / "engine.log"
+    log.write_bytes(b"")
+    follower = LogFollower(str(log), max_line_bytes=10_000)
+    follower.poll()
+    got: list[str] = []
+    points = sorted({min(c, len(text)) for c in cuts} | {0, len(text)})
+    for a, b in itertools.pairwise(points):
+        with log.open("ab") as f:
+            f.write(text[a:b])
+        got.extend(follower.poll()[0])
+    follower.close()
+    complete = text[: text.rfind(b"\n") + 1] if b"\n" in text else b""
+    expected = [p.decode("utf-8", "replace").rstrip("\r") for p in complete.split(b"\n")[:-1]]
+    assert got == expected
