@@ -1,0 +1,48 @@
+"""The hunt list as an overview panel (registered with `tui.panels` on import).
+
+The overview hands every rendered snapshot to `show_snapshot`; the border title counts
+the verdicts so the panel says "all clear" when there is nothing to hunt.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+
+from infertop.view import Snapshot
+from tui.hunt_list import HuntList
+from tui.panels import register_panel
+
+
+class HuntPanel(Vertical):
+    DEFAULT_CSS = """
+    HuntPanel {
+        height: auto;
+        max-height: 14;
+        width: 2fr;
+        border: round $panel-lighten-2;
+        border-title-color: $text-muted;
+    }
+    HuntPanel > HuntList {
+        height: auto;
+        max-height: 12;
+    }
+    """
+
+    def __init__(self) -> None:
+        super().__init__(id="hunt-panel")
+        self.border_title = "hunt list"
+
+    def compose(self) -> ComposeResult:
+        yield HuntList(id="hunt")
+
+    def show_snapshot(self, snapshot: Snapshot) -> None:
+        hunt = self.query_one(HuntList)
+        hunt.show(snapshot)
+        count = hunt.row_count
+        self.border_title = f"hunt list · {count} verdict{'s' if count != 1 else ''}" if count else (
+            "hunt list · all clear"
+        )
+
+
+register_panel(HuntPanel)
