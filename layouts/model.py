@@ -13,6 +13,8 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from collectors.probe_logs import BUILTIN_PATTERN_SETS, LOG_PATTERN_KINDS, LOG_QUANTITIES
+
 Role = Literal["prefill", "decode", "mixed"]
 PositiveFloat = Annotated[float, Field(gt=0)]
 NonNegFloat = Annotated[float, Field(ge=0)]
@@ -100,6 +102,8 @@ class Thresholds(_Strict):
     straggler_min_nodes: Annotated[int, Field(ge=3)] = 3
     stale_intervals: PositiveFloat = 2.0
     unreachable_intervals: PositiveFloat = 5.0
+    # an engine log with no parsed line for this long while the GPUs are busy gets a note
+    log_silent_s: PositiveFloat = 60.0
 
     @model_validator(mode="after")
     def _ordered(self) -> Thresholds:
@@ -120,12 +124,64 @@ class EngineConfig(_Strict):
     # fetch the endpoint from the node's own side (through the probe) rather than directly
     via_probe: bool | None = None
     log: str | None = None  # a log file on the node, followed read-only
-    log_patterns: str | None = None  # name of a pattern set ("vllm" built in)
+    # pattern set(s) for the log: built in "vllm", "deepinfer-offline", or [log_patterns.NAME]
+    log_patterns: str | list[str] | None = None
+    # the engine's stats interval (vLLM --log-stats-interval); learnt from the log if unset
+    log_interval_s: PositiveFloat | None = None
+
+    @property
+    def log_pattern_sets(self) -> list[str]:
+        if self.log_patterns is None:
+            return ["vllm"]
+        return [self.log_patterns] if isinstance(self.log_patterns, str) else list(self.log_patterns)
 
     @field_validator("url")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
         return None if value is None else check_http_url(value)
+
+
+LogPatternKind = Literal["counter", "count", "rate", "gauge"]
+assert set(LOG_PATTERN_KINDS) == {"counter", "count", "rate", "gauge"}
+
+
+class LogPattern(_Strict):
+    """One user log pattern (`[[log_patterns.NAME]]`): a regex whose named groups are
+    canonical quantities. `kind`: counter (a running total as printed), count (per line,
+    accumulated), rate (per second over the log interval), gauge. With `field` set the
+    value is the group named after it, else the group `value`, else the only group."""
+
+    regex: str = Field(min_length=1, max_length=2000)
+    field: str | None = None
+    kind: LogPatternKind = "count"
+    scale: PositiveFloat = 1.0
+
+    @field_validator("regex")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"regex does not compile: {exc}") from None
+        return value
+
+    @field_validator("field")
+    @classmethod
+    def _quantity(cls, value: str | None) -> str | None:
+        if value is not None and value not in LOG_QUANTITIES:
+            raise ValueError(f"{value!r} is not a canonical quantity ({', '.join(LOG_QUANTITIES)})")
+        return value
+
+    @model_validator(mode="after")
+    def _groups(self) -> LogPattern:
+        compiled = re.compile(self.regex)
+        named = set(compiled.groupindex)
+        if self.field is None:
+            if not named & set(LOG_QUANTITIES):
+                raise ValueError("no named group is a canonical quantity, and no field is given")
+        elif self.field not in named and "value" not in named and compiled.groups != 1:
+            raise ValueError(f"name the group holding {self.field!r} (?P<{self.field}>…) or (?P<value>…)")
+        return self
 
 
 class SshOptions(_Strict):
@@ -182,22 +238,63 @@ class NodeConfig(_Strict):
         return self
 
 
+_PROM_LABEL = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+# label matchers only (`a="x", b=~"y.*"`): no `}` or PromQL from the layout
+_PROM_MATCHER = r'\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(?:=|!=|=~|!~)\s*"(?:[^"\\]|\\.)*"\s*'
+_PROM_SELECTOR = re.compile(rf"(?:{_PROM_MATCHER})(?:,{_PROM_MATCHER})*,?\s*")
+
+
 class PrometheusConfig(_Strict):
     url: str
-    node_label: str = "instance"
+    # the label naming a node; a list = first present wins (e.g. ["Hostname", "instance"])
+    node_label: str | list[str] = "instance"
+    strip_port: bool = True  # "decode-01:9400" → "decode-01"
+    selector: str | None = None  # extra matchers on every query, e.g. 'cluster="trial-7"'
     token_env: str | None = None
     token_file: str | None = None
-    header_env: str | None = None  # an Authorization header value in an env var
+    header_env: str | None = None  # a raw header value (e.g. "Basic …") in an env var
+    header_name: str = "Authorization"
     verify_tls: bool = True
     ca_file: str | None = None
     timeout_s: PositiveFloat = 5.0
     discover: bool = False  # find nodes from Prometheus instead of listing them
     discover_role: Role = "mixed"
+    backfill_s: NonNegFloat = 300.0  # history pulled by range queries on start (0 = none)
+    # refresh per-GPU series every N ticks (None: automatic, by cluster size)
+    gpu_detail_every: Annotated[int, Field(ge=1, le=1000)] | None = None
 
     @field_validator("url")
     @classmethod
     def _url(cls, value: str) -> str:
         return check_http_url(value)
+
+    @field_validator("node_label")
+    @classmethod
+    def _labels(cls, value: str | list[str]) -> str | list[str]:
+        for label in [value] if isinstance(value, str) else value:
+            if not _PROM_LABEL.fullmatch(label):
+                raise ValueError(f"{label!r} is not a Prometheus label name")
+        if isinstance(value, list) and not value:
+            raise ValueError("give at least one label")
+        return value
+
+    @field_validator("selector")
+    @classmethod
+    def _selector(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        if not _PROM_SELECTOR.fullmatch(value):
+            raise ValueError(f'expected label matchers like cluster="trial", job=~"vllm.*" (got {value!r})')
+        return value.strip().rstrip(",")
+
+    @model_validator(mode="after")
+    def _one_secret(self) -> PrometheusConfig:
+        given = [n for n in ("token_env", "token_file", "header_env") if getattr(self, n)]
+        if len(given) > 1:
+            raise ValueError(
+                f"give at most one of token_env, token_file, header_env (got {', '.join(given)})"
+            )
+        return self
 
 
 class Layout(_Strict):
@@ -210,6 +307,8 @@ class Layout(_Strict):
     nodes: list[NodeConfig] = Field(default_factory=list)
     # custom engine profiles: profile name → canonical field → metric name(s)
     profiles: dict[str, dict[str, str | list[str]]] = Field(default_factory=dict)
+    # user log pattern sets: name → patterns ([[log_patterns.NAME]] tables)
+    log_patterns: dict[str, list[LogPattern]] = Field(default_factory=dict)
     # where this layout was read from (set by the loader, not the file)
     source_path: str | None = None
 
@@ -222,6 +321,18 @@ class Layout(_Strict):
             if node.name in seen:
                 raise ValueError(f"duplicate node name {node.name!r}")
             seen.add(node.name)
+        return self
+
+    @model_validator(mode="after")
+    def _log_sets_exist(self) -> Layout:
+        known = set(BUILTIN_PATTERN_SETS) | set(self.log_patterns)
+        for i, node in enumerate(self.nodes):
+            for name in node.engine.log_pattern_sets if node.engine else ():
+                if name not in known:
+                    raise ValueError(
+                        f"nodes[{i}].engine.log_patterns: unknown pattern set {name!r} "
+                        f"(known: {', '.join(sorted(known))})"
+                    )
         return self
 
     def node(self, name: str) -> NodeConfig:
