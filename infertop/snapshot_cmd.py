@@ -19,7 +19,9 @@ async def take_snapshot(
             update={"cluster": layout.cluster.model_copy(update={"window_s": window})}
         )
     monitor = Monitor(layout, sources=sources)
-    await monitor.start(tick=False)
+    # tick through the window, not just at its end: a verdict shows only once its
+    # condition has been seen to hold for the hold time (the tracker needs the ticks)
+    await monitor.start(tick=True)
     try:
         # rates need two readings: wait at least two intervals even for a tiny window
         await asyncio.sleep(max(window, 2 * layout.cluster.interval_s) + 0.2)

@@ -149,3 +149,22 @@ def test_silent_node_goes_stale_then_unreachable_and_hides_old_evidence() -> Non
             assert kinds == ["stale"], (t, kinds)
         else:
             assert kinds == ["link-starved"], (t, kinds)
+
+
+async def test_snapshot_command_shows_verdicts_held_within_its_window() -> None:
+    """`infertop snapshot --window S` ticks through the window, so a condition that held for
+    the hold time inside it is a verdict in the one frame it prints."""
+    from tui_helpers import NodeSpec, SyntheticSource, make_layout
+
+    from infertop.snapshot_cmd import take_snapshot
+
+    specs = [NodeSpec("decode-01", gpus=1), NodeSpec("decode-02", gpus=1, down_nics=("mlx5_1",))]
+    lay = make_layout(specs, interval_s=0.25)
+    lay = lay.model_copy(update={"thresholds": lay.thresholds.model_copy(update={"hold_s": 0.5})})
+    frame = await take_snapshot(lay, window_s=2.0, sources=[SyntheticSource(specs, 0.25)])
+    got = verdict_map(frame.to_json_dict())
+    assert got == {"decode-01": [], "decode-02": ["link-starved"]}
+    link = frame.nodes[1].verdicts[0]
+    # the down port's peer now carries all the traffic: both are named
+    assert link.detail == "mlx5_1 down; mlx5_0 carries 100 % of infiniband traffic at 40 of 400 Gb/s"
+    assert link.since is not None
