@@ -6,6 +6,12 @@ here looks at family names: every lookup is by the exact *sample* name
 (`vllm:prompt_tokens_total`, `vllm:iteration_tokens_total_count`), never by prefix or
 substring, so `_created`, `_bucket` and `_per_pos` series are never picked up by mistake.
 
+One more quirk: a counter exposed *without* the `_total` suffix (dcgm-exporter's
+`DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION`) comes back from the parser renamed to
+`<name>_total`, and cannot be told apart from one exposed as `<name>_total`. Such
+samples are indexed under the reported name and, as a fallback only, under the name
+without the suffix — so the name as the exporter wrote it is found either way.
+
 Whatever the text holds (garbage, truncation, binary, hostile labels) the only exception
 that leaves this module is `ExpositionError`, whose message is short and never quotes
 the text itself (it may hold terminal escapes or secrets).
@@ -63,17 +69,20 @@ class Exposition:
     """Samples by exact sample name: name → [(labels, value)]. Non-finite values dropped."""
 
     samples: dict[str, list[tuple[dict[str, str], float]]] = field(default_factory=dict)
+    # counter samples the parser suffixed with `_total`, under their unsuffixed name
+    aliases: dict[str, list[tuple[dict[str, str], float]]] = field(default_factory=dict)
 
     def __contains__(self, name: object) -> bool:
-        return name in self.samples
+        return name in self.samples or name in self.aliases
 
     def series(self, name: str) -> list[tuple[dict[str, str], float]]:
-        return self.samples.get(name, [])
+        found = self.samples.get(name)
+        return found if found else self.aliases.get(name, [])
 
     def first_present(self, names: Iterable[str]) -> str | None:
         """The first of `names` (newest naming first, by convention) that has samples."""
         for name in names:
-            if self.samples.get(name):
+            if self.series(name):
                 return name
         return None
 
@@ -101,7 +110,10 @@ def parse_exposition(text: str, where: str = "text") -> Exposition:
                 if not math.isfinite(value):
                     continue
                 labels = {str(k): str(v) for k, v in sample.labels.items()}
-                index.samples.setdefault(str(sample.name), []).append((labels, value))
+                name = str(sample.name)
+                index.samples.setdefault(name, []).append((labels, value))
+                if family.type == "counter" and name == f"{family.name}_total":
+                    index.aliases.setdefault(family.name, []).append((labels, value))
     except Exception as exc:  # the parser raises ValueError, IndexError, TypeError, … on garbage
         # never echo the offending text: it may be huge, hostile or hold secrets
         raise ExpositionError(

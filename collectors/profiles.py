@@ -184,7 +184,7 @@ def resolve_profile(name: str, custom_profiles: CustomProfiles | None = None) ->
     if name in BUNDLED_PROFILES:
         return BUNDLED_PROFILES[name]
     known = sorted({*BUNDLED_PROFILES, *(custom_profiles or {})})
-    raise ProfileError(name, f"unknown engine profile (known: {', '.join(known)})")
+    raise ProfileError(name, f"unknown engine profile {name!r} (known: {', '.join(known)})")
 
 
 def _aggregate(values: Sequence[float], how: Aggregate) -> float | None:

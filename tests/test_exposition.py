@@ -175,5 +175,16 @@ def test_redact_and_clean_label() -> None:
 def test_parse_index_is_by_exact_sample_name() -> None:
     idx = parse_exposition(fixture("vllm_v1.txt"))
     assert "vllm:prompt_tokens_total" in idx
-    assert "vllm:prompt_tokens" not in idx  # the family name prometheus_client reports
+    assert "vllm:prompt_tokens" not in idx.samples  # the family name prometheus_client reports
     assert "vllm:iteration_tokens_total_count" in idx
+    assert idx.series("vllm:prompt_tokens_created") and not idx.series("vllm:prompt_tokens_total_created")
+
+
+def test_counter_exposed_without_total_suffix_is_found_by_its_own_name() -> None:
+    # prometheus_client renames such samples to <name>_total; the exporter's name must work
+    idx = parse_exposition("# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n"
+                           'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0"} 5000\n')
+    assert idx.series("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION") == [({"gpu": "0"}, 5000.0)]
+    # an explicit sample of that name wins over the fallback
+    idx = parse_exposition("# TYPE x counter\nx_total 1\n# TYPE x gauge\nx 7\n")
+    assert idx.series("x") == [({}, 7.0)]

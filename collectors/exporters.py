@@ -1,0 +1,321 @@
+"""Exporter pages → the GPU and NIC parts of a sample.
+
+- dcgm-exporter → `GpuSample`s, one per `gpu` label;
+- node_exporter → `NicSample`s: Ethernet / bond devices (netdev, netclass, bonding
+  collectors) and InfiniBand ports (infiniband collector; its byte counters are already
+  ×4, unlike sysfs).
+
+Both take an `Exposition` (samples by exact name), so a Prometheus source can build one
+from query results and reuse them. Unknown stays `None`; a page that simply lacks a
+family yields fewer fields, never zeros.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from collectors.exposition import Exposition, clean_label
+from collectors.sample import GpuSample, NicKind, NicSample
+
+MIB = 1024 * 1024
+
+# ---------------------------------------------------------------------------- dcgm
+
+# GpuSample field → (exporter names, newest first; factor to the field's unit)
+_DCGM_GAUGES: dict[str, tuple[tuple[str, ...], float]] = {
+    "util_pct": (("DCGM_FI_DEV_GPU_UTIL",), 1.0),
+    "power_w": (("DCGM_FI_DEV_POWER_USAGE",), 1.0),
+    "temp_c": (("DCGM_FI_DEV_GPU_TEMP",), 1.0),
+    "sm_clock_mhz": (("DCGM_FI_DEV_SM_CLOCK",), 1.0),
+    "energy_j_total": (("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",), 1e-3),  # mJ
+}
+_DCGM_UTIL_RATIO = "DCGM_FI_DEV_GPU_UTIL_RATIO"  # newer builds: 0–1 instead of %
+_DCGM_XID = ("DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_XID_ERROR")
+_DCGM_CLOCK_REASONS = ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")
+_DCGM_ECC_DBE = ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL")
+# NVLink error counters, summed per GPU. DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL is not read
+# into the byte counters: exporters disagree on its type (counter or gauge) and unit,
+# and it does not split transmit from receive.
+_DCGM_NVLINK_ERRORS = (
+    "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+    "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
+    "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+    "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+)
+HOSTNAME_LABELS = ("Hostname", "hostname")  # renamed in newer dcgm-exporter builds
+
+
+def label_hostname(labels: dict[str, str]) -> str | None:
+    for key in HOSTNAME_LABELS:
+        if labels.get(key):
+            return labels[key]
+    return None
+
+
+def dcgm_hostnames(families: Exposition) -> set[str]:
+    """The hosts a dcgm page speaks for (one, unless it was federated)."""
+    hosts: set[str] = set()
+    for name in ("DCGM_FI_DEV_GPU_UTIL", _DCGM_UTIL_RATIO, "DCGM_FI_DEV_POWER_USAGE"):
+        for labels, _ in families.series(name):
+            host = label_hostname(labels)
+            if host:
+                hosts.add(host)
+    return hosts
+
+
+def _per_gpu(
+    families: Exposition, names: Sequence[str], hostname: str | None
+) -> dict[int, tuple[dict[str, str], float]]:
+    """gpu index → (labels, value) of the first present name; the first series wins."""
+    found = families.first_present(names)
+    out: dict[int, tuple[dict[str, str], float]] = {}
+    if found is None:
+        return out
+    for labels, value in families.series(found):
+        if hostname is not None and label_hostname(labels) not in (None, hostname):
+            continue
+        try:
+            index = int(labels.get("gpu", ""))
+        except ValueError:
+            continue  # not a per-GPU series (or a MIG instance without a GPU index)
+        out.setdefault(index, (labels, value))
+    return out
+
+
+def gpu_samples_from_dcgm(families: Exposition, hostname: str | None = None) -> list[GpuSample]:
+    """dcgm-exporter families → one `GpuSample` per GPU, sorted by index.
+
+    `hostname` keeps only series whose `Hostname` / `hostname` label is that host (or
+    absent): for pages that hold several hosts' GPUs.
+    """
+    fields: dict[int, dict[str, object]] = {}
+    labels_of: dict[int, dict[str, str]] = {}
+
+    def put(index: int, labels: dict[str, str], field: str, value: object) -> None:
+        fields.setdefault(index, {})[field] = value
+        labels_of.setdefault(index, labels)
+
+    for field, (names, factor) in _DCGM_GAUGES.items():
+        for index, (labels, value) in _per_gpu(families, names, hostname).items():
+            put(index, labels, field, value * factor)
+    for index, (labels, value) in _per_gpu(families, (_DCGM_UTIL_RATIO,), hostname).items():
+        if "util_pct" not in fields.get(index, {}):
+            put(index, labels, "util_pct", value * 100.0)
+    used = _per_gpu(families, ("DCGM_FI_DEV_FB_USED",), hostname)
+    free = _per_gpu(families, ("DCGM_FI_DEV_FB_FREE",), hostname)
+    reserved = _per_gpu(families, ("DCGM_FI_DEV_FB_RESERVED",), hostname)
+    total = _per_gpu(families, ("DCGM_FI_DEV_FB_TOTAL",), hostname)
+    for index, (labels, value) in used.items():
+        put(index, labels, "mem_used_bytes", int(value * MIB))
+        if index in total:
+            put(index, labels, "mem_total_bytes", int(total[index][1] * MIB))
+        elif index in free:
+            # FB_USED + FB_FREE (+ FB_RESERVED where reported) is the framebuffer
+            extra = reserved[index][1] if index in reserved else 0.0
+            put(index, labels, "mem_total_bytes", int((value + free[index][1] + extra) * MIB))
+    for field, names, convert in (
+        ("xid_last", _DCGM_XID, int),
+        ("clock_event_reasons", _DCGM_CLOCK_REASONS, int),
+        ("ecc_uncorrected_total", _DCGM_ECC_DBE, int),
+    ):
+        for index, (labels, value) in _per_gpu(families, names, hostname).items():
+            put(index, labels, field, convert(value))
+    errors: dict[int, float] = {}
+    for name in _DCGM_NVLINK_ERRORS:
+        for index, (labels, value) in _per_gpu(families, (name,), hostname).items():
+            errors[index] = errors.get(index, 0.0) + value
+            labels_of.setdefault(index, labels)
+    for index, count in errors.items():
+        put(index, labels_of[index], "nvlink_errors_total", int(count))
+    samples = []
+    for index in sorted(fields):
+        labels = labels_of[index]
+        samples.append(
+            GpuSample(
+                index=index,
+                kind="gpu",
+                name=clean_label(labels.get("modelName")),
+                uuid=clean_label(labels.get("UUID")),
+                **fields[index],  # type: ignore[arg-type]
+            )
+        )
+    return samples
+
+
+# ---------------------------------------------------------------------------- node_exporter
+
+# /sys/class/infiniband/<dev>/ports/<n>/state ids
+_IB_STATES = {0: "nop", 1: "down", 2: "init", 3: "armed", 4: "active", 5: "active_defer"}
+# ARPHRD_* of /sys/class/net/<if>/type
+_ARPHRD_KINDS: dict[int, NicKind] = {1: "ethernet", 32: "infiniband", 772: "loopback"}
+
+
+def _by_label(families: Exposition, name: str, label: str) -> dict[str, tuple[dict[str, str], float]]:
+    out: dict[str, tuple[dict[str, str], float]] = {}
+    for labels, value in families.series(name):
+        key = labels.get(label)
+        if key:
+            out.setdefault(key, (labels, value))
+    return out
+
+
+def _gbps(bytes_per_s: float | None) -> float | None:
+    return bytes_per_s * 8 / 1e9 if bytes_per_s is not None and bytes_per_s > 0 else None
+
+
+def _ib_ports(families: Exposition) -> list[NicSample]:
+    def per_port(name: str) -> dict[tuple[str, str], float]:
+        out: dict[tuple[str, str], float] = {}
+        for labels, value in families.series(name):
+            dev, port = labels.get("device"), labels.get("port")
+            if dev and port:
+                out.setdefault((dev, port), value)
+        return out
+
+    state = per_port("node_infiniband_state_id")
+    rate = per_port("node_infiniband_rate_bytes_per_second")
+    rx = per_port("node_infiniband_port_data_received_bytes_total")
+    tx = per_port("node_infiniband_port_data_transmitted_bytes_total")
+    wait = per_port("node_infiniband_port_transmit_wait_total")
+    downed = per_port("node_infiniband_link_downed_total")
+    symbol = per_port("node_infiniband_symbol_error_total")
+    keys = sorted({*state, *rate, *rx, *tx})
+    ports_per_dev: dict[str, int] = {}
+    for dev, _ in keys:
+        ports_per_dev[dev] = ports_per_dev.get(dev, 0) + 1
+    nics = []
+    for dev, port in keys:
+        key = (dev, port)
+        state_id = state.get(key)
+        nics.append(
+            NicSample(
+                # same naming as the probe: the device alone when it has one port
+                name=clean_label(dev if ports_per_dev[dev] == 1 else f"{dev}/{port}") or dev,
+                kind="infiniband",
+                state=None if state_id is None else _IB_STATES.get(int(state_id), "unknown"),
+                speed_gbps=_gbps(rate.get(key)),
+                rx_bytes_total=rx.get(key),
+                tx_bytes_total=tx.get(key),
+                xmit_wait_total=wait.get(key),
+                link_downed_total=downed.get(key),
+                errors_total=symbol.get(key),
+            )
+        )
+    return nics
+
+
+def _bond_members(
+    bond: str, slaves: int | None, info: dict[str, tuple[dict[str, str], float]]
+) -> list[str] | None:
+    """Bond members by MAC address: bonding sets every member's address to the bond's.
+
+    node_exporter does not say which device belongs to which bond; the shared address
+    does, and the count must match `node_bonding_slaves` before the names are trusted
+    (VLANs on the bond share its address too, and are excluded by name).
+    """
+    address = info.get(bond, ({}, 0.0))[0].get("address")
+    if not address or slaves is None:
+        return None
+    members = sorted(
+        dev for dev, (labels, _) in info.items()
+        if dev != bond and not dev.startswith(f"{bond}.") and labels.get("address") == address
+    )
+    return members if len(members) == int(slaves) else None
+
+
+def nic_samples_from_node_exporter(families: Exposition) -> list[NicSample]:
+    """node_exporter families → NICs (netdev / netclass / bonding) and IB ports."""
+    rx = _by_label(families, "node_network_receive_bytes_total", "device")
+    tx = _by_label(families, "node_network_transmit_bytes_total", "device")
+    up = _by_label(families, "node_network_up", "device")
+    speed = _by_label(families, "node_network_speed_bytes", "device")
+    info = _by_label(families, "node_network_info", "device")
+    arp_type = _by_label(families, "node_network_protocol_type", "device")
+    slaves = _by_label(families, "node_bonding_slaves", "master")
+    active = _by_label(families, "node_bonding_active", "master")
+    devices = sorted({*rx, *tx, *up, *info, *slaves})
+    nics: list[NicSample] = []
+    for dev in devices:
+        kind: NicKind
+        if dev in slaves:
+            kind = "bond"
+        elif dev == "lo":
+            kind = "loopback"
+        elif dev in arp_type:
+            kind = _ARPHRD_KINDS.get(int(arp_type[dev][1]), "other")
+        else:
+            kind = "ethernet"
+        operstate = info.get(dev, ({}, 0.0))[0].get("operstate")
+        state: str | None = operstate.lower() if operstate else None
+        if state is None and dev in up:
+            state = "up" if up[dev][1] >= 1 else "down"
+        members: list[str] | None = None
+        members_up: int | None = None
+        if kind == "bond":
+            count = slaves[dev][1]
+            members = _bond_members(dev, int(count), info)
+            members_up = int(active[dev][1]) if dev in active else None
+
+        def value(table: dict[str, tuple[dict[str, str], float]], d: str = dev) -> float | None:
+            return table[d][1] if d in table else None
+
+        nics.append(
+            NicSample(
+                name=clean_label(dev) or dev,
+                kind=kind,
+                state=clean_label(state),
+                speed_gbps=_gbps(value(speed)),
+                rx_bytes_total=value(rx),
+                tx_bytes_total=value(tx),
+                members=members,
+                members_up=members_up,
+            )
+        )
+    return nics + _ib_ports(families)
+
+
+def bond_notes(families: Exposition, nics: Sequence[NicSample]) -> list[str]:
+    """Degraded bonds whose members could not be named, as one-line notes: a `NicSample`
+    counts members by name, so without names the views would not see the shortfall."""
+    slaves = _by_label(families, "node_bonding_slaves", "master")
+    active = _by_label(families, "node_bonding_active", "master")
+    named = {n.name for n in nics if n.kind == "bond" and n.members is not None}
+    notes = []
+    for bond, (_, count) in sorted(slaves.items()):
+        if bond not in named and bond in active and active[bond][1] < count:
+            notes.append(f"{clean_label(bond)}: {int(active[bond][1])} of {int(count)} bond members active")
+    return notes
+
+
+# ---------------------------------------------------------------------------- detection
+
+Extractor = Callable[[Exposition], dict[str, object]]
+
+
+def _dcgm_parts(families: Exposition) -> dict[str, object]:
+    return {"gpus": gpu_samples_from_dcgm(families)} if families.has_prefix("DCGM_FI_") else {}
+
+
+def _node_parts(families: Exposition) -> dict[str, object]:
+    if not (families.has_prefix("node_network_") or families.has_prefix("node_infiniband_")):
+        return {}
+    nics = nic_samples_from_node_exporter(families)
+    return {"nics": nics, "notes": bond_notes(families, nics)}
+
+
+#: Recognisers for exporter pages, tried in order on every `metrics` URL of a node. Each
+#: returns the parts it found ("gpus", "nics", "notes"); other exporters (npu-exporter)
+#: append theirs here.
+EXPORTER_EXTRACTORS: list[Extractor] = [_dcgm_parts, _node_parts]
+
+
+def parts_from_exporter(families: Exposition) -> dict[str, object]:
+    """Every part any known exporter contributes from one page (empty if none)."""
+    parts: dict[str, object] = {}
+    for extract in EXPORTER_EXTRACTORS:
+        for key, value in extract(families).items():
+            if isinstance(value, list) and isinstance(parts.get(key), list):
+                parts[key] = [*parts[key], *value]  # type: ignore[misc]
+            else:
+                parts[key] = value
+    return parts

@@ -1,0 +1,236 @@
+"""The scrape source: HTTP GET of Prometheus text from engines and exporters.
+
+One `aiohttp.ClientSession` (kept-alive connections) serves every node; a semaphore
+bounds how many requests are in flight; every request has its own timeout, and a poll
+has a deadline after which a node that has not answered gets a "timed out" error while
+every node that did answer is emitted as usual. One `NodeSample(source="scrape")` per
+node per poll merges that node's endpoints: the engine page fills `engine`, exporter
+pages fill `gpus` / `nics`. An endpoint that fails adds a note; a node whose every
+endpoint failed gets an error sample. Nothing a node serves can stall or break another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+from collectors.exporters import parts_from_exporter
+from collectors.exposition import MAX_EXPOSITION_BYTES, ExpositionError, parse_exposition, redact_url
+from collectors.profiles import (
+    Profile,
+    ProfileError,
+    custom_profile,
+    engine_sample_from_exposition,
+    resolve_profile,
+)
+from collectors.sample import EngineSample, GpuSample, NicSample, NodeSample
+from collectors.source import PollingSource
+from layouts.loader import LayoutError
+from layouts.model import Layout
+
+log = logging.getLogger(__name__)
+ACCEPT = "text/plain;version=0.0.4;q=1,*/*;q=0.1"  # classic text, not OpenMetrics
+MAX_NOTES = 6
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One URL of a node: its engine (read with `profile`) or an exporter page."""
+
+    url: str
+    profile: Profile | None = None  # set for the engine endpoint
+
+    @property
+    def is_engine(self) -> bool:
+        return self.profile is not None
+
+
+class ScrapeError(Exception):
+    """One endpoint could not be read; `str()` is a short line naming the URL."""
+
+
+@dataclass
+class _Result:
+    engine: EngineSample | None = None
+    parts: dict[str, Any] | None = None
+    error: str | None = None
+
+
+class ScrapeSource(PollingSource):
+    kind = "scrape"
+
+    def __init__(
+        self,
+        targets: Mapping[str, Sequence[Endpoint]],
+        interval_s: float,
+        timeout_s: float | None = None,
+        max_concurrency: int = 64,
+        max_bytes: int = MAX_EXPOSITION_BYTES,
+    ):
+        super().__init__(list(targets), interval_s, timeout_s)
+        self.targets = {node: list(eps) for node, eps in targets.items()}
+        # answers must be in before PollingSource's own bound cancels the whole poll
+        self.deadline_s = self.timeout_s * 0.85
+        self.max_bytes = max_bytes
+        self._semaphore = asyncio.Semaphore(max_concurrency)
+        self._max_concurrency = max_concurrency
+        self._session: aiohttp.ClientSession | None = None
+
+    # ------------------------------------------------------------------ http
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(limit=self._max_concurrency, ttl_dns_cache=300)
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                headers={"Accept": ACCEPT, "User-Agent": "infertop"},
+                # aiohttp would otherwise read HTTP_PROXY for loopback exporters too
+                trust_env=False,
+            )
+        return self._session
+
+    async def fetch(self, url: str, timeout_s: float) -> str:
+        """GET one page as text; `ScrapeError` with a short reason on any failure."""
+        where = redact_url(url)
+        try:
+            async with self._semaphore:
+                timeout = aiohttp.ClientTimeout(total=timeout_s)
+                async with self._client().get(url, timeout=timeout, allow_redirects=False) as resp:
+                    if resp.status != 200:
+                        raise ScrapeError(f"HTTP {resp.status} from {where}")
+                    body = await resp.content.read(self.max_bytes + 1)
+        except ScrapeError:
+            raise
+        except TimeoutError:
+            raise ScrapeError(f"no answer from {where} within {timeout_s:.2g} s") from None
+        except aiohttp.ClientConnectorError:
+            raise ScrapeError(f"cannot connect to {where}") from None
+        except (aiohttp.ClientError, OSError, ValueError) as exc:
+            raise ScrapeError(f"cannot read {where}: {type(exc).__name__}") from None
+        if len(body) > self.max_bytes:
+            raise ScrapeError(f"bad exposition from {where}: larger than {self.max_bytes} bytes")
+        return body.decode("utf-8", errors="replace")
+
+    # ------------------------------------------------------------------ one node
+
+    async def _read(self, endpoint: Endpoint, timeout_s: float) -> _Result:
+        try:
+            text = await self.fetch(endpoint.url, timeout_s)
+            index = parse_exposition(text, endpoint.url)
+            if endpoint.profile is not None:
+                engine = engine_sample_from_exposition(index, endpoint.profile, where=endpoint.url)
+                return _Result(engine=engine)
+            parts = parts_from_exporter(index)
+            if not parts:
+                where = redact_url(endpoint.url)
+                return _Result(error=f"no dcgm-exporter or node_exporter metrics in {where}")
+            return _Result(parts=parts)
+        except (ScrapeError, ExpositionError) as exc:
+            return _Result(error=str(exc))
+
+    async def read_node(self, node: str, timeout_s: float) -> NodeSample:
+        endpoints = self.targets[node]
+        results = await asyncio.gather(*(self._read(ep, timeout_s) for ep in endpoints))
+        taken_at = time.time()
+        errors = [r.error for r in results if r.error is not None]
+        if len(errors) == len(results):
+            more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+            return NodeSample(node=node, source=self.kind, taken_at=taken_at, error=errors[0] + more)
+        engine = next((r.engine for r in results if r.engine is not None), None)
+        gpus: list[GpuSample] | None = None
+        nics: list[NicSample] | None = None
+        notes = list(errors)
+        for result in results:
+            parts = result.parts or {}
+            if "gpus" in parts:
+                gpus = [*(gpus or []), *parts["gpus"]]
+            if "nics" in parts:
+                nics = [*(nics or []), *parts["nics"]]
+            notes += [n for n in parts.get("notes", ()) if n not in notes]
+        return NodeSample(
+            node=node,
+            source=self.kind,
+            taken_at=taken_at,
+            engine=engine,
+            gpus=gpus,
+            nics=nics,
+            notes=notes[:MAX_NOTES],
+        )
+
+    # ------------------------------------------------------------------ poll
+
+    async def poll(self) -> Sequence[NodeSample]:
+        deadline = self.deadline_s
+        tasks = {
+            node: asyncio.create_task(self.read_node(node, deadline), name=f"scrape:{node}")
+            for node in self.nodes
+        }
+        await asyncio.wait(tasks.values(), timeout=deadline)
+        samples: list[NodeSample] = []
+        for node, task in tasks.items():
+            if task.done() and not task.cancelled() and task.exception() is None:
+                samples.append(task.result())
+                continue
+            if not task.done():
+                task.cancel()
+                message = f"scrape: no answer within {deadline:.2g} s"
+            elif task.cancelled():
+                message = "scrape: cancelled"
+            else:
+                exc = task.exception()
+                log.debug("scrape of %s failed", node, exc_info=exc)
+                message = f"scrape: {type(exc).__name__}"
+            samples.append(self.error_sample(node, message))
+        # reap the cancelled ones so no task outlives its poll
+        leftovers = [t for t in tasks.values() if not t.done()]
+        if leftovers:
+            with contextlib.suppress(Exception):
+                await asyncio.gather(*leftovers, return_exceptions=True)
+        return samples
+
+    async def close(self) -> None:
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
+        self._session = None
+
+
+def scrape_targets(layout: Layout) -> dict[str, list[Endpoint]]:
+    """Node → endpoints, for every node read over HTTP directly: it has `metrics` or an
+    engine URL, and neither `ssh` (its probe reads the node) nor `local`.
+
+    An unknown engine profile, or a custom profile the layout got wrong, is a
+    `LayoutError` naming the field (exit 2), not a node error at run time.
+    """
+    path = layout.source_path or "<layout>"
+    for name, mapping in layout.profiles.items():
+        try:
+            custom_profile(name, mapping)
+        except ProfileError as exc:
+            raise LayoutError(path, f"profiles.{exc.field}", exc.problem) from None
+    targets: dict[str, list[Endpoint]] = {}
+    for i, node in enumerate(layout.nodes):
+        if node.name is None or node.ssh or node.local:
+            continue
+        endpoints: list[Endpoint] = []
+        if node.engine is not None and node.engine.url:
+            try:
+                profile = resolve_profile(node.engine.profile, layout.profiles)
+            except ProfileError as exc:
+                raise LayoutError(path, f"nodes[{i}].engine.profile", exc.problem) from None
+            endpoints.append(Endpoint(node.engine.url, profile))
+        endpoints += [Endpoint(url) for url in node.metrics]
+        if endpoints:
+            targets[node.name] = endpoints
+    return targets
+
+
+def scrape_source_for(layout: Layout) -> ScrapeSource | None:
+    targets = scrape_targets(layout)
+    return ScrapeSource(targets, layout.cluster.interval_s) if targets else None

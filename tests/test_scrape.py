@@ -1,0 +1,240 @@
+"""The scrape source against real HTTP servers (aiohttp) on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from collectors.fleet import FleetState
+from collectors.profiles import BUNDLED_PROFILES
+from collectors.registry import build_sources
+from collectors.scrape import Endpoint, ScrapeSource, scrape_targets
+from infertop.evaluation.figures import engine_view, part_window
+from layouts import LayoutError, parse_layout
+
+FIXTURES = Path(__file__).parent / "fixtures" / "exposition"
+VLLM = BUNDLED_PROFILES["vllm"]
+
+
+def fixture(name: str) -> str:
+    return (FIXTURES / name).read_text(encoding="utf-8")
+
+
+class Pages:
+    """What the test server serves; tests change it between polls."""
+
+    def __init__(self) -> None:
+        self.text = {
+            "engine": fixture("vllm_v1.txt"),
+            "dcgm": fixture("dcgm.txt"),
+            "node": fixture("node_exporter.txt"),
+            "garbage": "<html><body>\x1b[31m502 Bad Gateway</body></html>\n{{{",
+            "empty": "",
+        }
+        self.hits: dict[str, int] = {}
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[tuple[str, Pages]]:
+    pages = Pages()
+
+    async def page(request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        pages.hits[name] = pages.hits.get(name, 0) + 1
+        if name == "slow":
+            await asyncio.sleep(30)
+        if name == "error":
+            return web.Response(status=500, text="boom")
+        if name not in pages.text:
+            return web.Response(status=404)
+        return web.Response(text=pages.text[name], content_type="text/plain")
+
+    app = web.Application()
+    app.router.add_get("/{name}/metrics", page)
+    runner = web.AppRunner(app, shutdown_timeout=0.1)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        yield f"http://127.0.0.1:{port}", pages
+    finally:
+        await runner.cleanup()
+
+
+def dead_url() -> str:
+    """A loopback port nobody listens on (bound, then closed)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/metrics"
+
+
+async def test_one_sample_per_node_merging_engine_and_exporters(server: tuple[str, Pages]) -> None:
+    base, _ = server
+    source = ScrapeSource(
+        {
+            "decode-01": [
+                Endpoint(f"{base}/engine/metrics", VLLM),
+                Endpoint(f"{base}/dcgm/metrics"),
+                Endpoint(f"{base}/node/metrics"),
+            ]
+        },
+        interval_s=1.0,
+    )
+    try:
+        [sample] = await source.poll()
+    finally:
+        await source.close()
+    assert sample.node == "decode-01" and sample.source == "scrape" and sample.ok
+    assert sample.engine is not None and sample.engine.generation_tokens_total == 540_000
+    assert sample.gpus is not None and [g.index for g in sample.gpus] == [0, 1]
+    assert sample.nics is not None
+    assert {"mlx5_0", "mlx5_1", "bond0", "eth0"} <= {n.name for n in sample.nics}
+    # the degraded bond whose members node_exporter could not name becomes a note
+    assert "bond1: 1 of 2 bond members active" in sample.notes
+
+
+async def test_bad_nodes_never_disturb_good_ones(server: tuple[str, Pages]) -> None:
+    base, _ = server
+    source = ScrapeSource(
+        {
+            "good": [Endpoint(f"{base}/engine/metrics", VLLM), Endpoint(f"{base}/dcgm/metrics")],
+            "garbage": [Endpoint(f"{base}/garbage/metrics", VLLM)],
+            "dead": [Endpoint(dead_url(), VLLM)],
+            "slow": [Endpoint(f"{base}/slow/metrics", VLLM)],
+            "http500": [Endpoint(f"{base}/error/metrics")],
+            "wrong-page": [Endpoint(f"{base}/dcgm/metrics", VLLM)],
+            "half": [Endpoint(f"{base}/engine/metrics", VLLM), Endpoint(dead_url())],
+        },
+        interval_s=1.0,
+    )
+    try:
+        samples = {s.node: s for s in await source.poll()}
+    finally:
+        await source.close()
+    assert set(samples) == {"good", "garbage", "dead", "slow", "http500", "wrong-page", "half"}
+    good = samples["good"]
+    assert good.ok and good.engine is not None and good.gpus is not None and not good.notes
+    garbage = samples["garbage"].error or ""
+    assert garbage.startswith(f"bad exposition from {base}/garbage/metrics")
+    assert "\x1b" not in garbage and "502" not in garbage  # no raw text echoed
+    assert (samples["dead"].error or "").startswith("cannot connect to http://127.0.0.1:")
+    assert "no answer" in (samples["slow"].error or "")
+    assert samples["http500"].error == f"HTTP 500 from {base}/error/metrics"
+    assert samples["wrong-page"].error == f"no vllm engine metrics in {base}/dcgm/metrics"
+    # one endpoint of two failed: the node keeps its engine, with a note saying why
+    half = samples["half"]
+    assert half.ok and half.engine is not None and half.gpus is None
+    assert len(half.notes) == 1 and half.notes[0].startswith("cannot connect to")
+
+
+async def test_connections_are_reused(server: tuple[str, Pages]) -> None:
+    base, pages = server
+    source = ScrapeSource({"n": [Endpoint(f"{base}/engine/metrics", VLLM)]}, interval_s=1.0)
+    try:
+        await source.poll()
+        session = source._session
+        await source.poll()
+        assert source._session is session and pages.hits["engine"] == 2
+    finally:
+        await source.close()
+
+
+def _vllm_text(steps: float, generated: float, drafts: float, draft_tokens: float, accepted: float) -> str:
+    return (
+        "# TYPE vllm:iteration_tokens_total histogram\n"
+        f'vllm:iteration_tokens_total_bucket{{le="+Inf"}} {steps}\n'
+        f"vllm:iteration_tokens_total_count {steps}\n"
+        f"vllm:iteration_tokens_total_sum {steps * 64}\n"
+        "# TYPE vllm:generation_tokens_total counter\n"
+        f"vllm:generation_tokens_total {generated}\n"
+        "# TYPE vllm:spec_decode_num_drafts_total counter\n"
+        f"vllm:spec_decode_num_drafts_total {drafts}\n"
+        "# TYPE vllm:spec_decode_num_draft_tokens_total counter\n"
+        f"vllm:spec_decode_num_draft_tokens_total {draft_tokens}\n"
+        "# TYPE vllm:spec_decode_num_accepted_tokens_total counter\n"
+        f"vllm:spec_decode_num_accepted_tokens_total {accepted}\n"
+    )
+
+
+async def test_rates_across_an_engine_restart(server: tuple[str, Pages]) -> None:
+    """Counters that drop to zero mid-window (restart) never give a negative rate."""
+    base, pages = server
+    source = ScrapeSource({"n": [Endpoint(f"{base}/engine/metrics", VLLM)]}, interval_s=1.0)
+    state = FleetState(["n"])
+    # (steps, generated, drafts, draft tokens, accepted) at each poll; restart before the 3rd
+    readings = [
+        (1000, 10_000, 3000, 9000, 6300),
+        (1050, 10_500, 3150, 9450, 6615),
+        (20, 200, 60, 180, 126),
+        (70, 700, 210, 630, 441),
+    ]
+    try:
+        for reading in readings:
+            pages.text["engine"] = _vllm_text(*reading)
+            for sample in await source.poll():
+                state.add(sample)
+    finally:
+        await source.close()
+    node = state.nodes["n"]
+    samples = part_window(node, "engine", now=node.last_ok_at or 0.0, window_s=3600)
+    assert len(samples) == 4
+    dt = samples[-1].taken_at - samples[0].taken_at
+    view = engine_view(samples, now=samples[-1].taken_at)
+    assert view is not None
+    # increase = 50 (before) + 20 (counted up from zero) + 50 (after)
+    assert view.decode_steps_per_s == pytest.approx(120 / dt)
+    assert view.accepted_tokens_per_s == pytest.approx(1200 / dt)
+    assert view.draft_acceptance == pytest.approx(0.7)
+    assert view.mean_acceptance_length == pytest.approx(1 + (315 + 126 + 315) / (150 + 60 + 150))
+    # full acceptance: (Δdrafts + Δdraft_tokens) / Δt
+    assert view.full_acceptance_tokens_per_s == pytest.approx((360 + 1080) / dt)
+
+
+LAYOUT = """
+[cluster]
+interval_s = 1.0
+[[nodes]]
+name = "a"
+metrics = ["http://127.0.0.1:9400/metrics"]
+engine = {{ url = "http://127.0.0.1:8000/metrics", profile = "{profile}" }}
+[[nodes]]
+name = "b"
+ssh = "b"
+metrics = ["http://b:9400/metrics"]
+[[nodes]]
+name = "c"
+[profiles.mine]
+extends = "vllm"
+steps = "{steps}"
+"""
+
+
+def test_registry_builds_one_scrape_source_for_http_nodes() -> None:
+    layout = parse_layout(LAYOUT.format(profile="mine", steps="my_steps_total"), "x.toml")
+    targets = scrape_targets(layout)
+    assert list(targets) == ["a"]  # b has ssh (its probe reads it), c has nothing to scrape
+    assert [e.is_engine for e in targets["a"]] == [True, False]
+    assert targets["a"][0].profile is not None and targets["a"][0].profile.name == "mine"
+    sources = [s for s in build_sources(layout) if isinstance(s, ScrapeSource)]
+    assert len(sources) == 1 and sources[0].nodes == ["a"]
+
+
+def test_unknown_profile_is_a_layout_error_naming_the_field() -> None:
+    layout = parse_layout(LAYOUT.format(profile="tgi", steps="x"), "x.toml")
+    with pytest.raises(LayoutError) as err:
+        scrape_targets(layout)
+    assert "nodes[0].engine.profile" in str(err.value) and "tgi" in str(err.value)
+
+
+def test_bad_custom_profile_is_a_layout_error_naming_the_key() -> None:
+    layout = parse_layout(LAYOUT.format(profile="vllm", steps="two words"), "x.toml")
+    with pytest.raises(LayoutError) as err:
+        scrape_targets(layout)
+    assert str(err.value).startswith("x.toml: profiles.mine.steps:")
