@@ -17,6 +17,12 @@ import re
 import sys
 import time
 
+# Stdlib-only helpers; the SSH bundle pastes their text above this file instead.
+# bundle: strip-begin
+from collectors.probe_engine import ENGINE_MAX_BYTES, fetch_engine
+
+# bundle: strip-end
+
 PROBE_VERSION = 1
 SYS_NET = "/sys/class/net"
 SYS_IB = "/sys/class/infiniband"
@@ -525,7 +531,7 @@ def open_gpus():
 # ---------------------------------------------------------------------------- main loop
 
 
-def reading(gpu_reader, gpu_note, prev_cpu):
+def reading(gpu_reader, gpu_note, prev_cpu, engine=None):
     host, cpu = read_host(prev_cpu)
     out = {
         "v": PROBE_VERSION,
@@ -535,31 +541,90 @@ def reading(gpu_reader, gpu_note, prev_cpu):
         "host": host,
         "notes": [gpu_note] if gpu_note else [],
     }
+    if engine and engine.get("url"):
+        text, error = fetch_engine(
+            engine["url"],
+            float(engine.get("timeout_s") or 1.0),
+            int(engine.get("max_bytes") or ENGINE_MAX_BYTES),
+        )
+        if text is not None:
+            out["engine_text"] = text
+        else:
+            out["engine_error"] = error
+    # the probe's own CPU time, so its cost per tick can be measured where it runs
+    times = os.times()
+    out["probe_cpu_s"] = times[0] + times[1]
     return out, cpu
 
 
-def main(argv):
-    interval = float(argv[1]) if len(argv) > 1 else 1.0
-    count = int(argv[2]) if len(argv) > 2 else 0  # 0 = until the session closes
+def parse_config(argv):
+    """The probe's one argument: a JSON object (or, for hand use, `INTERVAL [COUNT]`)."""
+    if len(argv) > 1 and argv[1].lstrip().startswith("{"):
+        config = json.loads(argv[1])
+        if not isinstance(config, dict):
+            raise ValueError("probe config must be a JSON object")
+        return config
+    config = {}
+    if len(argv) > 1:
+        config["interval_s"] = float(argv[1])
+    if len(argv) > 2:
+        config["count"] = int(argv[2])
+    return config
+
+
+def _exit_on_eof(stream):
+    """infertop keeps the probe's stdin open; EOF means the session is gone: stop now."""
+    try:
+        while stream.read(4096):
+            pass
+    except Exception:
+        pass
+    os._exit(0)  # the probe only reads: nothing to flush or clean up
+
+
+def run_from_stdin(stream):
+    """Entry for the SSH bootstrap: the config is the next line on stdin after the script."""
+    import threading
+
+    line = stream.readline()
+    config = json.loads(line.decode("utf-8") if isinstance(line, bytes) else line)
+    if not isinstance(config, dict):
+        raise ValueError("probe config must be a JSON object")
+    threading.Thread(target=_exit_on_eof, args=(stream,), daemon=True).start()
+    return run(config)
+
+
+def run(config):
+    interval = float(config.get("interval_s") or 1.0)
+    count = int(config.get("count") or 0)  # 0 = until the session closes
+    engine = config.get("engine") or None
     gpu_reader, gpu_note = open_gpus()
     prev_cpu = None
     n = 0
     next_at = time.monotonic()
     try:
         while True:
-            out, prev_cpu = reading(gpu_reader, gpu_note, prev_cpu)
+            out, prev_cpu = reading(gpu_reader, gpu_note, prev_cpu, engine)
             sys.stdout.write(json.dumps(out, separators=(",", ":")) + "\n")
             sys.stdout.flush()
             n += 1
             if count and n >= count:
                 return 0
             next_at += interval
-            time.sleep(max(next_at - time.monotonic(), 0.0))
+            delay = next_at - time.monotonic()
+            if delay < 0:  # a slow tick (engine timeout): keep cadence, never burst
+                next_at = time.monotonic()
+                delay = 0.0
+            time.sleep(delay)
     except (BrokenPipeError, KeyboardInterrupt):
         return 0
     finally:
         if gpu_reader is not None:
             gpu_reader.close()
+
+
+def main(argv):
+    return run(parse_config(argv))
 
 
 if __name__ == "__main__":
