@@ -1,0 +1,277 @@
+"""The SSH source against real OpenSSH servers, each in its own network namespace.
+
+One cluster of 4 hosts serves the module; each test starts its own `SshSource` on it,
+pointed at the cluster's generated ssh_config / known_hosts / key (never ~/.ssh).
+Waits are bounded by counts of samples, not by wall-clock thresholds, so a loaded
+machine makes the tests slower, not flaky.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import shutil
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+
+import pytest
+from netns import NetnsCluster, NsHost, QdiscUnavailable, missing_requirements
+
+from collectors.sample import NodeSample
+from collectors.ssh import SshNode, SshSource
+from layouts.model import SshOptions
+
+pytestmark = [pytest.mark.netns, pytest.mark.integration]
+INTERVAL_S = 0.5
+PYTHON = "/usr/bin/python3"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetnsCluster]:
+    why = missing_requirements()
+    if why is not None:
+        pytest.skip(why)
+    built = NetnsCluster(4, tmp_path_factory.mktemp("netns"))
+    try:
+        built.build()
+        yield built
+    finally:
+        built.teardown()
+
+
+class Recorder:
+    """Collects emitted samples and lets a test wait for a condition on them."""
+
+    def __init__(self) -> None:
+        self.samples: list[NodeSample] = []
+        self.arrived: list[float] = []
+        self._changed = asyncio.Event()
+
+    def __call__(self, sample: NodeSample) -> None:
+        self.samples.append(sample)
+        self.arrived.append(time.monotonic())
+        self._changed.set()
+
+    def good(self, node: str, after: float = 0.0) -> list[NodeSample]:
+        return [s for s in self.samples if s.node == node and s.error is None and s.taken_at > after]
+
+    def errors(self, node: str, after: float = 0.0) -> list[NodeSample]:
+        return [s for s in self.samples if s.node == node and s.error is not None and s.taken_at > after]
+
+    async def wait_for(self, condition: Callable[[], bool], timeout: float = 20.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AssertionError(f"condition not met in {timeout} s; last: {self.samples[-3:]}")
+            self._changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), remaining)
+
+
+def options(cluster: NetnsCluster, **extra: object) -> SshOptions:
+    settings: dict[str, object] = {
+        "config": str(cluster.ssh_config),
+        "known_hosts": str(cluster.known_hosts),
+        "python": PYTHON,
+        "connect_timeout_s": 5.0,
+        "backoff_cap_s": 1.0,
+    }
+    settings.update(extra)
+    return SshOptions.model_validate(settings)
+
+
+def nodes_for(hosts: list[NsHost]) -> list[SshNode]:
+    return [SshNode(name=h.alias, target=h.alias) for h in hosts]
+
+
+@contextlib.asynccontextmanager
+async def running(source: SshSource) -> AsyncIterator[Recorder]:
+    recorder = Recorder()
+    task = asyncio.create_task(source.run(recorder))
+    try:
+        yield recorder
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await source.close()
+
+
+def nic(sample: NodeSample, name: str) -> dict[str, object]:
+    assert sample.nics is not None
+    found = [n for n in sample.nics if n.name == name]
+    assert found, f"{name} not in {[n.name for n in sample.nics]}"
+    return found[0].model_dump()
+
+
+async def test_every_host_streams_its_own_interfaces_and_no_gpus(cluster: NetnsCluster) -> None:
+    source = SshSource(nodes_for(cluster.hosts), INTERVAL_S, options(cluster))
+    async with running(source) as rec:
+        await rec.wait_for(lambda: all(len(rec.good(h.alias)) >= 2 for h in cluster.hosts))
+        for host in cluster.hosts:
+            sample = rec.good(host.alias)[-1]
+            assert sample.source == "ssh"
+            names = {n.name for n in sample.nics or []}
+            # the probe runs inside the namespace: its interfaces, not this machine's
+            assert names == {"lo", "mgmt0", "data0"}
+            assert nic(sample, "data0")["state"] == "up"
+            assert sample.gpus == []  # no NVIDIA driver here: empty, and a note says why
+            assert any("GPU" in note for note in sample.notes)
+            assert sample.host is not None and sample.host.mem_total_bytes
+        assert not [s for s in rec.samples if s.error is not None]
+        assert all(count == 1 for count in source.connects.values())
+
+        # traffic between namespaces moves the receiving host's counters
+        h0, h1 = cluster.hosts[0], cluster.hosts[1]
+        before = nic(rec.good(h1.alias)[-1], "data0")["rx_bytes_total"]
+        assert isinstance(before, float)
+        sent_at = time.time()
+        await asyncio.to_thread(cluster.send, h0, h1, 2_000_000)
+        await rec.wait_for(lambda: len(rec.good(h1.alias, after=sent_at)) >= 2)
+        after = nic(rec.good(h1.alias)[-1], "data0")["rx_bytes_total"]
+        assert isinstance(after, float) and after - before >= 2_000_000
+
+
+async def test_link_set_down_shows_within_two_intervals(cluster: NetnsCluster) -> None:
+    host = cluster.hosts[2]
+    source = SshSource(nodes_for([host]), INTERVAL_S, options(cluster))
+    async with running(source) as rec:
+        await rec.wait_for(lambda: len(rec.good(host.alias)) >= 1)
+        assert nic(rec.good(host.alias)[-1], "data0")["state"] == "up"
+        try:
+            cluster.set_link(host, up=False)
+            count = len(rec.samples)
+            # the first reading after the change may have been taken before it; the
+            # second was certainly taken after it, one interval later
+            await rec.wait_for(lambda: len(rec.samples) >= count + 2)
+            assert nic(rec.samples[count + 1], "data0")["state"] == "down"
+        finally:
+            cluster.set_link(host, up=True)
+        count = len(rec.samples)
+        await rec.wait_for(lambda: len(rec.samples) >= count + 2)
+        assert nic(rec.samples[count + 1], "data0")["state"] == "up"
+
+
+async def test_killed_sshd_makes_its_node_fail_others_continue_and_restart_recovers(
+    cluster: NetnsCluster,
+) -> None:
+    victim, others = cluster.hosts[3], cluster.hosts[:3]
+    source = SshSource(nodes_for(cluster.hosts), INTERVAL_S, options(cluster))
+    async with running(source) as rec:
+        await rec.wait_for(lambda: all(rec.good(h.alias) for h in cluster.hosts))
+        try:
+            await asyncio.to_thread(cluster.kill_sshd, victim)
+            killed_at = time.time()
+            # the victim says what happened (connection lost, then refused) …
+            await rec.wait_for(lambda: len(rec.errors(victim.alias, after=killed_at)) >= 2)
+            messages = [s.error or "" for s in rec.errors(victim.alias, after=killed_at)]
+            assert any("refused" in m for m in messages), messages
+            # … while every other node keeps streaming
+            await rec.wait_for(lambda: all(len(rec.good(h.alias, after=killed_at)) >= 3 for h in others))
+            assert not rec.good(victim.alias, after=killed_at + 0.1)
+        finally:
+            await asyncio.to_thread(cluster.start_sshd, victim)
+        restarted_at = time.time()
+        # picked up again without anyone asking: the backoff retries on its own
+        await rec.wait_for(lambda: len(rec.good(victim.alias, after=restarted_at)) >= 2)
+        assert source.connects[victim.alias] >= 2
+
+
+async def test_host_key_mismatch_is_refused_and_says_so(cluster: NetnsCluster, tmp_path: Path) -> None:
+    impostor = cluster.hosts[0]
+    other_key = tmp_path / "other_ed25519"
+    await asyncio.to_thread(_keygen, other_key)
+    key = other_key.with_suffix(".pub").read_text().split()
+    lines = [
+        f"{impostor.mgmt_ip} {key[0]} {key[1]}" if line.startswith(f"{impostor.mgmt_ip} ") else line
+        for line in cluster.known_hosts.read_text().splitlines()
+    ]
+    known = tmp_path / "known_hosts"
+    known.write_text("\n".join(lines) + "\n")
+    honest = cluster.hosts[1]
+    source = SshSource(nodes_for([impostor, honest]), INTERVAL_S, options(cluster, known_hosts=str(known)))
+    async with running(source) as rec:
+        await rec.wait_for(lambda: len(rec.errors(impostor.alias)) >= 1 and len(rec.good(honest.alias)) >= 1)
+        error = rec.errors(impostor.alias)[0].error or ""
+        assert error.startswith("host key not trusted"), error
+        assert not rec.good(impostor.alias)
+
+
+async def test_wrong_identity_refused_port_and_missing_interpreter_say_what_happened(
+    cluster: NetnsCluster, tmp_path: Path
+) -> None:
+    host = cluster.hosts[1]
+    stranger = tmp_path / "stranger_ed25519"
+    await asyncio.to_thread(_keygen, stranger)
+    cases = [
+        (SshSource(nodes_for([host]), INTERVAL_S, options(cluster, identity_files=[str(stranger)])), "auth failed"),
+        (SshSource([SshNode("closed", f"root@{host.mgmt_ip}:2222")], INTERVAL_S, options(cluster)), "connection refused"),
+        (
+            SshSource(nodes_for([host]), INTERVAL_S, options(cluster, python="/nonexistent/python3")),
+            "probe could not start (status 127)",
+        ),
+    ]
+    for source, expected in cases:
+        async with running(source) as rec:
+            name = source.nodes[0]
+            await rec.wait_for(lambda name=name: len(rec.errors(name)) >= 1)  # type: ignore[misc]
+            error = rec.errors(name)[0].error or ""
+            assert error.startswith(expected), error
+            assert not rec.good(name)
+
+
+async def test_delayed_host_does_not_delay_the_others(cluster: NetnsCluster) -> None:
+    slow, fast = cluster.hosts[0], cluster.hosts[1:]
+    try:
+        cluster.tc_delay(slow, 300)
+    except QdiscUnavailable:
+        # no sch_netem in this kernel: shape instead. At 8 kbit/s with a one-packet
+        # bucket, the handshake and each ~1.2 kB reading take seconds to leave the host.
+        cluster.tc_rate(slow, "8kbit", name="mgmt0", burst="1600")
+    try:
+        source = SshSource(nodes_for(cluster.hosts), INTERVAL_S, options(cluster, connect_timeout_s=20.0))
+        async with running(source) as rec:
+            await rec.wait_for(lambda: len(rec.good(slow.alias)) >= 1, timeout=40.0)
+            # a slow handshake and slow readings on one host hold no other host back: by
+            # the time the slow host delivered one reading, every other host streamed on
+            for host in fast:
+                assert len(rec.good(host.alias)) >= 2, [s.node for s in rec.samples]
+            assert not [s for s in rec.samples if s.error is not None]
+    finally:
+        cluster.tc_clear(slow, "mgmt0")
+
+
+async def test_snapshot_cli_reads_the_cluster_from_a_layout(cluster: NetnsCluster, tmp_path: Path) -> None:
+    """The real entry point: layout file → registry → SshSource → snapshot JSON."""
+    layout = tmp_path / "cluster.toml"
+    layout.write_text(
+        "[cluster]\nname = \"netns\"\ninterval_s = 0.5\n\n"
+        f"[ssh]\nconfig = {json.dumps(str(cluster.ssh_config))}\n"
+        f"known_hosts = {json.dumps(str(cluster.known_hosts))}\npython = \"{PYTHON}\"\n\n"
+        "[[nodes]]\nhosts = \"h[0-1]\"\nrole = \"decode\"\nssh = \"{host}\"\n"
+    )
+    venv_bin = Path(__file__).resolve().parent.parent / ".venv" / "bin" / "infertop"
+    command = str(venv_bin) if venv_bin.exists() else shutil.which("infertop") or "infertop"
+    proc = await asyncio.create_subprocess_exec(
+        command, "snapshot", "--layout", str(layout), "--window", "1.5", "--json",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()
+    snapshot = json.loads(out)
+    assert snapshot["cluster"]["insecure_ssh"] is False
+    by_name = {n["name"]: n for n in snapshot["nodes"]}
+    assert set(by_name) == {"h0", "h1"}
+    for node in by_name.values():
+        assert node["status"] == "ok", node
+        assert {n["name"] for n in node["nics"]} >= {"mgmt0", "data0"}
+        assert node["gpus"] == []
+
+
+def _keygen(path: Path) -> None:
+    import subprocess
+
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True, capture_output=True)
