@@ -72,10 +72,16 @@ class HuntList(DataTable[Text]):
         self._shown: dict[Key, tuple[str, ...]] = {}
         self._order: list[Key] = []
         self._seen: set[Key] | None = None  # None until the first frame
+        self._pending: tuple[Sequence[NodeView], float] | None = None
 
     def on_mount(self) -> None:
         for key, label in COLUMNS:
             self.add_column(label, key=key, width=None)
+        if self._pending is not None:  # a frame that came before the columns existed
+            self.show_nodes(*self._pending)
+
+    def show_snapshot(self, snapshot: Snapshot) -> None:
+        self.show(snapshot)
 
     @property
     def entries(self) -> list[Key]:
@@ -97,6 +103,10 @@ class HuntList(DataTable[Text]):
         self.show_nodes(snapshot.nodes, now)
 
     def show_nodes(self, nodes: Sequence[NodeView], now: float) -> None:
+        if not self.columns:
+            self._pending = (nodes, now)
+            return
+        self._pending = None
         pairs = hunt_order(nodes)
         keep = self.current()
         wanted = {(n.name, v.kind): (n, v) for n, v in pairs}

@@ -9,6 +9,7 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
+from infertop.evaluation.verdicts import hunt_order
 from infertop.view import Snapshot
 from tui.hunt_list import HuntList
 from tui.panels import register_panel
@@ -32,14 +33,16 @@ class HuntPanel(Vertical):
     def __init__(self) -> None:
         super().__init__(id="hunt-panel")
         self.border_title = "hunt list"
+        # built here, not in compose: the overview may hand over a frame before this
+        # panel has composed (the list keeps it until its columns exist)
+        self.hunt = HuntList(id="hunt")
 
     def compose(self) -> ComposeResult:
-        yield HuntList(id="hunt")
+        yield self.hunt
 
     def show_snapshot(self, snapshot: Snapshot) -> None:
-        hunt = self.query_one(HuntList)
-        hunt.show(snapshot)
-        count = hunt.row_count
+        self.hunt.show(snapshot)
+        count = len(hunt_order(snapshot.nodes))
         self.border_title = f"hunt list · {count} verdict{'s' if count != 1 else ''}" if count else (
             "hunt list · all clear"
         )

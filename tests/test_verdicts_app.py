@@ -1,0 +1,72 @@
+"""The hunt panel inside the real app: frames from a real Monitor, Pilot at the keys."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tui_helpers import NodeSpec, make_layout, make_sample, wait_for
+
+from infertop.feed import Publish
+from infertop.runtime import Monitor
+from infertop.view import Snapshot
+from tui.app import InfertopApp
+from tui.hunt_list import HuntList
+from tui.hunt_panel import HuntPanel
+from tui.node_screen import NodeScreen
+
+START = 1_800_000_000.0
+SPECS = [NodeSpec(f"decode-0{i}", gpus=1) for i in (1, 2, 3)] + [
+    NodeSpec("decode-04", gpus=1, down_nics=("mlx5_1",))
+]
+
+
+class SteppedFeed:
+    """Frames computed by a real Monitor at fixed instants; the test decides when each is published."""
+
+    def __init__(self, specs: Sequence[NodeSpec], ticks: int) -> None:
+        layout = make_layout(specs, interval_s=1.0)
+        self.layout = layout.model_copy(
+            update={"thresholds": layout.thresholds.model_copy(update={"hold_s": 2.0, "clear_s": 2.0})}
+        )
+        monitor = Monitor(self.layout, sources=[], clock=lambda: START)
+        self.frames: list[Snapshot] = []
+        for n in range(ticks):
+            now = START + n
+            for spec in specs:
+                monitor.state.add(make_sample(spec, n, now, 1.0, "synthetic"))
+            self.frames.append(monitor.tick(now=now))
+        self.publish: Publish | None = None
+
+    async def start(self, publish: Publish) -> None:
+        self.publish = publish
+        publish(self.frames[0])
+
+    async def stop(self) -> None:
+        self.publish = None
+
+
+async def test_verdict_starts_notifies_and_enter_opens_the_node() -> None:
+    feed = SteppedFeed(SPECS, ticks=4)
+    assert [n.verdicts for n in feed.frames[0].nodes] == [[], [], [], []]
+    app = InfertopApp(feed)
+    async with app.run_test(size=(180, 50)) as pilot:
+        panel = app.screen.query_one(HuntPanel)
+        hunt = panel.query_one(HuntList)
+        await wait_for(pilot, lambda: app.frames_rendered >= 1)
+        assert hunt.row_count == 0 and panel.border_title == "hunt list · all clear"
+        assert not app._notifications
+
+        assert feed.publish is not None
+        feed.publish(feed.frames[3])
+        await wait_for(pilot, lambda: hunt.row_count == 1)
+        assert hunt.entries == [("decode-04", "link-starved")]
+        assert panel.border_title == "hunt list · 1 verdict"
+        notes = list(app._notifications)
+        assert [(n.title, n.message) for n in notes] == [
+            ("decode-04: link-starved", "mlx5_1 down; mlx5_0 carries 100 % of infiniband traffic at 40 of 400 Gb/s")
+        ]
+
+        hunt.focus()
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, NodeScreen))
+        assert isinstance(app.screen, NodeScreen) and app.screen.node == "decode-04"
