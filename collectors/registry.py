@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collectors.local import LocalSource
+from collectors.log_source import local_log_sources
 from collectors.source import Source
 from collectors.ssh import ssh_source_for
 from layouts.model import Layout
@@ -15,6 +16,7 @@ def build_sources(layout: Layout) -> list[Source]:
         assert node.name is not None
         if node.local:
             sources.append(LocalSource(node.name, interval))
+    sources.extend(local_log_sources(layout))  # local nodes whose engine.log names a file
     ssh = ssh_source_for(layout)  # every node with an `ssh` target, one shared source
     if ssh is not None:
         sources.append(ssh)

@@ -1,0 +1,81 @@
+"""The log source: an engine's log on this machine, followed like the probe follows it.
+
+A node with `local = true` and `engine.log` has its engine figures read from that file
+by the same `LogWatch` the SSH probe runs on remote nodes (collectors/probe_logs.py), so
+local and remote logs are parsed by one code path. `log_watch_config` is also what the
+SSH source sends to the probe: plain JSON, no code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from collectors.probe_logs import LogWatch
+from collectors.sample import EngineSample, NodeSample
+from collectors.source import PollingSource
+from layouts.model import EngineConfig, Layout
+
+
+def log_watch_config(engine: EngineConfig, layout: Layout) -> dict[str, Any] | None:
+    """The JSON-able `LogWatch` config for a node's engine log, or None without a log."""
+    if engine.log is None:
+        return None
+    sets = engine.log_pattern_sets
+    return {
+        "path": engine.log,
+        "pattern_sets": sets,
+        "user_patterns": {
+            name: [p.model_dump() for p in layout.log_patterns[name]]
+            for name in sets
+            if name in layout.log_patterns
+        },
+        "interval_s": engine.log_interval_s,
+    }
+
+
+class LogSource(PollingSource):
+    kind = "log"
+
+    def __init__(self, node: str, config: dict[str, Any], interval_s: float, timeout_s: float | None = None):
+        super().__init__([node], interval_s, timeout_s)
+        self.node = node
+        self.config = config
+        self._watch: LogWatch | None = None
+        self._lock = threading.Lock()  # a timed-out poll's thread may still be reading
+
+    def read(self, now: float) -> tuple[dict[str, Any], list[str]]:
+        """One reading (blocking file I/O: call from a thread)."""
+        with self._lock:
+            if self._watch is None:
+                self._watch = LogWatch(self.config)
+            return self._watch.read(now)
+
+    async def poll(self) -> Sequence[NodeSample]:
+        now = time.time()
+        engine, notes = await asyncio.to_thread(self.read, now)
+        return [
+            NodeSample(
+                node=self.node, source=self.kind, taken_at=now, engine=EngineSample(**engine), notes=notes
+            )
+        ]
+
+    async def close(self) -> None:
+        with self._lock:
+            if self._watch is not None:
+                self._watch.close()
+                self._watch = None
+
+
+def local_log_sources(layout: Layout) -> list[LogSource]:
+    """A log source for every local node whose engine names a log file."""
+    sources = []
+    for node in layout.nodes:
+        if node.local and node.engine is not None and node.name is not None:
+            config = log_watch_config(node.engine, layout)
+            if config is not None:
+                sources.append(LogSource(node.name, config, layout.cluster.interval_s))
+    return sources
