@@ -7,6 +7,7 @@ handle is opened once and kept, because `nvmlInit` costs far more than a reading
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -49,6 +50,7 @@ class LocalSource(PollingSource):
                     "cpu_pct": psutil.cpu_percent(None),
                     "mem_used_bytes": int(vm.total - vm.available),
                     "mem_total_bytes": int(vm.total),
+                    "load1": os.getloadavg()[0],
                 },
                 "notes": [self._gpu_note] if self._gpu_note else [],
             }

@@ -105,17 +105,19 @@ def read_net(root=SYS_NET):
 def parse_bonding(text):
     """/proc/net/bonding/<bond>: members and how many have MII status up."""
     members = []
-    up = 0
+    status: dict = {}  # member -> its MII status; the bond's own status comes before any member
     current = None
     for line in text.splitlines():
         key, _, value = line.partition(":")
         key, value = key.strip(), value.strip()
         if key == "Slave Interface":
             current = value
-            members.append(value)
-        elif key == "MII Status" and current is not None:
-            up += value == "up"
-    return {"members": members, "members_up": up}
+            if value not in status:
+                members.append(value)
+            status[value] = None
+        elif key == "MII Status" and current is not None and status[current] is None:
+            status[current] = value
+    return {"members": members, "members_up": sum(1 for m in members if status[m] == "up")}
 
 
 _RATE = re.compile(r"([\d.]+)\s*Gb/sec")
