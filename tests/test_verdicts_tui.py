@@ -7,7 +7,7 @@ from typing import Any
 from textual.app import App, ComposeResult
 
 from infertop.view import ClusterView, NodeView, RollupView, SessionView, Snapshot, VerdictView
-from tui.hunt_list import HuntList
+from tui.hunt_list import HuntList, VerdictAnnouncer
 from tui.messages import OpenNode
 
 T0 = 1_800_000_000.0
@@ -124,3 +124,25 @@ async def test_hostile_text_is_shown_inert() -> None:
         assert shown == "[bold red]pwn[/] redlink"  # markup literal, escapes gone
         notes = list(app._notifications)
         assert notes[0].markup is False and "\x1b" not in notes[0].message
+
+
+class AnnouncingApp(HuntApp):
+    """An app that announces every frame itself (whatever screen is on top)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.verdict_announcer = VerdictAnnouncer()
+
+
+async def test_list_leaves_announcing_to_an_app_that_does_it() -> None:
+    app = AnnouncingApp()
+    async with app.run_test(size=(140, 20)) as pilot:
+        table = app.query_one(HuntList)
+        first, second = snapshot({}), snapshot({"n1": [verdict("idle", "warning", 1.0, detail="quiet")]})
+        assert app.verdict_announcer.observe(app, first.nodes) == []
+        table.show(first)
+        started = app.verdict_announcer.observe(app, second.nodes)
+        table.show(second)
+        await pilot.pause()
+        assert [(n.name, v.kind) for n, v in started] == [("n1", "idle")]
+        assert [n.message for n in app._notifications] == ["quiet"]  # once, not twice

@@ -3,8 +3,9 @@
 Sorted by severity, then by dollars per hour at stake (`evaluation.verdicts.hunt_order`),
 so the node burning the most money for the worst reason is on top. Enter posts
 `OpenNode` for the selected row's node; the app opens the node screen. A verdict that was
-not in the previous frame raises a notification: the operator sees it start even while
-looking at another screen.
+not in the previous frame raises a notification (`VerdictAnnouncer`); an app that keeps
+its own announcer as `verdict_announcer` and feeds it every frame tells of verdicts that
+start while another screen is on top, and the list then leaves announcing to it.
 
 Rows are keyed by (node, kind) and updated in place: the cursor stays on its verdict while
 others come and go.
@@ -16,6 +17,7 @@ import datetime as dt
 from collections.abc import Sequence
 
 from rich.text import Text
+from textual.app import App
 from textual.binding import Binding
 from textual.notifications import SeverityLevel
 from textual.widgets import DataTable
@@ -61,6 +63,38 @@ def row_cells(node: NodeView, verdict: VerdictView, now: float) -> tuple[Text, .
     )
 
 
+class VerdictAnnouncer:
+    """Notifies when a verdict starts: a (node, kind) that the previous frame did not have.
+
+    The first frame sets the baseline silently: verdicts already standing when the
+    operator opens the screen are listed, not announced.
+    """
+
+    def __init__(self) -> None:
+        self._seen: set[Key] | None = None
+
+    def observe(self, app: App[object], nodes: Sequence[NodeView]) -> list[tuple[NodeView, VerdictView]]:
+        pairs = hunt_order(nodes)
+        seen, self._seen = self._seen, {(n.name, v.kind) for n, v in pairs}
+        started = [] if seen is None else [(n, v) for n, v in pairs if (n.name, v.kind) not in seen]
+        if len(started) > MAX_NOTIFICATIONS:
+            worst = started[0][1].severity
+            names = ", ".join(clean(f"{n.name} {v.kind}", 60) for n, v in started[:MAX_NOTIFICATIONS])
+            app.notify(
+                f"{len(started)} new verdicts: {names}, …",
+                title="infertop", severity=NOTIFY_SEVERITY.get(worst, "warning"), markup=False,
+            )
+            return started
+        for node, verdict in started:
+            app.notify(
+                clean(verdict.detail, 200),
+                title=clean(f"{node.name}: {verdict.kind}", 80),
+                severity=NOTIFY_SEVERITY.get(verdict.severity, "warning"),
+                markup=False,
+            )
+        return started
+
+
 class HuntList(DataTable[Text]):
     """An alerts panel: (node, verdict) rows in hunt order. Feed it with `show(snapshot)`."""
 
@@ -71,7 +105,7 @@ class HuntList(DataTable[Text]):
         self.notify_new = notify
         self._shown: dict[Key, tuple[str, ...]] = {}
         self._order: list[Key] = []
-        self._seen: set[Key] | None = None  # None until the first frame
+        self._announcer = VerdictAnnouncer()
         self._pending: tuple[Sequence[NodeView], float] | None = None
 
     def on_mount(self) -> None:
@@ -134,27 +168,10 @@ class HuntList(DataTable[Text]):
             row = self.get_row_index(RowKey(_row_key(keep)))
             if row != self.cursor_row:
                 self.move_cursor(row=row, animate=False)
-        self._announce([wanted[k] for k in order if self._seen is not None and k not in self._seen])
-        self._seen = set(order)
-
-    def _announce(self, started: list[tuple[NodeView, VerdictView]]) -> None:
-        if not self.notify_new or not started:
-            return
-        if len(started) > MAX_NOTIFICATIONS:
-            worst = started[0][1].severity
-            names = ", ".join(clean(f"{n.name} {v.kind}", 60) for n, v in started[:MAX_NOTIFICATIONS])
-            self.app.notify(
-                f"{len(started)} new verdicts: {names}, …",
-                title="infertop", severity=NOTIFY_SEVERITY.get(worst, "warning"), markup=False,
-            )
-            return
-        for node, verdict in started:
-            self.app.notify(
-                clean(verdict.detail, 200),
-                title=clean(f"{node.name}: {verdict.kind}", 80),
-                severity=NOTIFY_SEVERITY.get(verdict.severity, "warning"),
-                markup=False,
-            )
+        # the app may announce every frame itself (so verdicts that start while another
+        # screen is on top are told at once); otherwise this list does, for what it shows
+        if self.notify_new and getattr(self.app, "verdict_announcer", None) is None:
+            self._announcer.observe(self.app, nodes)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         key = self._key_of(event.row_key)
