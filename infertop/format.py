@@ -26,6 +26,28 @@ def fmt_bytes(n: float | None) -> str:
     return UNKNOWN  # pragma: no cover
 
 
+def fmt_bytes_pair(used: float | None, total: float | None) -> str:
+    """Used / total in the total's unit, e.g. "568/1128 GiB" (one unit keeps columns narrow)."""
+    if used is None and total is None:
+        return UNKNOWN
+    if total is None:
+        return fmt_bytes(used)
+    scale, unit = 1.0, "B"
+    for candidate in ("KiB", "MiB", "GiB", "TiB"):
+        if total < scale * 1024:
+            break
+        scale, unit = scale * 1024, candidate
+    digits = 1 if total / scale < 10 else 0  # "0.1/2.0 TiB", not "0/2 TiB"
+    used_text = UNKNOWN if used is None else f"{used / scale:.{digits}f}"
+    return f"{used_text}/{total / scale:.{digits}f} {unit}"
+
+
+def fmt_power_w(watts: float | None) -> str:
+    if watts is None:
+        return UNKNOWN
+    return f"{watts:.0f} W" if abs(watts) < 10_000 else f"{watts / 1000:.1f} kW"
+
+
 def fmt_rate_gbps(bytes_per_s: float | None) -> str:
     """Bytes/s as Gb/s (links are rated in bits)."""
     if bytes_per_s is None:

@@ -1,0 +1,182 @@
+"""The Textual app: receives `Snapshot`s from a feed and shows them. No I/O of its own.
+
+The feed publishes frames with `InfertopApp.publish` (thread-safe); each becomes a
+`SnapshotArrived` message, and a queued burst collapses to the newest. Every frame is
+recorded into the app's own bounded `History` (for sparklines) and, unless rendering is
+paused, drawn on the current screen inside one `batch_update()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterable, Sequence
+from functools import partial
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+
+from collectors.source import Source
+from infertop.feed import MonitorFeed, SnapshotFeed, can_mark_phase
+from infertop.session import PHASES
+from infertop.view import Snapshot
+from layouts.model import Layout
+from tui.columns import SORTS
+from tui.help_screen import HelpScreen
+from tui.history import History
+from tui.messages import OpenNode, SnapshotArrived
+from tui.node_screen import NodeScreen
+from tui.node_table import NodeTable
+from tui.overview import OverviewScreen
+from tui.text import clean
+
+log = logging.getLogger(__name__)
+FEED_STOP_TIMEOUT_S = 10.0
+
+
+class InfertopApp(App[int]):
+    CSS_PATH = "app.tcss"
+    TITLE = "infertop"
+    BINDINGS = [
+        Binding("q", "quit", "Quit", tooltip="Quit infertop"),
+        Binding("question_mark", "help", "Help", tooltip="This list of keys"),
+        Binding("p", "toggle_pause", "Pause",
+                tooltip="Pause / resume rendering (collection and spend go on)"),
+    ]
+
+    def __init__(self, feed: SnapshotFeed, history_length: int = 60) -> None:
+        super().__init__()
+        self.feed = feed
+        self.history = History(history_length)
+        self.latest_snapshot: Snapshot | None = None
+        self.paused = False
+        self.frames_received = 0
+        self.frames_rendered = 0
+        self.overview = OverviewScreen()
+        self._feed_running = False
+
+    def get_default_screen(self) -> Screen[None]:
+        return self.overview
+
+    # -- the feed -------------------------------------------------------------------
+
+    async def on_ready(self) -> None:
+        # Ready comes once the overview and its panels exist: no frame can reach a widget
+        # that has not composed yet
+        await self.feed.start(self.publish)
+        self._feed_running = True
+
+    async def on_unmount(self) -> None:
+        if self._feed_running:
+            self._feed_running = False
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.feed.stop(), FEED_STOP_TIMEOUT_S)
+
+    def publish(self, snapshot: Snapshot) -> None:
+        """Hand a frame to the app. Safe from any thread; never blocks the caller."""
+        self.post_message(SnapshotArrived(snapshot))
+
+    def on_snapshot_arrived(self, message: SnapshotArrived) -> None:
+        snapshot = message.snapshot
+        self.frames_received += 1
+        self.latest_snapshot = snapshot
+        self.history.record(snapshot)
+        if self.paused:
+            self._refresh_headers()
+            return
+        self.render_snapshot(snapshot)
+
+    def render_snapshot(self, snapshot: Snapshot) -> None:
+        show = getattr(self.screen, "show_snapshot", None)
+        if show is not None:
+            with self.batch_update():
+                show(snapshot)
+            self.frames_rendered += 1
+
+    def _refresh_headers(self) -> None:
+        refresh = getattr(self.screen, "refresh_header", None)
+        if refresh is not None:
+            refresh()
+
+    # -- actions --------------------------------------------------------------------
+
+    def action_toggle_pause(self) -> None:
+        self.paused = not self.paused
+        if not self.paused and self.latest_snapshot is not None:
+            self.render_snapshot(self.latest_snapshot)
+        self._refresh_headers()
+
+    def help_scopes(self) -> list[tuple[str, Iterable[BindingType]]]:
+        return [
+            ("everywhere", self.BINDINGS),
+            ("overview", OverviewScreen.BINDINGS),
+            ("node table", NodeTable.BINDINGS),
+            ("node screen", NodeScreen.BINDINGS),
+        ]
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.help_scopes(), self.COMMAND_PALETTE_BINDING))
+
+    def on_open_node(self, message: OpenNode) -> None:
+        self.open_node(message.node)
+
+    def open_node(self, node: str) -> None:
+        current = self.screen
+        if isinstance(current, NodeScreen):
+            if current.node == node:
+                return
+            self.pop_screen()
+        self.push_screen(NodeScreen(node, self.history))
+
+    def _on_overview(self, action: str) -> None:
+        """Run an overview action from anywhere: back to the overview first."""
+        while len(self.screen_stack) > 1 and self.screen is not self.overview:
+            self.pop_screen()
+        getattr(self.overview, action)()
+
+    def set_sort(self, index: int) -> None:
+        self.overview.sort_index = index
+        self._on_overview("_rerender")
+
+    def mark_phase(self, phase: str) -> None:
+        if can_mark_phase(self.feed):
+            self.feed.mark_phase(phase)  # type: ignore[attr-defined]
+            self.notify(f"phase: {phase} (spend from now on counts to it)")
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Filter nodes", "Filter the node table (/)",
+                            partial(self._on_overview, "action_start_filter"))
+        yield SystemCommand("Clear filter", "Show every node again",
+                            partial(self._on_overview, "action_clear_filter"))
+        yield SystemCommand("Cycle sort", "Sort the node table by the next column (s)",
+                            partial(self._on_overview, "action_cycle_sort"))
+        for index, spec in enumerate(SORTS):
+            yield SystemCommand(f"Sort by {spec.label}", "Sort the node table", partial(self.set_sort, index),
+                                discover=False)
+        yield SystemCommand("Pause / resume rendering", "Freeze the screen; collection goes on (p)",
+                            self.action_toggle_pause)
+        yield SystemCommand("Help: keys", "Every key binding (?)", self.action_help)
+        if self.latest_snapshot is not None:
+            for node in self.latest_snapshot.nodes:
+                yield SystemCommand(f"Open node {clean(node.name, 60)}", f"{node.role}, {node.status}",
+                                    partial(self.open_node, node.name), discover=False)
+        if can_mark_phase(self.feed):
+            for phase in PHASES:
+                yield SystemCommand(f"Mark phase: {phase}", "Attribute spend from now on to this phase",
+                                    partial(self.mark_phase, phase), discover=False)
+
+
+def run_feed(feed: SnapshotFeed) -> int:
+    """Run the TUI on any feed (live, replay, demo) until the user quits. Returns an exit code."""
+    app = InfertopApp(feed)
+    app.run()
+    return app.return_code or 0
+
+
+def run_tui(layout: Layout, sources: Sequence[Source] | None = None) -> int:
+    """The live TUI over `layout` (its own sources unless `sources` is given)."""
+    return run_feed(MonitorFeed(layout, sources=sources))

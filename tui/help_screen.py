@@ -1,0 +1,76 @@
+"""`?`: every key binding of the app and its screens, built from their BINDINGS so it
+can never fall out of date."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+KEY_NAMES = {
+    "slash": "/",
+    "question_mark": "?",
+    "escape": "Esc",
+    "enter": "Enter",
+    "ctrl+p": "Ctrl+P",
+}
+
+
+def key_label(key: str) -> str:
+    return ", ".join(KEY_NAMES.get(k.strip(), k.strip()) for k in key.split(","))
+
+
+def bindings_of(bindings: Iterable[BindingType]) -> list[Binding]:
+    out = []
+    for b in bindings:
+        if isinstance(b, Binding):
+            out.append(b)
+        elif isinstance(b, tuple) and len(b) >= 2:
+            out.append(Binding(b[0], b[1], b[2] if len(b) > 2 else ""))
+    return out
+
+
+def help_table(scopes: list[tuple[str, Iterable[BindingType]]], palette_key: str) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, header_style="bold grey70", expand=False)
+    table.add_column("WHERE", no_wrap=True)
+    table.add_column("KEY", no_wrap=True, style="bold cyan")
+    table.add_column("WHAT")
+    for scope, bindings in scopes:
+        for b in bindings_of(bindings):
+            table.add_row(scope, key_label(b.key), b.tooltip or b.description or b.action)
+    table.add_row(
+        "everywhere", key_label(palette_key), "Command palette (every action, open a node, mark a phase)"
+    )
+    return table
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [
+        Binding("escape", "dismiss", "Close help"),
+        Binding("question_mark", "dismiss", "Close help"),
+    ]
+
+    def __init__(self, scopes: list[tuple[str, Iterable[BindingType]]], palette_key: str) -> None:
+        super().__init__(id="help")
+        self.scopes = scopes
+        self.palette_key = palette_key
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-box"):
+            yield Static(Text("infertop — keys", "bold"))
+            scopes = [*self.scopes, ("help", self.BINDINGS)]
+            yield Static(help_table(scopes, self.palette_key), id="help-table")
+            yield Static(
+                Text(
+                    "Filter: a substring of name, role, status or verdict; several words must all "
+                    "match; a leading ! shows the nodes that do not match.",
+                    "grey70",
+                )
+            )

@@ -1,0 +1,222 @@
+"""What the node screen shows: GPU rows, NIC/IB port rows, the engine and host blocks.
+
+Pure (Rich `Text` only); every piece of outside text goes through `tui.text.inert`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.text import Text
+
+from infertop.format import (
+    UNKNOWN,
+    fmt_age,
+    fmt_bytes_pair,
+    fmt_num,
+    fmt_pct,
+    fmt_power_w,
+    fmt_rate_gbps,
+    fmt_usd,
+)
+from infertop.view import EngineView, GpuView, HostView, NicView, NodeView
+from tui.columns import GREY, SEVERITY_STYLE, TROUBLE, WARN, status_cell
+from tui.node_figures import clock_events
+from tui.sparkline import sparkline
+from tui.text import inert
+
+SPARK_WIDTH = 20
+GPU_COLUMNS: tuple[tuple[str, str, int | None], ...] = (
+    ("index", "GPU", 4),
+    ("name", "NAME", None),
+    ("util", "UTIL", 5),
+    ("util_spark", "UTIL (recent)", SPARK_WIDTH),
+    ("mem", "MEM", 13),
+    ("power", "POWER", 7),
+    ("power_spark", "POWER (recent)", SPARK_WIDTH),
+    ("temp", "TEMP", 5),
+    ("clock", "SM MHZ", 7),
+    ("events", "CLOCK EVENTS", None),
+    ("health", "HEALTH", None),
+    ("nvlink", "NVLINK", None),
+)
+NIC_COLUMNS: tuple[tuple[str, str, int | None], ...] = (
+    ("name", "PORT", None),
+    ("kind", "KIND", 10),
+    ("state", "STATE", 14),
+    ("speed", "SPEED / EXPECTED", 17),
+    ("rx", "RX", 10),
+    ("tx", "TX", 10),
+    ("wait", "XMIT-WAIT/S", 11),
+    ("errors", "ERR/S", 7),
+    ("bond", "BOND", None),
+)
+
+
+def _r(text: str, style: str = "") -> Text:
+    return Text(text, style=style, justify="right", no_wrap=True)
+
+
+def _l(text: str, style: str = "") -> Text:
+    return Text(text, style=style, no_wrap=True)
+
+
+def health_cell(gpu: GpuView) -> Text:
+    problems: list[str] = []
+    if gpu.healthy is False:
+        problems.append("LOST" if gpu.kind == "gpu" else "UNHEALTHY")
+    if gpu.xid_last:
+        problems.append(f"XID {gpu.xid_last}")
+    if gpu.ecc_uncorrected_total:
+        problems.append(f"ECC {gpu.ecc_uncorrected_total}")
+    if gpu.error:
+        problems.append(inert(gpu.error, max_len=60).plain)
+    if problems:
+        return _l(" ".join(problems), TROUBLE)
+    return _l("ok" if gpu.healthy else UNKNOWN, "green" if gpu.healthy else "")
+
+
+def nvlink_cell(gpu: GpuView) -> Text:
+    if gpu.nvlink_links_total is None:
+        return _l(UNKNOWN)
+    up = gpu.nvlink_links_up
+    text = f"{UNKNOWN if up is None else up}/{gpu.nvlink_links_total} up"
+    rates = [r for r in (gpu.nvlink_rx_bytes_per_s, gpu.nvlink_tx_bytes_per_s) if r is not None]
+    if rates:
+        text += f" {fmt_rate_gbps(sum(rates))}"
+    down = up is not None and up < gpu.nvlink_links_total
+    return _l(text, TROUBLE if down else "")
+
+
+def gpu_row(
+    gpu: GpuView, util_history: Sequence[float | None], power_history: Sequence[float | None]
+) -> tuple[Text, ...]:
+    names, level = clock_events(gpu.clock_event_reasons)
+    events_style = {"critical": TROUBLE, "warning": WARN}.get(level, GREY)
+    return (
+        _r(str(gpu.index)),
+        inert(gpu.name or UNKNOWN, max_len=40),
+        _r(fmt_num(gpu.util_pct, 0, "%")),
+        _l(sparkline(util_history, SPARK_WIDTH, 0.0, 100.0), "cyan"),
+        _r(fmt_bytes_pair(gpu.mem_used_bytes, gpu.mem_total_bytes)),
+        _r(fmt_power_w(gpu.power_w)),
+        _l(sparkline(power_history, SPARK_WIDTH, 0.0), "cyan"),
+        _r(fmt_num(gpu.temp_c, 0, "°C")),
+        _r(fmt_num(gpu.sm_clock_mhz, 0)),
+        _l(", ".join(names) if names else (UNKNOWN if gpu.clock_event_reasons is None else "none"),
+           events_style),
+        health_cell(gpu),
+        nvlink_cell(gpu),
+    )
+
+
+def _is_up(nic: NicView) -> bool | None:
+    return None if nic.state is None else nic.state.lower() in ("up", "active", "unknown_up")
+
+
+def nic_row(nic: NicView, rate_ratio: float = 0.95) -> tuple[Text, ...]:
+    up = _is_up(nic)
+    expected = nic.expected_gbps is not None
+    state_style = "" if up else (TROUBLE if expected else GREY)
+    if nic.speed_gbps is None and nic.expected_gbps is None:
+        speed = _r(UNKNOWN)
+    elif nic.expected_gbps is None:
+        speed = _r(f"{nic.speed_gbps:g} Gb/s")
+    else:
+        have = UNKNOWN if nic.speed_gbps is None else f"{nic.speed_gbps:g}"
+        slow = nic.speed_gbps is not None and nic.speed_gbps < nic.expected_gbps * rate_ratio
+        speed = _r(f"{have}/{nic.expected_gbps:g} Gb/s", TROUBLE if slow else "")
+    bond = _l("")
+    if nic.members is not None:
+        members_up = UNKNOWN if nic.members_up is None else str(nic.members_up)
+        short = nic.members_up is not None and nic.members_up < len(nic.members)
+        bond = _l(f"{members_up}/{len(nic.members)} up: " + ", ".join(inert(m, max_len=20).plain
+                                                                    for m in nic.members[:8]),
+                  TROUBLE if short else "")
+    waits = nic.xmit_wait_per_s
+    return (
+        inert(nic.name, max_len=40),
+        inert(nic.kind, max_len=10),
+        _l(inert(nic.state or UNKNOWN, max_len=14).plain, state_style),
+        speed,
+        _r(fmt_rate_gbps(nic.rx_bytes_per_s)),
+        _r(fmt_rate_gbps(nic.tx_bytes_per_s)),
+        _r(fmt_num(waits, 0), WARN if waits else ""),
+        _r(fmt_num(nic.errors_per_s, 1), WARN if nic.errors_per_s else ""),
+        bond,
+    )
+
+
+def _pair(out: Text, label: str, value: str, style: str = "") -> None:
+    out.append(f"{label} ", "grey70")
+    out.append(value, style or "bold")
+    out.append("   ")
+
+
+def engine_text(engine: EngineView | None, steps_history: Sequence[float | None]) -> Text:
+    out = Text(no_wrap=True, overflow="ellipsis")
+    out.append("ENGINE  ", "bold")
+    if engine is None:
+        out.append("no engine figures for this node", GREY)
+        return out
+    source = inert(engine.source or UNKNOWN, max_len=16).plain
+    profile = inert(engine.profile or UNKNOWN, max_len=24).plain
+    out.append(f"{source} ({profile}), figures {fmt_age(engine.age_s)} old\n", GREY)
+    _pair(out, "decode steps/s", fmt_num(engine.decode_steps_per_s, 1))
+    out.append(sparkline(steps_history, SPARK_WIDTH * 2, 0.0), "cyan")
+    out.append("\n")
+    _pair(out, "draft acceptance", fmt_pct(engine.draft_acceptance, 1))
+    _pair(out, "mean acceptance length", fmt_num(engine.mean_acceptance_length, 2))
+    out.append("\n")
+    _pair(out, "tokens/s accepted", fmt_num(engine.accepted_tokens_per_s, 0))
+    _pair(out, "full-acceptance", fmt_num(engine.full_acceptance_tokens_per_s, 0))
+    _pair(out, "prompt", fmt_num(engine.prompt_tokens_per_s, 0))
+    out.append("\n")
+    _pair(out, "requests running", fmt_num(engine.requests_running, 0))
+    _pair(out, "waiting", fmt_num(engine.requests_waiting, 0))
+    _pair(out, "finished/s", fmt_num(engine.requests_finished_per_s, 2))
+    _pair(out, "KV cache", fmt_pct(engine.kv_cache_usage))
+    return out
+
+
+def host_text(host: HostView | None) -> Text:
+    out = Text(no_wrap=True)
+    out.append("HOST  ", "bold")
+    if host is None:
+        out.append("no host figures", GREY)
+        return out
+    _pair(out, "cpu", fmt_num(host.cpu_pct, 0, "%"))
+    _pair(out, "mem", fmt_bytes_pair(host.mem_used_bytes, host.mem_total_bytes))
+    return out
+
+
+def title_text(node: NodeView) -> Text:
+    out = Text(no_wrap=True, overflow="ellipsis")
+    out.append(inert(node.name, "bold", max_len=80))
+    out.append(f"  {node.role}  ")
+    out.append(status_cell(node))
+    out.append(f"  age {fmt_age(node.age_s)}", GREY)
+    sources = ", ".join(inert(s, max_len=20).plain for s in node.sources) or UNKNOWN
+    out.append(f"  sources {sources}", GREY)
+    out.append(f"  {fmt_usd(node.cost_per_hour_usd)}/h  idle {fmt_pct(node.idle_fraction)}")
+    return out
+
+
+def notes_text(node: NodeView) -> Text:
+    """Verdicts with their reasons, the error, and the notes (all inert)."""
+    out = Text()
+    for verdict in node.verdicts:
+        out.append(inert(verdict.kind, max_len=24).plain, SEVERITY_STYLE.get(verdict.severity, ""))
+        out.append(": ")
+        out.append(inert(verdict.detail, max_len=300))
+        out.append("\n")
+    if node.error:
+        out.append("error: ", TROUBLE)
+        out.append(inert(node.error, max_len=300))
+        out.append("\n")
+    for note in node.notes:
+        out.append("note: ", GREY)
+        out.append(inert(note, max_len=300))
+        out.append("\n")
+    out.rstrip()
+    return out

@@ -1,0 +1,99 @@
+"""One node up close: a row per GPU (with sparklines), a row per NIC / IB port, the
+engine block, host figures, verdicts, notes and error. Esc goes back."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from infertop.view import NodeView, Snapshot
+from tui.history import History
+from tui.keyed_table import KeyedTable
+from tui.node_rows import (
+    GPU_COLUMNS,
+    NIC_COLUMNS,
+    engine_text,
+    gpu_row,
+    host_text,
+    nic_row,
+    notes_text,
+    title_text,
+)
+from tui.text import inert
+
+
+class NodeScreen(Screen[None]):
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back", tooltip="Back to the overview")]
+
+    def __init__(self, node: str, history: History) -> None:
+        super().__init__(classes="node-screen")
+        self.node = node
+        self.history = history
+        self.snapshot: Snapshot | None = None
+
+    def compose(self) -> ComposeResult:
+        self.title_bar = Static(inert(self.node, "bold"), id="node-title")
+        self.gpu_table = KeyedTable(GPU_COLUMNS, id="gpus")
+        self.nic_table = KeyedTable(NIC_COLUMNS, id="nics")
+        self.engine_block = Static(id="engine")
+        self.host_block = Static(id="host")
+        self.notes_block = Static(id="notes")
+        yield self.title_bar
+        with VerticalScroll(id="node-body"):
+            yield Static(Text("GPUS", "bold"), classes="section")
+            yield self.gpu_table
+            yield Static(Text("NETWORK", "bold"), classes="section")
+            yield self.nic_table
+            with Horizontal(id="engine-row"):
+                yield self.engine_block
+                yield self.host_block
+            yield self.notes_block
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.gpu_table.focus()
+        latest = getattr(self.app, "latest_snapshot", None)
+        if latest is not None:
+            self.show_snapshot(latest)
+
+    def on_screen_resume(self) -> None:
+        latest = getattr(self.app, "latest_snapshot", None)
+        if latest is not None and latest is not self.snapshot:
+            self.show_snapshot(latest)
+
+    def find(self, snapshot: Snapshot) -> NodeView | None:
+        for node in snapshot.nodes:
+            if node.name == self.node:
+                return node
+        return None
+
+    def show_snapshot(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        node = self.find(snapshot)
+        if node is None:
+            gone = Text.assemble(inert(self.node, "bold"), ("  no longer in the cluster", "grey50"))
+            self.title_bar.update(gone)
+            return
+        self.title_bar.update(title_text(node))
+        h = self.history
+        self.gpu_table.sync(
+            (
+                str(gpu.index),
+                gpu_row(
+                    gpu,
+                    h.values(h.gpu_util, (node.name, gpu.index)),
+                    h.values(h.gpu_power, (node.name, gpu.index)),
+                ),
+            )
+            for gpu in node.gpus
+        )
+        self.nic_table.sync((nic.name, nic_row(nic)) for nic in node.nics)
+        self.engine_block.update(engine_text(node.engine, h.values(h.node_steps, node.name)))
+        self.host_block.update(host_text(node.host))
+        notes = notes_text(node)
+        self.notes_block.update(notes)
+        self.notes_block.display = bool(notes.plain)

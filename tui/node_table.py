@@ -1,0 +1,48 @@
+"""The overview's node table: one row per node, updated in place, sorted on demand.
+
+Rows are keyed by node name (see `KeyedTable`); rows are re-sorted only when the order
+changes, and the cursor stays on the node it was on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from textual.binding import Binding
+
+from infertop.view import NodeView
+from tui.columns import COLUMNS, NodeLabel, SortSpec, render_row, sort_order
+from tui.keyed_table import KeyedTable
+
+
+class NodeTable(KeyedTable):
+    BINDINGS = [
+        Binding("enter", "select_cursor", "Open node", show=True,
+                tooltip="Open the node under the cursor (GPUs, ports, engine)"),
+    ]
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__([(c.key, c.label, c.width) for c in COLUMNS], **kwargs)
+        self._order: list[str] = []
+
+    @property
+    def node_order(self) -> list[str]:
+        """Node names as displayed, top to bottom."""
+        return list(self._order)
+
+    def show(self, nodes: Sequence[NodeView], sort: SortSpec) -> None:
+        """Make the table show exactly `nodes` (already filtered), sorted by `sort`."""
+        cursor_on = self.current_key()
+        self.sync((node.name, render_row(node)) for node in nodes)
+        order = sort_order(list(nodes), sort)
+        if order != self.displayed_order():
+            position = {name: i for i, name in enumerate(order)}
+            # the name cell knows its node (NodeLabel): sort on that, not on its text
+            self.sort("name", key=lambda cell: position.get(getattr(cell, "node", ""), len(position)))
+        self._order = order
+        self.keep_cursor_on(cursor_on)
+
+    def name_cell(self, node: str) -> NodeLabel:
+        cell = self.get_cell(node, "name")
+        assert isinstance(cell, NodeLabel)
+        return cell
