@@ -1,0 +1,180 @@
+"""Subcommands for the session record: `record`, `phase`, `report`, `replay`.
+
+Imported by `infertop.cli` to register them; Textual loads only for `replay`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+import time
+from pathlib import Path
+
+from infertop.cli import EXIT_BAD_INPUT, EXIT_OK, SUBCOMMANDS, _layout_or_local, add_layout_arg
+from infertop.format import fmt_usd
+from infertop.report import write_report
+from infertop.session import PHASES
+from infertop.store import Recorder, RecordError, Recording, add_phase_mark, default_record_path
+from infertop.view import Snapshot
+
+
+def _fail(message: str) -> int:
+    print(f"infertop: {message}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be greater than 0")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must not be negative")
+    return value
+
+
+def add_record_args(p: argparse.ArgumentParser) -> None:
+    """`--record FILE` / `--no-record`, shared by the TUI and `record`."""
+    p.add_argument(
+        "--record", metavar="FILE", default=argparse.SUPPRESS,
+        help="session record file (default: one per layout in the state directory)",
+    )
+
+
+# ------------------------------------------------------------------------- record
+
+
+def tick_line(snapshot: Snapshot) -> str:
+    s = snapshot.session
+    alert = f"  budget {s.budget_alert}" if s.budget_alert else ""
+    return (
+        f"{snapshot.taken_at}  phase {s.phase:<7} spend {fmt_usd(s.spend_usd)}"
+        f"  {fmt_usd(s.cost_per_hour_usd)}/h  idle {fmt_usd(s.idle_spend_usd)}{alert}"
+    )
+
+
+async def _record(args: argparse.Namespace) -> int:
+    from infertop.runtime import Monitor
+
+    layout = _layout_or_local(getattr(args, "layout", None))
+    monitor = Monitor(layout)
+    path = getattr(args, "record", None)
+    try:
+        recorder = Recorder.attach(monitor, Path(path) if path else None)
+    except RecordError as exc:
+        return _fail(str(exc))
+    ledger = monitor.ledger
+    how = "resuming the session that began" if recorder.store.resumed else "new session, reservation start"
+    start = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ledger.started_at))
+    print(f"infertop: recording to {recorder.path} ({how} {start})", file=sys.stderr, flush=True)
+    if not args.quiet:
+        def show(snapshot: Snapshot) -> None:
+            print(tick_line(snapshot), flush=True)
+
+        monitor.listeners.append(show)
+    done = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, done.set)
+    await monitor.start()
+    try:
+        if args.duration is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), args.duration)
+        else:
+            await done.wait()
+    finally:
+        await monitor.stop()
+        recorder.close()
+    return EXIT_OK
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    return asyncio.run(_record(args))
+
+
+def _add_record(p: argparse.ArgumentParser) -> None:
+    add_layout_arg(p)
+    add_record_args(p)
+    p.add_argument("--duration", type=_positive, default=None, metavar="S",
+                   help="stop after S seconds (default: until interrupted)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no line per tick on stdout")
+
+
+SUBCOMMANDS["record"] = (
+    "record the session headless (no TUI): ledger and snapshots to SQLite, tick by tick",
+    _add_record, cmd_record,
+)
+
+
+# ------------------------------------------------------------------------- phase
+
+
+def cmd_phase(args: argparse.Namespace) -> int:
+    path = getattr(args, "record", None)
+    target = Path(path) if path else default_record_path(_layout_or_local(getattr(args, "layout", None)))
+    try:
+        add_phase_mark(target, args.name, time.time())
+    except RecordError as exc:
+        return _fail(str(exc))
+    print(f"phase {args.name} marked in {target} (applied at the session's next tick)")
+    return EXIT_OK
+
+
+def _add_phase(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", choices=PHASES, help="the phase spend is attributed to from now on")
+    add_layout_arg(p)
+    add_record_args(p)
+
+
+SUBCOMMANDS["phase"] = ("mark the running session's phase (build, load, warmup, run, failed, idle)",
+                        _add_phase, cmd_phase)
+
+
+# ------------------------------------------------------------------------- report
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    try:
+        rec = Recording.load(path)
+    except RecordError as exc:
+        return _fail(str(exc))
+    try:
+        out = Path(args.out) if args.out else path.with_name(f"{path.stem}-report")
+        try:
+            written = write_report(rec, out, args.acceptable_tasks)
+        except OSError as exc:
+            return _fail(f"{out}: cannot write the report: {exc.strerror or exc}")
+        for p in written:
+            print(p)
+        if rec.problems:
+            return _fail(f"{path}: damaged recording ({rec.problems[0]}); "
+                         f"the report covers the {len(rec.ticks)} readable ticks")
+        return EXIT_OK
+    finally:
+        rec.close()
+
+
+def _add_report(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", help="a session record (.sqlite)")
+    p.add_argument("--out", metavar="DIR", default=None, help="where to write (default: FILE-report/)")
+    p.add_argument("--acceptable-tasks", type=_non_negative_int, default=None, metavar="N",
+                   help="tasks you count as acceptable, for $ per acceptable task")
+
+
+SUBCOMMANDS["report"] = ("Markdown summary, CSVs and a chart from a session record", _add_report, cmd_report)
