@@ -16,6 +16,7 @@ from infertop.evaluation.figures import (
     node_status,
     part_window,
 )
+from infertop.evaluation.logs import log_silence_note
 from infertop.evaluation.money import cluster_cost_per_hour_usd, node_cost_per_hour_usd
 from infertop.view import ClusterView, NodeView, RollupView
 from layouts.model import Layout, NodeConfig
@@ -39,6 +40,10 @@ def evaluate_node(
     notes: list[str] = []
     for sample in state.latest():
         notes.extend(n for n in sample.notes if n not in notes)
+    engine = engine_view(engine_samples, now)
+    silence = log_silence_note(engine, gpus, layout.thresholds)
+    if silence is not None:
+        notes.append(silence)
     return NodeView(
         name=state.name,
         role=config.role if config else "mixed",
@@ -48,7 +53,7 @@ def evaluate_node(
         idle_fraction=idle_fraction(gpu_samples, layout.thresholds.idle_util_pct),
         gpus=gpus,
         nics=nic_views(nic_samples, config),
-        engine=engine_view(engine_samples, now),
+        engine=engine,
         age_s=age,
         sources=sorted(state.by_source),
         notes=notes,
