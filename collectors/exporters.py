@@ -309,6 +309,23 @@ def _node_parts(families: Exposition) -> dict[str, object]:
 EXPORTER_EXTRACTORS: list[Extractor] = [_dcgm_parts, _node_parts]
 
 
+#: Every sample name the extractors read: exporter pages are parsed for these only
+#: (a real node_exporter page has thousands of lines). Extractors added to
+#: `EXPORTER_EXTRACTORS` add their names here.
+EXPORTER_WANTED: set[str] = {
+    *(n for names, _ in _DCGM_GAUGES.values() for n in names),
+    _DCGM_UTIL_RATIO, *_DCGM_XID, *_DCGM_CLOCK_REASONS, *_DCGM_ECC_DBE, *_DCGM_NVLINK_ERRORS,
+    "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_RESERVED", "DCGM_FI_DEV_FB_TOTAL",
+    "node_network_receive_bytes_total", "node_network_transmit_bytes_total", "node_network_up",
+    "node_network_speed_bytes", "node_network_info", "node_network_protocol_type",
+    "node_bonding_slaves", "node_bonding_active",
+    "node_infiniband_state_id", "node_infiniband_rate_bytes_per_second",
+    "node_infiniband_port_data_received_bytes_total", "node_infiniband_port_data_transmitted_bytes_total",
+    "node_infiniband_port_transmit_wait_total", "node_infiniband_link_downed_total",
+    "node_infiniband_symbol_error_total",
+}
+
+
 def parts_from_exporter(families: Exposition) -> dict[str, object]:
     """Every part any known exporter contributes from one page (empty if none)."""
     parts: dict[str, object] = {}

@@ -71,6 +71,11 @@ class Profile:
                 for suffix in ("_sum", "_count")]
         return out
 
+    @property
+    def wanted(self) -> frozenset[str]:
+        """`metric_names` as a set, for `parse_exposition(wanted=…)`."""
+        return frozenset(self.metric_names())
+
 
 class ProfileError(ValueError):
     """A custom profile the layout got wrong; `field` is its path under `profiles`."""
@@ -241,4 +246,5 @@ def engine_sample_from_text(
     """Engine exposition text → `EngineSample`. Raises `ExpositionError` on garbage (and
     `ProfileError`, also a ValueError, on an unknown or malformed profile)."""
     resolved = resolve_profile(profile, custom_profiles)
-    return engine_sample_from_exposition(parse_exposition(text, where), resolved, source, where)
+    index = parse_exposition(text, where, wanted=resolved.wanted)
+    return engine_sample_from_exposition(index, resolved, source, where)

@@ -21,7 +21,7 @@ from typing import Any
 
 import aiohttp
 
-from collectors.exporters import parts_from_exporter
+from collectors.exporters import EXPORTER_WANTED, parts_from_exporter
 from collectors.exposition import MAX_EXPOSITION_BYTES, ExpositionError, parse_exposition, redact_url
 from collectors.profiles import (
     Profile,
@@ -123,7 +123,8 @@ class ScrapeSource(PollingSource):
     async def _read(self, endpoint: Endpoint, timeout_s: float) -> _Result:
         try:
             text = await self.fetch(endpoint.url, timeout_s)
-            index = parse_exposition(text, endpoint.url)
+            wanted = endpoint.profile.wanted if endpoint.profile is not None else EXPORTER_WANTED
+            index = parse_exposition(text, endpoint.url, wanted=wanted)
             if endpoint.profile is not None:
                 engine = engine_sample_from_exposition(index, endpoint.profile, where=endpoint.url)
                 return _Result(engine=engine)

@@ -10,6 +10,7 @@ from collectors.exposition import ExpositionError, clean_label, parse_exposition
 from collectors.profiles import (
     BUNDLED_PROFILES,
     ProfileError,
+    engine_sample_from_exposition,
     engine_sample_from_text,
     resolve_profile,
 )
@@ -150,12 +151,39 @@ def test_nan_is_unknown() -> None:
     ["this is not metrics", 'x{a="b} 1', "a{", "{} 1", "\x00\x01\x02", "<html><body>502</body></html>"],
 )
 def test_garbage_is_an_exposition_error_without_the_text(text: str) -> None:
+    where = "http://user:s3cret@n1:8000/metrics"
     with pytest.raises(ExpositionError) as err:
-        engine_sample_from_text(text, "vllm", where="http://user:s3cret@n1:8000/metrics")
+        parse_exposition(text, where)
     message = str(err.value)
     assert message.startswith("bad exposition from http://***@n1:8000/metrics")
     assert "s3cret" not in message and text not in message
     assert len(message) < 200
+    # filtered to the profile's names, a malformed line of no interest may be skipped
+    # unread, but a page with nothing usable is still an error, and still quotes nothing
+    with pytest.raises(ExpositionError) as err:
+        engine_sample_from_text(text, "vllm", where=where)
+    message = str(err.value)
+    assert "s3cret" not in message and text not in message
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["vllm:num_requests_running 1\nthis is not metrics\n", "vllm:num_requests_running 1\n<html>\n"],
+)
+def test_prose_among_samples_is_garbage_even_when_skipped(text: str) -> None:
+    with pytest.raises(ExpositionError, match="bad exposition"):
+        engine_sample_from_text(text, "vllm")
+
+
+def test_wanted_filter_keeps_exact_names_only() -> None:
+    text = fixture("vllm_v1.txt")
+    wanted = frozenset({"vllm:prompt_tokens_total", "vllm:iteration_tokens_total_count"})
+    idx = parse_exposition(text, wanted=wanted)
+    assert set(idx.samples) == set(wanted)
+    # filtering changes nothing the profile reads
+    vllm = BUNDLED_PROFILES["vllm"]
+    unfiltered = engine_sample_from_exposition(parse_exposition(text), vllm)
+    assert engine_sample_from_text(text, "vllm") == unfiltered
 
 
 def test_every_bundled_profile_lists_exact_names() -> None:
