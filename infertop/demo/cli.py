@@ -1,0 +1,121 @@
+"""`infertop demo`: a simulated DeepInfer cluster on loopback, and the TUI on it.
+
+    infertop demo [--nodes N]                  endpoints in-process + the TUI
+    infertop demo --serve-only [--layout-out F] endpoints only, a layout for them in F,
+                                               until SIGINT / SIGTERM
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+import tempfile
+from pathlib import Path
+
+from infertop.cli import EXIT_OK, SUBCOMMANDS, UsageError
+from infertop.demo.scenario import RESTART_EVERY_S, pool_sizes, trouble_nodes
+from infertop.demo.server import DemoServer, ServerThread, write_layout
+from layouts import load_layout
+
+MAX_NODES = 4096
+
+
+def _nodes(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 2 <= value <= MAX_NODES:
+        raise argparse.ArgumentTypeError(f"{value} is out of range: 2 to {MAX_NODES} nodes")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be greater than 0")
+    return value
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--nodes", type=_nodes, default=16, metavar="N",
+                   help="simulated nodes, about a quarter prefill (default 16: 4 prefill, 12 decode)")
+    p.add_argument("--serve-only", action="store_true",
+                   help="serve the endpoints and write a layout for them; no TUI")
+    p.add_argument("--layout-out", metavar="FILE", default=None,
+                   help="where to write the layout (default: a file in the temp folder, printed)")
+    p.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1)")
+    p.add_argument("--seed", type=int, default=7, help="randomness seed (default 7)")
+    p.add_argument("--restart-every", type=_seconds, default=RESTART_EVERY_S, metavar="S",
+                   help=f"seconds between simulated engine restarts (default {RESTART_EVERY_S:g})")
+
+
+def _layout_path(args: argparse.Namespace) -> Path:
+    if args.layout_out:
+        return Path(args.layout_out)
+    return Path(tempfile.gettempdir()) / f"infertop-demo-{args.nodes}.toml"
+
+
+def _describe(server: DemoServer, path: Path) -> str:
+    prefill, decode = pool_sizes(len(server.cluster.plans))
+    troubles = trouble_nodes(prefill + decode).items()
+    trouble = ", ".join(f"{node} {kind.replace('_', ' ')}" for kind, node in troubles)
+    ports = server.addresses.ports if server.addresses else {}
+    return (
+        f"infertop demo: {prefill + decode} nodes ({prefill} prefill, {decode} decode) on "
+        f"{server.host}, ports {', '.join(f'{k} {v}' for k, v in ports.items())}\n"
+        f"  scripted trouble: {trouble or 'none at this size'}\n"
+        f"  layout: {path}\n"
+    )
+
+
+async def serve_until_signalled(server: DemoServer, path: Path) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await server.start()
+    try:
+        write_layout(server, path)
+        sys.stdout.write(_describe(server, path))
+        sys.stdout.flush()
+        await stop.wait()
+    finally:
+        await server.stop()
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    path = _layout_path(args)
+    server = DemoServer(args.nodes, host=args.host, seed=args.seed, restart_every_s=args.restart_every)
+    if args.serve_only:
+        try:
+            asyncio.run(serve_until_signalled(server, path))
+        except OSError as exc:
+            raise UsageError(f"infertop demo: cannot serve on {args.host}: {exc.strerror or exc}") from None
+        return EXIT_OK
+    from tui.app import run_tui  # Textual loads only for the TUI
+
+    thread = ServerThread(server)
+    try:
+        thread.start()
+    except OSError as exc:
+        raise UsageError(f"infertop demo: cannot serve on {args.host}: {exc.strerror or exc}") from None
+    try:
+        write_layout(server, path)
+        return run_tui(load_layout(path))
+    finally:
+        thread.stop()
+        if args.layout_out is None:
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+
+SUBCOMMANDS["demo"] = (
+    "a simulated DeepInfer cluster on loopback, and the TUI on it", add_arguments, cmd_demo
+)

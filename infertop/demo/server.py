@@ -1,0 +1,196 @@
+"""Serve the simulated cluster over real HTTP on loopback, and write a layout for it.
+
+One process, one port per endpoint type (engine, dcgm-exporter, node_exporter); a node's
+page is at ``/<node>/metrics`` on each. ``/targets`` on each port answers in Prometheus'
+HTTP service-discovery format (`__metrics_path__` per node), so a real Prometheus can
+scrape all nodes of a 1,024-node demo from three `http_sd_configs`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiohttp import web
+
+from infertop.demo.render import dcgm_page, engine_page, node_exporter_page
+from infertop.demo.scenario import (
+    BOND_MEMBER_GBPS,
+    ETH_GBPS,
+    GPUS_PER_NODE,
+    IB_GBPS,
+    IB_PORTS,
+    RESTART_EVERY_S,
+    SimCluster,
+    SimNode,
+)
+
+GPU_HOUR_USD = 10.582  # published Blackwell rate, per GPU-hour
+RESERVATION_AGO_S = 2 * 3600.0
+ENDPOINTS: dict[str, Callable[[SimNode, float], str]] = {
+    "engine": engine_page,
+    "dcgm": dcgm_page,
+    "node": node_exporter_page,
+}
+
+
+@dataclass(frozen=True)
+class DemoAddresses:
+    host: str
+    ports: dict[str, int]  # endpoint type → port
+
+    def url(self, kind: str, node: str) -> str:
+        return f"http://{self.host}:{self.ports[kind]}/{node}/metrics"
+
+
+class DemoServer:
+    """The simulated cluster's HTTP endpoints, on the running event loop."""
+
+    def __init__(self, nodes: int = 16, host: str = "127.0.0.1", seed: int = 7,
+                 restart_every_s: float = RESTART_EVERY_S):
+        self.cluster = SimCluster(nodes, started_at=time.time(), seed=seed, restart_every_s=restart_every_s)
+        self.host = host
+        self._runners: list[web.AppRunner] = []
+        self.addresses: DemoAddresses | None = None
+        self.requests = 0
+
+    def _app(self, kind: str) -> web.Application:
+        render = ENDPOINTS[kind]
+
+        async def page(request: web.Request) -> web.Response:
+            node = self.cluster.node(request.match_info["node"])
+            if node is None:
+                raise web.HTTPNotFound()
+            self.requests += 1
+            text = render(node, time.time())
+            return web.Response(text=text, content_type="text/plain", charset="utf-8",
+                                headers={"X-Content-Type-Options": "nosniff"})
+
+        async def targets(request: web.Request) -> web.Response:
+            port = self.addresses.ports[kind] if self.addresses else 0
+            return web.json_response([
+                {
+                    "targets": [f"{self.host}:{port}"],
+                    "labels": {"__metrics_path__": f"/{p.name}/metrics", "node": p.name, "role": p.role},
+                }
+                for p in self.cluster.plans
+            ])
+
+        app = web.Application()
+        app.router.add_get("/targets", targets)
+        app.router.add_get("/{node}/metrics", page)
+        return app
+
+    async def start(self, ports: dict[str, int] | None = None) -> DemoAddresses:
+        bound: dict[str, int] = {}
+        for kind in ENDPOINTS:
+            runner = web.AppRunner(self._app(kind), access_log=None, shutdown_timeout=0.5)
+            await runner.setup()
+            site = web.TCPSite(runner, self.host, (ports or {}).get(kind, 0))
+            await site.start()
+            self._runners.append(runner)
+            bound[kind] = runner.addresses[0][1]
+        self.addresses = DemoAddresses(self.host, bound)
+        return self.addresses
+
+    async def stop(self) -> None:
+        for runner in self._runners:
+            await runner.cleanup()
+        self._runners.clear()
+
+
+def _host_range(role: str, names: list[str]) -> str:
+    first, last = names[0].rsplit("-", 1)[1], names[-1].rsplit("-", 1)[1]
+    return f"{role}-[{first}-{last}]"
+
+
+def layout_toml(server: DemoServer, now: float | None = None) -> str:
+    """A layout for the served cluster: one `[[nodes]]` range per pool."""
+    addresses = server.addresses
+    assert addresses is not None, "start the server first"
+    now = time.time() if now is None else now
+    start = dt.datetime.fromtimestamp(now - RESERVATION_AGO_S, dt.UTC).replace(microsecond=0)
+    nics = ", ".join(
+        [f'{{ name = "{p}", expected_gbps = {IB_GBPS:g}, kind = "infiniband" }}' for p in IB_PORTS]
+        + [f'{{ name = "eth0", expected_gbps = {ETH_GBPS:g}, kind = "ethernet" }}',
+           f'{{ name = "bond0", expected_gbps = {2 * BOND_MEMBER_GBPS:g}, kind = "bond" }}']
+    )
+    lines = [
+        "# Written by `infertop demo --serve-only`: a simulated DeepInfer cluster on loopback.",
+        "[cluster]",
+        'name = "deepinfer-demo"',
+        "interval_s = 1.0",
+        "window_s = 10.0",
+        "",
+        "[session]",
+        f'reservation_start = "{start.isoformat().replace("+00:00", "Z")}"',
+        "",
+        "[pricing]",
+        f"gpu_hour_usd = {GPU_HOUR_USD}",
+    ]
+    for role in ("prefill", "decode"):
+        names = [p.name for p in server.cluster.plans if p.role == role]
+        lines += [
+            "",
+            "[[nodes]]",
+            f'hosts = "{_host_range(role, names)}"',
+            f'role = "{role}"',
+            f"gpus = {GPUS_PER_NODE}",
+            f'metrics = ["{addresses.url("dcgm", "{host}")}", "{addresses.url("node", "{host}")}"]',
+            f'engine = {{ url = "{addresses.url("engine", "{host}")}", profile = "deepinfer" }}',
+            f"nics = [{nics}]",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def write_layout(server: DemoServer, path: Path) -> None:
+    """Write atomically: a reader never sees half a layout."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(layout_toml(server), encoding="utf-8")
+    tmp.replace(path)
+
+
+class ServerThread:
+    """The demo endpoints on their own event loop in a daemon thread (for the TUI mode,
+    whose event loop belongs to Textual)."""
+
+    def __init__(self, server: DemoServer):
+        self.server = server
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="infertop-demo", daemon=True)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_until_complete(self.server.start())
+        except BaseException as exc:  # reported to the starting thread
+            self._error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        self._loop.run_forever()
+        self._loop.run_until_complete(self.server.stop())
+        self._loop.close()
+
+    def start(self, timeout_s: float = 10.0) -> DemoAddresses:
+        self._thread.start()
+        if not self._ready.wait(timeout_s):
+            raise RuntimeError("demo endpoints did not start")
+        if self._error is not None:
+            raise self._error
+        assert self.server.addresses is not None
+        return self.server.addresses
+
+    def stop(self) -> None:
+        if self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(5.0)
