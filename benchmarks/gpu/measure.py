@@ -198,9 +198,21 @@ def under_load(handles: list[Any], load_s: float, sample_s: float, probe_ticks: 
     probe_lines: list[tuple[float, dict[str, Any], list[dict[str, float]]]] = []
 
     def run_probe() -> None:
-        # the probe exactly as the ssh source runs it: its own process, JSON lines on stdout
-        proc = subprocess.Popen([sys.executable, str(ROOT / "collectors" / "probe.py"), "1", str(probe_ticks)],
-                                stdout=subprocess.PIPE, text=True)
+        # the probe as the ssh source sends it: the bundled single file, its own process, with
+        # no access to this repository (PYTHONPATH dropped), JSON lines on stdout
+        script = Path("/tmp/infertop-probe-bundle.py")
+        try:
+            from collectors.probe_bundle import probe_script
+
+            script.write_text(probe_script())
+            argv = [sys.executable, str(script), "1", str(probe_ticks)]
+            env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+            print("probe: bundled single file", script, flush=True)
+        except Exception as exc:  # no bundler in this checkout: the module file itself
+            print(f"probe: bundle unavailable ({exc}); running collectors/probe.py", flush=True)
+            argv = [sys.executable, str(ROOT / "collectors" / "probe.py"), "1", str(probe_ticks)]
+            env = dict(os.environ)
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env)
         assert proc.stdout is not None
         for line in proc.stdout:
             at = time.time() - t0
@@ -238,6 +250,12 @@ def under_load(handles: list[Any], load_s: float, sample_s: float, probe_ticks: 
                   f"sm {g.get('sm_clock_mhz')} | direct util {d['util_pct']} power {d['power_w']:.1f} sm {d['sm_clock_mhz']}")
     summary = {k: {"median_abs_diff": statistics.median(v), "max_abs_diff": max(v)} for k, v in diffs.items() if v}
     print("probe − direct NVML:", summary)
+    cpu = [line.get("probe_cpu_s") for _, line, _ in probe_lines]
+    if len(cpu) >= 3 and all(c is not None for c in cpu):
+        # skip the first tick: it includes start-up and nvmlInit
+        per_tick_ms = (cpu[-1] - cpu[1]) / (len(cpu) - 2) * 1000
+        summary["probe_cpu_ms_per_tick"] = per_tick_ms
+        print(f"probe CPU per tick (user+sys, from its own os.times): {per_tick_ms:.2f} ms")
     RESULT["probe_vs_direct"] = {"rows": rows, "summary": summary, "lines": len(probe_lines)}
     load.wait(timeout=load_s + 30)
     tail = load.stdout.read() if load.stdout else ""
@@ -284,13 +302,22 @@ def _swallow(fn: Callable[[], Any]) -> None:
         pass
 
 
-def side_by_side(handles: list[Any]) -> None:
-    section("per-sample cost of every GPU, side by side")
+def side_by_side(handles: list[Any], key: str = "side_by_side") -> None:
+    section(f"per-sample cost of every GPU, side by side ({key})")
     rows: dict[str, dict[str, float]] = {}
     reader = probe.NvmlReader()
     reader.read()  # learn what is unsupported first, as it would in a running monitor
     rows["infertop NvmlReader.read (probe & local)"] = time_calls(reader.read, 300)
     rows["direct NVML, same six figures"] = time_calls(lambda: nvml_direct(handles), 300)
+    try:
+        state: dict[str, Any] = {"prev": None}
+
+        def probe_tick() -> None:
+            _, state["prev"] = probe.reading(reader, None, state["prev"])
+
+        rows["infertop probe.reading (GPUs+NICs+host, one tick)"] = time_calls(probe_tick, 200)
+    except Exception as exc:
+        print("probe.reading failed:", type(exc).__name__, exc)
     source = LocalSource("local", interval_s=1.0)
     source.read()
     rows["infertop LocalSource.read (GPUs+NICs+host)"] = time_calls(source.read, 200)
@@ -323,8 +350,18 @@ def side_by_side(handles: list[Any]) -> None:
     for name, r in rows.items():
         r["ratio_to_direct_nvml"] = r["median_us"] / base
         print(f"{name:52} {r['median_us']:10.1f} {r['p99_us']:10.1f} {r['ratio_to_direct_nvml']:14.1f}")
-    RESULT["side_by_side"] = rows
+    RESULT[key] = rows
     reader.close()
+
+
+def side_by_side_under_load(handles: list[Any]) -> None:
+    load = start_load(40.0)
+    try:
+        time.sleep(1.0)
+        side_by_side(handles, key="side_by_side_under_load")
+    finally:
+        load.kill()
+        load.wait()
 
 
 def main() -> int:
@@ -342,6 +379,7 @@ def main() -> int:
         lambda: under_load(handles, args.load_s, args.sample_s, args.probe_ticks),
         lambda: per_call_costs(handles),
         lambda: side_by_side(handles),
+        lambda: side_by_side_under_load(handles),
     ]
     failed = 0
     for step in steps:
