@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collectors.local import LocalSource
 from collectors.log_source import local_log_sources
+from collectors.scrape import scrape_source_for
 from collectors.source import Source
 from collectors.ssh import ssh_source_for
 from layouts.model import Layout
@@ -20,4 +21,7 @@ def build_sources(layout: Layout) -> list[Source]:
     ssh = ssh_source_for(layout)  # every node with an `ssh` target, one shared source
     if ssh is not None:
         sources.append(ssh)
+    scrape = scrape_source_for(layout)  # nodes with `metrics` / an engine URL and no ssh
+    if scrape is not None:
+        sources.append(scrape)
     return sources
