@@ -1,0 +1,263 @@
+"""The demo cluster: its plan, its pages, and end to end through `infertop snapshot`."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import statistics
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import infertop_bin
+
+from collectors.exporters import EXPORTER_WANTED, parts_from_exporter
+from collectors.exposition import parse_exposition
+from collectors.profiles import engine_sample_from_text
+from infertop.demo.render import dcgm_page, engine_page, node_exporter_page
+from infertop.demo.scenario import (
+    NUM_SPEC_TOKENS,
+    SimCluster,
+    plan_cluster,
+    pool_sizes,
+    restart_order,
+    trouble_nodes,
+)
+
+# ---------------------------------------------------------------------------- plan
+
+
+def test_pools_are_about_a_quarter_prefill() -> None:
+    assert pool_sizes(16) == (4, 12)
+    assert pool_sizes(2) == (1, 1)
+    assert pool_sizes(3) == (1, 2)
+    assert pool_sizes(128) == (32, 96)
+    assert pool_sizes(1024) == (256, 768)
+    with pytest.raises(ValueError):
+        pool_sizes(1)
+
+
+def test_trouble_is_deterministic_and_documented() -> None:
+    assert trouble_nodes(16) == {"ports_down": "decode-03", "idle": "prefill-02", "straggler": "decode-07"}
+    # a cluster too small for a straggler or an idle prefill node simply has none
+    assert trouble_nodes(4) == {"ports_down": "decode-03"}
+    names = [p.name for p in plan_cluster(1024)]
+    assert names[0] == "prefill-001" and names[-1] == "decode-768" and len(set(names)) == 1024
+    assert trouble_nodes(1024)["straggler"] == "decode-007"
+
+
+def test_restarts_rotate_over_calm_nodes_and_reset_counters() -> None:
+    t0 = 1_000_000.0
+    cluster = SimCluster(16, started_at=t0, restart_every_s=60.0)
+    order = restart_order(cluster.plans)
+    assert order[0] == "decode-01" and "decode-03" not in order and "prefill-02" not in order
+    first = cluster.nodes[order[0]]
+    second = cluster.nodes[order[1]]
+    first.advance(t0 + 59.0)
+    second.advance(t0 + 59.0)
+    before = first.engine.steps
+    assert before > 0
+    first.advance(t0 + 62.0)  # restarted at t0 + 60: only ~2 s of steps since
+    assert first.restarts == 1 and first.engine.steps < before / 10
+    assert first.engine_started_at == t0 + 60.0
+    second.advance(t0 + 62.0)
+    assert second.restarts == 0  # its turn is at t0 + 120
+    second.advance(t0 + 121.0)
+    assert second.restarts == 1
+
+
+def test_pages_round_trip_through_the_real_parsers() -> None:
+    now = time.time()
+    cluster = SimCluster(16, started_at=now - 30)
+    decode = cluster.nodes["decode-01"]
+    e = engine_sample_from_text(engine_page(decode, now), "deepinfer")
+    assert e.steps_total and e.drafts_total and e.accepted_tokens_total and e.draft_tokens_total
+    assert e.draft_tokens_total == pytest.approx(e.drafts_total * NUM_SPEC_TOKENS, rel=1e-6)
+    assert 0.6 <= e.accepted_tokens_total / e.draft_tokens_total <= 0.8
+    # generated = one bonus token per draft + the accepted ones
+    assert e.generation_tokens_total == pytest.approx(e.drafts_total + e.accepted_tokens_total, rel=1e-3)
+    gpus = parts_from_exporter(parse_exposition(dcgm_page(decode, now), wanted=EXPORTER_WANTED))["gpus"]
+    assert len(gpus) == 8 and all(g.name == "NVIDIA B200" for g in gpus)  # type: ignore[attr-defined]
+    parts = parts_from_exporter(parse_exposition(node_exporter_page(decode, now), wanted=EXPORTER_WANTED))
+    nics = {n.name: n for n in parts["nics"]}  # type: ignore[attr-defined]
+    assert {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3", "eth0", "bond0", "lo"} <= set(nics)
+    assert nics["bond0"].members == ["eth1", "eth2"] and nics["bond0"].members_up == 2
+    prefill = engine_sample_from_text(engine_page(cluster.nodes["prefill-01"], now), "vllm")
+    assert prefill.drafts_total is None  # no speculative decoding on the prefill pool
+    assert prefill.prompt_tokens_total and prefill.ttft_seconds_count
+
+
+# ---------------------------------------------------------------------------- end to end
+
+
+def _dead_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_for(path: Path, proc: subprocess.Popen[str], timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        if proc.poll() is not None:
+            raise AssertionError(f"demo exited early: {proc.stdout.read() if proc.stdout else ''}")
+        if time.monotonic() > deadline:
+            raise AssertionError("demo did not write its layout")
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, subprocess.Popen[str]]]:
+    layout = tmp_path_factory.mktemp("demo") / "demo.toml"
+    proc = subprocess.Popen(
+        [infertop_bin(), "demo", "--serve-only", "--nodes", "16", "--layout-out", str(layout),
+         "--restart-every", "3"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        _wait_for(layout, proc)
+        yield layout, proc
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def snapshot(demo: tuple[Path, subprocess.Popen[str]], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    layout, _ = demo
+    text = layout.read_text()
+    engine_port = text.split('engine = { url = "http://127.0.0.1:', 1)[1].split("/", 1)[0]
+    # a node whose endpoint is dead, and one that serves something that is not metrics
+    # (the demo's own JSON target list), beside the simulated cluster
+    text += (
+        '\n[[nodes]]\nname = "dead-01"\nrole = "decode"\ngpus = 8\n'
+        f'engine = {{ url = "http://127.0.0.1:{_dead_port()}/metrics" }}\n'
+        f'metrics = ["http://127.0.0.1:{_dead_port()}/metrics"]\n'
+        '\n[[nodes]]\nname = "garbage-01"\nrole = "decode"\ngpus = 8\n'
+        f'engine = {{ url = "http://127.0.0.1:{engine_port}/targets" }}\n'
+    )
+    extended = tmp_path_factory.mktemp("snap") / "with-bad-nodes.toml"
+    extended.write_text(text)
+    out = subprocess.run(
+        [infertop_bin(), "snapshot", "--layout", str(extended), "--json", "--window", "4"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+
+def _nodes(snapshot: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {n["name"]: n for n in snapshot["nodes"]}
+
+
+def test_demo_prints_where_it_serves(demo: tuple[Path, subprocess.Popen[str]]) -> None:
+    layout, proc = demo
+    assert proc.poll() is None
+    text = layout.read_text()
+    assert 'hosts = "decode-[01-12]"' in text and "gpu_hour_usd = 10.582" in text
+
+
+def test_every_simulated_node_is_ok_despite_the_bad_ones(snapshot: dict[str, Any]) -> None:
+    nodes = _nodes(snapshot)
+    assert len(nodes) == 18
+    simulated = {k: v for k, v in nodes.items() if k not in ("dead-01", "garbage-01")}
+    assert {n["status"] for n in simulated.values()} == {"ok"}, {k: v["error"] for k, v in simulated.items()}
+    assert nodes["dead-01"]["status"] == "error"
+    assert nodes["dead-01"]["error"].startswith("cannot connect to http://127.0.0.1:")
+    assert nodes["garbage-01"]["status"] == "error"
+    assert nodes["garbage-01"]["error"].startswith("bad exposition from http://127.0.0.1:")
+    assert nodes["garbage-01"]["engine"] is None
+
+
+def test_decode_figures_in_range(snapshot: dict[str, Any]) -> None:
+    nodes = _nodes(snapshot)
+    decode = [n for n in nodes.values() if n["role"] == "decode" and n["engine"]]
+    assert len(decode) == 12
+    for node in decode:
+        e = node["engine"]
+        # all rates stay sane although engines restart every 3 s in turn
+        assert e["draft_acceptance"] is not None and 0.55 <= e["draft_acceptance"] <= 0.85, node["name"]
+        assert e["mean_acceptance_length"] == pytest.approx(1 + NUM_SPEC_TOKENS * e["draft_acceptance"], rel=0.02)
+        assert e["full_acceptance_tokens_per_s"] > e["accepted_tokens_per_s"] > 0
+        assert 40 <= e["requests_running"] <= 70 and 0 < e["kv_cache_usage"] < 1
+        if node["name"] != "decode-07":
+            assert 38 <= e["decode_steps_per_s"] <= 62, (node["name"], e["decode_steps_per_s"])
+        assert len(node["gpus"]) == 8 and node["cost_per_hour_usd"] == pytest.approx(8 * 10.582)
+
+
+def test_straggler_is_recognisable(snapshot: dict[str, Any]) -> None:
+    nodes = _nodes(snapshot)
+    peers = [n["engine"]["decode_steps_per_s"] for k, n in nodes.items()
+             if n["role"] == "decode" and n["engine"] and k != "decode-07"]
+    slow = nodes["decode-07"]["engine"]["decode_steps_per_s"]
+    assert slow < 0.8 * statistics.median(peers)
+    # and why: one GPU thermally throttled
+    assert any(g["sm_clock_mhz"] < 1500 for g in nodes["decode-07"]["gpus"])
+
+
+def test_idle_prefill_node_is_recognisable(snapshot: dict[str, Any]) -> None:
+    idle = _nodes(snapshot)["prefill-02"]
+    assert idle["idle_fraction"] == 1.0
+    assert idle["engine"]["requests_running"] == 0
+    assert idle["engine"]["prompt_tokens_per_s"] == 0
+    assert all(g["util_pct"] < 5 for g in idle["gpus"])
+    busy = _nodes(snapshot)["prefill-01"]
+    assert busy["idle_fraction"] == 0.0 and busy["engine"]["prompt_tokens_per_s"] > 1000
+
+
+def test_ports_down_node_is_recognisable(snapshot: dict[str, Any]) -> None:
+    nodes = _nodes(snapshot)
+    nics = {n["name"]: n for n in nodes["decode-03"]["nics"]}
+    assert nics["mlx5_1"]["state"] == "down" and nics["mlx5_2"]["state"] == "down"
+    assert nics["mlx5_0"]["state"] == "active" and nics["mlx5_0"]["expected_gbps"] == 400
+    ib = [nics[p]["rx_bytes_per_s"] or 0.0 for p in ("mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3")]
+    assert ib[0] / sum(ib) > 0.8  # traffic piled on one port
+    healthy = {n["name"]: n for n in nodes["decode-01"]["nics"]}
+    assert {healthy[p]["state"] for p in ("mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3")} == {"active"}
+    assert healthy["bond0"]["members"] == ["eth1", "eth2"] and healthy["bond0"]["members_up"] == 2
+
+
+def test_spend_runs_from_a_reservation_in_the_past(snapshot: dict[str, Any]) -> None:
+    session = snapshot["session"]
+    # 18 nodes × 8 GPUs at $10.582 (the two bad nodes are billed too: rented is rented)
+    assert snapshot["cluster"]["total"]["cost_per_hour_usd"] == pytest.approx(16 * 8 * 10.582, rel=0.15)
+    assert session["elapsed_s"] >= 2 * 3600
+    assert session["spend_usd"] > 2 * 16 * 8 * 10.582 * 0.99
+
+
+def test_roles_roll_up(snapshot: dict[str, Any]) -> None:
+    roles = snapshot["cluster"]["roles"]
+    assert roles["prefill"]["nodes"] == 4
+    assert roles["decode"]["accepted_tokens_per_s"] > 0
+    assert 0.6 <= roles["decode"]["draft_acceptance"] <= 0.8
+
+
+def test_bad_node_count_is_exit_2() -> None:
+    out = subprocess.run([infertop_bin(), "demo", "--nodes", "1"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert len(out.stderr.strip().splitlines()) == 1 and "2 to" in out.stderr
+
+
+def test_serve_only_stops_cleanly_on_sigint(tmp_path: Path) -> None:
+    layout = tmp_path / "l.toml"
+    proc = subprocess.Popen(
+        [infertop_bin(), "demo", "--serve-only", "--nodes", "2", "--layout-out", str(layout)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        _wait_for(layout, proc)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(15) == 0
+        assert 'hosts = "prefill-[01-01]"' in layout.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
