@@ -46,6 +46,10 @@ def cmd_tui(args: argparse.Namespace) -> int:
     from tui.app import run_tui  # Textual loads only for the TUI
 
     layout = _layout_or_local(args.layout)
+    if not args.no_record:  # the session record is on by default (infertop.session_cli)
+        from infertop.session_cli import run_recorded_tui
+
+        return run_recorded_tui(layout, args.record)
     return run_tui(layout)
 
 
@@ -99,6 +103,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"infertop {__version__}")
     parser.add_argument("--layout", metavar="FILE", help="layout file (default: this machine)")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging to stderr")
+    parser.add_argument("--record", metavar="FILE", default=None,
+                        help="session record (default: one per layout in $INFERTOP_STATE_DIR or "
+                             "$XDG_STATE_HOME/infertop)")
+    parser.add_argument("--no-record", action="store_true", help="do not record the session")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, (help_text, add_args, _run) in SUBCOMMANDS.items():
         add_args(sub.add_parser(name, help=help_text, description=help_text))

@@ -12,6 +12,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from infertop.cli import EXIT_BAD_INPUT, EXIT_OK, SUBCOMMANDS, _layout_or_local, add_layout_arg
 from infertop.format import fmt_usd
@@ -19,6 +20,10 @@ from infertop.report import write_report
 from infertop.session import PHASES
 from infertop.store import Recorder, RecordError, Recording, add_phase_mark, default_record_path
 from infertop.view import Snapshot
+from layouts.model import Layout
+
+if TYPE_CHECKING:
+    from infertop.feed import MonitorFeed
 
 
 def _fail(message: str) -> int:
@@ -178,3 +183,70 @@ def _add_report(p: argparse.ArgumentParser) -> None:
 
 
 SUBCOMMANDS["report"] = ("Markdown summary, CSVs and a chart from a session record", _add_report, cmd_report)
+
+
+# ------------------------------------------------------------------------- the live TUI
+
+
+def recorded_feed(layout: Layout, record: str | None) -> MonitorFeed:
+    """The live feed with the session record attached (resumed when still open)."""
+    from infertop.feed import MonitorFeed
+
+    class RecordedFeed(MonitorFeed):
+        def __init__(self) -> None:
+            super().__init__(layout)
+            self.recorder = Recorder.attach(self.monitor, Path(record) if record else None)
+            self._closed = False
+
+        def mark_phase(self, phase: str) -> None:
+            # through the ledger's own marking: exact to the second, and kept in the record
+            self.monitor.mark_phase(phase)
+
+        async def stop(self) -> None:
+            await super().stop()
+            if not self._closed:
+                self._closed = True
+                self.recorder.close()
+
+    return RecordedFeed()
+
+
+def run_recorded_tui(layout: Layout, record: str | None) -> int:
+    """`infertop [--layout F] [--record FILE]`: the TUI, recording the session."""
+    from tui.app import run_feed  # Textual loads only for the TUI
+
+    try:
+        feed = recorded_feed(layout, record)
+    except RecordError as exc:
+        return _fail(str(exc))
+    path = feed.monitor.record_path
+    try:
+        return run_feed(feed)
+    finally:
+        # the TUI has left the screen: say where the session went
+        print(f"infertop: session record {path} (infertop report {path})", file=sys.stderr)
+
+
+# ------------------------------------------------------------------------- replay
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from infertop.replay import ReplayFeed
+
+    try:
+        feed = ReplayFeed.open(Path(args.file), args.speed)
+    except RecordError as exc:
+        return _fail(str(exc))
+    from tui.replay_app import run_replay  # Textual loads only for the TUI
+
+    return run_replay(feed)
+
+
+def _add_replay(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", help="a session record (.sqlite)")
+    p.add_argument("--speed", type=_positive, default=1.0, metavar="X",
+                   help="play X times faster than recorded (default 1)")
+
+
+SUBCOMMANDS["replay"] = ("the TUI on a session record, with pause (space) and seek ([ ] { } 0 9)",
+                         _add_replay, cmd_replay)

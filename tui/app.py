@@ -44,6 +44,8 @@ class InfertopApp(App[int]):
         Binding("question_mark", "help", "Help", tooltip="This list of keys"),
         Binding("p", "toggle_pause", "Pause",
                 tooltip="Pause / resume rendering (collection and spend go on)"),
+        Binding("m", "pick_phase", "Phase",
+                tooltip="Mark the session phase (build, load, warmup, run, failed, idle)"),
     ]
 
     def __init__(self, feed: SnapshotFeed, history_length: int = 60) -> None:
@@ -140,6 +142,15 @@ class InfertopApp(App[int]):
     def set_sort(self, index: int) -> None:
         self.overview.sort_index = index
         self._on_overview("_rerender")
+
+    def action_pick_phase(self) -> None:
+        if not can_mark_phase(self.feed):
+            self.notify("a recording's phases cannot be changed", severity="warning")
+            return
+        from tui.session_panel import PhasePicker
+
+        current = self.latest_snapshot.session.phase if self.latest_snapshot else None
+        self.push_screen(PhasePicker(current), lambda phase: self.mark_phase(phase) if phase else None)
 
     def mark_phase(self, phase: str) -> None:
         if can_mark_phase(self.feed):

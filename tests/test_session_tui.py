@@ -1,0 +1,144 @@
+"""The session in the TUI: the panel, the phase key, the live record, and replay with
+pause and seek — through Textual's Pilot over the real Monitor and a real record file."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+from tui_helpers import FrozenFeed, NodeSpec, SyntheticSource, make_layout, screen_text, wait_for
+
+from infertop.replay import ReplayFeed
+from infertop.runtime import Monitor
+from infertop.session_cli import recorded_feed
+from infertop.store import Recorder, Recording
+from infertop.view import Snapshot
+from tui.app import InfertopApp
+from tui.replay_app import ReplayApp
+from tui.session_panel import PhasePicker, SessionPanel, budget_bar, session_lines
+
+SIZE = (200, 50)
+
+
+def specs() -> list[NodeSpec]:
+    return [NodeSpec("decode-01"), NodeSpec("prefill-01", role="prefill")]
+
+
+def test_panel_lines_and_budget_bar() -> None:
+    feed = FrozenFeed(specs(), ticks=4)
+    s = feed.frames[-1].session
+    text = "\n".join(line.plain for line in session_lines(s, [1.0, 2.0, 3.0], [5.0, 6.0, None], 10))
+    assert f"spend ${s.spend_usd:,.2f}" in text
+    assert "of $100.00" in text and "phase run" in text
+    assert "by phase run" in text and "API-equivalent" in text
+    assert "record off" in text
+    assert budget_bar(0.5, 10).plain == "█" * 5 + "░" * 5
+    assert budget_bar(1.2, 10).plain == "█" * 10
+    assert budget_bar(None, 4).plain == "────"
+
+
+async def test_session_panel_in_the_overview() -> None:
+    feed = FrozenFeed(specs(), ticks=5)
+    app = InfertopApp(feed)  # type: ignore[arg-type]
+    async with app.run_test(size=SIZE) as pilot:
+        panel = app.overview.query_one(SessionPanel)
+        await wait_for(pilot, lambda: panel.last_taken_at == feed.frames[-1].taken_at)
+        assert 1 <= len(panel.spend_history) <= 5  # a burst of frames collapses to the latest
+        last = feed.frames[-1].session
+        await wait_for(pilot, lambda: "API-equivalent" in screen_text(app))
+        text = screen_text(app)
+        assert f"session · ${last.spend_usd:,.2f}" in text
+        assert "runs out in" in text and "by phase run" in text
+
+
+async def test_phase_key_marks_the_live_session(tmp_path: Path) -> None:
+    layout = make_layout(specs(), interval_s=0.25)
+    feed = recorded_feed(layout, str(tmp_path / "live.sqlite"))
+    feed.monitor.sources[:] = []  # replaced below by the in-memory source
+    feed.monitor.fleet.sources = [SyntheticSource(specs(), 0.25)]
+    app = InfertopApp(feed)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.frames_rendered >= 2)
+        assert "live.sqlite" in screen_text(app)  # the record's path is shown
+        await pilot.press("m")
+        await wait_for(pilot, lambda: isinstance(app.screen, PhasePicker))
+        await pilot.press("up", "up", "enter")  # from "run" up to "load"
+        await wait_for(pilot, lambda: app.latest_snapshot is not None
+                       and app.latest_snapshot.session.phase == "load")
+        await wait_for(pilot, lambda: "phase load" in screen_text(app))
+    # the app stopped the feed: the record is closed as a clean end, phases and all
+    rec = Recording.load(tmp_path / "live.sqlite")
+    try:
+        assert rec.meta.get("ended_at") is not None
+        assert rec.ledger is not None and rec.ledger.phase == "load"
+        assert [p for _, p in rec.ledger.marks] == ["load"]
+        assert len(rec.ticks) >= 2
+    finally:
+        rec.close()
+
+
+def make_recording(tmp_path: Path, ticks: int = 30) -> tuple[Path, list[Snapshot]]:
+    layout = make_layout(specs(), interval_s=1.0)
+    start = 1_800_000_000.0
+    monitor = Monitor(layout, sources=[], clock=lambda: start)
+    recorder = Recorder.attach(monitor, tmp_path / "rec.sqlite")
+    frames = [monitor.tick(start + i * 10.0) for i in range(ticks)]  # one frame per 10 s
+    recorder.close()
+    return recorder.path, frames
+
+
+async def test_replay_feed_pause_and_seek(tmp_path: Path) -> None:
+    path, frames = make_recording(tmp_path)
+    feed = ReplayFeed.open(path, speed=1000.0)
+    got: list[Snapshot] = []
+    await feed.start(got.append)
+    try:
+        assert got[0] == frames[0]
+        feed.pause()
+        feed.seek(95.0)  # from the first frame, 95 s on: the frame at 100 s
+        assert got[-1] == frames[10] and feed.paused
+        feed.seek(-1000.0)
+        assert got[-1] == frames[0]
+        feed.seek_index(29)
+        assert got[-1] == frames[29]
+        feed.seek_index(5)
+        feed.resume()
+        for _ in range(200):
+            if feed.finished:
+                break
+            await asyncio.sleep(0.01)
+        assert feed.finished and got[-1] == frames[-1]
+        assert got[-25:] == frames[5:]  # played on in order from where it was sought
+    finally:
+        await feed.stop()
+
+
+async def test_replay_app_keys(tmp_path: Path) -> None:
+    path, frames = make_recording(tmp_path)
+    feed = ReplayFeed.open(path, speed=0.5)  # 20 s per frame: nothing moves on its own
+    app = ReplayApp(feed)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.latest_snapshot == frames[0])
+        await pilot.press("space")
+        assert feed.paused
+        await pilot.press("right_square_bracket")  # +1 min
+        await wait_for(pilot, lambda: app.latest_snapshot == frames[6])
+        await pilot.press("9")
+        await wait_for(pilot, lambda: app.latest_snapshot == frames[-1])
+        await pilot.press("0")
+        await wait_for(pilot, lambda: app.latest_snapshot == frames[0])
+        assert "replay 1/30" in app.sub_title
+        await pilot.press("m")  # a recording's phases cannot be changed
+        assert not isinstance(app.screen, PhasePicker)
+
+
+def test_replay_refuses_a_record_without_ticks(tmp_path: Path) -> None:
+    path, _ = make_recording(tmp_path, ticks=1)
+    conn = sqlite3.connect(path)
+    conn.execute("DELETE FROM ticks")
+    conn.commit()
+    conn.close()
+    from infertop.cli import main
+
+    assert main(["replay", str(path)]) == 2

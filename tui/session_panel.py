@@ -1,0 +1,167 @@
+"""The session panel: running spend, spend by phase, idle spend, $/1M tokens, the
+API-equivalent, a budget bar and a chart of spend and accepted tokens/s over time.
+
+Registered with `tui.panels` on import. Also holds the phase picker (a modal the app
+opens with a key) so that everything about the session lives in one module.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from rich.console import Group
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+from infertop.format import fmt_num, fmt_pct, fmt_usd
+from infertop.session import PHASES
+from infertop.view import SessionView, Snapshot
+from tui.panels import register_panel
+from tui.sparkline import sparkline
+from tui.text import inert
+
+CHART_POINTS = 240  # frames kept for the chart: 4 minutes at 1 s
+
+
+def fmt_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    s = round(seconds)
+    days, s = divmod(s, 86400)
+    h, s = divmod(s, 3600)
+    m, s = divmod(s, 60)
+    if days:
+        return f"{days}d{h:02d}h"
+    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
+
+
+def budget_bar(used: float | None, width: int = 20) -> Text:
+    """█ for spent, ░ for left; yellow from 80 %, red at 100 %."""
+    if used is None:
+        return Text("─" * width, style="grey50")
+    filled = max(0, min(width, round(used * width)))
+    style = "red" if used >= 1.0 else "yellow" if used >= 0.8 else "green"
+    return Text("█" * filled, style=style) + Text("░" * (width - filled), style="grey50")
+
+
+def session_lines(s: SessionView, spend: list[float | None], tokens: list[float | None],
+                  chart_width: int = 40) -> list[Text]:
+    """The panel's text, one `Text` per line (a pure function: easy to test)."""
+    lines: list[Text] = []
+    head = Text.assemble(
+        ("spend ", "grey70"), (fmt_usd(s.spend_usd), "bold"),
+        ("  at ", "grey70"), f"{fmt_usd(s.cost_per_hour_usd)}/h",
+        ("  idle ", "grey70"), fmt_usd(s.idle_spend_usd),
+        f" ({fmt_pct(s.idle_fraction)} now)",
+        ("  phase ", "grey70"), (s.phase, "bold cyan"),
+        ("  for ", "grey70"), fmt_duration(s.elapsed_s),
+    )
+    lines.append(head)
+    if s.budget_usd is not None:
+        alert = {"80%": ("  ▲ 80% of budget", "yellow"), "100%": ("  ■ budget spent", "bold red")}
+        lines.append(Text.assemble(
+            ("budget ", "grey70"), budget_bar(s.budget_used_fraction),
+            f" {fmt_pct(s.budget_used_fraction)} of {fmt_usd(s.budget_usd)}",
+            ("  runs out in ", "grey70"), fmt_duration(s.budget_exhausted_in_s),
+            alert.get(s.budget_alert or "", ("", "")),
+        ))
+    lines.append(Text.assemble(
+        ("$/1M tok ", "grey70"), fmt_usd(s.usd_per_million_output_tokens, 3),
+        ("  $/request ", "grey70"), fmt_usd(s.usd_per_request, 4),
+        ("  $/task ", "grey70"), fmt_usd(s.usd_per_acceptable_task, 4),
+        ("  tokens ", "grey70"), fmt_num(s.accepted_tokens, 0),
+    ))
+    ratio = s.api_break_even_ratio
+    verdict = "" if ratio is None else ("  cheaper than the API" if ratio < 1 else "  dearer than the API")
+    lines.append(Text.assemble(
+        ("API-equivalent ", "grey70"), fmt_usd(s.api_equivalent_usd, 4),
+        ("  spend ÷ API ", "grey70"), fmt_num(ratio, 2), (verdict, "grey70"),
+    ))
+    if s.spend_by_phase:
+        parts: list[Text | str | tuple[str, str]] = [("by phase ", "grey70")]
+        for p in s.spend_by_phase:
+            parts += [(p.phase, "cyan"), f" {fmt_usd(p.spend_usd)} ({fmt_duration(p.seconds)})  "]
+        lines.append(Text.assemble(*parts))
+    lines.append(Text.assemble(("spend  ", "grey70"), (sparkline(spend, chart_width), "red")))
+    lines.append(Text.assemble(("tok/s  ", "grey70"), (sparkline(tokens, chart_width), "blue"),
+                               f" {fmt_num(s.accepted_tokens_per_s, 0)}"))
+    if s.api_cache_note and "cache misses" in s.api_cache_note:
+        lines.append(Text.assemble(("note ", "grey70"), inert(s.api_cache_note, "grey50", 120)))
+    record = s.record_path
+    lines.append(Text.assemble(("record ", "grey70"),
+                               inert(record, "grey50", 120) if record else Text("off", "grey50")))
+    return lines
+
+
+class SessionPanel(Vertical):
+    DEFAULT_CSS = """
+    SessionPanel {
+        height: auto;
+        max-height: 14;
+        width: 3fr;
+        border: round $panel-lighten-2;
+        border-title-color: $text-muted;
+    }
+    SessionPanel > Static { height: auto; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__(id="session-panel")
+        self.border_title = "session"
+        self.body = Static("waiting for the first tick…", id="session-body")
+        self.spend_history: deque[float | None] = deque(maxlen=CHART_POINTS)
+        self.tokens_history: deque[float | None] = deque(maxlen=CHART_POINTS)
+        self.last_taken_at: str | None = None
+
+    def compose(self) -> ComposeResult:
+        yield self.body
+
+    def show_snapshot(self, snapshot: Snapshot) -> None:
+        s = snapshot.session
+        if snapshot.taken_at != self.last_taken_at:  # a re-render is not a new point
+            self.last_taken_at = snapshot.taken_at
+            self.spend_history.append(s.spend_usd)
+            self.tokens_history.append(s.accepted_tokens_per_s)
+        width = max(10, min(CHART_POINTS, (self.size.width or 60) - 20))
+        self.body.update(Group(*session_lines(s, list(self.spend_history), list(self.tokens_history), width)))
+        alert = f" · budget {s.budget_alert}" if s.budget_alert else ""
+        self.border_title = f"session · {fmt_usd(s.spend_usd)}{alert}"
+
+
+class PhasePicker(ModalScreen[str | None]):
+    """Pick the phase spend is attributed to from now on (Enter), or Esc to leave it."""
+
+    BINDINGS = [Binding("escape", "dismiss_none", "Cancel")]
+    DEFAULT_CSS = """
+    PhasePicker { align: center middle; }
+    PhasePicker > OptionList { width: 40; height: auto; border: round $primary; }
+    """
+
+    def __init__(self, current: str | None = None) -> None:
+        super().__init__()
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        options = OptionList(*[Option(f"{p}{'  (now)' if p == self.current else ''}", id=p) for p in PHASES])
+        options.border_title = "mark phase"
+        yield options
+
+    def on_mount(self) -> None:
+        options = self.query_one(OptionList)
+        if self.current in PHASES:
+            options.highlighted = PHASES.index(self.current)
+        options.focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
+
+    def action_dismiss_none(self) -> None:
+        self.dismiss(None)
+
+
+register_panel(SessionPanel)
