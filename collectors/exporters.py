@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from collectors.ascend import ASCEND_WANTED, ascend_parts
 from collectors.exposition import Exposition, clean_label
 from collectors.sample import GpuSample, NicKind, NicSample
 
@@ -324,6 +325,11 @@ EXPORTER_WANTED: set[str] = {
     "node_infiniband_port_transmit_wait_total", "node_infiniband_link_downed_total",
     "node_infiniband_symbol_error_total",
 }
+
+
+# Huawei npu-exporter: mapped in its own module, registered here so every page is tried
+EXPORTER_EXTRACTORS.append(ascend_parts)
+EXPORTER_WANTED.update(ASCEND_WANTED)
 
 
 def parts_from_exporter(families: Exposition) -> dict[str, object]:
