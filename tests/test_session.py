@@ -222,3 +222,12 @@ def test_monitor_feeds_the_ledger() -> None:
     snap = monitor.tick(t0 + 4)
     assert snap.session.phase == "failed"
     assert snap.to_json_dict()["session"]["spend_usd"] == pytest.approx(18.0 * (H + 4) / H)
+
+
+def test_non_finite_figures_do_not_poison_the_sum() -> None:
+    ledger = SessionLedger(started_at=0.0)
+    ledger.advance(TickFigures(now=10.0, cost_per_hour_usd=36.0))
+    ledger.advance(TickFigures(now=20.0, cost_per_hour_usd=float("nan"), idle_fraction=float("inf")))
+    ledger.advance(TickFigures(now=30.0, cost_per_hour_usd=36.0, idle_fraction=float("nan")))
+    assert ledger.view(30.0).spend_usd == pytest.approx(0.2, abs=EPS)  # the NaN stretch is unknown
+    assert ledger.idle_spend_usd == 0
