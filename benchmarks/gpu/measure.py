@@ -14,6 +14,13 @@ What it shows, in one run (see BENCHMARKS.md for the figures and the exact comma
      subprocess; plus the per-call cost of each NVML function the reader uses.
 Everything goes to stdout and, as JSON, to OUT/measure.json when --out is given.
 Usage: python3 benchmarks/gpu/measure.py [--out DIR] [--load-s 45] [--sample-s 20]
+
+The GPU machine has torch, pynvml and psutil but no network: carry the rest as wheels.
+Here: `pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp
+--platform manylinux2014_x86_64 --platform any -d .whl nvitop blessed jinxed wcwidth
+pydantic==<ours> pydantic-core==<ours> annotated-types typing-inspection typing-extensions`
+plus `pip wheel --no-deps -w .whl gpustat` (sdist only); there: `pip install --no-index
+--no-deps --target /tmp/site .whl/*.whl` and PYTHONPATH=/tmp/site:$PWD.
 """
 
 from __future__ import annotations
