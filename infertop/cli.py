@@ -151,4 +151,8 @@ def entry() -> NoReturn:
 
 
 if __name__ == "__main__":
-    entry()
+    # Run through the canonical module object: plug-in subcommands register into
+    # `infertop.cli.SUBCOMMANDS`, which under `python -m` is not this `__main__` module.
+    from infertop import cli as _canonical
+
+    _canonical.entry()

@@ -1,0 +1,5 @@
+"""`python -m infertop` runs the CLI."""
+
+from infertop.cli import entry
+
+entry()
