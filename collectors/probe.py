@@ -20,6 +20,8 @@ import time
 # Stdlib-only helpers; the SSH bundle pastes their text above this file instead.
 # bundle: strip-begin
 from collectors.probe_engine import ENGINE_MAX_BYTES, fetch_engine
+from collectors.probe_logs import LogWatch
+from collectors.probe_npu import open_npus
 
 # bundle: strip-end
 
@@ -559,6 +561,33 @@ def reading(gpu_reader, gpu_note, prev_cpu, engine=None):
     return out, cpu
 
 
+def open_log_watch(log_config):
+    """(LogWatch, None) for the config's engine log, (None, note) if it is unusable."""
+    if not log_config:
+        return None, None
+    try:
+        return LogWatch(log_config), None
+    except Exception as exc:  # a bad pattern must not stop the GPU and NIC figures
+        return None, "engine log not followed: %s" % (str(exc)[:150],)
+
+
+def add_npus_and_log(out, npu_reader, log_watch, log_note):
+    """Put NPU figures (npu-smi) and parsed engine-log figures into a reading, in place."""
+    if npu_reader is not None:
+        out["gpus"] = npu_reader.read()
+        out["nics"] = out["nics"] + npu_reader.read_ports()
+        if npu_reader.note:
+            out["notes"].append(npu_reader.note)
+    if log_note:
+        out["notes"].append(log_note)
+    if log_watch is not None:
+        try:
+            out["engine"], notes = log_watch.read()
+            out["notes"].extend(notes)
+        except Exception as exc:  # never: the watch swallows bad input; but never die for it
+            out["notes"].append("engine log: %s" % (exc.__class__.__name__,))
+
+
 def parse_config(argv):
     """The probe's one argument: a JSON object (or, for hand use, `INTERVAL [COUNT]`)."""
     if len(argv) > 1 and argv[1].lstrip().startswith("{"):
@@ -601,12 +630,20 @@ def run(config):
     count = int(config.get("count") or 0)  # 0 = until the session closes
     engine = config.get("engine") or None
     gpu_reader, gpu_note = open_gpus()
+    # no NVIDIA GPU: an Ascend node is read through npu-smi, unless an exporter covers it
+    npu_reader = None
+    if gpu_reader is None and config.get("npu_smi", True):
+        npu_reader, npu_note = open_npus()
+        if npu_reader is not None or npu_note:
+            gpu_note = npu_note
+    log_watch, log_note = open_log_watch(config.get("engine_log"))
     prev_cpu = None
     n = 0
     next_at = time.monotonic()
     try:
         while True:
             out, prev_cpu = reading(gpu_reader, gpu_note, prev_cpu, engine)
+            add_npus_and_log(out, npu_reader, log_watch, log_note)
             sys.stdout.write(json.dumps(out, separators=(",", ":")) + "\n")
             sys.stdout.flush()
             n += 1

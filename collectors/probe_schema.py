@@ -34,6 +34,11 @@ def sample_from_reading(node: str, source: str, reading: Any, taken_at: float) -
         host = reading.get("host")
         engine = reading.get("engine")
         notes = reading.get("notes") or []
+        if isinstance(engine, dict) and isinstance(engine.get("log_last_line_at"), int | float):
+            # the node's clock stamped the log line: move it onto the receiver's clock
+            sent_at = reading.get("t")
+            if isinstance(sent_at, int | float):
+                engine = {**engine, "log_last_line_at": engine["log_last_line_at"] + taken_at - sent_at}
         return NodeSample(
             node=node,
             source=source,

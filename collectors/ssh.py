@@ -29,11 +29,12 @@ from typing import Any
 
 import asyncssh
 
+from collectors.log_source import log_watch_config
 from collectors.probe_bundle import BOOTSTRAP, bootstrap_payload
 from collectors.probe_schema import sample_from_reading
 from collectors.sample import EngineSample, NodeSample
 from collectors.source import Emit, Source
-from layouts.model import Layout, SshOptions
+from layouts.model import Layout, NodeConfig, SshOptions
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +80,8 @@ class SshNode:
     target: str
     engine_url: str | None = None
     engine_profile: str = "vllm"
+    engine_log_json: str | None = None  # the probe's LogWatch config (log_source.log_watch_config)
+    npu_smi: bool = True  # read Ascend NPUs with npu-smi when the node has no NVIDIA GPU
 
 
 def probe_command(python: str) -> str:
@@ -206,6 +209,10 @@ class SshSource(Source):
                 "url": node.engine_url,
                 "timeout_s": min(self.interval_s * 0.8, ENGINE_TIMEOUT_MAX_S),
             }
+        if node.engine_log_json:
+            config["engine_log"] = json.loads(node.engine_log_json)
+        if not node.npu_smi:
+            config["npu_smi"] = False
         return json.dumps(config)
 
     # ------------------------------------------------------------------ streaming
@@ -364,6 +371,11 @@ class _CountingEmit:
         self.emit(sample)
 
 
+def _engine_log_json(node: NodeConfig, layout: Layout) -> str | None:
+    config = log_watch_config(node.engine, layout) if node.engine is not None else None
+    return json.dumps(config) if config is not None else None
+
+
 def ssh_source_for(layout: Layout) -> SshSource | None:
     """One `SshSource` for every node with an `ssh` target (sharing one handshake bound).
 
@@ -382,6 +394,9 @@ def ssh_source_for(layout: Layout) -> SshSource | None:
                 target=node.ssh,
                 engine_url=engine.url if fetch and engine is not None else None,
                 engine_profile=engine.profile if engine is not None else "vllm",
+                engine_log_json=_engine_log_json(node, layout),
+                # an npu-exporter in `metrics` covers the NPUs: no npu-smi on the node
+                npu_smi=not (node.accelerator == "npu" and node.metrics),
             )
         )
     if not nodes:
