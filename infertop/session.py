@@ -22,7 +22,13 @@ from typing import Any
 
 from collectors.sample import NodeSample
 from infertop.evaluation.api_price import BUNDLED, api_cost, describe
-from infertop.evaluation.money import break_even_ratio, budget_status, usd_per, usd_per_million
+from infertop.evaluation.money import (
+    break_even_ratio,
+    budget_status,
+    usd_per,
+    usd_per_million,
+    usd_per_million_at_rate,
+)
 from infertop.view import PhaseSpend, SessionView
 from layouts.model import ApiPriceTable
 
@@ -334,6 +340,9 @@ class SessionLedger:
             accepted_tokens_per_s=self.accepted_tokens_per_s,
             unwatched_s=self.unwatched_s,
             record_path=record_path,
+            usd_per_million_output_tokens_now=usd_per_million_at_rate(
+                self.cost_per_hour_usd, self.accepted_tokens_per_s
+            ),
         )
 
     # ------------------------------------------------------------------ persistence

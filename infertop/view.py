@@ -168,6 +168,9 @@ class SessionView(_View):
     accepted_tokens_per_s: float | None = None
     unwatched_s: float = 0.0  # charged time infertop did not see (before start, crashes)
     record_path: str | None = None  # the session record being written, if any
+    # $/h ÷ accepted tokens/h right now: the marginal cost, meaningful even when the session
+    # figure above is inflated by spend from before infertop started counting tokens
+    usd_per_million_output_tokens_now: float | None = None
 
 
 class Snapshot(_View):

@@ -183,3 +183,12 @@ def test_cost_weighted_idle() -> None:
     assert cost_weighted_idle_fraction([(100.0, 1.0), (300.0, 0.0)]) == pytest.approx(0.25)
     assert cost_weighted_idle_fraction([(100.0, None), (None, 0.5)]) is None
     assert cost_weighted_idle_fraction([(0.0, 0.5), (0.0, 1.0)]) == pytest.approx(0.75)
+
+
+def test_usd_per_million_at_rate() -> None:
+    from infertop.evaluation.money import usd_per_million_at_rate
+
+    # $36/h at 10 tokens/s = 36,000 tokens/h → $1,000 per 1M tokens
+    assert usd_per_million_at_rate(36.0, 10.0) == pytest.approx(1000.0, rel=1e-12)
+    assert usd_per_million_at_rate(36.0, 0.0) is None
+    assert usd_per_million_at_rate(None, 10.0) is None

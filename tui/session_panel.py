@@ -72,6 +72,7 @@ def session_lines(s: SessionView, spend: list[float | None], tokens: list[float 
         ))
     lines.append(Text.assemble(
         ("$/1M tok ", "grey70"), fmt_usd(s.usd_per_million_output_tokens, 3),
+        ("  now ", "grey70"), fmt_usd(s.usd_per_million_output_tokens_now, 3),
         ("  $/request ", "grey70"), fmt_usd(s.usd_per_request, 4),
         ("  $/task ", "grey70"), fmt_usd(s.usd_per_acceptable_task, 4),
         ("  tokens ", "grey70"), fmt_num(s.accepted_tokens, 0),

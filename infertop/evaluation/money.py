@@ -67,6 +67,15 @@ def usd_per_million(spend: float | None, tokens: float | None) -> float | None:
     return None if per_token is None else per_token * 1e6
 
 
+def usd_per_million_at_rate(
+    cost_per_hour_usd: float | None, tokens_per_s: float | None
+) -> float | None:
+    """What 1M tokens cost at the current $/h and tokens/s (None when nothing is produced)."""
+    if cost_per_hour_usd is None or not tokens_per_s or tokens_per_s <= 0:
+        return None
+    return cost_per_hour_usd / (tokens_per_s * 3600.0) * 1e6
+
+
 def break_even_ratio(spend: float | None, api_equivalent: float | None) -> float | None:
     """Spend ÷ API-equivalent: below 1 the cluster is cheaper than the API for these tokens."""
     return usd_per(spend, api_equivalent)
