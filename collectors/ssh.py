@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 ENGINE_TIMEOUT_MAX_S = 2.0
+STARTUP_S = 30.0  # how long a fresh probe may take to its first reading
 
 
 def sanitise(text: str, limit: int = 200) -> str:
@@ -159,6 +160,8 @@ class SshSource(Source):
         # a session that is up but silent (hung node, stopped probe) is dropped after this
         self.stall_s = stall_s if stall_s is not None else max(5 * interval_s, 5.0)
         self.command = probe_command(self.options.python)
+        if self.options.insecure_no_host_key_check:
+            log.warning("ssh: host keys are NOT verified (layout ssh.insecure_no_host_key_check)")
         self._custom_profiles = custom_profiles
         self._engine: EngineConverter | None = None
         self._engine_loaded = False
@@ -269,13 +272,17 @@ class SshSource(Source):
         stderr_task = asyncio.create_task(drain_stderr())
         try:
             process.stdin.write(bootstrap_payload(self._config_json(node)))
+            # the first reading waits for interpreter start and nvmlInit (seconds on a big
+            # node, longer on a busy one); after that a silent probe is a stalled one
+            wait_s = max(self.stall_s, STARTUP_S)
             while True:
                 try:
-                    line = await asyncio.wait_for(process.stdout.readline(), self.stall_s)
+                    line = await asyncio.wait_for(process.stdout.readline(), wait_s)
                 except TimeoutError:
-                    raise ProbeEnded(f"no reading from the probe for {self.stall_s:g} s") from None
+                    raise ProbeEnded(f"no reading from the probe for {wait_s:g} s") from None
                 if not line:
                     break
+                wait_s = self.stall_s
                 emit(self._sample(node, line))
             # EOF on stdout: the probe exited; let stderr and the exit status arrive
             with contextlib.suppress(TimeoutError, asyncssh.Error):
