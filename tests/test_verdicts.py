@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infertop.evaluation.conditions import idle_condition
+from infertop.evaluation.conditions import idle_condition, role_pools
 from infertop.evaluation.verdicts import VerdictTracker, hunt_order, node_conditions
 from infertop.view import EngineView, GpuView, NicView, NodeView, VerdictView
 from layouts.model import Layout, NicExpectation, NodeConfig, Thresholds
@@ -56,7 +56,8 @@ def only(views: Sequence[NodeView], kind: str, name: str = "decode-01") -> Verdi
 
 def conditions(n: NodeView, lay: Layout, peers: Sequence[NodeView] | None = None) -> dict[str, str]:
     config = lay.node(n.name) if any(c.name == n.name for c in lay.nodes) else None
-    return {c.kind: c.detail for c in node_conditions(n, peers or [n], config, lay.thresholds, 0.0)}
+    pools = role_pools(peers or [n])
+    return {c.kind: c.detail for c in node_conditions(n, pools, config, lay.thresholds, 0.0)}
 
 
 # --------------------------------------------------------------------------- hold / clear
@@ -206,7 +207,7 @@ def test_negotiated_below_expected_rate() -> None:
 def test_bond_on_fewer_members() -> None:
     bond = NicView(name="bond0", kind="bond", state="up", speed_gbps=100, members=["eth2", "eth3"],
                    members_up=1, rx_bytes_per_s=1e6, tx_bytes_per_s=1e6)
-    c = node_conditions(node(nics=[bond]), [], None, Thresholds(), 0.0)
+    c = node_conditions(node(nics=[bond]), {}, None, Thresholds(), 0.0)
     assert [(x.kind, x.detail, x.severity) for x in c] == [
         ("link-starved", "bond0 on 1 of 2 members", "critical")
     ]
@@ -310,7 +311,7 @@ def test_throttled_names_gpus_and_reasons() -> None:
     g[1] = GpuView(index=1, util_pct=90, clock_event_reasons=0x4 | 0x1)
     g[2] = GpuView(index=2, util_pct=90, clock_event_reasons=0x20 | 0x40)
     g[3] = GpuView(index=3, util_pct=90, clock_event_reasons=0x4)
-    c = node_conditions(node(gpus=g, cost_per_hour_usd=40.0), [], None, Thresholds(), 0.0)
+    c = node_conditions(node(gpus=g, cost_per_hour_usd=40.0), {}, None, Thresholds(), 0.0)
     assert [(x.kind, x.detail) for x in c] == [
         ("throttled", "GPUs 1,3 SwPowerCap; GPU 2 SwThermal+HwThermal")
     ]

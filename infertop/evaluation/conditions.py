@@ -111,32 +111,53 @@ def _steps(node: NodeView) -> float | None:
     return node.engine.decode_steps_per_s if node.engine is not None else None
 
 
-def straggler_condition(
-    node: NodeView, nodes: Sequence[NodeView], th: Thresholds
-) -> Condition | None:
-    """Decode steps/s well below the median of the node's role peers.
+@dataclass(frozen=True)
+class RolePool:
+    """What a straggler is measured against: its role's busy nodes, computed once a tick."""
 
-    An engine with nothing to do is idle, not slow: it stays out of the median and is
-    never called a straggler.
+    median_steps_per_s: float | None
+    reporting: int  # busy, answering nodes with a steps/s figure
+    cost_per_hour_usd: float | None  # the whole pool's, idle nodes included
+
+
+def role_pools(nodes: Sequence[NodeView]) -> dict[str, RolePool]:
+    """Per role: the median decode steps/s of its busy nodes and the pool's $/h.
+
+    An engine with nothing to do is idle, not slow: it stays out of the median.
     """
+    steps: dict[str, list[float]] = {}
+    costs: dict[str, list[float | None]] = {}
+    for n in nodes:
+        costs.setdefault(n.role, []).append(n.cost_per_hour_usd)
+        mine = _steps(n)
+        if n.status == "ok" and mine is not None and engine_busy(n):
+            steps.setdefault(n.role, []).append(mine)
+    return {
+        role: RolePool(
+            median_steps_per_s=statistics.median(steps[role]) if steps.get(role) else None,
+            reporting=len(steps.get(role, ())),
+            cost_per_hour_usd=total(role_costs),
+        )
+        for role, role_costs in costs.items()
+    }
+
+
+def straggler_condition(node: NodeView, pool: RolePool | None, th: Thresholds) -> Condition | None:
+    """Decode steps/s well below the median of the node's role peers (never an idle one)."""
     mine = _steps(node)
-    if mine is None or node.status != "ok" or not engine_busy(node):
+    if mine is None or pool is None or node.status != "ok" or not engine_busy(node):
         return None
-    pool = [n for n in nodes if n.role == node.role]
-    reporting = [s for n in pool if n.status == "ok" and engine_busy(n) and (s := _steps(n)) is not None]
-    if len(reporting) < th.straggler_min_nodes:
-        return None
-    median = statistics.median(reporting)
-    if median <= 0:
+    median = pool.median_steps_per_s
+    if pool.reporting < th.straggler_min_nodes or median is None or median <= 0:
         return None
     ratio = mine / median
     if ratio >= th.straggler_ratio:
         return None
-    pool_cost = total(n.cost_per_hour_usd for n in pool)
-    stake = pool_cost * (1 - ratio) if pool_cost is not None else None
+    cost = pool.cost_per_hour_usd
+    stake = cost * (1 - ratio) if cost is not None else None
     detail = (
         f"{mine:.1f} decode steps/s, {ratio * 100:.0f} % of the {node.role} median "
-        f"{median:.1f} ({len(reporting)} nodes)"
+        f"{median:.1f} ({pool.reporting} nodes)"
     )
     return Condition(STRAGGLER, detail, "warning", stake)
 

@@ -21,8 +21,10 @@ from infertop.evaluation.conditions import (
     SEVERITY_RANK,
     STATUS_KINDS,
     Condition,
+    RolePool,
     gpu_error_condition,
     idle_condition,
+    role_pools,
     status_condition,
     straggler_condition,
     throttled_condition,
@@ -31,24 +33,27 @@ from infertop.evaluation.links import link_condition
 from infertop.view import NodeView, VerdictView
 from layouts.model import Layout, NodeConfig, Thresholds
 
+ALL_KINDS = STATUS_KINDS + HEALTH_KINDS
+
 
 def node_conditions(
     node: NodeView,
-    nodes: Sequence[NodeView],
+    pools: Mapping[str, RolePool],
     config: NodeConfig | None,
     th: Thresholds,
     now: float,
     ecc_baseline: Mapping[int, int] | None = None,
 ) -> list[Condition]:
     """Every condition true of `node` now. A node that is not `ok` yields only its status:
-    its figures are old, and what they say is no longer evidence."""
+    its figures are old, and what they say is no longer evidence. `pools`: `role_pools`
+    of every node this tick (computed once, not per node)."""
     status = status_condition(node, now)
     if status is not None:
         return [status]
     found = [
         idle_condition(node, th),
         link_condition(node, config, th),
-        straggler_condition(node, nodes, th),
+        straggler_condition(node, pools.get(node.role), th),
         throttled_condition(node),
         gpu_error_condition(node, ecc_baseline or {}),
     ]
@@ -160,9 +165,10 @@ class VerdictTracker:
         for key in [k for k in self._tracks if k[0] not in present]:
             del self._tracks[key]
         out = []
+        pools = role_pools(nodes)
         for node in nodes:
             baseline = self._update_ecc(node)
-            found = node_conditions(node, nodes, configs.get(node.name), th, now, baseline)
+            found = node_conditions(node, pools, configs.get(node.name), th, now, baseline)
             conds = {c.kind: c for c in found}
             ok = node.status == "ok"
             for kind in STATUS_KINDS:
@@ -176,10 +182,11 @@ class VerdictTracker:
                 track = self._tracks.get((node.name, kind))
                 if track is not None and not track.active:
                     del self._tracks[(node.name, kind)]
+            shown = ALL_KINDS if ok else STATUS_KINDS
             verdicts = [
                 self._view(t)
-                for (name, kind), t in self._tracks.items()
-                if name == node.name and t.active and (ok or kind in STATUS_KINDS)
+                for kind in shown
+                if (t := self._tracks.get((node.name, kind))) is not None and t.active
             ]
             verdicts.sort(key=verdict_sort_key)
             out.append(node.model_copy(update={"verdicts": verdicts}))
