@@ -299,6 +299,8 @@ def test_straggler_needs_three_reporting_peers_and_ignores_idle_ones() -> None:
     assert "straggler" not in conditions(pool[1], layout(), pool)
     other_role = [*decode_pool([60.0, 30.0]), node("prefill-01", role="prefill", engine=engine(60.0))]
     assert "straggler" not in conditions(other_role[1], layout(), other_role)
+    prefill = [node(f"prefill-0{i}", role="prefill", engine=engine(steps=s)) for i, s in enumerate((8, 8, 3))]
+    assert "straggler" not in conditions(prefill[2], layout(), prefill)  # arrival-driven, not a straggler
     pool = decode_pool([60.0, 50.0, 55.0])  # 50 is 91 % of 55: within the ratio
     assert all("straggler" not in conditions(n, layout(), pool) for n in pool)
 

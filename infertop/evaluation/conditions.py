@@ -142,10 +142,17 @@ def role_pools(nodes: Sequence[NodeView]) -> dict[str, RolePool]:
     }
 
 
+# Decode ranks of an expert-parallel group step together, so a slow one holds back all;
+# a prefill node's step rate follows its prompt arrivals and says nothing of its health.
+STRAGGLER_ROLES = ("decode", "mixed")
+
+
 def straggler_condition(node: NodeView, pool: RolePool | None, th: Thresholds) -> Condition | None:
     """Decode steps/s well below the median of the node's role peers (never an idle one)."""
     mine = _steps(node)
-    if mine is None or pool is None or node.status != "ok" or not engine_busy(node):
+    if node.role not in STRAGGLER_ROLES or pool is None or node.status != "ok":
+        return None
+    if mine is None or not engine_busy(node):
         return None
     median = pool.median_steps_per_s
     if pool.reporting < th.straggler_min_nodes or median is None or median <= 0:
