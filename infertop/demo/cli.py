@@ -52,6 +52,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="where to write the layout (default: a file in the temp folder, printed)")
     p.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1)")
     p.add_argument("--seed", type=int, default=7, help="randomness seed (default 7)")
+    p.add_argument("--platform", choices=("nvidia", "ascend"), default="nvidia",
+                   help="accelerators to simulate: NVIDIA GPUs (dcgm-exporter) or Ascend NPUs "
+                        "(npu-exporter) (default nvidia)")
     p.add_argument("--restart-every", type=_seconds, default=RESTART_EVERY_S, metavar="S",
                    help=f"seconds between simulated engine restarts (default {RESTART_EVERY_S:g})")
 
@@ -92,7 +95,8 @@ async def serve_until_signalled(server: DemoServer, path: Path) -> None:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     path = _layout_path(args)
-    server = DemoServer(args.nodes, host=args.host, seed=args.seed, restart_every_s=args.restart_every)
+    server = DemoServer(args.nodes, host=args.host, seed=args.seed, restart_every_s=args.restart_every,
+                        platform=args.platform)
     if args.serve_only:
         try:
             asyncio.run(serve_until_signalled(server, path))

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from infertop.demo.ascend import ASCEND_ENDPOINTS, ascend_nics_toml
 from infertop.demo.render import dcgm_page, engine_page, node_exporter_page
 from infertop.demo.scenario import (
     BOND_MEMBER_GBPS,
@@ -53,15 +54,17 @@ class DemoServer:
     """The simulated cluster's HTTP endpoints, on the running event loop."""
 
     def __init__(self, nodes: int = 16, host: str = "127.0.0.1", seed: int = 7,
-                 restart_every_s: float = RESTART_EVERY_S):
+                 restart_every_s: float = RESTART_EVERY_S, platform: str = "nvidia"):
         self.cluster = SimCluster(nodes, started_at=time.time(), seed=seed, restart_every_s=restart_every_s)
+        self.platform = platform  # "nvidia" (dcgm-exporter) or "ascend" (npu-exporter)
+        self.endpoints = ASCEND_ENDPOINTS if platform == "ascend" else ENDPOINTS
         self.host = host
         self._runners: list[web.AppRunner] = []
         self.addresses: DemoAddresses | None = None
         self.requests = 0
 
     def _app(self, kind: str) -> web.Application:
-        render = ENDPOINTS[kind]
+        render = self.endpoints[kind]
 
         async def page(request: web.Request) -> web.Response:
             node = self.cluster.node(request.match_info["node"])
@@ -89,7 +92,7 @@ class DemoServer:
 
     async def start(self, ports: dict[str, int] | None = None) -> DemoAddresses:
         bound: dict[str, int] = {}
-        for kind in ENDPOINTS:
+        for kind in self.endpoints:
             runner = web.AppRunner(self._app(kind), access_log=None, shutdown_timeout=0.5)
             await runner.setup()
             site = web.TCPSite(runner, self.host, (ports or {}).get(kind, 0))
@@ -116,10 +119,15 @@ def layout_toml(server: DemoServer, now: float | None = None) -> str:
     assert addresses is not None, "start the server first"
     now = time.time() if now is None else now
     start = dt.datetime.fromtimestamp(now - RESERVATION_AGO_S, dt.UTC).replace(microsecond=0)
+    ascend = server.platform == "ascend"
+    fabric = (
+        [ascend_nics_toml()] if ascend  # the NPUs' own RoCE ports: no IB HCAs on the host
+        else [f'{{ name = "{p}", expected_gbps = {IB_GBPS:g}, kind = "infiniband" }}' for p in IB_PORTS]
+    )
     nics = ", ".join(
-        [f'{{ name = "{p}", expected_gbps = {IB_GBPS:g}, kind = "infiniband" }}' for p in IB_PORTS]
-        + [f'{{ name = "eth0", expected_gbps = {ETH_GBPS:g}, kind = "ethernet" }}',
-           f'{{ name = "bond0", expected_gbps = {2 * BOND_MEMBER_GBPS:g}, kind = "bond" }}']
+        [*fabric,
+         f'{{ name = "eth0", expected_gbps = {ETH_GBPS:g}, kind = "ethernet" }}',
+         f'{{ name = "bond0", expected_gbps = {2 * BOND_MEMBER_GBPS:g}, kind = "bond" }}']
     )
     lines = [
         "# Written by `infertop demo --serve-only`: a simulated DeepInfer cluster on loopback.",
@@ -136,13 +144,15 @@ def layout_toml(server: DemoServer, now: float | None = None) -> str:
     ]
     for role in ("prefill", "decode"):
         names = [p.name for p in server.cluster.plans if p.role == role]
+        device_url = addresses.url("npu" if ascend else "dcgm", "{host}")
         lines += [
             "",
             "[[nodes]]",
             f'hosts = "{_host_range(role, names)}"',
             f'role = "{role}"',
             f"gpus = {GPUS_PER_NODE}",
-            f'metrics = ["{addresses.url("dcgm", "{host}")}", "{addresses.url("node", "{host}")}"]',
+            *(['accelerator = "npu"'] if ascend else []),
+            f'metrics = ["{device_url}", "{addresses.url("node", "{host}")}"]',
             f'engine = {{ url = "{addresses.url("engine", "{host}")}", profile = "deepinfer" }}',
             f"nics = [{nics}]",
         ]
