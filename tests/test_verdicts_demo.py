@@ -1,0 +1,86 @@
+"""End to end: the demo's scripted trouble yields exactly the right verdicts on exactly the
+right nodes, and every healthy node stays clean.
+
+The demo serves its simulated exporters over real HTTP in a subprocess (`--serve-only`);
+the real `infertop snapshot --json` reads them through the layout the demo wrote, with
+short hold times appended, over a window longer than those hold times.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from conftest import infertop_bin
+
+from infertop.demo.scenario import PORTS_DOWN, THROTTLED_GPU, trouble_nodes
+from layouts import LayoutError, load_layout
+
+NODES = 16
+SHORT_HOLDS = "\n[thresholds]\nhold_s = 3\nclear_s = 3\nidle_hold_s = 3\n"
+
+
+def wait_for_layout(path: Path, server: subprocess.Popen[str], timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise AssertionError(f"demo exited: {server.stderr.read() if server.stderr else ''}")
+        if path.exists():
+            try:
+                load_layout(path)
+                return
+            except LayoutError:
+                pass  # still being written
+        time.sleep(0.1)
+    raise AssertionError("the demo wrote no layout in time")
+
+
+def test_demo_trouble_gives_exactly_the_right_verdicts(tmp_path: Path) -> None:
+    layout = tmp_path / "demo.toml"
+    server = subprocess.Popen(
+        [infertop_bin(), "demo", "--serve-only", "--nodes", str(NODES), "--layout-out", str(layout)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        wait_for_layout(layout, server)
+        short = tmp_path / "short-holds.toml"
+        short.write_text(layout.read_text() + SHORT_HOLDS)
+        proc = subprocess.run(
+            [infertop_bin(), "snapshot", "--layout", str(short), "--window", "10", "--json"],
+            capture_output=True, text=True, timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr
+        snapshot = json.loads(proc.stdout)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(5)
+
+    nodes = {n["name"]: n for n in snapshot["nodes"]}
+    assert len(nodes) == NODES and all(n["status"] == "ok" for n in nodes.values()), [
+        (n["name"], n["status"], n["error"]) for n in nodes.values() if n["status"] != "ok"
+    ]
+    trouble = trouble_nodes(NODES)
+    expected: dict[str, list[str]] = {name: [] for name in nodes}
+    expected[trouble["ports_down"]] = ["link-starved"]
+    expected[trouble["idle"]] = ["idle"]
+    # the scenario's straggler runs slow because one of its GPUs is thermally throttled
+    expected[trouble["straggler"]] = ["straggler", "throttled"]
+    got = {name: sorted(v["kind"] for v in n["verdicts"]) for name, n in nodes.items()}
+    assert got == expected
+
+    def detail(node: str, kind: str) -> str:
+        return next(v["detail"] for v in nodes[node]["verdicts"] if v["kind"] == kind)
+
+    link = detail(trouble["ports_down"], "link-starved")
+    assert link.startswith("; ".join(f"{p} down" for p in PORTS_DOWN) + "; mlx5_0 carries 8"), link
+    assert detail(trouble["straggler"], "throttled").startswith(f"GPU {THROTTLED_GPU} ")
+    assert "% of the decode median" in detail(trouble["straggler"], "straggler")
+    idle = next(v for v in nodes[trouble["idle"]]["verdicts"])
+    assert idle["usd_per_hour_at_stake"] == nodes[trouble["idle"]]["cost_per_hour_usd"] > 0
