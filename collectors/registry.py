@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collectors.local import LocalSource
 from collectors.log_source import local_log_sources
+from collectors.prom import prom_source_for
 from collectors.scrape import scrape_source_for
 from collectors.source import Source
 from collectors.ssh import ssh_source_for
@@ -24,4 +25,7 @@ def build_sources(layout: Layout) -> list[Source]:
     scrape = scrape_source_for(layout)  # nodes with `metrics` / an engine URL and no ssh
     if scrape is not None:
         sources.append(scrape)
+    prom = prom_source_for(layout)  # nodes no other source reads, and discovered ones
+    if prom is not None:
+        sources.append(prom)
     return sources

@@ -15,13 +15,14 @@ from collections.abc import Callable, Sequence
 
 from collectors.fleet import Fleet, FleetState
 from collectors.registry import build_sources
+from collectors.sample import NodeSample
 from collectors.source import Source
 from infertop.evaluation.cluster import evaluate_cluster, evaluate_nodes
 from infertop.evaluation.money import cost_weighted_idle_fraction
 from infertop.evaluation.verdicts import VerdictTracker
 from infertop.session import SessionLedger, TickFigures
 from infertop.view import Snapshot
-from layouts.model import Layout
+from layouts.model import Layout, NodeConfig
 
 log = logging.getLogger(__name__)
 Listener = Callable[[Snapshot], None]
@@ -58,6 +59,9 @@ class Monitor:
         self.record_path: str | None = None
         self.latest: Snapshot | None = None
         self._ticker: asyncio.Task[None] | None = None
+        if layout.prometheus is not None and layout.prometheus.discover:
+            self._named = set(names)
+            self.fleet.listeners.append(self._adopt_discovered)
 
     async def start(self, tick: bool = True) -> None:
         await self.fleet.start()
@@ -122,6 +126,15 @@ class Monitor:
             except Exception:
                 log.exception("snapshot listener failed")
         return snapshot
+
+    def _adopt_discovered(self, sample: NodeSample) -> None:
+        """A node found in Prometheus joins the layout: its role, priced per GPU seen."""
+        if not sample.ok or sample.node in self._named:
+            return
+        self._named.add(sample.node)
+        assert self.layout.prometheus is not None
+        node = NodeConfig(name=sample.node, role=self.layout.prometheus.discover_role)
+        self.layout = self.layout.model_copy(update={"nodes": [*self.layout.nodes, node]})
 
     def mark_phase(self, phase: str, at: float | None = None) -> None:
         """Attribute spend from `at` (default: now) on to `phase` (build, load, run, …)."""

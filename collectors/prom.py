@@ -1,0 +1,422 @@
+"""The `prom` source: every node's figures read from Prometheus (large clusters).
+
+prometheus-api-client is synchronous (requests), so its calls run on a small thread
+pool of this source's own (the default executor is shared with NVML/psutil reads): one
+round of queries per tick, all at once, each bounded by `timeout_s`. Queries aggregate on
+the server (collectors/promql.py), so a tick pulls O(nodes) engine and host series, plus
+O(GPUs) per-GPU series every `gpu_detail_every` ticks.
+
+Each exporter family becomes its own stream of samples ("prom:engine", "prom:gpu",
+"prom:node") stamped with Prometheus' scrape time, so a part's rates are taken over one
+exporter's scrapes and a node whose exporter stopped goes stale with its true age.
+
+Secrets (bearer token, raw header) are read once, sent only as a header, and never
+appear in a message: errors are rebuilt from the exception's kind, not its text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import math
+import os
+import re
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import requests
+from prometheus_api_client import PrometheusApiClientException
+from prometheus_api_client.prometheus_connect import PrometheusConnect
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
+
+from collectors import promql
+from collectors.sample import NodeSample
+from collectors.source import Emit, PollingSource
+from layouts.model import Layout, PrometheusConfig
+
+log = logging.getLogger(__name__)
+
+# GPUs whose per-GPU series one tick may pull before that detail is refreshed only every
+# few ticks (the cost is measured by benchmarks/bench_prom.py)
+GPUS_PER_TICK = 4096
+MAX_WORKERS = 8
+# a node shown when Prometheus cannot be reached and no node is known yet (discover mode)
+PLACEHOLDER_NODE = "prometheus"
+
+
+class PromSetupError(ValueError):
+    """Bad credentials setup (missing env var, unreadable token file). Safe to show."""
+
+
+def redact_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, f"***@{host}", parts.path, "", ""))
+
+
+def auth_headers(config: PrometheusConfig, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The auth header from the environment or a file. Raises PromSetupError (no secret in it)."""
+    env = os.environ if environ is None else environ
+    if config.token_env:
+        token = env.get(config.token_env)
+        if not token:
+            raise PromSetupError(f"environment variable {config.token_env} (token_env) is not set")
+        return {"Authorization": f"Bearer {token.strip()}"}
+    if config.token_file:
+        try:
+            with open(os.path.expanduser(config.token_file), encoding="utf-8") as f:
+                token = f.read().strip()
+        except OSError as exc:
+            raise PromSetupError(f"token_file {config.token_file}: {exc.strerror or 'unreadable'}") from None
+        if not token:
+            raise PromSetupError(f"token_file {config.token_file} is empty")
+        return {"Authorization": f"Bearer {token}"}
+    if config.header_env:
+        value = env.get(config.header_env)
+        if not value:
+            raise PromSetupError(f"environment variable {config.header_env} (header_env) is not set")
+        return {config.header_name: value.strip()}
+    return {}
+
+
+_STATUS = re.compile(r"HTTP Status Code (\d+)")
+
+
+def describe_error(exc: BaseException, timeout_s: float) -> str:
+    """A short message from the exception's kind; never its text (it may quote headers)."""
+    if isinstance(exc, PromSetupError):
+        return str(exc)
+    if isinstance(exc, PrometheusApiClientException):
+        found = _STATUS.search(str(exc))
+        code = int(found.group(1)) if found else 0
+        if code in (401, 403):
+            return f"rejected the credentials (HTTP {code})"
+        if code == 400:
+            return "rejected a query (HTTP 400): check selector and node_label"
+        return f"answered HTTP {code}" if code else "answered with an error"
+    if isinstance(exc, requests.Timeout | TimeoutError):
+        return f"timed out after {timeout_s:g} s"
+    if isinstance(exc, requests.exceptions.SSLError):
+        return "TLS error: " + (
+            "certificate verify failed" if "CERTIFICATE_VERIFY_FAILED" in str(exc) else "handshake failed"
+        )
+    if isinstance(exc, requests.ConnectionError):
+        text = str(exc)
+        for needle, said in (
+            ("Connection refused", "connection refused"),
+            ("timed out", f"timed out after {timeout_s:g} s"),
+            ("Name or service not known", "host name not found"),
+            ("Temporary failure in name resolution", "host name not found"),
+            ("No route to host", "no route to host"),
+            ("Connection reset", "connection reset"),
+            ("Network is unreachable", "network unreachable"),
+        ):
+            if needle in text:
+                return said
+        return "connection failed"
+    if isinstance(exc, ValueError | KeyError | TypeError):
+        return "answered something that is not a Prometheus API response"
+    return f"failed ({type(exc).__name__})"
+
+
+class NodeNamer:
+    """Node label value → layout node name (exact, then the short host name), or discovered."""
+
+    def __init__(self, layout_names: Sequence[str], discover: bool):
+        self.names = set(layout_names)
+        self.discover = discover
+        self._cache: dict[str, str | None] = {}
+
+    def __call__(self, value: str) -> str | None:
+        if value in self._cache:
+            return self._cache[value]
+        name: str | None = None
+        if value in self.names:
+            name = value
+        elif not re.fullmatch(r"[0-9.]+", value) and value.split(".", 1)[0] in self.names:
+            name = value.split(".", 1)[0]  # decode-01.cluster.local → decode-01
+        elif self.discover:
+            # label values end up on screen: keep only what a layout node name may hold
+            cleaned = re.sub(r"[^A-Za-z0-9_.:@-]", "_", value)[:128]
+            name = cleaned or None
+        self._cache[value] = name
+        return name
+
+
+class PromSource(PollingSource):
+    kind = "prom"
+
+    def __init__(
+        self,
+        config: PrometheusConfig,
+        nodes: Sequence[str],
+        interval_s: float,
+        *,
+        profiles: dict[str, dict[str, str | list[str]]] | None = None,
+        profile_names: Sequence[str] = (),
+        history: int = 600,
+        expected_gpus: int | None = None,
+        clock: Callable[[], float] = time.time,
+    ):
+        super().__init__(nodes, interval_s, timeout_s=config.timeout_s + 1.0)
+        self.config = config
+        self.url = config.url.rstrip("/")
+        self.shown_url = redact_url(self.url)
+        self.history = history
+        self.clock = clock
+        labels = config.node_label if isinstance(config.node_label, list) else [config.node_label]
+        self.builder = promql.QueryBuilder(
+            node_labels=tuple(labels),
+            strip_port=config.strip_port,
+            selector=config.selector,
+            engine_metrics=promql.profile_metrics(profile_names, profiles),
+        )
+        self.namer = NodeNamer(nodes, config.discover)
+        self._executor = ThreadPoolExecutor(MAX_WORKERS, thread_name_prefix="prom")
+        self._client: PrometheusConnect | None = None
+        self._last_at: dict[tuple[str, str], float] = {}  # (node, tier) → newest scrape time sent
+        self._seen_tiers: dict[str, set[str]] = {}
+        self._gpus_seen = expected_gpus or 0
+        self._ticks = 0
+
+    # ------------------------------------------------------------------ client
+
+    def _connect(self) -> PrometheusConnect:
+        if self._client is None:
+            headers = auth_headers(self.config)
+            session = requests.Session()
+            session.verify = self.config.ca_file or self.config.verify_tls
+            # no retries inside a tick (the next tick is the retry), and a pool as wide as
+            # the concurrent queries so connections are reused, not discarded
+            adapter = HTTPAdapter(
+                # read=False: a read timeout surfaces as itself, not as a "connection error"
+                max_retries=Retry(total=0, read=False, redirect=2), pool_maxsize=MAX_WORKERS
+            )
+            # requests takes a float timeout; the client's hints say int
+            timeout: Any = self.config.timeout_s
+            client = PrometheusConnect(url=self.url, headers=headers or {}, session=session, timeout=timeout)
+            session.mount(self.url, adapter)
+            self._client = client
+        return self._client
+
+    async def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, partial(fn, *args))
+
+    async def _instant(self, query: promql.Query, at: float) -> Any:
+        client = self._connect()
+        return await self._call(client.custom_query, query.promql, {"time": f"{at:.3f}"})
+
+    async def _range(self, query: promql.Query, start: float, end: float, step: float) -> Any:
+        client = self._connect()
+        timeout: Any = self.config.timeout_s * 4  # a range query returns far more
+        fn = partial(client.custom_query_range, timeout=timeout)
+        return await self._call(
+            fn, query.promql, dt.datetime.fromtimestamp(start, dt.UTC),
+            dt.datetime.fromtimestamp(end, dt.UTC), f"{step:g}",
+        )
+
+    def error_text(self, exc: BaseException) -> str:
+        return f"prometheus {self.shown_url}: {describe_error(exc, self.config.timeout_s)}"
+
+    # ------------------------------------------------------------------ polling
+
+    def gpu_detail_every(self) -> int:
+        if self.config.gpu_detail_every is not None:
+            return self.config.gpu_detail_every
+        return max(1, math.ceil(self._gpus_seen / GPUS_PER_TICK))
+
+    def tiers_this_tick(self) -> list[str]:
+        every = self.gpu_detail_every()
+        tiers = ["engine", "node"]
+        if self._ticks % every == 0:
+            tiers.append("gpu")
+        return tiers
+
+    async def poll(self) -> Sequence[NodeSample]:
+        now = self.clock()
+        tiers = self.tiers_this_tick()
+        self._ticks += 1
+        queries = [q for t in tiers for q in self.builder.tier(t)]
+        try:
+            self._connect()
+        except PromSetupError as exc:
+            return self._errors(self.error_text(exc))
+        results = await asyncio.gather(*(self._instant(q, now) for q in queries), return_exceptions=True)
+        failures = [r for r in results if isinstance(r, BaseException)]
+        for r in failures:
+            if isinstance(r, asyncio.CancelledError):
+                raise r
+        if len(failures) == len(results):
+            # the credentials message wins: it is the one the user can act on
+            worst = next((f for f in failures if "credentials" in describe_error(f, 0)), failures[0])
+            return self._errors(self.error_text(worst))
+        grouped: dict[str, promql.Grouped] = {t: {} for t in tiers}
+        failed_tiers: dict[str, str] = {}
+        for q, r in zip(queries, results, strict=True):
+            if isinstance(r, BaseException):
+                failed_tiers.setdefault(q.tier, self.error_text(r))
+                log.debug("prom query %s failed", q.key, exc_info=r)
+                continue
+            promql.group_instant(q.key, r, promql.subkeys(q.tier, q.key), grouped[q.tier])
+        notes = [f"{tier} queries: {msg}" for tier, msg in failed_tiers.items()]
+        samples = self._build(grouped, {t for t in tiers if t not in failed_tiers}, now, notes)
+        samples += self._missing(grouped, set(tiers) - set(failed_tiers))
+        return samples
+
+    def _errors(self, message: str) -> list[NodeSample]:
+        nodes = self.nodes or [PLACEHOLDER_NODE]
+        return [self.error_sample(n, message) for n in nodes]
+
+    def _adopt(self, value: str) -> str | None:
+        name = self.namer(value)
+        if name is not None and name not in self.nodes:
+            self.nodes.append(name)  # discovered: errors are reported on it from now on
+        return name
+
+    def _build(
+        self, grouped: dict[str, promql.Grouped], tiers: set[str], now: float, notes: list[str]
+    ) -> list[NodeSample]:
+        out: list[NodeSample] = []
+        for tier in sorted(tiers):
+            if tier == "gpu":
+                self._gpus_seen = sum(len(f.get("util_pct") or {}) for f in grouped[tier].values())
+            for value, fig in grouped[tier].items():
+                node = self._adopt(value)
+                if node is None:
+                    continue
+                self._seen_tiers.setdefault(node, set()).add(tier)
+                stamp = promql.single(fig, "timestamp")
+                taken_at = stamp if stamp is not None else now
+                key = (node, tier)
+                if taken_at <= self._last_at.get(key, -math.inf):
+                    continue  # Prometheus has not scraped it again since the last tick
+                sample = promql.BUILDERS[tier](node, taken_at, fig, f"prom:{tier}")
+                if sample is None:
+                    continue
+                self._last_at[key] = taken_at
+                out.append(sample.model_copy(update={"notes": notes}) if notes else sample)
+        return out
+
+    def _missing(self, grouped: dict[str, promql.Grouped], tiers: set[str]) -> list[NodeSample]:
+        """Error samples for nodes that Prometheus returned nothing for in any tier asked."""
+        present = {self.namer(v) for t in tiers for v in grouped.get(t, {})}
+        out = []
+        for node in self.nodes:
+            if node in present or node == PLACEHOLDER_NODE:
+                continue
+            seen = self._seen_tiers.get(node)
+            if seen is None:
+                labels = "/".join(self.builder.node_labels)
+                msg = (
+                    f"prometheus {self.shown_url}: no series with {labels}={node}"
+                    " (check node_label, selector)"
+                )
+            elif seen & tiers:
+                msg = f"prometheus {self.shown_url}: no fresh series for {node} (scrape targets down?)"
+            else:
+                continue  # only its GPU tier exists, and that was not asked this tick
+            out.append(self.error_sample(node, msg))
+        return out
+
+    # ------------------------------------------------------------------ backfill
+
+    async def backfill(self, emit: Emit) -> int:
+        """Emit past samples from range queries (oldest first) so sparklines start full."""
+        if self.config.backfill_s <= 0:
+            return 0
+        step = max(self.interval_s, 1.0)
+        span = min(self.config.backfill_s, step * min(self.history, 10_000))
+        end = self.clock()
+        start = end - span
+        tiers = ["engine", "node"] + (["gpu"] if self.gpu_detail_every() == 1 else [])
+        queries = [q for t in tiers for q in self.builder.tier(t)]
+        try:
+            self._connect()
+            results = await asyncio.gather(*(self._range(q, start, end, step) for q in queries))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # live polling reports it; a failed backfill only loses history
+            log.info("prom backfill skipped: %s", self.error_text(exc))
+            return 0
+        samples: list[NodeSample] = []
+        by_tier: dict[str, dict[str, Any]] = {t: {} for t in tiers}
+        for q, r in zip(queries, results, strict=True):
+            by_tier[q.tier][q.key] = promql.group_range(q.key, r, promql.subkeys(q.tier, q.key))
+        for tier, keys in by_tier.items():
+            stamps = keys.get("timestamp", {})
+            for value, subs in stamps.items():
+                node = self._adopt(value)
+                if node is None:
+                    continue
+                self._seen_tiers.setdefault(node, set()).add(tier)
+                points: dict[float, float | None] = next(iter(subs.values()), {})
+                prev = -math.inf
+                for t in sorted(points):
+                    taken_at = points[t]
+                    if taken_at is None or taken_at <= prev:
+                        continue
+                    prev = taken_at
+                    fig = {
+                        key: {sub: pts.get(t) for sub, pts in per_node.get(value, {}).items()}
+                        for key, per_node in keys.items()
+                    }
+                    sample = promql.BUILDERS[tier](node, taken_at, fig, f"prom:{tier}")
+                    if sample is not None:
+                        samples.append(sample)
+                if prev > -math.inf:
+                    self._last_at[(node, tier)] = prev
+        samples.sort(key=lambda s: s.taken_at)
+        for sample in samples:
+            emit(sample)
+        return len(samples)
+
+    async def run(self, emit: Emit) -> None:
+        await self.backfill(emit)
+        await super().run(emit)
+
+    async def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+
+def prom_source_for(layout: Layout) -> PromSource | None:
+    """The layout's Prometheus source: every node no other source reads, plus discovered ones.
+
+    A node with `local`, `ssh`, `metrics` or an engine URL/log is read directly; the rest
+    of the cluster (often all of it) comes from Prometheus.
+    """
+    config = layout.prometheus
+    if config is None:
+        return None
+    names = [
+        n.name
+        for n in layout.nodes
+        if n.name is not None
+        and not (n.local or n.ssh or n.metrics or (n.engine and (n.engine.url or n.engine.log)))
+    ]
+    if not names and not config.discover:
+        return None
+    mine = [n for n in layout.nodes if n.name in names]
+    gpus = [n.gpus for n in mine if n.gpus is not None]
+    return PromSource(
+        config,
+        names,
+        layout.cluster.interval_s,
+        profiles=layout.profiles,
+        profile_names=sorted({n.engine.profile for n in mine if n.engine is not None}),
+        history=layout.cluster.history,
+        expected_gpus=sum(gpus) if gpus else None,
+    )

@@ -1,0 +1,348 @@
+"""PromQL for the `prom` source: the queries of one tick, and their results → samples.
+
+Pure (no I/O) so that it is tested with plain data. Every query aggregates on the
+Prometheus server, grouped by one synthetic label, `infertop_node`, made from the
+layout's node label(s) with `label_replace` (the `:port` of `instance` stripped, so
+the engine on :8000, dcgm-exporter on :9400 and node_exporter on :9100 of one host land
+on one node). What one tick pulls:
+
+- engine (one series per node and quantity): counters summed per node as raw cumulative
+  values, so that fleet state rates them reset-aware exactly as it rates every other
+  source; gauges summed (requests) or averaged (KV usage).
+- node_exporter (one series per node and port): NIC / IB port counters and state, host
+  memory and load.
+- dcgm-exporter (one series per GPU and quantity): per-GPU figures are what the node
+  screen and the idle fraction need, so they are O(GPUs); the source refreshes them every
+  `gpu_detail_every` ticks on large clusters to keep a tick cheap (see prom.py).
+
+Each group also asks for `timestamp()` of one of its series: samples are stamped with
+the time Prometheus scraped them, not the time infertop asked, so that rates derived
+from Prometheus match rates derived by scraping the exporters directly.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from collectors.profiles import ENGINE_LABELS, CustomProfiles, ProfileError, resolve_profile
+from collectors.sample import (
+    ENGINE_COUNTER_FIELDS,
+    ENGINE_GAUGE_FIELDS,
+    EngineSample,
+    GpuSample,
+    HostSample,
+    NicSample,
+    NodeSample,
+)
+
+NODE = "infertop_node"
+# full-match regex (label_replace anchors it): the host without an optional `:port`
+STRIP_PORT_RE = "(.+?)(?::[0-9]+)?"
+_METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+# virtual interfaces that would only clutter a node's port list
+VIRTUAL_NICS = "lo|veth.*|docker.*|br-.*|cali.*|flannel.*|cni.*|virbr.*|tun.*|tap.*|vxlan.*|kube-.*"
+
+TIERS = ("engine", "gpu", "node")
+
+# several engines on one node (data parallel): KV usage is averaged, the rest summed, and
+# steps are summed per engine then averaged over engines (they step in lockstep) — the
+# same aggregation collectors/profiles.py applies to a scraped page
+_ENGINE_AVG = frozenset({"kv_cache_usage"})
+_ENGINE_STEPS = "steps_total"
+
+_MIB = 1024 * 1024
+
+
+def profile_metrics(
+    profile_names: Iterable[str] = (), custom: CustomProfiles | None = None
+) -> dict[str, tuple[str, ...]]:
+    """EngineSample field → metric names (first present wins) over the profiles in use.
+
+    The bundled vLLM and SGLang names are always included (a Prometheus often holds both
+    kinds of engine) with the layout's own profiles first. Names that are not valid
+    metric names are dropped: they would otherwise be PromQL text taken from the layout.
+    """
+    merged: dict[str, list[str]] = {}
+    for name in dict.fromkeys([*profile_names, "vllm", "sglang"]):
+        try:
+            profile = resolve_profile(name, custom)
+        except ProfileError:
+            continue  # the layout loader reports bad profiles; here they only add names
+        pairs = [(f, n) for f, names in profile.scalars.items() for n in names]
+        for hist, bases in profile.histograms.items():
+            pairs += [(f"{hist}{sfx}", f"{b}{sfx}") for b in bases for sfx in ("_sum", "_count")]
+        for field_name, metric in pairs:
+            names = merged.setdefault(field_name, [])
+            if _METRIC_NAME.fullmatch(metric) and metric not in names:
+                names.append(metric)
+    return {k: tuple(v) for k, v in merged.items() if v}
+
+
+@dataclass(frozen=True)
+class Query:
+    """One PromQL instant/range query and where its result goes."""
+
+    tier: str  # engine | gpu | node
+    key: str  # the field it fills ("generation_tokens_total", "util_pct", "timestamp", …)
+    promql: str
+
+
+@dataclass(frozen=True)
+class QueryBuilder:
+    node_labels: tuple[str, ...] = ("instance",)
+    strip_port: bool = True
+    selector: str | None = None
+    engine_metrics: Mapping[str, tuple[str, ...]] = field(default_factory=profile_metrics)
+
+    def sel(self, metric: str, extra: str = "") -> str:
+        matchers = ", ".join(m for m in (self.selector, extra) if m)
+        return f"{metric}{{{matchers}}}" if matchers else metric
+
+    def with_node(self, expr: str) -> str:
+        """Add `infertop_node` from the node labels; the first label listed wins."""
+        regex = STRIP_PORT_RE if self.strip_port else "(.+)"
+        out = expr
+        for label in reversed(self.node_labels):
+            out = f'label_replace({out}, "{NODE}", "$1", "{label}", "{regex}")'
+        return out
+
+    def _alts(self, names: Sequence[str], extra: str = "", wrap: str = "") -> str:
+        parts = [f"{wrap}({self.sel(n, extra)})" if wrap else self.sel(n, extra) for n in names]
+        return parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"
+
+    def agg(self, op: str, expr: str, by: Sequence[str] = ()) -> str:
+        labels = ", ".join((NODE, *by))
+        return f"{op} by ({labels}) ({self.with_node(expr)})"
+
+    def engine(self) -> list[Query]:
+        out = []
+        for key, names in self.engine_metrics.items():
+            if key == _ENGINE_STEPS:
+                per_engine = self.agg("sum", self._alts(names), ENGINE_LABELS)
+                out.append(Query("engine", key, f"avg by ({NODE}) ({per_engine})"))
+            else:
+                op = "avg" if key in _ENGINE_AVG else "sum"
+                out.append(Query("engine", key, self.agg(op, self._alts(names))))
+        stamp = [*self.engine_metrics.get("generation_tokens_total", ()),
+                 *self.engine_metrics.get("requests_running", ())]
+        out.append(Query("engine", "timestamp", self.agg("max", self._alts(stamp, wrap="timestamp"))))
+        return out
+
+    def gpu(self) -> list[Query]:
+        util = "(" + " or ".join(
+            [self.sel("DCGM_FI_DEV_GPU_UTIL"), f"100 * {self.sel('DCGM_FI_DEV_GPU_UTIL_RATIO')}"]
+        ) + ")"
+        by = ("gpu",)
+        # name and UUID come from labels: grouping by them keeps one series per GPU
+        return [
+            Query("gpu", "util_pct", self.agg("max", util, ("gpu", "modelName", "UUID"))),
+            Query("gpu", "mem_used_mib", self.agg("max", self.sel("DCGM_FI_DEV_FB_USED"), by)),
+            Query("gpu", "mem_total_mib", self.agg(
+                "max", f"({self.sel('DCGM_FI_DEV_FB_USED')} + {self.sel('DCGM_FI_DEV_FB_FREE')})", by)),
+            Query("gpu", "power_w", self.agg("max", self.sel("DCGM_FI_DEV_POWER_USAGE"), by)),
+            Query("gpu", "temp_c", self.agg("max", self.sel("DCGM_FI_DEV_GPU_TEMP"), by)),
+            Query("gpu", "sm_clock_mhz", self.agg("max", self.sel("DCGM_FI_DEV_SM_CLOCK"), by)),
+            Query("gpu", "xid_last", self.agg(
+                "max", self._alts(("DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_XID_ERROR")), by)),
+            Query("gpu", "energy_mj_total", self.agg(
+                "max", self.sel("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"), by)),
+            Query("gpu", "timestamp", self.agg(
+                "max", self._alts(("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_UTIL_RATIO"), wrap="timestamp"))),
+        ]
+
+    def node(self) -> list[Query]:
+        real = f'device!~"{VIRTUAL_NICS}"'
+        eth, ib = ("device",), ("device", "port")
+        return [
+            Query("node", "eth_rx", self.agg("sum", self.sel("node_network_receive_bytes_total", real), eth)),
+            Query("node", "eth_tx", self.agg(
+                "sum", self.sel("node_network_transmit_bytes_total", real), eth)),
+            Query("node", "eth_up", self.agg("max", self.sel("node_network_up", real), eth)),
+            Query("node", "eth_speed", self.agg("max", self.sel("node_network_speed_bytes", real), eth)),
+            Query("node", "ib_rx", self.agg(
+                "sum", self.sel("node_infiniband_port_data_received_bytes_total"), ib)),
+            Query("node", "ib_tx", self.agg(
+                "sum", self.sel("node_infiniband_port_data_transmitted_bytes_total"), ib)),
+            Query("node", "ib_state", self.agg("max", self.sel("node_infiniband_state_id"), ib)),
+            Query("node", "ib_rate", self.agg(
+                "max", self.sel("node_infiniband_rate_bytes_per_second"), ib)),
+            Query("node", "ib_wait", self.agg(
+                "sum", self.sel("node_infiniband_port_transmit_wait_total"), ib)),
+            Query("node", "mem_total", self.agg("max", self.sel("node_memory_MemTotal_bytes"))),
+            Query("node", "mem_avail", self.agg("max", self.sel("node_memory_MemAvailable_bytes"))),
+            Query("node", "load1", self.agg("max", self.sel("node_load1"))),
+            Query("node", "timestamp", self.agg("max", self._alts(
+                ("node_network_receive_bytes_total", "node_load1"), wrap="timestamp"))),
+        ]
+
+    def tier(self, name: str) -> list[Query]:
+        return {"engine": self.engine, "gpu": self.gpu, "node": self.node}[name]()
+
+
+# ---------------------------------------------------------------------------- results
+
+
+def number(text: Any) -> float | None:
+    """A Prometheus sample value ("1.5", "NaN", "+Inf") → float; non-finite is unknown."""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+Point = tuple[float, float | None]  # (unix seconds, value)
+# node label value → {key → {sub-key (gpu / device…) → value}}
+Grouped = dict[str, dict[str, dict[tuple[str, ...], float | None]]]
+
+
+def group_instant(key: str, result: Iterable[Mapping[str, Any]], by: Sequence[str], out: Grouped) -> None:
+    """Fold one instant-query result into `out[node][key][(by-label values…)]`."""
+    for series in result:
+        labels = series.get("metric") or {}
+        node = labels.get(NODE)
+        value = series.get("value")
+        if not isinstance(node, str) or not node or not isinstance(value, list | tuple) or len(value) != 2:
+            continue
+        sub = tuple(str(labels.get(b, "")) for b in by)
+        out.setdefault(node, {}).setdefault(key, {})[sub] = number(value[1])
+
+
+def group_range(
+    key: str, result: Iterable[Mapping[str, Any]], by: Sequence[str]
+) -> dict[str, dict[tuple[str, ...], dict[float, float | None]]]:
+    """A range-query result → node → sub-key → {eval time → value}."""
+    out: dict[str, dict[tuple[str, ...], dict[float, float | None]]] = {}
+    for series in result:
+        labels = series.get("metric") or {}
+        node = labels.get(NODE)
+        if not isinstance(node, str) or not node:
+            continue
+        sub = tuple(str(labels.get(b, "")) for b in by)
+        points = out.setdefault(node, {}).setdefault(sub, {})
+        for pair in series.get("values") or ():
+            if isinstance(pair, list | tuple) and len(pair) == 2:
+                t = number(pair[0])
+                if t is not None:
+                    points[t] = number(pair[1])
+    return out
+
+
+SUBKEYS: dict[str, tuple[str, ...]] = {
+    "util_pct": ("gpu", "modelName", "UUID"),
+    "eth_rx": ("device",), "eth_tx": ("device",), "eth_up": ("device",), "eth_speed": ("device",),
+    "ib_rx": ("device", "port"), "ib_tx": ("device", "port"), "ib_state": ("device", "port"),
+    "ib_rate": ("device", "port"), "ib_wait": ("device", "port"),
+}
+_GPU_KEYS = ("mem_used_mib", "mem_total_mib", "power_w", "temp_c", "sm_clock_mhz", "xid_last",
+             "energy_mj_total")
+
+
+def subkeys(tier: str, key: str) -> tuple[str, ...]:
+    if tier == "gpu" and key in _GPU_KEYS:
+        return ("gpu",)
+    return SUBKEYS.get(key, ())
+
+
+def single(fig: Mapping[str, Mapping[tuple[str, ...], float | None]], key: str) -> float | None:
+    values = fig.get(key)
+    if not values:
+        return None
+    return next(iter(values.values()))
+
+
+def engine_sample(node: str, taken_at: float, fig: Mapping[str, Mapping[tuple[str, ...], float | None]],
+                  source: str) -> NodeSample | None:
+    values = {k: single(fig, k) for k in (*ENGINE_COUNTER_FIELDS, *ENGINE_GAUGE_FIELDS)}
+    if all(v is None for v in values.values()):
+        return None
+    return NodeSample(node=node, source=source, taken_at=taken_at,
+                      engine=EngineSample(source="endpoint", profile="prom", **values))
+
+
+def _int(value: float | None) -> int | None:
+    return None if value is None else int(value)
+
+
+def gpu_sample(node: str, taken_at: float, fig: Mapping[str, Mapping[tuple[str, ...], float | None]],
+               source: str) -> NodeSample | None:
+    by_gpu: dict[str, dict[str, float | None]] = {}
+    names: dict[str, tuple[str | None, str | None]] = {}
+    for (gpu, model, uuid), value in (fig.get("util_pct") or {}).items():
+        by_gpu.setdefault(gpu, {})["util_pct"] = value
+        names[gpu] = (model or None, uuid or None)
+    for key in _GPU_KEYS:
+        for (gpu,), value in (fig.get(key) or {}).items():
+            by_gpu.setdefault(gpu, {})[key] = value
+    gpus = []
+    for gpu, f in by_gpu.items():
+        try:
+            index = int(gpu)
+        except ValueError:
+            continue
+        model_name, gpu_uuid = names.get(gpu, (None, None))
+        used, total = f.get("mem_used_mib"), f.get("mem_total_mib")
+        energy = f.get("energy_mj_total")
+        gpus.append(GpuSample(
+            index=index, name=model_name, uuid=gpu_uuid, util_pct=f.get("util_pct"),
+            mem_used_bytes=None if used is None else int(used * _MIB),
+            mem_total_bytes=None if total is None else int(total * _MIB),
+            power_w=f.get("power_w"), temp_c=f.get("temp_c"), sm_clock_mhz=f.get("sm_clock_mhz"),
+            xid_last=_int(f.get("xid_last")),
+            energy_j_total=None if energy is None else energy / 1000.0,
+        ))
+    if not gpus:
+        return None
+    gpus.sort(key=lambda g: g.index)
+    return NodeSample(node=node, source=source, taken_at=taken_at, gpus=gpus)
+
+
+def node_sample(node: str, taken_at: float, fig: Mapping[str, Mapping[tuple[str, ...], float | None]],
+                source: str) -> NodeSample | None:
+    nics: list[NicSample] = []
+    eth = fig.get("eth_rx") or {}
+    for sub in sorted(set(eth) | set(fig.get("eth_up") or {})):
+        up = (fig.get("eth_up") or {}).get(sub)
+        speed = (fig.get("eth_speed") or {}).get(sub)
+        nics.append(NicSample(
+            name=sub[0], kind="ethernet",
+            state=None if up is None else ("up" if up >= 1 else "down"),
+            speed_gbps=speed * 8 / 1e9 if speed else None,
+            rx_bytes_total=eth.get(sub), tx_bytes_total=(fig.get("eth_tx") or {}).get(sub),
+        ))
+    ib = fig.get("ib_rx") or {}
+    ports = sorted(set(ib) | set(fig.get("ib_state") or {}))
+    per_device: dict[str, int] = {}
+    for device, _port in ports:
+        per_device[device] = per_device.get(device, 0) + 1
+    for sub in ports:
+        device, port = sub
+        state = (fig.get("ib_state") or {}).get(sub)
+        rate = (fig.get("ib_rate") or {}).get(sub)
+        nics.append(NicSample(
+            # the probe's naming: the device alone when it has one port
+            name=device if per_device[device] == 1 else f"{device}/{port}", kind="infiniband",
+            state=None if state is None else ("active" if state == 4 else "down"),
+            speed_gbps=rate * 8 / 1e9 if rate else None,
+            rx_bytes_total=ib.get(sub), tx_bytes_total=(fig.get("ib_tx") or {}).get(sub),
+            xmit_wait_total=(fig.get("ib_wait") or {}).get(sub),
+        ))
+    total, avail = single(fig, "mem_total"), single(fig, "mem_avail")
+    load1 = single(fig, "load1")
+    host = None
+    if total is not None or load1 is not None:
+        host = HostSample(
+            mem_total_bytes=_int(total),
+            mem_used_bytes=None if total is None or avail is None else int(total - avail),
+            load1=load1,
+        )
+    if not nics and host is None:
+        return None
+    return NodeSample(node=node, source=source, taken_at=taken_at, nics=nics, host=host)
+
+
+BUILDERS = {"engine": engine_sample, "gpu": gpu_sample, "node": node_sample}

@@ -1,0 +1,301 @@
+"""A real Prometheus (Debian's /usr/bin/prometheus) for tests, and simulated exporters.
+
+`PrometheusServer` writes its own config (scrape and evaluation every second), listens on a
+free loopback port that it keeps across restarts, and stores its TSDB in a temporary
+folder. `SimNode` serves, on its own port, what one inference node's exporters serve:
+vLLM engine metrics, dcgm-exporter GPU gauges and node_exporter NIC / host figures —
+built with prometheus_client, counters advancing at fixed rates with wall-clock time so
+that a test knows the exact rate every source should derive.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+)
+from prometheus_client.registry import Collector
+
+PROMETHEUS_BIN = shutil.which("prometheus") or "/usr/bin/prometheus"
+
+
+def prometheus_available() -> bool:
+    return Path(PROMETHEUS_BIN).exists()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_until(check: Callable[[], Any], timeout_s: float, what: str, every_s: float = 0.2) -> Any:
+    deadline = time.monotonic() + timeout_s
+    last_exc: BaseException | None = None
+    while time.monotonic() < deadline:
+        try:
+            value = check()
+        except Exception as exc:
+            last_exc = exc
+            value = None
+        if value:
+            return value
+        time.sleep(every_s)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what} (last error: {last_exc})")
+
+
+@dataclass
+class Target:
+    """One scrape target: its address and the labels Prometheus should attach."""
+
+    address: str
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+class PrometheusServer:
+    def __init__(
+        self,
+        workdir: Path,
+        targets: Sequence[Target] = (),
+        scrape_interval: str = "1s",
+        honor_labels: bool = False,
+    ):
+        self.workdir = workdir
+        self.targets = list(targets)
+        self.scrape_interval = scrape_interval
+        self.honor_labels = honor_labels
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = workdir / "prometheus.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def write_config(self) -> Path:
+        # JSON is YAML: no YAML library needed
+        config = {
+            "global": {
+                "scrape_interval": self.scrape_interval,
+                "scrape_timeout": self.scrape_interval,
+                "evaluation_interval": self.scrape_interval,
+            },
+            "scrape_configs": [
+                {
+                    "job_name": "infertop-test",
+                    "honor_labels": self.honor_labels,
+                    "static_configs": [
+                        {"targets": [t.address], "labels": t.labels} for t in self.targets
+                    ],
+                }
+            ],
+        }
+        path = self.workdir / "prometheus.yml"
+        path.write_text(json.dumps(config, indent=2))
+        return path
+
+    def start(self, timeout_s: float = 30.0) -> None:
+        config = self.write_config()
+        data = self.workdir / "data"
+        data.mkdir(exist_ok=True)
+        log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(
+            [
+                PROMETHEUS_BIN,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={data}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+                "--storage.tsdb.retention.time=1h",
+                "--log.level=warn",
+            ],
+            stdout=log,
+            stderr=log,
+        )
+        log.close()
+        wait_until(self._ready, timeout_s, "prometheus /-/ready")
+
+    def _ready(self) -> bool:
+        if self.proc is not None and self.proc.poll() is not None:
+            tail = self.log_path.read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"prometheus exited {self.proc.returncode}: {tail}")
+        with urllib.request.urlopen(f"{self.url}/-/ready", timeout=2) as resp:
+            return bool(resp.status == 200)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self.proc = None
+
+    def query(self, promql: str) -> list[dict[str, Any]]:
+        q = urllib.parse.urlencode({"query": promql})
+        with urllib.request.urlopen(f"{self.url}/api/v1/query?{q}", timeout=5) as resp:
+            body = json.load(resp)
+        result: list[dict[str, Any]] = body["data"]["result"]
+        return result
+
+    def wait_for_series(self, promql: str, count: int, timeout_s: float = 30.0) -> None:
+        wait_until(lambda: len(self.query(promql)) >= count, timeout_s, f"{count} series of {promql}")
+
+
+# ---------------------------------------------------------------------------- simulated node
+
+
+@dataclass
+class SimRates:
+    """Per-second rates and levels one simulated node runs at."""
+
+    steps_per_s: float = 40.0
+    drafts_per_s: float = 30.0
+    draft_tokens_per_s: float = 90.0
+    accepted_per_s: float = 63.0
+    generation_per_s: float = 93.0
+    prompt_per_s: float = 400.0
+    running: float = 12.0
+    waiting: float = 3.0
+    kv_usage: float = 0.42
+    gpus: int = 8
+    util_pct: float = 87.0
+    power_w: float = 612.5
+    nic_rx_bytes_per_s: float = 5e9
+    nic_tx_bytes_per_s: float = 2e9
+
+
+class SimNodeCollector(Collector):
+    def __init__(self, name: str, rates: SimRates, t0: float):
+        self.name = name
+        self.rates = rates
+        self.t0 = t0
+
+    def collect(self) -> Iterable[Any]:
+        r = self.rates
+        dt = time.time() - self.t0
+        labels = ["model_name", "engine"]
+        lv = ["deepseek-v4", "0"]
+
+        def counter(name: str, per_s: float) -> CounterMetricFamily:
+            fam = CounterMetricFamily(name, name, labels=labels)
+            fam.add_metric(lv, per_s * dt)
+            return fam
+
+        def gauge(name: str, value: float) -> GaugeMetricFamily:
+            fam = GaugeMetricFamily(name, name, labels=labels)
+            fam.add_metric(lv, value)
+            return fam
+
+        steps = HistogramMetricFamily("vllm:iteration_tokens_total", "tokens per step", labels=labels)
+        n = r.steps_per_s * dt
+        steps.add_metric(lv, [("1.0", 0.0), ("+Inf", n)], sum_value=n * 8)
+        yield steps
+        yield counter("vllm:spec_decode_num_drafts", r.drafts_per_s)
+        yield counter("vllm:spec_decode_num_draft_tokens", r.draft_tokens_per_s)
+        yield counter("vllm:spec_decode_num_accepted_tokens", r.accepted_per_s)
+        yield counter("vllm:generation_tokens", r.generation_per_s)
+        yield counter("vllm:prompt_tokens", r.prompt_per_s)
+        yield gauge("vllm:num_requests_running", r.running)
+        yield gauge("vllm:num_requests_waiting", r.waiting)
+        yield gauge("vllm:kv_cache_usage_perc", r.kv_usage)
+        gpu_labels = ["gpu", "UUID", "modelName", "Hostname"]
+        dcgm = {
+            "DCGM_FI_DEV_GPU_UTIL": lambda i: r.util_pct - i,
+            "DCGM_FI_DEV_POWER_USAGE": lambda i: r.power_w + i,
+            "DCGM_FI_DEV_FB_USED": lambda i: 70000.0 + i,
+            "DCGM_FI_DEV_FB_FREE": lambda i: 11000.0,
+            "DCGM_FI_DEV_GPU_TEMP": lambda i: 60.0 + i,
+            "DCGM_FI_DEV_SM_CLOCK": lambda i: 1980.0,
+        }
+        for metric, value in dcgm.items():
+            fam = GaugeMetricFamily(metric, metric, labels=gpu_labels)
+            for i in range(r.gpus):
+                fam.add_metric([str(i), f"GPU-{self.name}-{i}", "NVIDIA H200", self.name], value(i))
+            yield fam
+        for metric, per_s in (
+            ("node_network_receive_bytes", r.nic_rx_bytes_per_s),
+            ("node_network_transmit_bytes", r.nic_tx_bytes_per_s),
+        ):
+            cfam = CounterMetricFamily(metric, metric, labels=["device"])
+            cfam.add_metric(["eth0"], per_s * dt)
+            cfam.add_metric(["lo"], 1000.0 * dt)
+            yield cfam
+        up = GaugeMetricFamily("node_network_up", "up", labels=["device"])
+        up.add_metric(["eth0"], 1.0)
+        yield up
+        speed = GaugeMetricFamily("node_network_speed_bytes", "speed", labels=["device"])
+        speed.add_metric(["eth0"], 400e9 / 8)
+        yield speed
+        yield GaugeMetricFamily("node_memory_MemTotal_bytes", "mem", value=2.0e12)
+        yield GaugeMetricFamily("node_memory_MemAvailable_bytes", "mem", value=1.5e12)
+        yield GaugeMetricFamily("node_load1", "load", value=3.5)
+
+
+def serve_text(port: int, registry: CollectorRegistry) -> ThreadingHTTPServer:
+    """Serve the registry in the classic text format (0.0.4), whatever the client accepts.
+
+    prometheus_client's own server answers Prometheus' OpenMetrics request with `:` in
+    metric names escaped to `_`; real vLLM names keep their colons, so tests must too.
+    """
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = generate_latest(registry)
+            self.send_response(200)
+            self.send_header("Content-Type", CONTENT_TYPE_LATEST)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # scrape timed out
+                self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+class SimNode:
+    """One simulated node's exporters on one loopback port."""
+
+    def __init__(self, name: str, rates: SimRates | None = None):
+        self.name = name
+        self.rates = rates or SimRates()
+        self.port = free_port()
+        self.registry = CollectorRegistry()
+        self.registry.register(SimNodeCollector(name, self.rates, time.time() - 1000.0))
+        self._server: ThreadingHTTPServer | None = None
+
+    def start(self) -> SimNode:
+        self._server = serve_text(self.port, self.registry)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def target(self) -> Target:
+        # the instance label a real deployment has: host:exporter-port
+        return Target(f"127.0.0.1:{self.port}", {"instance": f"{self.name}:9400"})

@@ -1,0 +1,297 @@
+"""The `prom` source against a real Prometheus scraping real (simulated) exporters."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from aiohttp import ClientSession, web
+from prometheus_server import PrometheusServer, SimNode, prometheus_available
+
+from collectors.prom import PromSource
+from collectors.sample import NodeSample
+from infertop.runtime import Monitor
+from infertop.view import NodeView, Snapshot
+from layouts import parse_layout
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(not prometheus_available(), reason="Debian package prometheus not installed"),
+]
+
+NODES = ("decode-01", "decode-02")
+
+
+@pytest.fixture(scope="module")
+def sim_nodes() -> Iterator[list[SimNode]]:
+    # decode-03 is scraped too but listed only by the test that stops it
+    nodes = [SimNode(n).start() for n in (*NODES, "decode-03")]
+    yield nodes
+    for n in nodes:
+        n.stop()
+
+
+@pytest.fixture(scope="module")
+def prom(tmp_path_factory: pytest.TempPathFactory, sim_nodes: list[SimNode]) -> Iterator[PrometheusServer]:
+    server = PrometheusServer(tmp_path_factory.mktemp("prom"), [n.target() for n in sim_nodes])
+    server.start()
+    server.wait_for_series("vllm:generation_tokens_total", len(sim_nodes))
+    yield server
+    server.stop()
+
+
+def layout_text(url: str, extra_prom: str = "", extra_nodes: str = "", nodes: tuple[str, ...] = NODES) -> str:
+    listed = "".join(f'\n[[nodes]]\nname = "{n}"\nrole = "decode"\ngpus = 8\n' for n in nodes)
+    return f"""
+[cluster]
+name = "prom-test"
+interval_s = 1.0
+window_s = 4.0
+
+[pricing]
+gpu_hour_usd = 2.0
+
+[thresholds]
+# Prometheus' figures are up to one scrape (1 s) older than the poll that reads them
+stale_intervals = 4
+unreachable_intervals = 8
+
+[prometheus]
+url = "{url}"
+backfill_s = 0
+{extra_prom}
+{listed}
+{extra_nodes}
+"""
+
+
+async def run_monitor(monitor: Monitor, seconds: float) -> Snapshot:
+    await monitor.start(tick=False)
+    try:
+        await asyncio.sleep(seconds)
+        return monitor.tick()
+    finally:
+        await monitor.stop()
+
+
+def by_name(snapshot: Snapshot) -> dict[str, NodeView]:
+    return {n.name: n for n in snapshot.nodes}
+
+
+async def test_figures_equal_the_exporters_rates(prom: PrometheusServer) -> None:
+    monitor = Monitor(parse_layout(layout_text(prom.url)))
+    snapshot = await run_monitor(monitor, 6.5)
+    nodes = by_name(snapshot)
+    for name in NODES:
+        node = nodes[name]
+        assert node.status == "ok", node
+        assert node.sources == ["prom:engine", "prom:gpu", "prom:node"]
+        engine = node.engine
+        assert engine is not None
+        # rates derived from Prometheus' raw counters equal the exporters' own rates
+        assert engine.decode_steps_per_s == pytest.approx(40.0, rel=0.01)
+        assert engine.draft_acceptance == pytest.approx(63.0 / 90.0, rel=0.01)
+        assert engine.mean_acceptance_length == pytest.approx(1 + 63.0 / 30.0, rel=0.01)
+        assert engine.accepted_tokens_per_s == pytest.approx(93.0, rel=0.01)
+        assert engine.full_acceptance_tokens_per_s == pytest.approx(30.0 + 90.0, rel=0.01)
+        assert engine.prompt_tokens_per_s == pytest.approx(400.0, rel=0.01)
+        assert (engine.requests_running, engine.requests_waiting, engine.kv_cache_usage) == (12, 3, 0.42)
+        assert [g.index for g in node.gpus] == list(range(8))
+        gpu3 = node.gpus[3]
+        assert (gpu3.util_pct, gpu3.power_w, gpu3.temp_c, gpu3.sm_clock_mhz) == (84.0, 615.5, 63.0, 1980.0)
+        assert gpu3.mem_used_bytes == 70003 * 1024 * 1024
+        assert gpu3.mem_total_bytes == (70003 + 11000) * 1024 * 1024
+        assert gpu3.name == "NVIDIA H200"
+        [eth0] = node.nics  # the loopback device is filtered out on the server
+        assert eth0.name == "eth0" and eth0.state == "up" and eth0.speed_gbps == pytest.approx(400.0)
+        assert eth0.rx_bytes_per_s == pytest.approx(5e9, rel=0.01)
+        assert eth0.tx_bytes_per_s == pytest.approx(2e9, rel=0.01)
+        assert node.host is not None and node.host.mem_used_bytes == int(0.5e12)
+        assert node.cost_per_hour_usd == pytest.approx(16.0)
+        assert node.idle_fraction == 0.0
+
+
+async def test_backfill_emits_history_oldest_first(prom: PrometheusServer) -> None:
+    layout = parse_layout(layout_text(prom.url).replace("backfill_s = 0", "backfill_s = 60"))
+    source = PromSource(layout.prometheus, list(NODES), 1.0, history=600)  # type: ignore[arg-type]
+    await asyncio.sleep(3.0)  # let Prometheus hold a few seconds more of history
+    got: list[NodeSample] = []
+    started = time.time()
+    try:
+        count = await source.backfill(got.append)
+        assert count == len(got) > 0
+        times = [s.taken_at for s in got]
+        assert times == sorted(times) and times[-1] <= started
+        for name in NODES:
+            for tier in ("prom:engine", "prom:gpu", "prom:node"):
+                mine = [s for s in got if s.node == name and s.source == tier]
+                assert len(mine) >= 3, (name, tier)
+        # the first live poll continues after the history, it does not repeat it
+        await asyncio.sleep(1.0)
+        live = await source.poll()
+        last = {(s.node, s.source): s.taken_at for s in got}
+        assert live and all(s.taken_at > last[(s.node, s.source)] for s in live)
+    finally:
+        await source.close()
+
+
+async def test_one_target_down_leaves_the_others_alone(
+    prom: PrometheusServer, sim_nodes: list[SimNode]
+) -> None:
+    extra = sim_nodes[-1]  # decode-03: scraped by the same Prometheus, stopped here
+    layout = parse_layout(layout_text(prom.url, nodes=(*NODES, extra.name)))
+    monitor = Monitor(layout)
+    await monitor.start(tick=False)
+    try:
+        await asyncio.sleep(2.5)
+        assert by_name(monitor.tick())[extra.name].status == "ok"
+        extra.stop()
+        await asyncio.sleep(4.0)
+        nodes = by_name(monitor.tick())
+        gone = nodes[extra.name]
+        assert gone.status in ("error", "stale", "unreachable")
+        assert gone.error is not None and f"no fresh series for {extra.name}" in gone.error
+        assert gone.engine is not None  # its last figures stay, with their age
+        assert all(nodes[n].status == "ok" for n in NODES)
+    finally:
+        await monitor.stop()
+
+
+async def test_prometheus_stopped_then_restarted(tmp_path: Path, sim_nodes: list[SimNode]) -> None:
+    server = PrometheusServer(tmp_path, [n.target() for n in sim_nodes[:2]])
+    server.start()
+    server.wait_for_series("vllm:generation_tokens_total", 2)
+    # a node read by another source (this machine) must not notice Prometheus' trouble
+    text = layout_text(server.url, extra_nodes='[[nodes]]\nname = "here"\nlocal = true\n')
+    monitor = Monitor(parse_layout(text))
+    await monitor.start(tick=False)
+    try:
+        await asyncio.sleep(2.5)
+        assert by_name(monitor.tick())["decode-01"].status == "ok"
+        server.stop()
+        await asyncio.sleep(3.5)
+        nodes = by_name(monitor.tick())
+        for name in NODES:
+            assert nodes[name].status != "ok"
+            assert nodes[name].error == f"prometheus {server.url}: connection refused"
+            assert nodes[name].engine is not None and nodes[name].age_s is not None
+        assert nodes["here"].status == "ok"
+        server.start()  # same port, same data: recovery needs no user action
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            await asyncio.sleep(1.0)
+            nodes = by_name(monitor.tick())
+            if all(nodes[n].status == "ok" for n in NODES):
+                break
+        assert all(nodes[n].status == "ok" and nodes[n].error is None for n in NODES), nodes
+    finally:
+        await monitor.stop()
+        server.stop()
+
+
+async def start_proxy(upstream: str, token: str, delay_s: float = 0.0) -> tuple[web.AppRunner, str]:
+    """A reverse proxy in front of Prometheus that demands `Authorization: Bearer <token>`."""
+    session = ClientSession()
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        if request.headers.get("Authorization") != f"Bearer {token}":
+            return web.Response(status=401, text="unauthorized")
+        await asyncio.sleep(delay_s)
+        async with session.get(upstream + request.path_qs) as resp:
+            return web.Response(status=resp.status, body=await resp.read(),
+                                content_type=resp.content_type)
+
+    async def close_session(_app: web.Application) -> None:
+        await session.close()
+
+    app = web.Application()
+    app.router.add_route("GET", "/{tail:.*}", handle)
+    app.on_cleanup.append(close_session)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    return runner, f"http://127.0.0.1:{port}"
+
+
+async def test_bad_token_is_a_clear_error(prom: PrometheusServer, monkeypatch: pytest.MonkeyPatch,
+                                          tmp_path: Path) -> None:
+    secret = "s3cret-token-value"
+    runner, url = await start_proxy(prom.url, secret)
+    try:
+        layout = parse_layout(layout_text(url, 'token_env = "PROM_TEST_TOKEN"'))
+        assert layout.prometheus is not None
+
+        async def one_poll() -> list[NodeSample]:
+            source = PromSource(layout.prometheus, list(NODES), 1.0)  # type: ignore[arg-type]
+            try:
+                return list(await source.poll())
+            finally:
+                await source.close()
+
+        monkeypatch.delenv("PROM_TEST_TOKEN", raising=False)
+        missing = await one_poll()
+        assert {s.error for s in missing} == {
+            f"prometheus {url}: environment variable PROM_TEST_TOKEN (token_env) is not set"
+        }
+        monkeypatch.setenv("PROM_TEST_TOKEN", "wrong-" + secret)
+        rejected = await one_poll()
+        assert [s.node for s in rejected] == list(NODES)
+        assert {s.error for s in rejected} == {f"prometheus {url}: rejected the credentials (HTTP 401)"}
+        monkeypatch.setenv("PROM_TEST_TOKEN", secret)
+        accepted = await one_poll()
+        assert accepted and all(s.ok for s in accepted)
+        # the same token read from a file
+        token_file = tmp_path / "token"
+        token_file.write_text(secret + "\n")
+        layout = parse_layout(layout_text(url, f'token_file = "{token_file}"'))
+        assert all(s.ok for s in await one_poll())
+        for sample in (*missing, *rejected):
+            assert secret not in (sample.error or "")
+    finally:
+        await runner.cleanup()
+
+
+async def test_slow_prometheus_times_out(prom: PrometheusServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    runner, url = await start_proxy(prom.url, "t", delay_s=3.0)
+    monkeypatch.setenv("PROM_SLOW_TOKEN", "t")
+    try:
+        layout = parse_layout(layout_text(url, 'token_env = "PROM_SLOW_TOKEN"\ntimeout_s = 0.5'))
+        source = PromSource(layout.prometheus, list(NODES), 1.0)  # type: ignore[arg-type]
+        try:
+            samples = await source.poll()  # the proxy answers after 3 s: far too late
+            assert {s.error for s in samples} == {f"prometheus {url}: timed out after 0.5 s"}
+        finally:
+            await source.close()
+    finally:
+        await runner.cleanup()
+
+
+async def test_discover_finds_the_nodes(prom: PrometheusServer) -> None:
+    text = layout_text(prom.url, 'discover = true\ndiscover_role = "decode"', nodes=())
+    monitor = Monitor(parse_layout(text))
+    snapshot = await run_monitor(monitor, 3.5)
+    nodes = by_name(snapshot)
+    assert set(NODES) <= set(nodes)
+    for name in NODES:
+        assert nodes[name].status == "ok"
+        assert nodes[name].role == "decode"
+        assert nodes[name].cost_per_hour_usd == pytest.approx(16.0)  # 8 GPUs seen × $2
+
+
+async def test_unknown_node_label_says_so(prom: PrometheusServer) -> None:
+    text = layout_text(prom.url, nodes=("decode-01", "no-such-node"))
+    source = PromSource(parse_layout(text).prometheus, ["decode-01", "no-such-node"], 1.0)  # type: ignore[arg-type]
+    try:
+        samples = await source.poll()
+    finally:
+        await source.close()
+    errors = {s.node: s.error for s in samples if not s.ok}
+    assert errors == {
+        "no-such-node": f"prometheus {prom.url}: no series with instance=no-such-node (check node_label, selector)"
+    }
+    assert {s.node for s in samples if s.ok} == {"decode-01"}
