@@ -26,6 +26,7 @@ from layouts.model import Layout
 from tui.columns import SORTS
 from tui.help_screen import HelpScreen
 from tui.history import History
+from tui.hunt_list import VerdictAnnouncer
 from tui.messages import OpenNode, SnapshotArrived
 from tui.node_screen import NodeScreen
 from tui.node_table import NodeTable
@@ -52,6 +53,9 @@ class InfertopApp(App[int]):
         super().__init__()
         self.feed = feed
         self.history = History(history_length)
+        # fed every frame, whatever screen is on top: a verdict that starts while the
+        # operator reads a node screen is still announced at once
+        self.verdict_announcer = VerdictAnnouncer()
         self.latest_snapshot: Snapshot | None = None
         self.paused = False
         self.frames_received = 0
@@ -85,6 +89,7 @@ class InfertopApp(App[int]):
         self.frames_received += 1
         self.latest_snapshot = snapshot
         self.history.record(snapshot)
+        self.verdict_announcer.observe(self, snapshot.nodes)
         if self.paused:
             self._refresh_headers()
             return
