@@ -70,3 +70,19 @@ async def test_verdict_starts_notifies_and_enter_opens_the_node() -> None:
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, NodeScreen))
         assert isinstance(app.screen, NodeScreen) and app.screen.node == "decode-04"
+
+
+async def test_verdict_starting_behind_a_node_screen_is_announced_at_once() -> None:
+    feed = SteppedFeed(SPECS, ticks=4)
+    app = InfertopApp(feed)
+    async with app.run_test(size=(180, 50)) as pilot:
+        await wait_for(pilot, lambda: app.frames_rendered >= 1)
+        app.open_node("decode-01")
+        await wait_for(pilot, lambda: isinstance(app.screen, NodeScreen))
+        assert feed.publish is not None
+        feed.publish(feed.frames[3])
+        await wait_for(pilot, lambda: app.frames_received >= 2)
+        assert [n.title for n in app._notifications] == ["decode-04: link-starved"]
+        await pilot.press("escape")  # back on the overview: listed, not announced again
+        await wait_for(pilot, lambda: app.screen.query_one(HuntList).row_count == 1)
+        assert len(app._notifications) == 1

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from typing import Any
 
 from rich.text import Text
 from textual.app import App
@@ -73,7 +74,7 @@ class VerdictAnnouncer:
     def __init__(self) -> None:
         self._seen: set[Key] | None = None
 
-    def observe(self, app: App[object], nodes: Sequence[NodeView]) -> list[tuple[NodeView, VerdictView]]:
+    def observe(self, app: App[Any], nodes: Sequence[NodeView]) -> list[tuple[NodeView, VerdictView]]:
         pairs = hunt_order(nodes)
         seen, self._seen = self._seen, {(n.name, v.kind) for n, v in pairs}
         started = [] if seen is None else [(n, v) for n, v in pairs if (n.name, v.kind) not in seen]
