@@ -22,11 +22,12 @@ from layouts.model import EngineConfig, Layout
 
 def log_watch_config(engine: EngineConfig, layout: Layout) -> dict[str, Any] | None:
     """The JSON-able `LogWatch` config for a node's engine log, or None without a log."""
-    if engine.log is None:
+    if engine.log is None and engine.log_command is None:
         return None
     sets = engine.log_pattern_sets
     return {
         "path": engine.log,
+        "command": engine.log_command,
         "pattern_sets": sets,
         "user_patterns": {
             name: [p.model_dump() for p in layout.log_patterns[name]]

@@ -228,6 +228,88 @@ class LogFollower:
         return lines, backlog
 
 
+class CommandFollower(LogFollower):
+    """Follows the output of a command the user already runs for logs, e.g.
+    ``["journalctl", "-u", "vllm", "-f", "-n", "0"]``: argv as given, never a shell.
+
+    Its stdout is read without blocking each poll, split into lines like a file. If it
+    exits it is started again, at most every `restart_s`. It dies with the probe (Linux
+    parent-death signal), so a closed SSH session leaves no follower behind.
+    """
+
+    def __init__(self, argv: list, restart_s: float = 5.0, **kwargs: Any):
+        super().__init__(" ".join(str(a) for a in argv)[:200], **kwargs)
+        self.argv = [str(a) for a in argv]
+        self.restart_s = restart_s
+        self._proc: Any = None
+        self._started_at: float | None = None
+
+    @staticmethod
+    def _die_with_parent() -> None:
+        try:
+            import ctypes
+            import signal
+
+            ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except Exception:  # noqa: S110 - not Linux: the command outlives us at worst
+            pass
+
+    def _start(self) -> None:
+        import subprocess
+
+        now = time.monotonic()
+        if self._started_at is not None and now - self._started_at < self.restart_s:
+            return
+        self._started_at = now
+        try:
+            self._proc = subprocess.Popen(
+                self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                preexec_fn=self._die_with_parent,  # only a prctl: safe after fork
+            )
+            os.set_blocking(self._proc.stdout.fileno(), False)
+            self.error = None
+        except (OSError, ValueError) as exc:
+            self._proc = None
+            self.error = "cannot run: " + (getattr(exc, "strerror", None) or type(exc).__name__)
+
+    def poll(self) -> tuple[list[str], list[str]]:
+        if self._proc is None:
+            self._start()
+            if self._proc is None:
+                return [], []
+        lines: list[str] = []
+        got = 0
+        while got < self.max_read_bytes:
+            try:
+                data = os.read(self._proc.stdout.fileno(), 65536)
+            except BlockingIOError:
+                break
+            except OSError as exc:
+                self.error = exc.strerror or type(exc).__name__
+                break
+            if not data:  # EOF: the command ended
+                lines.extend(self._split(b"", final=True))
+                status = self._proc.wait()
+                self.error = f"command exited with status {status}"
+                self._proc.stdout.close()
+                self._proc = None
+                break
+            got += len(data)
+            lines.extend(self._split(data, final=False))
+        return lines, []
+
+    def close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.wait(2)
+            except Exception:
+                proc.kill()
+                proc.wait()
+            proc.stdout.close()
+
+
 # ---------------------------------------------------------------------------- parsing
 
 
@@ -622,20 +704,27 @@ class LogFigures:
 class LogWatch:
     """One engine log: a follower plus the figures parsed from it.
 
-    `config` (JSON-able, built from the layout by the non-probe side): ``path``;
-    ``pattern_sets`` (names, default ``["vllm"]``); ``user_patterns`` (name → list of
-    entries, see `PatternParser`); ``interval_s`` (the engine's stats interval, optional).
+    `config` (JSON-able, built from the layout by the non-probe side): ``path`` (a
+    file) or ``command`` (an argv whose output is the log); ``pattern_sets`` (names,
+    default ``["vllm"]``); ``user_patterns`` (name → list of entries, see
+    `PatternParser`); ``interval_s`` (the engine's stats interval, optional).
     """
 
     def __init__(self, config: dict):
-        self.path = str(config["path"])
+        command = config.get("command")
+        self.path = str(config.get("path") or "")
         names = list(config.get("pattern_sets") or ["vllm"])
         user_sets = dict(config.get("user_patterns") or {})
         self.profile = "+".join(names)
         self.figures = LogFigures(
             [_log_parser(name, user_sets) for name in names], config.get("interval_s")
         )
-        self.follower = LogFollower(self.path, from_start=bool(config.get("from_start")))
+        self.follower: LogFollower
+        if command:
+            self.follower = CommandFollower(list(command))
+            self.path = self.follower.path
+        else:
+            self.follower = LogFollower(self.path, from_start=bool(config.get("from_start")))
 
     def read(self, now=None) -> tuple:
         """(engine reading dict, notes). Call once per probe interval."""

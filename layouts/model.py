@@ -18,6 +18,7 @@ from collectors.probe_logs import BUILTIN_PATTERN_SETS, LOG_PATTERN_KINDS, LOG_Q
 Role = Literal["prefill", "decode", "mixed"]
 PositiveFloat = Annotated[float, Field(gt=0)]
 NonNegFloat = Annotated[float, Field(ge=0)]
+NonEmptyStr = Annotated[str, Field(min_length=1)]
 
 
 class _Strict(BaseModel):
@@ -124,10 +125,18 @@ class EngineConfig(_Strict):
     # fetch the endpoint from the node's own side (through the probe) rather than directly
     via_probe: bool | None = None
     log: str | None = None  # a log file on the node, followed read-only
+    # or a command whose output is the log (argv, never a shell), e.g. journalctl -u x -f
+    log_command: Annotated[list[NonEmptyStr], Field(min_length=1, max_length=64)] | None = None
     # pattern set(s) for the log: built in "vllm", "deepinfer-offline", or [log_patterns.NAME]
     log_patterns: str | list[str] | None = None
     # the engine's stats interval (vLLM --log-stats-interval); learnt from the log if unset
     log_interval_s: PositiveFloat | None = None
+
+    @model_validator(mode="after")
+    def _one_log(self) -> EngineConfig:
+        if self.log is not None and self.log_command is not None:
+            raise ValueError("give log or log_command, not both")
+        return self
 
     @property
     def log_pattern_sets(self) -> list[str]:

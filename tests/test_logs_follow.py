@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
+import time
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -179,3 +181,48 @@ def test_any_chunking_yields_the_same_lines(tmp_path_factory, text: bytes, cuts:
     complete = text[: text.rfind(b"\n") + 1] if b"\n" in text else b""
     expected = [p.decode("utf-8", "replace").rstrip("\r") for p in complete.split(b"\n")[:-1]]
     assert got == expected
+
+
+# ---------------------------------------------------------------------------- a command's output
+
+EMITTER = (
+    "import sys, time\n"
+    "for i in range(int(sys.argv[1])):\n"
+    "    sys.stdout.write(sys.argv[2].format(s=i)); sys.stdout.flush(); time.sleep(0.05)\n"
+)
+
+
+def _poll_until(watch: LogWatch, condition, timeout_s: float = 20.0) -> tuple[dict, list[str]]:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        engine, notes = watch.read()
+        if condition(engine, notes) or time.monotonic() > deadline:
+            return engine, notes
+        time.sleep(0.05)
+
+
+def test_command_output_is_followed_like_a_file() -> None:
+    watch = LogWatch({"command": [sys.executable, "-c", EMITTER, "3", STATS.replace("{g:.1f}", "20.0") + "\n"]})
+    engine, notes = _poll_until(watch, lambda e, n: any("exited" in x for x in n))
+    watch.close()
+    # the first line counts one default interval (10 s); then the stamps say 1 s apart
+    assert engine["generation_tokens_total"] == 20.0 * 10 + 20.0 * 1 + 20.0 * 1
+    assert engine["requests_running"] == 1
+    assert any("command exited with status 0" in n for n in notes)
+
+
+def test_missing_command_is_a_note() -> None:
+    watch = LogWatch({"command": ["/nonexistent/journalctl", "-f"]})
+    engine, notes = watch.read()
+    watch.close()
+    assert engine["source"] == "log"
+    assert notes and "cannot run" in notes[0]
+
+
+def test_command_is_killed_on_close() -> None:
+    watch = LogWatch({"command": [sys.executable, "-c", "import time; time.sleep(60)"]})
+    watch.read()
+    proc = watch.follower._proc  # type: ignore[attr-defined]
+    assert proc is not None and proc.poll() is None
+    watch.close()
+    assert proc.poll() is not None

@@ -71,3 +71,15 @@ def test_bad_regex_exits_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureF
     assert err.count("\n") == 1
     assert "bad.toml" in err and "log_patterns.x[0].regex" in err and "does not compile" in err
     assert "Traceback" not in err
+
+
+def test_log_command_is_an_argv() -> None:
+    layout = parse_layout(
+        '[[nodes]]\nname = "a"\nengine = { log_command = ["journalctl", "-u", "vllm", "-f", "-n", "0"] }\n'
+    )
+    engine = layout.nodes[0].engine
+    assert engine is not None and engine.log_command == ["journalctl", "-u", "vllm", "-f", "-n", "0"]
+    with pytest.raises(LayoutError, match="not both"):
+        parse_layout('[[nodes]]\nname = "a"\nengine = { log = "/x", log_command = ["tail", "-F", "/x"] }\n')
+    with pytest.raises(LayoutError, match="log_command"):
+        parse_layout('[[nodes]]\nname = "a"\nengine = { log_command = "journalctl -f" }\n')
