@@ -1,0 +1,163 @@
+"""`infertop export`: the exposition parses, carries the Snapshot's figures, and a real
+Prometheus scrapes it."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import infertop_bin
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_server import PrometheusServer, Target, free_port, prometheus_available, wait_until
+
+from collectors.sample import EngineSample, GpuSample, NodeSample
+from infertop.exporter import SnapshotCollector
+from infertop.runtime import Monitor
+from infertop.view import Snapshot
+from layouts import parse_layout
+
+LAYOUT = """
+[cluster]
+name = "export-test"
+interval_s = 1.0
+window_s = 10.0
+
+[pricing]
+gpu_hour_usd = 2.5
+
+[[nodes]]
+name = "decode-01"
+role = "decode"
+gpus = 2
+
+[[nodes]]
+name = "decode-02"
+role = "decode"
+gpus = 2
+"""
+
+
+def fed_snapshot() -> Snapshot:
+    """A Monitor fed real samples: decode-01 busy for 10 s, decode-02 never heard from."""
+    monitor = Monitor(parse_layout(LAYOUT), sources=[], clock=lambda: 1_000.0)
+    for i in range(11):
+        t = 990.0 + i
+        monitor.state.add(NodeSample(
+            node="decode-01", source="test", taken_at=t,
+            gpus=[GpuSample(index=g, util_pct=90.0) for g in range(2)],
+            engine=EngineSample(
+                steps_total=40.0 * i, drafts_total=30.0 * i, draft_tokens_total=90.0 * i,
+                accepted_tokens_total=63.0 * i, generation_tokens_total=93.0 * i,
+                requests_running=7, kv_cache_usage=0.5,
+            ),
+        ))
+    monitor.state.add(NodeSample(node="decode-02", source="test", taken_at=1_000.0,
+                                 error='connection refused "quoted" \x1b[31m'))
+    return monitor.tick(1_000.0)
+
+
+def exposition(snapshot: Snapshot | None) -> str:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SnapshotCollector(lambda: snapshot))
+    return generate_latest(registry).decode()
+
+
+def samples_of(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def test_exposition_carries_the_snapshot_figures() -> None:
+    snapshot = fed_snapshot()
+    got = samples_of(exposition(snapshot))
+    d1 = (("node", "decode-01"), ("role", "decode"))
+    assert got[("infertop_node_decode_steps_per_second", d1)] == pytest.approx(40.0)
+    assert got[("infertop_node_draft_acceptance_ratio", d1)] == pytest.approx(0.7)
+    assert got[("infertop_node_accepted_tokens_per_second", d1)] == pytest.approx(93.0)
+    assert got[("infertop_node_full_acceptance_tokens_per_second", d1)] == pytest.approx(120.0)
+    assert got[("infertop_node_idle_ratio", d1)] == 0.0
+    assert got[("infertop_node_cost_usd_per_hour", d1)] == pytest.approx(5.0)
+    assert got[("infertop_node_status", (*d1, ("status", "ok")))] == 1.0
+    assert got[("infertop_node_status", (*d1, ("status", "error")))] == 0.0
+    d2 = (("node", "decode-02"), ("role", "decode"))
+    # unknown is absent, never 0
+    assert ("infertop_node_decode_steps_per_second", d2) not in got
+    assert ("infertop_node_idle_ratio", d2) not in got
+    assert got[("infertop_node_status", (*d2, ("status", "error")))] == 1.0
+    verdicts = {k[1] for k, v in got.items() if k[0] == "infertop_node_verdict" and v == 1.0}
+    assert (("kind", "error"), ("node", "decode-02"), ("severity", "critical")) in verdicts
+    session = snapshot.session
+    assert got[("infertop_session_spend_usd", ())] == pytest.approx(session.spend_usd)
+    assert got[("infertop_session_cost_usd_per_hour", ())] == pytest.approx(10.0)
+    assert got[("infertop_role_accepted_tokens_per_second", (("role", "decode"),))] == pytest.approx(93.0)
+    assert got[("infertop_info", (("cluster", "export-test"), ("version", "0.1.0")))] == 1.0
+
+
+def test_nothing_before_the_first_snapshot() -> None:
+    assert samples_of(exposition(None)) == {}
+
+
+@pytest.mark.parametrize(
+    ("listen", "problem"),
+    [
+        ("nope", "expected HOST:PORT"),
+        ("127.0.0.1:99999", "port must be 1-65535"),
+        ("127.0.0.1:", "expected HOST:PORT"),
+        ("[zz]:9464", "is not an IPv6 address"),
+        ("192.0.2.77:9464", "Cannot assign requested address"),
+    ],
+)
+def test_bad_listen_is_one_line_exit_2(listen: str, problem: str) -> None:
+    proc = subprocess.run([infertop_bin(), "export", "--listen", listen],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and problem in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_busy_port_is_one_line_exit_2() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        proc = subprocess.run([infertop_bin(), "export", "--listen", f"127.0.0.1:{port}"],
+                              capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"infertop export: --listen 127.0.0.1:{port}: Address already in use"
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not prometheus_available(), reason="Debian package prometheus not installed")
+def test_a_real_prometheus_scrapes_the_exporter(tmp_path: Path) -> None:
+    layout = tmp_path / "here.toml"
+    layout.write_text('[cluster]\nname = "scraped"\ninterval_s = 0.5\n\n[pricing]\nnode_hour_usd = 36.0\n\n'
+                      '[[nodes]]\nname = "here"\nlocal = true\n')
+    port = free_port()
+    proc = subprocess.Popen([infertop_bin(), "export", "--layout", str(layout), "--listen", f"127.0.0.1:{port}"],
+                            stderr=subprocess.PIPE, text=True)
+    server = PrometheusServer(tmp_path, [Target(f"127.0.0.1:{port}")])
+    try:
+        server.start()
+        server.wait_for_series('infertop_node_status{node="here",status="ok"} == 1', 1, timeout_s=40)
+        spend = wait_until(lambda: server.query("infertop_session_spend_usd > 0"), 20, "spend > 0")
+        assert float(spend[0]["value"][1]) > 0
+        [cost] = server.query('infertop_node_cost_usd_per_hour{node="here"}')
+        assert float(cost["value"][1]) == 36.0
+        assert server.query('up{job="infertop-test"}')[0]["value"][1] == "1"
+    finally:
+        server.stop()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            _, err = proc.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+    assert proc.returncode == 0
+    assert err.strip() == f"infertop export: serving http://127.0.0.1:{port}/metrics"
