@@ -32,11 +32,24 @@ PROC_BONDING = "/proc/net/bonding"
 
 
 def _read(path, default=None):
+    # raw os.open/os.read: a sysfs read is the probe's hot path (about 30 per tick), and
+    # the buffered text layer of open() costs more than the read itself
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read().strip()
+        fd = os.open(path, os.O_RDONLY)
     except (OSError, ValueError):
         return default
+    chunks = []
+    try:
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except OSError:
+        return default
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("utf-8", "replace").strip()
 
 
 def _read_int(path):
