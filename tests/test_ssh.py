@@ -244,6 +244,54 @@ async def test_delayed_host_does_not_delay_the_others(cluster: NetnsCluster) -> 
         cluster.tc_clear(slow, "mgmt0")
 
 
+# A tiny engine inside one namespace, on that namespace's loopback only.
+_ENGINE = (
+    "import http.server,sys\n"
+    "body=open(sys.argv[1],'rb').read()\n"
+    "class H(http.server.BaseHTTPRequestHandler):\n"
+    "    def do_GET(self):\n"
+    "        self.send_response(200);self.end_headers();self.wfile.write(body)\n"
+    "    def log_message(self,*a): pass\n"
+    "s=http.server.HTTPServer(('127.0.0.1',0),H)\n"
+    "print(s.server_address[1],flush=True)\n"
+    "s.serve_forever()\n"
+)
+_VLLM = (
+    "# TYPE vllm:iteration_tokens_total histogram\n"
+    'vllm:iteration_tokens_total_bucket{engine="0",le="+Inf"} 77.0\n'
+    'vllm:iteration_tokens_total_count{engine="0"} 77.0\n'
+    'vllm:iteration_tokens_total_sum{engine="0"} 900.0\n'
+    "# TYPE vllm:num_requests_running gauge\n"
+    'vllm:num_requests_running{engine="0"} 3.0\n'
+)
+
+
+async def test_engine_on_the_nodes_own_localhost_is_fetched_by_the_probe(
+    cluster: NetnsCluster, tmp_path: Path
+) -> None:
+    host = cluster.hosts[2]
+    metrics = tmp_path / "metrics.txt"
+    metrics.write_text(_VLLM)
+    server = await asyncio.create_subprocess_exec(
+        "ip", "netns", "exec", host.ns, PYTHON, "-I", "-c", _ENGINE, str(metrics),
+        stdout=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert server.stdout is not None
+        port = int(await asyncio.wait_for(server.stdout.readline(), 10))
+        url = f"http://127.0.0.1:{port}/metrics"  # not reachable from this namespace
+        source = SshSource([SshNode(host.alias, host.alias, engine_url=url)], INTERVAL_S, options(cluster))
+        async with running(source) as rec:
+            await rec.wait_for(lambda: len(rec.good(host.alias)) >= 1)
+            sample = rec.good(host.alias)[0]
+            assert sample.engine is not None, sample.notes
+            assert sample.engine.steps_total == 77.0
+            assert sample.engine.requests_running == 3.0
+    finally:
+        server.terminate()
+        await server.wait()
+
+
 async def test_snapshot_cli_reads_the_cluster_from_a_layout(cluster: NetnsCluster, tmp_path: Path) -> None:
     """The real entry point: layout file → registry → SshSource → snapshot JSON."""
     layout = tmp_path / "cluster.toml"
