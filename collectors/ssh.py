@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import random
 import re
 import shlex
@@ -184,13 +185,13 @@ class SshSource(Source):
         if target.user is not None:
             kwargs["username"] = target.user
         if opts.config is not None:
-            kwargs["config"] = [opts.config]
+            kwargs["config"] = [os.path.expanduser(opts.config)]
         if opts.identity_files:
-            kwargs["client_keys"] = list(opts.identity_files)
+            kwargs["client_keys"] = [os.path.expanduser(p) for p in opts.identity_files]
         if opts.insecure_no_host_key_check:
             kwargs["known_hosts"] = None  # explicit opt-out; shown on screen as insecure_ssh
         elif opts.known_hosts is not None:
-            kwargs["known_hosts"] = opts.known_hosts
+            kwargs["known_hosts"] = os.path.expanduser(opts.known_hosts)
         # else: asyncssh's default, the config's UserKnownHostsFile or ~/.ssh/known_hosts
         return kwargs
 

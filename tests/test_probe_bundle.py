@@ -224,3 +224,23 @@ def test_parse_target(target: str, host: str, port: int | None, user: str | None
 def test_parse_target_refuses_garbage(target: str) -> None:
     with pytest.raises(ValueError):
         parse_target(target)
+
+
+def test_connect_options_verify_host_keys_unless_explicitly_told_not_to(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from layouts.model import SshOptions
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    target = parse_target("ops@node-1:2200")
+    default = SshSource([SshNode("n", "n")], 1.0)._connect_kwargs(target)
+    assert "known_hosts" not in default  # asyncssh's default: ~/.ssh/known_hosts, verified
+    assert (default["port"], default["username"]) == (2200, "ops")
+    assert default["keepalive_interval"] > 0
+    custom = SshOptions(known_hosts="~/kh", config="~/cfg", identity_files=["~/id"])
+    kwargs = SshSource([SshNode("n", "n")], 1.0, custom)._connect_kwargs(target)
+    assert kwargs["known_hosts"] == str(tmp_path / "kh")
+    assert kwargs["config"] == [str(tmp_path / "cfg")]
+    assert kwargs["client_keys"] == [str(tmp_path / "id")]
+    insecure = SshSource([SshNode("n", "n")], 1.0, SshOptions(insecure_no_host_key_check=True))
+    assert insecure._connect_kwargs(target)["known_hosts"] is None
