@@ -235,6 +235,8 @@ class NetnsCluster:
                 [
                     "Port 22",
                     f"ListenAddress {host.mgmt_ip}",
+                    # reachable only from other hosts: the target of ProxyJump tests
+                    *([f"ListenAddress {host.data_ip}"] if self.data_links else []),
                     f"HostKey {host.dir / 'host_ed25519'}",
                     "PidFile none",
                     f"AuthorizedKeysFile {host.dir / 'authorized_keys'}",
@@ -258,7 +260,8 @@ class NetnsCluster:
         lines = []
         for host in self.hosts:
             key = (host.dir / "host_ed25519.pub").read_text().split()
-            lines.append(f"{host.mgmt_ip} {key[0]} {key[1]}")
+            names = f"{host.mgmt_ip},{host.data_ip}" if self.data_links else host.mgmt_ip
+            lines.append(f"{names} {key[0]} {key[1]}")
         self.known_hosts.write_text("\n".join(lines) + "\n")
         self.ssh_config = self.workdir / "ssh_config"
         blocks = [
@@ -266,6 +269,15 @@ class NetnsCluster:
             f"  IdentityFile {self.client_key}\n  UserKnownHostsFile {self.known_hosts}\n"
             for h in self.hosts
         ]
+        if self.data_links and len(self.hosts) > 1:
+            # j<i>: host i by its data address, which only the other hosts can reach,
+            # through the next host as a ProxyJump
+            blocks += [
+                f"Host j{h.index}\n  HostName {h.data_ip}\n  User root\n"
+                f"  ProxyJump h{(h.index + 1) % len(self.hosts)}\n"
+                f"  IdentityFile {self.client_key}\n  UserKnownHostsFile {self.known_hosts}\n"
+                for h in self.hosts
+            ]
         self.ssh_config.write_text("\n".join(blocks))
 
     # ------------------------------------------------------------------ sshd

@@ -135,6 +135,18 @@ async def test_every_host_streams_its_own_interfaces_and_no_gpus(cluster: NetnsC
         assert isinstance(after, float) and after - before >= 2_000_000
 
 
+async def test_proxyjump_from_ssh_config_reaches_a_host_only_its_peers_can_reach(
+    cluster: NetnsCluster,
+) -> None:
+    # j0 = host 0 by its data address (no route from here), jumping through host 1
+    source = SshSource([SshNode("via-jump", "j0")], INTERVAL_S, options(cluster))
+    async with running(source) as rec:
+        await rec.wait_for(lambda: len(rec.good("via-jump")) >= 1 or len(rec.errors("via-jump")) >= 1)
+        assert not rec.errors("via-jump"), rec.errors("via-jump")[0].error
+        sample = rec.good("via-jump")[0]
+        assert {n.name for n in sample.nics or []} == {"lo", "mgmt0", "data0"}
+
+
 async def test_link_set_down_shows_within_two_intervals(cluster: NetnsCluster) -> None:
     host = cluster.hosts[2]
     source = SshSource(nodes_for([host]), INTERVAL_S, options(cluster))
@@ -186,7 +198,7 @@ async def test_host_key_mismatch_is_refused_and_says_so(cluster: NetnsCluster, t
     await asyncio.to_thread(_keygen, other_key)
     key = other_key.with_suffix(".pub").read_text().split()
     lines = [
-        f"{impostor.mgmt_ip} {key[0]} {key[1]}" if line.startswith(f"{impostor.mgmt_ip} ") else line
+        f"{impostor.mgmt_ip} {key[0]} {key[1]}" if impostor.mgmt_ip in line.split()[0].split(",") else line
         for line in cluster.known_hosts.read_text().splitlines()
     ]
     known = tmp_path / "known_hosts"
