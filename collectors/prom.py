@@ -213,9 +213,18 @@ class PromSource(PollingSource):
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, partial(fn, *args))
 
-    async def _instant(self, query: promql.Query, at: float) -> Any:
+    async def _instant(self, query: promql.Query, at: float) -> promql.Grouped:
+        """One query, its result grouped by node in the worker thread (off the event loop)."""
         client = self._connect()
-        return await self._call(client.custom_query, query.promql, {"time": f"{at:.3f}"})
+
+        def fetch() -> promql.Grouped:
+            result = client.custom_query(query.promql, {"time": f"{at:.3f}"})
+            grouped: promql.Grouped = {}
+            promql.group_instant(query.key, result, promql.subkeys(query.tier, query.key), grouped)
+            return grouped
+
+        grouped: promql.Grouped = await self._call(fetch)
+        return grouped
 
     async def _range(self, query: promql.Query, start: float, end: float, step: float) -> Any:
         client = self._connect()
@@ -254,9 +263,9 @@ class PromSource(PollingSource):
             return self._errors(self.error_text(exc))
         results = await asyncio.gather(*(self._instant(q, now) for q in queries), return_exceptions=True)
         failures = [r for r in results if isinstance(r, BaseException)]
-        for r in failures:
-            if isinstance(r, asyncio.CancelledError):
-                raise r
+        for failure in failures:
+            if isinstance(failure, asyncio.CancelledError):
+                raise failure
         if len(failures) == len(results):
             # the credentials message wins: it is the one the user can act on
             worst = next((f for f in failures if "credentials" in describe_error(f, 0)), failures[0])
@@ -268,7 +277,9 @@ class PromSource(PollingSource):
                 failed_tiers.setdefault(q.tier, self.error_text(r))
                 log.debug("prom query %s failed", q.key, exc_info=r)
                 continue
-            promql.group_instant(q.key, r, promql.subkeys(q.tier, q.key), grouped[q.tier])
+            into = grouped[q.tier]
+            for node, figures in r.items():
+                into.setdefault(node, {}).update(figures)
         notes = [f"{tier} queries: {msg}" for tier, msg in failed_tiers.items()]
         samples = self._build(grouped, {t for t in tiers if t not in failed_tiers}, now, notes)
         samples += self._missing(grouped, set(tiers) - set(failed_tiers))

@@ -137,12 +137,12 @@ class QueryBuilder:
             [self.sel("DCGM_FI_DEV_GPU_UTIL"), f"100 * {self.sel('DCGM_FI_DEV_GPU_UTIL_RATIO')}"]
         ) + ")"
         by = ("gpu",)
-        # name and UUID come from labels: grouping by them keeps one series per GPU
+        # the model name comes from a label: grouping by it keeps one series per GPU
         return [
-            Query("gpu", "util_pct", self.agg("max", util, ("gpu", "modelName", "UUID"))),
+            Query("gpu", "util_pct", self.agg("max", util, ("gpu", "modelName"))),
             Query("gpu", "mem_used_mib", self.agg("max", self.sel("DCGM_FI_DEV_FB_USED"), by)),
-            Query("gpu", "mem_total_mib", self.agg(
-                "max", f"({self.sel('DCGM_FI_DEV_FB_USED')} + {self.sel('DCGM_FI_DEV_FB_FREE')})", by)),
+            # total = used + free, added here: a binary operator on the server costs more
+            Query("gpu", "mem_free_mib", self.agg("max", self.sel("DCGM_FI_DEV_FB_FREE"), by)),
             Query("gpu", "power_w", self.agg("max", self.sel("DCGM_FI_DEV_POWER_USAGE"), by)),
             Query("gpu", "temp_c", self.agg("max", self.sel("DCGM_FI_DEV_GPU_TEMP"), by)),
             Query("gpu", "sm_clock_mhz", self.agg("max", self.sel("DCGM_FI_DEV_SM_CLOCK"), by)),
@@ -203,13 +203,21 @@ Grouped = dict[str, dict[str, dict[tuple[str, ...], float | None]]]
 def group_instant(key: str, result: Iterable[Mapping[str, Any]], by: Sequence[str], out: Grouped) -> None:
     """Fold one instant-query result into `out[node][key][(by-label values…)]`."""
     for series in result:
+        if not isinstance(series, Mapping):
+            continue
         labels = series.get("metric") or {}
         node = labels.get(NODE)
         value = series.get("value")
         if not isinstance(node, str) or not node or not isinstance(value, list | tuple) or len(value) != 2:
             continue
-        sub = tuple(str(labels.get(b, "")) for b in by)
-        out.setdefault(node, {}).setdefault(key, {})[sub] = number(value[1])
+        sub = tuple([str(labels.get(b, "")) for b in by]) if by else ()
+        per_node = out.get(node)
+        if per_node is None:
+            per_node = out[node] = {}
+        per_key = per_node.get(key)
+        if per_key is None:
+            per_key = per_node[key] = {}
+        per_key[sub] = number(value[1])
 
 
 def group_range(
@@ -233,12 +241,12 @@ def group_range(
 
 
 SUBKEYS: dict[str, tuple[str, ...]] = {
-    "util_pct": ("gpu", "modelName", "UUID"),
+    "util_pct": ("gpu", "modelName"),
     "eth_rx": ("device",), "eth_tx": ("device",), "eth_up": ("device",), "eth_speed": ("device",),
     "ib_rx": ("device", "port"), "ib_tx": ("device", "port"), "ib_state": ("device", "port"),
     "ib_rate": ("device", "port"), "ib_wait": ("device", "port"),
 }
-_GPU_KEYS = ("mem_used_mib", "mem_total_mib", "power_w", "temp_c", "sm_clock_mhz", "xid_last",
+_GPU_KEYS = ("mem_used_mib", "mem_free_mib", "power_w", "temp_c", "sm_clock_mhz", "xid_last",
              "energy_mj_total")
 
 
@@ -271,10 +279,10 @@ def _int(value: float | None) -> int | None:
 def gpu_sample(node: str, taken_at: float, fig: Mapping[str, Mapping[tuple[str, ...], float | None]],
                source: str) -> NodeSample | None:
     by_gpu: dict[str, dict[str, float | None]] = {}
-    names: dict[str, tuple[str | None, str | None]] = {}
-    for (gpu, model, uuid), value in (fig.get("util_pct") or {}).items():
+    names: dict[str, str | None] = {}
+    for (gpu, model), value in (fig.get("util_pct") or {}).items():
         by_gpu.setdefault(gpu, {})["util_pct"] = value
-        names[gpu] = (model or None, uuid or None)
+        names[gpu] = model or None
     for key in _GPU_KEYS:
         for (gpu,), value in (fig.get(key) or {}).items():
             by_gpu.setdefault(gpu, {})[key] = value
@@ -284,11 +292,11 @@ def gpu_sample(node: str, taken_at: float, fig: Mapping[str, Mapping[tuple[str, 
             index = int(gpu)
         except ValueError:
             continue
-        model_name, gpu_uuid = names.get(gpu, (None, None))
-        used, total = f.get("mem_used_mib"), f.get("mem_total_mib")
+        used, free = f.get("mem_used_mib"), f.get("mem_free_mib")
+        total = None if used is None or free is None else used + free
         energy = f.get("energy_mj_total")
         gpus.append(GpuSample(
-            index=index, name=model_name, uuid=gpu_uuid, util_pct=f.get("util_pct"),
+            index=index, name=names.get(gpu), util_pct=f.get("util_pct"),
             mem_used_bytes=None if used is None else int(used * _MIB),
             mem_total_bytes=None if total is None else int(total * _MIB),
             power_w=f.get("power_w"), temp_c=f.get("temp_c"), sm_clock_mhz=f.get("sm_clock_mhz"),
