@@ -271,3 +271,12 @@ def test_mark_phase_rejects_unknown_phases(phase: str) -> None:
     feed = MonitorFeed(make_layout([NodeSpec("decode-01")]), sources=[])
     with pytest.raises(ValueError, match="unknown phase"):
         feed.mark_phase(phase)
+
+
+async def test_small_terminal_keeps_the_node_table_visible() -> None:
+    app, _ = live_app(cluster())  # with every registered panel (hunt list, session, …)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: len(rows(app)) == 3)
+        await pilot.pause()
+        text = screen_text(app)
+        assert "decode-01" in text and "decode-02" in text

@@ -17,6 +17,7 @@ from functools import partial
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
+from textual.widget import Widget
 
 from collectors.source import Source
 from infertop.feed import MonitorFeed, SnapshotFeed, can_mark_phase
@@ -49,7 +50,10 @@ class InfertopApp(App[int]):
                 tooltip="Mark the session phase (build, load, warmup, run, failed, idle)"),
     ]
 
-    def __init__(self, feed: SnapshotFeed, history_length: int = 60) -> None:
+    def __init__(
+        self, feed: SnapshotFeed, history_length: int = 60, panels: list[Widget] | None = None
+    ) -> None:
+        """`panels`: overview plug-in panels; None = every registered one (see `tui.panels`)."""
         super().__init__()
         self.feed = feed
         self.history = History(history_length)
@@ -60,7 +64,7 @@ class InfertopApp(App[int]):
         self.paused = False
         self.frames_received = 0
         self.frames_rendered = 0
-        self.overview = OverviewScreen()
+        self.overview = OverviewScreen(panels)
         self._feed_running = False
 
     def get_default_screen(self) -> Screen[None]:

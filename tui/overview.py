@@ -27,12 +27,13 @@ class OverviewScreen(Screen[None]):
         Binding("s", "cycle_sort", "Sort", tooltip="Sort by the next column (worst first)"),
     ]
 
-    def __init__(self) -> None:
+    def __init__(self, panels: list[Widget] | None = None) -> None:
+        """`panels`: the plug-in panels to show; None = every registered one (`tui.panels`)."""
         super().__init__(id="overview")
         self.node_filter = NodeFilter()
         self.sort_index = 0
         self.snapshot: Snapshot | None = None
-        self._panels: list[Widget] = overview_panels()
+        self._panels: list[Widget] = overview_panels() if panels is None else panels
 
     # -- layout ---------------------------------------------------------------------
 

@@ -1,0 +1,68 @@
+"""The real `infertop` binary on this machine, inside tmux: the overview shows
+`localhost`, and `q` quits it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+import uuid
+
+import pytest
+from conftest import REPO, infertop_bin
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+def _tmux(socket: str, *args: str) -> subprocess.CompletedProcess[str]:
+    # a private server socket: never touches the developer's (or another test's) tmux
+    return subprocess.run(["tmux", "-L", socket, *args], capture_output=True, text=True, timeout=30)
+
+
+def _pane(socket: str, session: str) -> str:
+    return _tmux(socket, "capture-pane", "-p", "-t", session).stdout
+
+
+def _wait(predicate, timeout_s: float, step_s: float = 0.25) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step_s)
+    return predicate()
+
+
+def test_real_binary_shows_localhost_and_quits(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    socket = f"infertop-smoke-{uuid.uuid4().hex[:8]}"
+    session = "smoke"
+    exit_file = tmp_path / "exit-code"
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "TERM": "xterm-256color",
+        "LANG": "C.UTF-8",
+        "INFERTOP_STATE_DIR": str(tmp_path / ".infertop"),
+    }
+    # The shell records the exit status, so "it exited cleanly" is checked, not assumed.
+    # COLUMNS/LINES (pytest's plugins export 80x24) would override the pane's real size.
+    command = f"env -u COLUMNS -u LINES {infertop_bin()} ; echo $? > {exit_file}"
+    args = ["new-session", "-d", "-s", session, "-x", "180", "-y", "40", "-c", str(REPO)]
+    for key, value in env.items():
+        args += ["-e", f"{key}={value}"]
+    started = _tmux(socket, *args, command)
+    assert started.returncode == 0, started.stderr
+    try:
+        shown = _wait(lambda: "localhost" in _pane(socket, session), timeout_s=60)
+        screen = _pane(socket, session)
+        size = _tmux(socket, "display", "-p", "-t", session, "#{window_width}x#{window_height}").stdout
+        assert shown, f"the overview never showed localhost ({size.strip()}):\n{screen}"
+        assert "infertop" in screen and "NODE" in screen
+        assert "Traceback" not in screen
+        _tmux(socket, "send-keys", "-t", session, "q")
+        exited = _wait(exit_file.exists, timeout_s=30)
+        assert exited, f"infertop did not exit on q:\n{_pane(socket, session)}"
+        assert _wait(lambda: exit_file.read_text().strip() != "", timeout_s=5)
+        assert exit_file.read_text().strip() == "0"
+    finally:
+        _tmux(socket, "kill-server")

@@ -1,0 +1,205 @@
+"""The TUI's pure parts: inert text, sparklines, filter, link summary, clock events,
+column rendering and sorting, history bounds, format helpers."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from infertop.format import fmt_bytes_pair, fmt_power_w
+from infertop.view import EngineView, GpuView, NicView, NodeView, VerdictView
+from tui.columns import GREY, SORTS, TROUBLE, NodeLabel, SortSpec, render_row, sort_order
+from tui.filtering import NodeFilter
+from tui.node_figures import clock_events, link_summary, nic_traffic
+from tui.sparkline import sparkline
+from tui.text import clean, inert
+
+
+def node(name: str = "n1", **kw: object) -> NodeView:
+    base: dict[str, object] = {"name": name, "role": "decode", "status": "ok"}
+    base.update(kw)
+    return NodeView.model_validate(base)
+
+
+# -- inert text --------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("[red]x[/]", "[red]x[/]"),
+        ("\x1b[31mred\x1b[0m", "red"),
+        ("a\x1b]8;;http://evil\x1b\\link\x1b]8;;\x1b\\b", "alinkb"),
+        ("two\nlines\tand\rtabs", "two lines and tabs"),
+        ("bell\x07 nul\x00 c1\x9b", "bell nul c1"),
+        ("rtl\u202eoverride", "rtloverride"),
+    ],
+)
+def test_clean_strips_escapes_keeps_markup_literal(raw: str, shown: str) -> None:
+    assert clean(raw) == shown
+    text = inert(raw)
+    assert text.plain == shown and text.spans == []
+
+
+@given(st.text())
+def test_clean_never_leaves_control_characters(raw: str) -> None:
+    out = clean(raw, max_len=10_000)
+    assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in out)
+
+
+def test_clean_truncates() -> None:
+    assert clean("x" * 500, max_len=10) == "x" * 9 + "…"
+
+
+# -- sparklines --------------------------------------------------------------------
+
+def test_sparkline_scales_and_marks_gaps() -> None:
+    assert sparkline([0, 50, 100], 3, 0, 100) == "▁▅█"
+    assert sparkline([None, 100], 4, 0, 100) == "   █"
+    assert sparkline([], 3) == "   "
+    assert sparkline(list(range(100)), 5, 0, 99) == sparkline(list(range(95, 100)), 5, 0, 99)
+
+
+@given(st.lists(st.one_of(st.none(), st.floats(-1e6, 1e6)), max_size=50), st.integers(1, 40))
+def test_sparkline_width_is_exact(values: list[float | None], width: int) -> None:
+    assert len(sparkline(values, width)) == width
+
+
+# -- filter ------------------------------------------------------------------------
+
+def test_filter_matches_name_role_status_verdict_and_inverts() -> None:
+    idle = node("decode-07", verdicts=[VerdictView(kind="idle", detail="util 0%")])
+    stale = node("prefill-01", role="prefill", status="stale")
+    assert NodeFilter.parse("DECODE").matches(idle)
+    assert NodeFilter.parse("idle").matches(idle) and not NodeFilter.parse("idle").matches(stale)
+    assert NodeFilter.parse("stale").matches(stale)
+    assert NodeFilter.parse("!decode").matches(stale) and not NodeFilter.parse("!decode").matches(idle)
+    assert NodeFilter.parse("decode idle").matches(idle)
+    assert not NodeFilter.parse("decode stale").matches(idle)  # words must all match
+    assert NodeFilter.parse("  ").matches(idle) and not NodeFilter.parse("").active
+    assert NodeFilter.parse("!").matches(idle)  # "!" alone filters nothing
+
+
+# -- links, traffic, clock events -----------------------------------------------------
+
+def test_link_summary_counts_expected_ports_and_flags_trouble() -> None:
+    nics = [
+        NicView(name="mlx5_0", kind="infiniband", state="active", expected_gbps=400, speed_gbps=400),
+        NicView(name="mlx5_1", kind="infiniband", state="down", expected_gbps=400, speed_gbps=400),
+        NicView(name="eth0", kind="ethernet", state="up"),
+    ]
+    summary = link_summary(node(nics=nics))
+    assert summary.text() == "1/2 up" and summary.trouble
+    slow = [NicView(name="ib0", kind="infiniband", state="active", expected_gbps=400, speed_gbps=200)]
+    assert link_summary(node(nics=slow)).text() == "1/1 up slow"
+    # ports nobody expects: a down docker bridge is not trouble
+    loose = [NicView(name="eth0", kind="ethernet", state="up"), NicView(name="docker0", kind="ethernet",
+                                                                         state="down"),
+             NicView(name="lo", kind="loopback", state="unknown")]
+    assert link_summary(node(nics=loose)).text() == "1/2 up" and not link_summary(node(nics=loose)).trouble
+    # expected but never reported: unknown, not "0 up"
+    unknown = [NicView(name="mlx5_0", kind="other", expected_gbps=400)]
+    assert link_summary(node(nics=unknown)).text() == "—"
+
+
+def test_bond_members_are_not_counted_twice() -> None:
+    nics = [
+        NicView(name="bond0", kind="bond", state="up", members=["eth0", "eth1"], members_up=2,
+                rx_bytes_per_s=100.0, tx_bytes_per_s=10.0),
+        NicView(name="eth0", kind="ethernet", state="up", rx_bytes_per_s=60.0, tx_bytes_per_s=5.0),
+        NicView(name="eth1", kind="ethernet", state="up", rx_bytes_per_s=40.0, tx_bytes_per_s=5.0),
+        NicView(name="lo", kind="loopback", state="up", rx_bytes_per_s=1e9, tx_bytes_per_s=1e9),
+    ]
+    assert nic_traffic(node(nics=nics)) == (100.0, 10.0)
+    assert nic_traffic(node()) == (None, None)
+
+
+def test_clock_events_decoded_with_worst_level() -> None:
+    assert clock_events(None) == ([], "none")
+    assert clock_events(0x1) == (["idle"], "none")
+    assert clock_events(0x4) == (["power cap"], "warning")
+    names, level = clock_events(0x4 | 0x40 | 0x10000)
+    assert names == ["power cap", "thermal (hw)", "0x10000"] and level == "critical"
+
+
+# -- columns -----------------------------------------------------------------------
+
+def test_unknown_values_show_as_dash() -> None:
+    cells = {c: t.plain for c, t in zip(
+        ("name", "role", "status", "gpus", "util", "mem", "power", "rx", "tx", "links", "steps",
+         "accept", "tokens", "cost", "idle", "verdicts"), render_row(node()), strict=True)}
+    for key in ("gpus", "util", "mem", "power", "rx", "tx", "links", "steps", "accept", "tokens",
+                "cost", "idle"):
+        assert cells[key] == "—", key
+
+
+def test_row_figures_and_trouble_colours() -> None:
+    gpus = [GpuView(index=i, util_pct=50.0 + i * 10, power_w=400.0, mem_used_bytes=2**30,
+                    mem_total_bytes=2**32) for i in range(2)]
+    n = node(gpus=gpus, gpus_expected=4, cost_per_hour_usd=21.16, idle_fraction=0.75,
+             engine=EngineView(decode_steps_per_s=31.25, draft_acceptance=0.7, accepted_tokens_per_s=1234.4))
+    cells = render_row(n)
+    plain = [c.plain for c in cells]
+    assert plain[3] == "2/4" and TROUBLE in str(cells[3].style)  # GPUs missing
+    assert plain[4] == "55%" and plain[5] == "2.0/8.0 GiB" and plain[6] == "800 W"
+    assert plain[10:15] == ["31.2", "70%", "1,234", "$21.16", "75%"]
+
+
+def test_stale_row_greyed_but_status_says_why() -> None:
+    cells = render_row(node(status="stale", age_s=7.0, gpus=[GpuView(index=0, util_pct=90.0)]))
+    assert cells[2].plain == "stale 7s"
+    assert any(GREY in str(s.style) for s in cells[4].spans)
+    unreachable = render_row(node(status="unreachable", age_s=125.0))
+    assert unreachable[2].plain == "UNREACH 2m" and TROUBLE in str(unreachable[2].style)
+
+
+def test_name_cell_keeps_its_node_and_is_inert() -> None:
+    label = NodeLabel("[b]x[/b]\x1b[1m")
+    assert label.node == "[b]x[/b]\x1b[1m" and label.plain == "[b]x[/b]" and label.spans == []
+
+
+def test_sort_orders_worst_first_unknown_last() -> None:
+    a = node("a", gpus=[GpuView(index=0, util_pct=10.0)], engine=EngineView(decode_steps_per_s=30.0))
+    b = node("b", status="error")
+    c = node("c", gpus=[GpuView(index=0, util_pct=90.0)], engine=EngineView(decode_steps_per_s=5.0))
+    nodes = [a, b, c]
+    by = {s.label: s for s in SORTS}
+    assert sort_order(nodes, SortSpec("layout", None)) == ["a", "b", "c"]
+    assert sort_order(nodes, by["status"]) == ["b", "a", "c"]
+    assert sort_order(nodes, by["util"]) == ["c", "a", "b"]
+    assert sort_order(nodes, by["steps/s"]) == ["c", "a", "b"]  # stragglers first
+    assert sort_order(nodes, by["node"]) == ["a", "b", "c"]
+
+
+# -- format helpers ----------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("used", "total", "shown"),
+    [(None, None, "—"), (70 * 2**30, 141 * 2**30, "70/141 GiB"), (2**39, 2 * 2**40, "0.5/2.0 TiB"),
+     (None, 80 * 2**30, "—/80 GiB"), (512, None, "512 B")],
+)
+def test_fmt_bytes_pair(used: float | None, total: float | None, shown: str) -> None:
+    assert fmt_bytes_pair(used, total) == shown
+
+
+def test_fmt_power_w() -> None:
+    assert fmt_power_w(None) == "—" and fmt_power_w(699.6) == "700 W" and fmt_power_w(12_800) == "12.8 kW"
+
+
+# -- history -----------------------------------------------------------------------
+
+def test_history_is_bounded_and_forgets_departed_nodes() -> None:
+    from tui_helpers import FrozenFeed, NodeSpec
+
+    from tui.history import History
+
+    feed = FrozenFeed([NodeSpec("a"), NodeSpec("b", silent_after=2)], ticks=6)
+    history = History(length=4)
+    for frame in feed.frames:
+        history.record(frame)
+        history.record(frame)  # the same frame twice is one point
+    assert len(history.values(history.gpu_util, ("a", 0))) == 4
+    assert history.values(history.node_util, "b")[-1] is None  # stale: a gap, not a repeat
+    last = feed.frames[-1]
+    history.record(last.model_copy(update={"nodes": [last.nodes[0]], "taken_at": "later"}))
+    assert "b" not in history.node_util and ("b", 0) not in history.gpu_util
