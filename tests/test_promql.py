@@ -1,0 +1,162 @@
+"""Pure parts of the prom source: queries, result mapping, error messages, credentials."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+import requests
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from prometheus_api_client import PrometheusApiClientException
+
+from collectors import promql
+from collectors.prom import NodeNamer, PromSetupError, auth_headers, describe_error, redact_url
+from layouts import LayoutError, parse_layout
+from layouts.model import PrometheusConfig
+
+
+def test_node_label_priority_and_port_strip() -> None:
+    qb = promql.QueryBuilder(node_labels=("Hostname", "instance"), selector='cluster="a"')
+    q = qb.agg("sum", qb.sel("vllm:generation_tokens_total"))
+    # the first label listed is applied last, so it wins wherever it is present
+    assert q == (
+        'sum by (infertop_node) (label_replace(label_replace(vllm:generation_tokens_total{cluster="a"}, '
+        '"infertop_node", "$1", "instance", "(.+?)(?::[0-9]+)?"), '
+        '"infertop_node", "$1", "Hostname", "(.+?)(?::[0-9]+)?"))'
+    )
+
+
+def test_engine_queries_cover_vllm_and_sglang_and_average_steps_over_engines() -> None:
+    queries = {q.key: q.promql for q in promql.QueryBuilder().engine()}
+    assert "vllm:generation_tokens_total or sglang:generation_tokens_total" in queries["generation_tokens_total"]
+    assert queries["steps_total"].startswith("avg by (infertop_node) (sum by (infertop_node, engine, dp_rank)")
+    assert queries["kv_cache_usage"].startswith("avg by")
+    assert queries["timestamp"].startswith("max by (infertop_node) (label_replace((timestamp(")
+
+
+def test_custom_profile_names_come_first_and_junk_is_dropped() -> None:
+    custom = {"mine": {"generation_tokens": ["my_engine_tokens_total", "x}or(vector(1))or(y{"]}}
+    names = promql.profile_metrics(["mine"], custom)
+    assert names["generation_tokens_total"][0] == "my_engine_tokens_total"
+    assert "vllm:generation_tokens_total" in names["generation_tokens_total"]
+    assert not any("vector" in n for ns in names.values() for n in ns)
+
+
+def test_results_become_samples() -> None:
+    grouped: promql.Grouped = {}
+    promql.group_instant("util_pct", [
+        {"metric": {"infertop_node": "n1", "gpu": "1", "modelName": "H200"}, "value": [1.0, "55"]},
+        {"metric": {"infertop_node": "n1", "gpu": "0", "modelName": "H200"}, "value": [1.0, "NaN"]},
+        {"metric": {"gpu": "0"}, "value": [1.0, "1"]},  # no node label: ignored
+    ], ("gpu", "modelName"), grouped)
+    promql.group_instant("mem_used_mib", [
+        {"metric": {"infertop_node": "n1", "gpu": "1"}, "value": [1.0, "10"]}], ("gpu",), grouped)
+    sample = promql.gpu_sample("n1", 5.0, grouped["n1"], "prom:gpu")
+    assert sample is not None
+    assert [(g.index, g.util_pct, g.name) for g in sample.gpus or []] == [(0, None, "H200"), (1, 55.0, "H200")]
+    assert sample.gpus is not None and sample.gpus[1].mem_used_bytes == 10 * 1024 * 1024
+    assert sample.gpus[1].mem_total_bytes is None  # free unknown → total unknown, not "used"
+
+
+def test_ib_ports_named_like_the_probe() -> None:
+    fig = {
+        "ib_rx": {("mlx5_0", "1"): 4.0, ("mlx5_1", "1"): 1.0, ("mlx5_1", "2"): 2.0},
+        "ib_state": {("mlx5_0", "1"): 4.0, ("mlx5_1", "1"): 1.0, ("mlx5_1", "2"): 4.0},
+    }
+    sample = promql.node_sample("n", 1.0, fig, "prom:node")
+    assert sample is not None
+    assert [(n.name, n.state) for n in sample.nics or []] == [
+        ("mlx5_0", "active"), ("mlx5_1/1", "down"), ("mlx5_1/2", "active")
+    ]
+
+
+def test_nothing_known_is_no_sample() -> None:
+    assert promql.engine_sample("n", 1.0, {"steps_total": {(): None}}, "prom:engine") is None
+    assert promql.node_sample("n", 1.0, {}, "prom:node") is None
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.floats() | st.text(max_size=20),
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=12), kids, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_json, max_size=6), st.sampled_from(["util_pct", "eth_rx", "steps_total", "ib_rx"]))
+def test_garbage_results_never_crash(result: list[object], key: str) -> None:
+    grouped: promql.Grouped = {}
+    tier = {"util_pct": "gpu", "eth_rx": "node", "ib_rx": "node", "steps_total": "engine"}[key]
+    promql.group_instant(key, result, promql.subkeys(tier, key), grouped)  # type: ignore[arg-type]
+    for node, fig in grouped.items():
+        promql.BUILDERS[tier](node, 1.0, fig, "prom:x")
+
+
+def test_namer_maps_ports_fqdns_and_cleans_discovered_names() -> None:
+    namer = NodeNamer(["decode-01"], discover=False)
+    assert namer("decode-01") == "decode-01"
+    assert namer("decode-01.cluster.local") == "decode-01"
+    assert namer("10.0.0.5") is None
+    found = NodeNamer([], discover=True)
+    assert found("evil\x1b[31m[bold]x") == "evil__31m_bold_x"
+
+
+def refused_error() -> requests.ConnectionError:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    try:
+        requests.get(f"http://127.0.0.1:{port}/", timeout=2)
+    except requests.ConnectionError as exc:
+        return exc
+    raise AssertionError("a closed port answered")
+
+
+def test_error_messages_are_short_and_carry_no_secret() -> None:
+    assert describe_error(refused_error(), 5) == "connection refused"
+    assert describe_error(requests.ReadTimeout("Read timed out"), 2.5) == "timed out after 2.5 s"
+    secret = PrometheusApiClientException("HTTP Status Code 401 (b'bad token: Bearer abc123')")
+    assert describe_error(secret, 5) == "rejected the credentials (HTTP 401)"
+    assert describe_error(PrometheusApiClientException("HTTP Status Code 503 (b'')"), 5) == "answered HTTP 503"
+    assert describe_error(ValueError("Expecting value"), 5) == (
+        "answered something that is not a Prometheus API response"
+    )
+    assert redact_url("https://user:pw@prom:9090/x?token=1") == "https://***@prom:9090/x"
+
+
+def test_credentials_from_env_or_file(tmp_path: Path) -> None:
+    cfg = PrometheusConfig(url="http://p:9090", token_env="T")
+    assert auth_headers(cfg, {"T": "abc\n"}) == {"Authorization": "Bearer abc"}
+    with pytest.raises(PromSetupError, match=r"^environment variable T \(token_env\) is not set$"):
+        auth_headers(cfg, {})
+    raw = PrometheusConfig(url="http://p:9090", header_env="H", header_name="X-Auth")
+    assert auth_headers(raw, {"H": "Basic Zm9v"}) == {"X-Auth": "Basic Zm9v"}
+    missing = PrometheusConfig(url="http://p:9090", token_file=str(tmp_path / "none"))
+    with pytest.raises(PromSetupError, match="No such file"):
+        auth_headers(missing, {})
+
+
+@pytest.mark.parametrize(
+    ("prom", "field", "problem"),
+    [
+        ('selector = "cluster=\\"a\\"} or vector(1) or x{"', "prometheus.selector", "label matchers"),
+        ('node_label = "bad-label"', "prometheus.node_label", "is not a Prometheus label name"),
+        ('token_env = "A"\ntoken_file = "/x"', "prometheus", "give at most one of"),
+        ("gpu_detail_every = 0", "prometheus.gpu_detail_every", "greater than or equal to 1"),
+    ],
+)
+def test_layout_rejects_bad_prometheus_settings(prom: str, field: str, problem: str) -> None:
+    text = f'[prometheus]\nurl = "http://p:9090"\n{prom}\n'
+    with pytest.raises(LayoutError) as err:
+        parse_layout(text, "x.toml")
+    assert err.value.field == field and problem in err.value.problem
+
+
+def test_layout_accepts_matchers_and_label_lists() -> None:
+    layout = parse_layout(
+        '[prometheus]\nurl = "http://p:9090"\nnode_label = ["Hostname", "instance"]\n'
+        'selector = \'cluster="a", job=~"vllm.*"\'\n'
+    )
+    assert layout.prometheus is not None and layout.prometheus.selector == 'cluster="a", job=~"vllm.*"'
