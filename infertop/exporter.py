@@ -126,3 +126,14 @@ class SnapshotCollector(Collector):
         snapshot = self.latest()
         if snapshot is not None:
             yield from snapshot_families(snapshot)
+
+
+def metric_names() -> set[str]:
+    """Every family name the exporter may serve (dashboards and tests check against it)."""
+    names = {"infertop_info", "infertop_snapshot_timestamp_seconds", "infertop_node_status",
+             "infertop_node_verdict"}
+    names |= {f"infertop_node_{s}" for s, _, _ in _NODE_ENGINE}
+    names |= {f"infertop_node_{s}" for s, _, _ in _NODE_OTHER}
+    names |= {f"infertop_session_{s}" for s, _, _ in _SESSION}
+    names |= {f"infertop_role_{s}" for s, _, _ in _ROLLUP}
+    return names

@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_server import PrometheusServer, Target, free_port, prometheus_available, wait_until
 
 from collectors.sample import EngineSample, GpuSample, NodeSample
-from infertop.exporter import SnapshotCollector
+from infertop.exporter import SnapshotCollector, metric_names
 from infertop.runtime import Monitor
 from infertop.view import Snapshot
 from layouts import parse_layout
@@ -161,3 +161,16 @@ def test_a_real_prometheus_scrapes_the_exporter(tmp_path: Path) -> None:
             raise
     assert proc.returncode == 0
     assert err.strip() == f"infertop export: serving http://127.0.0.1:{port}/metrics"
+
+
+def test_grafana_dashboard_uses_only_exported_series() -> None:
+    import json
+    import re
+
+    dashboard = json.loads((Path(__file__).resolve().parent.parent / "docs" / "grafana-dashboard.json").read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    used = {name for e in exprs for name in re.findall(r"\binfertop_[a-z_]+", e)}
+    assert used and used <= metric_names(), used - metric_names()
+    # and the exporter's list is what it serves
+    served = {f.name for f in text_string_to_metric_families(exposition(fed_snapshot()))}
+    assert served <= metric_names()
