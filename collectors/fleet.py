@@ -29,6 +29,10 @@ class NodeState:
     by_source: dict[str, deque[NodeSample]] = field(default_factory=dict)
     last_error: NodeSample | None = None
     samples_seen: int = 0
+    # seconds of samples kept behind a source's newest one (None: `history` alone bounds
+    # the ring). A node sample with 8 GPUs and 9 ports holds ~27 KiB, so 600 of them for
+    # 128 nodes would be 2 GB; evaluation only ever reads one window back.
+    retain_s: float | None = None
 
     def add(self, sample: NodeSample) -> None:
         self.samples_seen += 1
@@ -39,6 +43,12 @@ class NodeState:
         if ring is None:
             ring = self.by_source[sample.source] = deque(maxlen=self.history)
         ring.append(sample)
+        if self.retain_s is not None:
+            # relative to the source's own newest time, so a node whose clock is off
+            # still keeps a full window of its samples
+            oldest_kept = sample.taken_at - self.retain_s
+            while len(ring) > 1 and ring[0].taken_at < oldest_kept:
+                ring.popleft()
 
     @property
     def last_ok_at(self) -> float | None:
@@ -71,14 +81,15 @@ class NodeState:
 
 
 class FleetState:
-    def __init__(self, node_names: Iterable[str], history: int = 600):
+    def __init__(self, node_names: Iterable[str], history: int = 600, retain_s: float | None = None):
         self.history = history
-        self.nodes: dict[str, NodeState] = {n: NodeState(n, history) for n in node_names}
+        self.retain_s = retain_s
+        self.nodes: dict[str, NodeState] = {n: NodeState(n, history, retain_s=retain_s) for n in node_names}
 
     def add(self, sample: NodeSample) -> None:
         state = self.nodes.get(sample.node)
         if state is None:  # a discovered node (e.g. from Prometheus)
-            state = self.nodes[sample.node] = NodeState(sample.node, self.history)
+            state = self.nodes[sample.node] = NodeState(sample.node, self.history, retain_s=self.retain_s)
         state.add(sample)
 
 

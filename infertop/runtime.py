@@ -39,7 +39,12 @@ class Monitor:
         self.layout = layout
         self.clock = clock
         names = [n.name for n in layout.nodes if n.name is not None]
-        self.state = FleetState(names, layout.cluster.history)
+        # keep one window of samples (plus two intervals of slack), `history` at most:
+        # evaluation reads no further back, and each node sample is tens of KiB
+        cluster_cfg = layout.cluster
+        self.state = FleetState(
+            names, cluster_cfg.history, retain_s=cluster_cfg.window_s + 2 * cluster_cfg.interval_s
+        )
         self.sources = list(sources) if sources is not None else build_sources(layout)
         self.fleet = Fleet(self.state, self.sources)
         start = layout.session.reservation_start
