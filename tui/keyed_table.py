@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from rich.style import Style
 from rich.text import Text
+from textual._types import SegmentLines
 from textual.widgets import DataTable
-from textual.widgets.data_table import RowKey
+from textual.widgets.data_table import ColumnKey, RowKey
 
 Signature = tuple[tuple[object, ...], ...]
 
@@ -44,6 +46,9 @@ class KeyedTable(DataTable[Text]):
         self._auto_width = {key for key, _, width in columns if width is None}
         self._shown: dict[str, Signature] = {}
         self.cells_updated = 0  # cells rewritten so far (tests and benchmarks read it)
+        # row → column → (cell object, how it was drawn, its rendered lines); see _render_cell
+        self._painted: dict[RowKey, dict[ColumnKey, tuple[object, tuple[object, ...], SegmentLines]]] = {}
+        self._paint_generation = 0
 
     def on_mount(self) -> None:
         self._ensure_columns()
@@ -92,3 +97,49 @@ class KeyedTable(DataTable[Text]):
             row = self.get_row_index(RowKey(key))
             if row != self.cursor_row:
                 self.move_cursor(row=row, animate=False)
+
+    # -- painting ---------------------------------------------------------------------
+    # DataTable keys its cell cache on a table-wide update counter, so one changed cell
+    # makes every visible cell render again through Rich (~60 µs each: ~30 ms a frame for
+    # a 128-node overview). Keyed by the cell object itself, a cell renders again only
+    # when `sync` replaced it, or its row, width or style changed. Measured in
+    # benchmarks/bench_tui.py.
+
+    def _render_cell(
+        self,
+        row_index: int,
+        column_index: int,
+        base_style: Style,
+        width: int,
+        cursor: bool = False,
+        hover: bool = False,
+    ) -> SegmentLines:
+        column_key = self._column_locations.get_key(column_index) if column_index >= 0 else None
+        row_key = self._header_row_key if row_index == -1 else self._row_locations.get_key(row_index)
+        if row_key is None or column_key is None:  # row labels (unused here)
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        cell = self.columns[column_key].label if row_index == -1 else self._data[row_key][column_key]
+        look = (row_index, base_style, width, cursor, hover, self._show_hover_cursor,
+                self._pseudo_class_state, self._paint_generation)
+        row_cache = self._painted.setdefault(row_key, {})
+        hit = row_cache.get(column_key)
+        if hit is not None and hit[0] is cell and hit[1] == look:
+            return hit[2]
+        lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        row_cache[column_key] = (cell, look, lines)
+        return lines
+
+    def _clear_caches(self) -> None:
+        super()._clear_caches()
+        self._painted.clear()
+        self._paint_generation += 1
+
+    def notify_style_update(self) -> None:
+        # DataTable clears its own caches here without `_clear_caches`: a theme change
+        self._painted.clear()
+        self._paint_generation += 1
+        super().notify_style_update()
+
+    def remove_row(self, row_key: RowKey | str) -> None:
+        self._painted.pop(row_key if isinstance(row_key, RowKey) else RowKey(row_key), None)
+        super().remove_row(row_key)

@@ -1,0 +1,94 @@
+"""What the performance fixes promise, checked without timing anything (issue 8).
+
+- the fleet state keeps one window of samples per source, not `history` of them;
+- the monitor still derives its rates from that window;
+- the node table repaints a cell only when it changed, and shows the new value when it did.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.widgets import DataTable
+
+from collectors.fleet import FleetState
+from collectors.sample import EngineSample, NodeSample
+from infertop.runtime import Monitor
+from layouts.model import Layout
+from tui.keyed_table import KeyedTable
+
+
+def _sample(node: str, t: float, steps: float, source: str = "s") -> NodeSample:
+    return NodeSample(node=node, source=source, taken_at=t, engine=EngineSample(steps_total=steps))
+
+
+def test_fleet_keeps_a_window_behind_each_sources_newest_sample() -> None:
+    state = FleetState(["n"], history=600, retain_s=5.0)
+    for i in range(100):
+        state.add(_sample("n", 1000.0 + i, float(i)))
+        state.add(_sample("n", 500.0 + i, float(i), source="skewed"))  # a clock 500 s behind
+    ring = state.nodes["n"].by_source["s"]
+    assert [s.taken_at for s in ring] == [1094.0 + k for k in range(6)]
+    assert len(state.nodes["n"].by_source["skewed"]) == 6
+    # a source that went quiet keeps its newest sample however old it is
+    state.add(_sample("n", 5000.0, 1.0, source="once"))
+    assert len(state.nodes["n"].by_source["once"]) == 1
+
+
+def test_fleet_without_retention_is_bounded_by_history_alone() -> None:
+    state = FleetState(["n"], history=50)
+    for i in range(200):
+        state.add(_sample("n", float(i), float(i)))
+    assert len(state.nodes["n"].by_source["s"]) == 50
+
+
+def test_monitor_keeps_one_window_and_still_has_its_rates() -> None:
+    layout = Layout.model_validate({
+        "cluster": {"interval_s": 1.0, "window_s": 10.0, "history": 600},
+        "nodes": [{"name": "n", "role": "decode", "gpus": 0}],
+    })
+    monitor = Monitor(layout, sources=[], clock=lambda: 0.0)
+    for i in range(300):
+        monitor.fleet._emit(_sample("n", 1000.0 + i, 40.0 * i))
+        snap = monitor.tick(1000.0 + i)
+    assert len(monitor.state.nodes["n"].by_source["s"]) <= 13
+    engine = snap.nodes[0].engine
+    assert engine is not None and engine.decode_steps_per_s == 40.0
+
+
+class _TableApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield KeyedTable([("name", "NAME", 8), ("value", "VALUE", 8)], id="t")
+
+
+def _line(table: KeyedTable, y: int) -> str:
+    return "".join(segment.text for segment in table.render_line(y))
+
+
+async def test_node_table_repaints_only_changed_cells_and_shows_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    app = _TableApp()
+    async with app.run_test(size=(40, 10)) as pilot:
+        table = app.query_one(KeyedTable)
+        table.sync([(f"r{i}", [Text(f"r{i}"), Text(str(i))]) for i in range(3)])
+        await pilot.pause()
+        for y in range(1, 4):  # line 0 is the header
+            _line(table, y)
+        # count what goes through Rich: DataTable's own renderer, below the node table's cache
+        calls: list[tuple[int, int]] = []
+        rich_render = DataTable._render_cell
+
+        def counting(self: DataTable[Text], row: int, col: int, *args: Any, **kw: Any) -> Any:
+            calls.append((row, col))
+            return rich_render(self, row, col, *args, **kw)
+
+        monkeypatch.setattr(DataTable, "_render_cell", counting)
+        table.sync([(f"r{i}", [Text(f"r{i}"), Text(str(10 if i == 1 else i))]) for i in range(3)])
+        await pilot.pause()
+        lines = [_line(table, y) for y in range(1, 4)]
+        assert "r1" in lines[1] and "10" in lines[1]
+        assert "r0" in lines[0] and "r2" in lines[2] and "2" in lines[2].replace("r2", "")
+        # only the one changed cell was rendered again
+        assert calls == [(1, 1)]
