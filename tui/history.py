@@ -32,6 +32,11 @@ class History:
             series = table[key] = deque(maxlen=self.length)
         series.append(value)
 
+    def clear(self) -> None:
+        for table in (self.node_util, self.node_steps, self.gpu_util, self.gpu_power):
+            table.clear()
+        self._last_taken_at = None
+
     def record(self, snapshot: Snapshot) -> None:
         if snapshot.taken_at == self._last_taken_at:
             return  # the same frame twice (a re-render) is not a new point
