@@ -16,8 +16,9 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is no
 
 
 def _tmux(socket: str, *args: str) -> subprocess.CompletedProcess[str]:
-    # a private server socket: never touches the developer's (or another test's) tmux
-    return subprocess.run(["tmux", "-L", socket, *args], capture_output=True, text=True, timeout=30)
+    # a private server socket in the test's own directory: never touches the developer's
+    # (or another test's) tmux, and leaves nothing behind in /tmp/tmux-UID
+    return subprocess.run(["tmux", "-S", socket, *args], capture_output=True, text=True, timeout=30)
 
 
 def _pane(socket: str, session: str) -> str:
@@ -34,7 +35,7 @@ def _wait(predicate, timeout_s: float, step_s: float = 0.25) -> bool:  # type: i
 
 
 def test_real_binary_shows_localhost_and_quits(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    socket = f"infertop-smoke-{uuid.uuid4().hex[:8]}"
+    socket = str(tmp_path / f"tmux-{uuid.uuid4().hex[:8]}.sock")
     session = "smoke"
     exit_file = tmp_path / "exit-code"
     env = {
