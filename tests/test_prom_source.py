@@ -295,3 +295,30 @@ async def test_unknown_node_label_says_so(prom: PrometheusServer) -> None:
         "no-such-node": f"prometheus {prom.url}: no series with instance=no-such-node (check node_label, selector)"
     }
     assert {s.node for s in samples if s.ok} == {"decode-01"}
+
+
+async def test_prom_equals_the_scrape_source_for_the_same_nodes(
+    prom: PrometheusServer, sim_nodes: list[SimNode]
+) -> None:
+    scraped_nodes = "".join(
+        f'\n[[nodes]]\nname = "{n.name}"\nrole = "decode"\ngpus = 8\n'
+        f'metrics = ["http://127.0.0.1:{n.port}/metrics"]\n'
+        f'engine = {{ url = "http://127.0.0.1:{n.port}/metrics", profile = "vllm" }}\n'
+        for n in sim_nodes[:2]
+    )
+    scrape_layout = parse_layout(layout_text(prom.url, nodes=()) + scraped_nodes)
+    via_prom, via_scrape = await asyncio.gather(
+        run_monitor(Monitor(parse_layout(layout_text(prom.url))), 6.5),
+        run_monitor(Monitor(scrape_layout), 6.5),
+    )
+    a, b = by_name(via_prom), by_name(via_scrape)
+    for name in NODES:
+        assert b[name].sources != a[name].sources  # really two different paths
+        ea, eb = a[name].engine, b[name].engine
+        assert ea is not None and eb is not None
+        for field in ("decode_steps_per_s", "draft_acceptance", "accepted_tokens_per_s",
+                      "full_acceptance_tokens_per_s", "requests_running", "kv_cache_usage"):
+            assert getattr(ea, field) == pytest.approx(getattr(eb, field), rel=0.01), field
+        assert [g.util_pct for g in a[name].gpus] == [g.util_pct for g in b[name].gpus]
+        assert [g.mem_total_bytes for g in a[name].gpus] == [g.mem_total_bytes for g in b[name].gpus]
+        assert a[name].cost_per_hour_usd == b[name].cost_per_hour_usd
