@@ -189,7 +189,10 @@ def test_decode_figures_in_range(snapshot: dict[str, Any]) -> None:
         assert e["full_acceptance_tokens_per_s"] > e["accepted_tokens_per_s"] > 0
         assert 40 <= e["requests_running"] <= 70 and 0 < e["kv_cache_usage"] < 1
         if node["name"] != "decode-07":
-            assert 38 <= e["decode_steps_per_s"] <= 62, (node["name"], e["decode_steps_per_s"])
+            # a restart between two scrapes loses the steps from the last scrape to the
+            # restart (as Prometheus' rate() does): with restarts every 3 s and a 4 s window
+            # a node can read up to ~1/4 low, so the floor is 46 × 0.75 minus noise
+            assert 30 <= e["decode_steps_per_s"] <= 62, (node["name"], e["decode_steps_per_s"])
         assert len(node["gpus"]) == 8 and node["cost_per_hour_usd"] == pytest.approx(8 * 10.582)
 
 
