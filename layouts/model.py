@@ -99,6 +99,9 @@ class Thresholds(_Strict):
     link_pile_min_gbps: NonNegFloat = 1.0
     # port_xmit_wait above this rate counts as "rising" (IB ticks per second)
     link_xmit_wait_per_s: NonNegFloat = 0.0
+    # SwPowerCap alone is how a busy GPU normally runs (at its power limit): count it as
+    # throttling only when asked, or every busy node of a real cluster reads "throttled"
+    throttle_on_power_cap: bool = False
     # a median of fewer role nodes than this is too thin to call anyone a straggler
     straggler_min_nodes: Annotated[int, Field(ge=3)] = 3
     stale_intervals: PositiveFloat = 2.0

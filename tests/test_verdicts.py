@@ -84,7 +84,7 @@ def test_hold_then_clear_times() -> None:
 def test_condition_toggling_faster_than_hold_never_shows() -> None:
     lay = layout(hold_s=10, clear_s=10)
     tracker = VerdictTracker()
-    hot, cool = node(gpus=gpus(clock_event_reasons=0x4)), node()
+    hot, cool = node(gpus=gpus(clock_event_reasons=0x20)), node()
     for t in range(120):  # true for 4 s, false for 1 s, forever
         out = tracker.apply([cool if t % 5 == 4 else hot], lay, float(t))
         assert kinds(out) == [], t
@@ -93,7 +93,7 @@ def test_condition_toggling_faster_than_hold_never_shows() -> None:
 def test_active_verdict_does_not_blink_when_condition_dips_briefly() -> None:
     lay = layout(hold_s=2, clear_s=10)
     tracker = VerdictTracker()
-    hot, cool = node(gpus=gpus(clock_event_reasons=0x4)), node()
+    hot, cool = node(gpus=gpus(clock_event_reasons=0x20)), node()
     for t in range(3):
         tracker.apply([hot], lay, float(t))
     for t in range(3, 100):  # false 1 s in 5: never for the clear time
@@ -313,11 +313,16 @@ def test_throttled_names_gpus_and_reasons() -> None:
     g[1] = GpuView(index=1, util_pct=90, clock_event_reasons=0x4 | 0x1)
     g[2] = GpuView(index=2, util_pct=90, clock_event_reasons=0x20 | 0x40)
     g[3] = GpuView(index=3, util_pct=90, clock_event_reasons=0x4)
-    c = node_conditions(node(gpus=g, cost_per_hour_usd=40.0), {}, None, Thresholds(), 0.0)
+    th = Thresholds(throttle_on_power_cap=True)
+    c = node_conditions(node(gpus=g, cost_per_hour_usd=40.0), {}, None, th, 0.0)
     assert [(x.kind, x.detail) for x in c] == [
         ("throttled", "GPUs 1,3 SwPowerCap; GPU 2 SwThermal+HwThermal")
     ]
     assert c[0].usd_per_hour_at_stake == pytest.approx(30.0)  # 3 of 4 GPUs
+    # by default a GPU at its power cap is working as designed, not throttled
+    c = node_conditions(node(gpus=g, cost_per_hour_usd=40.0), {}, None, Thresholds(), 0.0)
+    assert [(x.kind, x.detail) for x in c] == [("throttled", "GPU 2 SwThermal+HwThermal")]
+    assert c[0].usd_per_hour_at_stake == pytest.approx(10.0)
     # GpuIdle (0x1) and application clocks (0x2) are not throttling
     assert conditions(node(gpus=gpus(clock_event_reasons=0x1 | 0x2)), layout()) == {}
 

@@ -169,10 +169,11 @@ def straggler_condition(node: NodeView, pool: RolePool | None, th: Thresholds) -
     return Condition(STRAGGLER, detail, "warning", stake)
 
 
-def throttled_condition(node: NodeView) -> Condition | None:
+def throttled_condition(node: NodeView, th: Thresholds) -> Condition | None:
+    mask = THROTTLE_MASK if th.throttle_on_power_cap else THROTTLE_MASK & ~0x4
     by_reasons: dict[str, list[int]] = {}
     for gpu in node.gpus:
-        bits = (gpu.clock_event_reasons or 0) & THROTTLE_MASK
+        bits = (gpu.clock_event_reasons or 0) & mask
         if bits:
             names = "+".join(name for bit, name in CLOCK_EVENT_NAMES if bits & bit)
             by_reasons.setdefault(names, []).append(gpu.index)

@@ -54,7 +54,7 @@ def node_conditions(
         idle_condition(node, th),
         link_condition(node, config, th),
         straggler_condition(node, pools.get(node.role), th),
-        throttled_condition(node),
+        throttled_condition(node, th),
         gpu_error_condition(node, ecc_baseline or {}),
     ]
     return [c for c in found if c is not None]
