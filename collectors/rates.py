@@ -28,14 +28,26 @@ def counter_increase(values: Iterable[float | None]) -> float | None:
 
 def counter_rate(points: Sequence[tuple[float, float | None]]) -> float | None:
     """Per-second rate over (time_s, value) points, reset-aware. None if unknown."""
-    known = [(t, v) for t, v in points if v is not None]
-    if len(known) < 2:
+    # one pass, no intermediate lists: a 128-node tick takes ~3,700 of these (9 ports and
+    # an engine per node), and this loop was the largest share of Monitor.tick
+    first_t = last_t = 0.0
+    prev: float | None = None
+    increase = 0.0
+    known = 0
+    for t, value in points:
+        if value is None:
+            continue
+        if prev is None:
+            first_t = t
+        else:
+            increase += value - prev if value >= prev else value
+        prev = value
+        last_t = t
+        known += 1
+    dt = last_t - first_t
+    if known < 2 or dt <= 0:
         return None
-    dt = known[-1][0] - known[0][0]
-    if dt <= 0:
-        return None
-    increase = counter_increase(v for _, v in known)
-    return None if increase is None else increase / dt
+    return increase / dt
 
 
 def ratio(numerator: float | None, denominator: float | None) -> float | None:

@@ -7,14 +7,19 @@
 
 from __future__ import annotations
 
+import itertools
+import math
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable
 
 from collectors.fleet import FleetState
+from collectors.rates import counter_rate
 from collectors.sample import EngineSample, NodeSample
 from infertop.runtime import Monitor
 from layouts.model import Layout
@@ -92,3 +97,24 @@ async def test_node_table_repaints_only_changed_cells_and_shows_them(monkeypatch
         assert "r0" in lines[0] and "r2" in lines[2] and "2" in lines[2].replace("r2", "")
         # only the one changed cell was rendered again
         assert calls == [(1, 1)]
+
+
+def _reference_rate(points: list[tuple[float, float | None]]) -> float | None:
+    """The rate as first written (two passes over a filtered copy): the fast one must agree."""
+    known = [(t, v) for t, v in points if v is not None]
+    if len(known) < 2 or known[-1][0] - known[0][0] <= 0:
+        return None
+    values = [v for _, v in known]
+    increase = sum(b - a if b >= a else b for a, b in itertools.pairwise(values))
+    return increase / (known[-1][0] - known[0][0])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 1e6, allow_nan=False),
+                          st.none() | st.floats(0, 1e15, allow_nan=False)), max_size=20))
+def test_counter_rate_agrees_with_the_reference(raw: list[tuple[float, float | None]]) -> None:
+    points = sorted(raw, key=lambda p: p[0])
+    got, want = counter_rate(points), _reference_rate(points)
+    assert (got is None) == (want is None)
+    if got is not None and want is not None:
+        assert math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-9)
