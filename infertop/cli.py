@@ -147,6 +147,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry() -> NoReturn:
+    from infertop.gctune import tune_gc
+
+    tune_gc()  # a process of its own: long-running commands collect garbage less often
     sys.exit(main())
 
 
