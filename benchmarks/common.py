@@ -1,9 +1,11 @@
-"""What every benchmark returns: rows for the table in BENCHMARKS.md."""
+"""What every benchmark returns: rows for the table in BENCHMARKS.md, and small helpers."""
 
 from __future__ import annotations
 
+import math
 import os
 import platform
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 
@@ -19,3 +21,18 @@ class Row:
 def machine() -> str:
     cpus = os.cpu_count() or 0
     return f"{platform.machine()}, {cpus} cores, Python {platform.python_version()}"
+
+
+def percentile(values: Sequence[float], pct: float) -> float:
+    """Nearest-rank percentile (p99 of 60 values is the 60th: the worst but none)."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    rank = max(1, math.ceil(pct / 100 * len(ordered)))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+def rss_bytes(pid: int | str = "self") -> int:
+    """Resident set size of a process, from /proc (Linux)."""
+    with open(f"/proc/{pid}/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")

@@ -1,0 +1,118 @@
+"""The TUI at 128 nodes × 8 GPUs (1,024 GPUs), 1 s interval, headless, in its own process.
+
+Two runs of `benchmarks/tui_headless.py` (the real `InfertopApp`, every panel, the
+session record on, `App.run_test()`):
+
+- in-process: the demo's simulated cluster turned straight into samples inside the TUI
+  process (`benchmarks.synthetic.SimSource`). This is the TUI's own cost: Monitor tick,
+  record, table diff, paint. It is the run the targets apply to: over HTTP the process
+  would mostly measure scraping and parsing 384 exporter pages a second (bench_scrape).
+- over HTTP: `infertop demo --serve-only` in a separate process, the TUI on the layout it
+  writes (the real scrape source): what `infertop demo` costs end to end, for reference.
+
+Figures: first full frame (all 128 rows drawn) from process launch; per frame, the
+update (handler + every repaint it caused, median / p99) and the latency from frame to
+screen; CPU share (user + sys of the whole process over the steady part) and RSS.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import Row, percentile
+
+NODES = 128
+COMMAND = "python -m benchmarks.run_all bench_tui"
+BIN = Path(sys.executable).with_name("infertop")
+FIRST_FRAME_S = 2.0
+UPDATE_P99_MS = 50.0
+CPU_SHARE = 0.15
+
+
+def _child(extra: list[str], warmup_s: float, seconds: float) -> dict[str, Any]:
+    env = dict(os.environ, INFERTOP_BENCH_T0=repr(time.time()))
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks.tui_headless", "--nodes", str(NODES),
+         "--warmup", str(warmup_s), "--seconds", str(seconds), *extra],
+        capture_output=True, text=True, env=env, timeout=warmup_s + seconds + 120,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"tui_headless failed: {out.stderr[-2000:]}")
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    if result["rows"] != NODES:
+        raise RuntimeError(f"the node table shows {result['rows']} rows, not {NODES}")
+    return result
+
+
+def _over_http(warmup_s: float, seconds: float) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        layout_path = Path(tmp) / "demo.toml"
+        demo = subprocess.Popen(
+            [str(BIN), "demo", "--serve-only", "--nodes", str(NODES), "--layout-out", str(layout_path)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while not layout_path.exists():
+                if demo.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the demo did not start")
+                time.sleep(0.1)
+            return _child(["--layout", str(layout_path)], warmup_s, seconds)
+        finally:
+            demo.send_signal(signal.SIGTERM)
+            demo.wait(10)
+
+
+def _ms(values: list[float]) -> str:
+    return f"{statistics.median(values):.1f} / {percentile(values, 99):.1f}"
+
+
+def _verdict(ok: bool, miss: str) -> str:
+    return "met" if ok else f"missed by {miss}"
+
+
+def run() -> list[Row]:
+    sim = _child([], warmup_s=8.0, seconds=40.0)
+    http = _over_http(warmup_s=8.0, seconds=25.0)
+    first = sim["first_full_frame_s"]
+    update_p99 = percentile(sim["update_ms"], 99)
+    cpu = sim["cpu_share"]
+    size = f"{NODES} nodes × 8 GPUs, 1 s"
+    return [
+        Row(f"TUI first full frame ({size}, in-process samples; from launch, s)",
+            f"{first:.2f}", f"< {FIRST_FRAME_S:g} s",
+            _verdict(first < FIRST_FRAME_S, f"{first - FIRST_FRAME_S:.2f} s (1 s of it is the first "
+                     "interval: the first tick waits for two readings)"), COMMAND),
+        Row(f"TUI tick update: handler + repaint ({size}; ms, median / p99 of {sim['frames']})",
+            _ms(sim["update_ms"]), f"< {UPDATE_P99_MS:g} ms p99",
+            _verdict(update_p99 < UPDATE_P99_MS, f"{update_p99 - UPDATE_P99_MS:.0f} ms"), COMMAND),
+        Row("… of which handler (table diff, panels) / repaint (ms, median)",
+            f"{statistics.median(sim['apply_ms']):.1f} / {statistics.median(sim['paint_ms']):.1f}",
+            "—", "info", COMMAND),
+        Row("TUI frame → on screen, wall (ms, median / p99)", _ms(sim["latency_ms"]), "—", "info", COMMAND),
+        Row("Monitor.tick on the TUI's event loop, with the session record (ms, median / p99)",
+            _ms(sim["tick_ms"]), "—", "info", COMMAND),
+        Row(f"TUI process CPU, steady {sim['steady_s']:.0f} s (% of one core)", f"{cpu * 100:.1f}",
+            f"< {CPU_SHARE * 100:g} %", _verdict(cpu < CPU_SHARE, f"{(cpu - CPU_SHARE) * 100:.1f} points"),
+            COMMAND),
+        Row("TUI process RSS (MiB)", f"{sim['rss_max_bytes'] / 2**20:.0f}", "—", "info", COMMAND),
+        Row(f"`infertop demo` end to end: TUI + scrape of {NODES} × 3 pages over HTTP, CPU (% of one core) "
+            "/ RSS (MiB)", f"{http['cpu_share'] * 100:.1f} / {http['rss_max_bytes'] / 2**20:.0f}", "—",
+            f"info (update median / p99 {_ms(http['update_ms'])} ms; first frame "
+            f"{http['first_full_frame_s']:.2f} s)" if http["first_full_frame_s"] is not None else "info",
+            COMMAND),
+    ]
+
+
+if __name__ == "__main__":
+    for row in run():
+        print(f"{row.figure}: {row.value} ({row.verdict})")

@@ -1,0 +1,199 @@
+"""The TUI under a 128-node × 8-GPU cluster, headless, in its own process (for bench_tui).
+
+    python -m benchmarks.tui_headless --nodes 128 --seconds 40 [--layout FILE]
+
+Without `--layout` the frames come from the demo's simulated cluster made in-process
+(`benchmarks.synthetic.SimSource`), so the figures are the TUI's own work: the Monitor
+tick, the session record, the table diff and the paint. With `--layout` (the file
+`infertop demo --serve-only --layout-out` writes) the real sources run: the process then
+also pays for scraping and parsing 3 × nodes exporter pages a second.
+
+The app is the real `InfertopApp` (every registered panel, the session record on as by
+default), run with `App.run_test()` (headless). Headless Textual composes every update
+but skips turning it into terminal bytes; `BenchApp._display` does that step too and
+throws the bytes away, so the paint costs what it costs on a terminal.
+
+Prints one JSON object: first full frame (from process start), per-frame apply + paint
+times, CPU seconds and resident memory over the steady part of the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+# "process start" for the first frame: when the parent launched us, else as early as we can
+T0_WALL = float(os.environ.get("INFERTOP_BENCH_T0") or time.time())
+
+from rich.console import RenderableType  # noqa: E402
+from textual._compositor import CompositorUpdate  # noqa: E402
+from textual.screen import Screen  # noqa: E402
+
+import tui.app as tui_app  # noqa: E402
+from benchmarks.synthetic import SimSource, demo_layout  # noqa: E402
+from infertop.demo.scenario import SimCluster  # noqa: E402
+from infertop.feed import MonitorFeed  # noqa: E402
+from infertop.gctune import tune_gc  # noqa: E402
+from infertop.store import Recorder  # noqa: E402
+from infertop.view import Snapshot  # noqa: E402
+from layouts import load_layout  # noqa: E402
+from tui.app import InfertopApp  # noqa: E402
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+class BenchApp(InfertopApp):
+    """The real app, timed. A frame's update = its handler (history, table diff, panels)
+    plus every repaint of the screen until the next frame arrives (the paint it caused,
+    including DataTable's deferred re-measure); latency = handler start → first paint."""
+
+    # a relative CSS_PATH resolves next to the subclass: point at the app's own file
+    CSS_PATH = str(Path(tui_app.__file__).with_name(str(InfertopApp.CSS_PATH)))
+
+    def __init__(self, feed: MonitorFeed, nodes: int) -> None:
+        super().__init__(feed)
+        self.nodes_expected = nodes
+        self.first_full_frame_s: float | None = None
+        self.apply_ms: list[float] = []
+        self.paint_ms: list[float] = []
+        self.latency_ms: list[float] = []
+        self._frame_start: float | None = None
+        self._full_pending = False
+        self._painting = False
+        screen = self.overview  # its update timer is made on first use: wrap before that
+        for name in ("_on_timer_update", "_refresh_layout"):
+            setattr(screen, name, self._timed_paint(getattr(screen, name)))
+
+    def _timed_paint(self, paint: Callable[..., None]) -> Callable[..., None]:
+        def timed(*args: object, **kwargs: object) -> None:
+            if self._painting or not self.paint_ms:  # nested, or before the first frame
+                return paint(*args, **kwargs)
+            self._painting = True
+            start = time.perf_counter()
+            try:
+                return paint(*args, **kwargs)
+            finally:
+                self._painting = False
+                self.paint_ms[-1] += (time.perf_counter() - start) * 1e3
+
+        return timed
+
+    def render_snapshot(self, snapshot: Snapshot) -> None:
+        start = time.perf_counter()
+        super().render_snapshot(snapshot)
+        self.apply_ms.append((time.perf_counter() - start) * 1e3)
+        self.paint_ms.append(0.0)
+        self._frame_start = start
+        if self.first_full_frame_s is None and len(snapshot.nodes) >= self.nodes_expected:
+            self._full_pending = True
+
+    def _display(self, screen: Screen[object], renderable: RenderableType | None) -> None:
+        super()._display(screen, renderable)
+        if renderable is None or self._batch_count:
+            return
+        if isinstance(renderable, CompositorUpdate):
+            # what a terminal driver would write; headless mode skips it
+            renderable.render_segments(self.console)
+        if self._frame_start is not None:
+            self.latency_ms.append((time.perf_counter() - self._frame_start) * 1e3)
+            self._frame_start = None
+        if self._full_pending:
+            self._full_pending = False
+            self.first_full_frame_s = time.time() - T0_WALL
+
+
+async def measure(args: argparse.Namespace) -> dict[str, object]:
+    tmp = tempfile.mkdtemp(prefix="infertop-bench-")
+    os.environ["INFERTOP_STATE_DIR"] = tmp
+    if args.layout:
+        layout = load_layout(Path(args.layout))
+        feed = MonitorFeed(layout)
+        nodes = len(layout.nodes)
+    else:
+        now = time.time()
+        cluster = SimCluster(args.nodes, started_at=now - 600)
+        layout = demo_layout(cluster, reservation_start=now - 3600)
+        feed = MonitorFeed(layout, sources=[SimSource(cluster, layout.cluster.interval_s)])
+        nodes = args.nodes
+    # the session record is on by default in the TUI: keep it on here
+    recorder = Recorder.attach(feed.monitor, Path(tmp) / "bench.sqlite")
+    app = BenchApp(feed, nodes)
+    # Monitor.tick runs on the same event loop: time it too
+    tick_ms: list[float] = []
+    tick = feed.monitor.tick
+
+    def timed_tick(now: float | None = None) -> Snapshot:
+        start = time.perf_counter()
+        try:
+            return tick(now)
+        finally:
+            tick_ms.append((time.perf_counter() - start) * 1e3)
+
+    feed.monitor.tick = timed_tick  # type: ignore[method-assign]
+    async with app.run_test(size=(args.width, args.height)):
+        await asyncio.sleep(args.warmup)
+        frames_at_warm = len(app.apply_ms)
+        cpu0, wall0 = cpu_s(), time.perf_counter()
+        rss_max = rss_bytes()
+        end = wall0 + args.seconds
+        while time.perf_counter() < end:
+            await asyncio.sleep(1.0)
+            rss_max = max(rss_max, rss_bytes())
+        cpu1, wall1 = cpu_s(), time.perf_counter()
+        rows = app.overview.table.row_count
+    recorder.close()
+    # the last frame's paint may be cut short by the end of the run
+    steady = slice(frames_at_warm, len(app.apply_ms) - 1)
+    update_ms = [a + p for a, p in zip(app.apply_ms, app.paint_ms, strict=True)]
+    return {
+        "nodes": nodes,
+        "gpus": sum(len(n.gpus) for n in app.latest_snapshot.nodes) if app.latest_snapshot else 0,
+        "rows": rows,
+        "first_full_frame_s": app.first_full_frame_s,
+        "frames": len(update_ms[steady]),
+        "apply_ms": app.apply_ms[steady],
+        "paint_ms": app.paint_ms[steady],
+        "update_ms": update_ms[steady],
+        "latency_ms": app.latency_ms[frames_at_warm:],
+        "tick_ms": tick_ms[-len(update_ms[steady]):],
+        "cpu_share": (cpu1 - cpu0) / (wall1 - wall0),
+        "steady_s": wall1 - wall0,
+        "rss_bytes": rss_bytes(),
+        "rss_max_bytes": rss_max,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    tune_gc()  # as `infertop` does at its entry point
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--nodes", type=int, default=128)
+    p.add_argument("--layout", default=None, help="a demo layout (real sources over HTTP)")
+    p.add_argument("--warmup", type=float, default=8.0, help="seconds before measuring")
+    p.add_argument("--seconds", type=float, default=40.0, help="steady-state seconds measured")
+    p.add_argument("--width", type=int, default=200)
+    p.add_argument("--height", type=int, default=50)
+    args = p.parse_args(argv)
+    result = asyncio.run(measure(args))
+    json.dump(result, sys.stdout)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
