@@ -103,7 +103,9 @@ def _describe(exc: sqlite3.Error) -> str:
 
 
 def encode_snapshot(snapshot: Snapshot) -> bytes:
-    return zlib.compress(json.dumps(snapshot.to_json_dict(), separators=(",", ":")).encode(), 6)
+    # pydantic's own JSON writer: the same compact text as json.dumps of the dumped dict,
+    # 3x faster (128 nodes × 8 GPUs: ~4 ms instead of ~13 ms a tick; benchmarks/bench_tui)
+    return zlib.compress(snapshot.model_dump_json(by_alias=True).encode(), 6)
 
 
 def decode_snapshot(blob: bytes) -> Snapshot:
