@@ -126,8 +126,8 @@ def test_clock_events_decoded_with_worst_level() -> None:
 
 def test_unknown_values_show_as_dash() -> None:
     cells = {c: t.plain for c, t in zip(
-        ("name", "role", "status", "gpus", "util", "mem", "power", "rx", "tx", "links", "steps",
-         "accept", "tokens", "cost", "idle", "verdicts"), render_row(node()), strict=True)}
+        ("name", "role", "status", "verdicts", "gpus", "util", "mem", "power", "rx", "tx", "links",
+         "steps", "accept", "tokens", "cost", "idle"), render_row(node()), strict=True)}
     for key in ("gpus", "util", "mem", "power", "rx", "tx", "links", "steps", "accept", "tokens",
                 "cost", "idle"):
         assert cells[key] == "—", key
@@ -140,15 +140,15 @@ def test_row_figures_and_trouble_colours() -> None:
              engine=EngineView(decode_steps_per_s=31.25, draft_acceptance=0.7, accepted_tokens_per_s=1234.4))
     cells = render_row(n)
     plain = [c.plain for c in cells]
-    assert plain[3] == "2/4" and TROUBLE in str(cells[3].style)  # GPUs missing
-    assert plain[4] == "55%" and plain[5] == "2.0/8.0 GiB" and plain[6] == "800 W"
-    assert plain[10:15] == ["31.2", "70%", "1,234", "$21.16", "75%"]
+    assert plain[4] == "2/4" and TROUBLE in str(cells[4].style)  # GPUs missing
+    assert plain[5] == "55%" and plain[6] == "2.0/8.0 GiB" and plain[7] == "800 W"
+    assert plain[11:16] == ["31.2", "70%", "1,234", "$21.16", "75%"]
 
 
 def test_stale_row_greyed_but_status_says_why() -> None:
     cells = render_row(node(status="stale", age_s=7.0, gpus=[GpuView(index=0, util_pct=90.0)]))
     assert cells[2].plain == "stale 7s"
-    assert any(GREY in str(s.style) for s in cells[4].spans)
+    assert any(GREY in str(s.style) for s in cells[5].spans)
     unreachable = render_row(node(status="unreachable", age_s=125.0))
     assert unreachable[2].plain == "UNREACH 2m" and TROUBLE in str(unreachable[2].style)
 

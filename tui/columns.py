@@ -119,6 +119,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("role", "ROLE", 7, lambda n: _cell(n.role, justify="left")),
     Column("status", "STATUS", 11, status_cell,
            lambda n: STATUS_ORDER.get(n.status, 9), descending=False),
+    # what the operator hunts stays in view on a narrow terminal: right after the status
+    Column("verdicts", "VERDICTS", 22, verdicts_cell),
     Column("gpus", "GPUS", 5, gpus_cell),
     Column("util", "UTIL", 5, lambda n: _cell(fmt_num(mean_util(n.gpus), 0, "%")),
            lambda n: mean_util(n.gpus)),
@@ -135,7 +137,6 @@ COLUMNS: tuple[Column, ...] = (
            _engine("accepted_tokens_per_s")),
     Column("cost", "$/H", 9, lambda n: _cell(fmt_usd(n.cost_per_hour_usd)), lambda n: n.cost_per_hour_usd),
     Column("idle", "IDLE", 5, idle_cell, lambda n: n.idle_fraction),
-    Column("verdicts", "VERDICTS", None, verdicts_cell),
 )
 COLUMN_KEYS = tuple(c.key for c in COLUMNS)
 _GREYED = ("stale", "unreachable")
