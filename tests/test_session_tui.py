@@ -38,6 +38,15 @@ def test_panel_lines_and_budget_bar() -> None:
     assert budget_bar(None, 4).plain == "────"
 
 
+def test_panel_says_when_tokens_were_counted_over_part_of_the_session() -> None:
+    s = FrozenFeed(specs(), ticks=4).frames[-1].session
+    late = s.model_copy(update={"elapsed_s": 7200.0, "unwatched_s": 7140.0})
+    text = "\n".join(line.plain for line in session_lines(late, [], [], 10))
+    assert "tokens counted over 1m00s of 2h00m" in text
+    watched = s.model_copy(update={"elapsed_s": 7200.0, "unwatched_s": 1.0})
+    assert "tokens counted over" not in "\n".join(line.plain for line in session_lines(watched, [], [], 10))
+
+
 async def test_session_panel_in_the_overview() -> None:
     feed = FrozenFeed(specs(), ticks=5)
     app = InfertopApp(feed)  # type: ignore[arg-type]

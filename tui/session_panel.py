@@ -93,6 +93,15 @@ def session_lines(s: SessionView, spend: list[float | None], tokens: list[float 
                                f" {fmt_num(s.accepted_tokens_per_s, 0)}"))
     if s.api_cache_note and "cache misses" in s.api_cache_note:
         lines.append(Text.assemble(("note ", "grey70"), inert(s.api_cache_note, "grey50", 120)))
+    if s.elapsed_s > 0 and s.unwatched_s > 0.05 * s.elapsed_s:
+        # spend ran before infertop counted tokens: the session $/1M and the API ratio
+        # divide all of that spend by only the tokens seen since
+        lines.append(Text.assemble(
+            ("note ", "grey70"),
+            (f"tokens counted over {fmt_duration(s.elapsed_s - s.unwatched_s)} of "
+             f"{fmt_duration(s.elapsed_s)}: $/1M and spend ÷ API include spend from before; "
+             "'now' is the current rate", "yellow"),
+        ))
     record = s.record_path
     lines.append(Text.assemble(("record ", "grey70"),
                                inert(record, "grey50", 120) if record else Text("off", "grey50")))
