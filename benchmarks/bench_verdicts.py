@@ -1,6 +1,6 @@
 """Verdict evaluation per tick at cluster scale: conditions + hold/clear tracking.
 
-512 nodes × 8 GPUs × 8 IB ports, a quarter of them prefill; every node power-capped (a
+512 nodes × 8 GPUs × 8 IB ports, a quarter of them prefill; every node thermally throttled (a
 verdict on each) and one in eight with a port down, so the tracker carries real state.
 Runs once per interval on the event loop, so it must stay a small slice of a 1 s tick.
 """
@@ -26,7 +26,7 @@ def _nodes() -> list[NodeView]:
             role="prefill" if i % 4 == 0 else "decode",
             status="ok",
             cost_per_hour_usd=84.66,
-            gpus=[GpuView(index=g, util_pct=80.0, nvlink_links_up=18, clock_event_reasons=0x4)
+            gpus=[GpuView(index=g, util_pct=80.0, nvlink_links_up=18, clock_event_reasons=0x40)
                   for g in range(GPUS)],
             nics=[
                 NicView(name=f"mlx5_{k}", kind="infiniband",
