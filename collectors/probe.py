@@ -652,7 +652,6 @@ def run(config):
     log_watch, log_note = open_log_watch(config.get("engine_log"))
     prev_cpu = None
     n = 0
-    next_at = time.monotonic()
     try:
         while True:
             out, prev_cpu = reading(gpu_reader, gpu_note, prev_cpu, engine)
@@ -662,11 +661,12 @@ def run(config):
             n += 1
             if count and n >= count:
                 return 0
-            next_at += interval
-            delay = next_at - time.monotonic()
-            if delay < 0:  # a slow tick (engine timeout): keep cadence, never burst
-                next_at = time.monotonic()
-                delay = 0.0
+            # read at wall-clock multiples of the interval, as infertop's own sources do,
+            # so every node's reading describes the same moment (collectors/cadence.py); a
+            # slow tick (engine timeout) goes on at the next boundary, never in a burst
+            delay = interval - time.time() % interval
+            if delay < 0.05 * interval:
+                delay += interval
             time.sleep(delay)
     except (BrokenPipeError, KeyboardInterrupt):
         return 0

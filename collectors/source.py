@@ -14,6 +14,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 
+from collectors.cadence import delay_to_boundary
 from collectors.sample import NodeSample
 
 Emit = Callable[[NodeSample], None]
@@ -53,8 +54,6 @@ class PollingSource(Source):
         """One reading of every node this source covers."""
 
     async def run(self, emit: Emit) -> None:
-        loop = asyncio.get_running_loop()
-        next_at = loop.time()
         while True:
             try:
                 samples = await asyncio.wait_for(self.poll(), self.timeout_s)
@@ -73,9 +72,8 @@ class PollingSource(Source):
                 ]
             for sample in samples:
                 emit(sample)
-            # keep a steady cadence, but never overlap and never spin after a slow poll
-            next_at += self.interval_s
-            now = loop.time()
-            if next_at < now:
-                next_at = now + self.interval_s * 0.1
-            await asyncio.sleep(next_at - now)
+            # read at wall-clock boundaries (see collectors.cadence); a poll slower than
+            # the interval goes on at the next boundary: never overlap, never spin
+            await asyncio.sleep(
+                delay_to_boundary(self.interval_s, time.time(), min_delay_s=0.05 * self.interval_s)
+            )

@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 
+from collectors.cadence import TICK_PHASE, delay_to_boundary
 from collectors.fleet import Fleet, FleetState
 from collectors.registry import build_sources
 from collectors.sample import NodeSample
@@ -83,15 +84,39 @@ class Monitor:
 
     async def _tick_loop(self) -> None:
         interval = self.layout.cluster.interval_s
-        loop = asyncio.get_running_loop()
-        next_at = loop.time() + interval
-        while True:
-            await asyncio.sleep(max(next_at - loop.time(), 0.0))
-            next_at = max(next_at + interval, loop.time())
+        # the first frame as soon as every node has answered once (or failed), at most one
+        # interval in: nobody should stare at an empty screen waiting for a boundary
+        waiting = {name for name, node in self.state.nodes.items() if not node.samples_seen}
+        everyone_heard = asyncio.Event()
+
+        def heard(sample: NodeSample) -> None:
+            waiting.discard(sample.node)
+            if not waiting:
+                everyone_heard.set()
+
+        if waiting:
+            self.fleet.listeners.append(heard)
             try:
-                self.tick()
-            except Exception:  # a bug in evaluation must not stop collection
-                log.exception("tick failed")
+                await asyncio.wait_for(everyone_heard.wait(), interval)
+            except TimeoutError:
+                pass
+            finally:
+                self.fleet.listeners.remove(heard)
+        self._safe_tick()
+        while True:
+            # half an interval after the sources' wall-clock reading instants
+            await asyncio.sleep(
+                delay_to_boundary(
+                    interval, time.time(), offset_s=TICK_PHASE * interval, min_delay_s=0.2 * interval
+                )
+            )
+            self._safe_tick()
+
+    def _safe_tick(self) -> None:
+        try:
+            self.tick()
+        except Exception:  # a bug in evaluation must not stop collection
+            log.exception("tick failed")
 
     def tick(self, now: float | None = None) -> Snapshot:
         """Evaluate the fleet at `now`, advance the ledger, publish the snapshot."""
