@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from infertop import __version__
+from infertop.argtypes import positive_float
 from layouts import Layout, LayoutError, load_layout, local_layout
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
@@ -24,15 +25,6 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}")
 
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be greater than 0")
-    return value
 
 
 def _layout_or_local(path: str | None) -> Layout:
@@ -86,7 +78,7 @@ def add_layout_arg(p: argparse.ArgumentParser) -> None:
 def _add_snapshot(p: argparse.ArgumentParser) -> None:
     add_layout_arg(p)
     p.add_argument(
-        "--window", type=_positive_float, default=None, metavar="S",
+        "--window", type=positive_float, default=None, metavar="S",
         help="seconds to collect before the snapshot (default: the layout's window_s)",
     )
     p.add_argument("--json", action="store_true", help="print infertop.snapshot/1 JSON")

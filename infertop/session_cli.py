@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from infertop.argtypes import non_negative_int, positive_float
 from infertop.cli import EXIT_BAD_INPUT, EXIT_OK, SUBCOMMANDS, _layout_or_local, add_layout_arg
 from infertop.format import fmt_usd
 from infertop.report import write_report
@@ -31,24 +32,6 @@ def _fail(message: str) -> int:
     return EXIT_BAD_INPUT
 
 
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be greater than 0")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must not be negative")
-    return value
 
 
 def add_record_args(p: argparse.ArgumentParser) -> None:
@@ -115,7 +98,7 @@ def cmd_record(args: argparse.Namespace) -> int:
 def _add_record(p: argparse.ArgumentParser) -> None:
     add_layout_arg(p)
     add_record_args(p)
-    p.add_argument("--duration", type=_positive, default=None, metavar="S",
+    p.add_argument("--duration", type=positive_float, default=None, metavar="S",
                    help="stop after S seconds (default: until interrupted)")
     p.add_argument("-q", "--quiet", action="store_true", help="no line per tick on stdout")
 
@@ -178,7 +161,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 def _add_report(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", help="a session record (.sqlite)")
     p.add_argument("--out", metavar="DIR", default=None, help="where to write (default: FILE-report/)")
-    p.add_argument("--acceptable-tasks", type=_non_negative_int, default=None, metavar="N",
+    p.add_argument("--acceptable-tasks", type=non_negative_int, default=None, metavar="N",
                    help="tasks you count as acceptable, for $ per acceptable task")
 
 
@@ -244,7 +227,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def _add_replay(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", help="a session record (.sqlite)")
-    p.add_argument("--speed", type=_positive, default=1.0, metavar="X",
+    p.add_argument("--speed", type=positive_float, default=1.0, metavar="X",
                    help="play X times faster than recorded (default 1)")
 
 

@@ -15,6 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from infertop.argtypes import positive_float, whole_number
 from infertop.cli import EXIT_OK, SUBCOMMANDS, UsageError
 from infertop.demo.scenario import RESTART_EVERY_S, pool_sizes, trouble_nodes
 from infertop.demo.server import DemoServer, ServerThread, write_layout
@@ -24,23 +25,7 @@ MAX_NODES = 4096
 
 
 def _nodes(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 2 <= value <= MAX_NODES:
-        raise argparse.ArgumentTypeError(f"{value} is out of range: 2 to {MAX_NODES} nodes")
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be greater than 0")
-    return value
+    return whole_number(text, low=2, high=MAX_NODES, unit=" nodes")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -55,7 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--platform", choices=("nvidia", "ascend"), default="nvidia",
                    help="accelerators to simulate: NVIDIA GPUs (dcgm-exporter) or Ascend NPUs "
                         "(npu-exporter) (default nvidia)")
-    p.add_argument("--restart-every", type=_seconds, default=RESTART_EVERY_S, metavar="S",
+    p.add_argument("--restart-every", type=positive_float, default=RESTART_EVERY_S, metavar="S",
                    help=f"seconds between simulated engine restarts (default {RESTART_EVERY_S:g})")
 
 

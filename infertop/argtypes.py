@@ -1,0 +1,31 @@
+"""argparse `type=` converters shared by every subcommand: one wording for one mistake."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"{text!r} must be greater than 0")
+    return value
+
+
+def whole_number(text: str, low: int | None = None, high: int | None = None, unit: str = "") -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if (low is not None and value < low) or (high is not None and value > high):
+        if high is None:
+            raise argparse.ArgumentTypeError(f"{text!r} must be at least {low}")
+        raise argparse.ArgumentTypeError(f"{value} is out of range: {low} to {high}{unit}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    return whole_number(text, low=0)
