@@ -75,3 +75,19 @@ def fmt_duration(seconds: float | None) -> str:
         return UNKNOWN
     s = int(seconds)
     return f"{s // 3600:d}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def fmt_span(seconds: float | None, precise: bool = False) -> str:
+    """A length of time for people: "1d02h", "2h05m", "3m07s" ("2h05m09s" when precise)."""
+    if seconds is None:
+        return UNKNOWN
+    s = round(seconds)
+    days, s = divmod(s, 86400)
+    h, s = divmod(s, 3600)
+    m, s = divmod(s, 60)
+    if days and not precise:
+        return f"{days}d{h:02d}h"
+    h += days * 24
+    if h:
+        return f"{h}h{m:02d}m{s:02d}s" if precise else f"{h}h{m:02d}m"
+    return f"{m}m{s:02d}s"

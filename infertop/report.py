@@ -20,7 +20,7 @@ from xml.sax.saxutils import escape
 
 from infertop.evaluation.api_price import describe
 from infertop.evaluation.money import usd_per
-from infertop.format import fmt_num, fmt_pct, fmt_usd
+from infertop.format import fmt_num, fmt_pct, fmt_span, fmt_usd
 from infertop.session import CLUSTER_ROW, ZERO
 from infertop.store import Recording, TickRow
 from infertop.view import SessionView
@@ -45,13 +45,6 @@ def iso(t: float | None) -> str:
     return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def fmt_duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "—"
-    s = round(seconds)
-    h, rem = divmod(s, 3600)
-    m, sec = divmod(rem, 60)
-    return f"{h}h{m:02d}m{sec:02d}s" if h else f"{m}m{sec:02d}s"
 
 
 @dataclass
@@ -186,7 +179,7 @@ def _facts(rec: Recording) -> list[tuple[str, str]]:
     measured = None if first is None or last is None else last - first
     facts += [
         ("reservation start", iso(started)),
-        ("window of measurement", f"{iso(first)} → {iso(last)} ({fmt_duration(measured)})"),
+        ("window of measurement", f"{iso(first)} → {iso(last)} ({fmt_span(measured, precise=True)})"),
         ("ticks recorded", str(len(rec.ticks))),
         ("restarts resumed", rec.meta.get("resumes", "0")),
     ]
@@ -219,8 +212,8 @@ def _money_lines(s: SessionView | None, tasks: int | None) -> list[tuple[str, st
         ("spend", fmt_usd(s.spend_usd)),
         ("idle spend", fmt_usd(s.idle_spend_usd)),
         ("cost per hour (last)", fmt_usd(s.cost_per_hour_usd)),
-        ("elapsed since reservation start", fmt_duration(s.elapsed_s)),
-        ("charged but not watched", fmt_duration(s.unwatched_s)),
+        ("elapsed since reservation start", fmt_span(s.elapsed_s, precise=True)),
+        ("charged but not watched", fmt_span(s.unwatched_s, precise=True)),
         ("accepted output tokens", fmt_num(s.accepted_tokens, 0)),
         ("$ per 1M accepted output tokens", fmt_usd(s.usd_per_million_output_tokens, 4)),
         ("finished requests", fmt_num(s.requests_finished, 0)),
@@ -313,8 +306,11 @@ def _markdown(
     if rec.ledger is not None and rec.ledger.seconds_by_phase:
         led = rec.ledger
         lines += ["## Spend by phase", "", "| phase | time | spend |", "|---|---|---|"]
-        lines += [f"| {clean(p)} | {fmt_duration(s)} | {fmt_usd(float(led.spend_by_phase.get(p, ZERO)))} |"
-                  for p, s in led.seconds_by_phase.items()]
+        lines += [
+            f"| {clean(p)} | {fmt_span(s, precise=True)} "
+            f"| {fmt_usd(float(led.spend_by_phase.get(p, ZERO)))} |"
+            for p, s in led.seconds_by_phase.items()
+        ]
         lines.append("")
     if hours:
         lines += ["## Spend by hour", "", "| hour (UTC) | spend | output tokens |", "|---|---|---|"]

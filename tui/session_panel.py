@@ -18,7 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from infertop.format import fmt_num, fmt_pct, fmt_usd
+from infertop.format import fmt_num, fmt_pct, fmt_span, fmt_usd
 from infertop.session import PHASES
 from infertop.view import SessionView, Snapshot
 from tui.panels import register_panel
@@ -28,16 +28,6 @@ from tui.text import inert
 CHART_POINTS = 240  # frames kept for the chart: 4 minutes at 1 s
 
 
-def fmt_duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "—"
-    s = round(seconds)
-    days, s = divmod(s, 86400)
-    h, s = divmod(s, 3600)
-    m, s = divmod(s, 60)
-    if days:
-        return f"{days}d{h:02d}h"
-    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
 
 
 def budget_bar(used: float | None, width: int = 20) -> Text:
@@ -59,7 +49,7 @@ def session_lines(s: SessionView, spend: list[float | None], tokens: list[float 
         ("  idle ", "grey70"), fmt_usd(s.idle_spend_usd),
         f" ({fmt_pct(s.idle_fraction)} now)",
         ("  phase ", "grey70"), (s.phase, "bold cyan"),
-        ("  for ", "grey70"), fmt_duration(s.elapsed_s),
+        ("  for ", "grey70"), fmt_span(s.elapsed_s),
     )
     lines.append(head)
     if s.budget_usd is not None:
@@ -67,7 +57,7 @@ def session_lines(s: SessionView, spend: list[float | None], tokens: list[float 
         lines.append(Text.assemble(
             ("budget ", "grey70"), budget_bar(s.budget_used_fraction),
             f" {fmt_pct(s.budget_used_fraction)} of {fmt_usd(s.budget_usd)}",
-            ("  runs out in ", "grey70"), fmt_duration(s.budget_exhausted_in_s),
+            ("  runs out in ", "grey70"), fmt_span(s.budget_exhausted_in_s),
             alert.get(s.budget_alert or "", ("", "")),
         ))
     lines.append(Text.assemble(
@@ -86,7 +76,7 @@ def session_lines(s: SessionView, spend: list[float | None], tokens: list[float 
     if s.spend_by_phase:
         parts: list[Text | str | tuple[str, str]] = [("by phase ", "grey70")]
         for p in s.spend_by_phase:
-            parts += [(p.phase, "cyan"), f" {fmt_usd(p.spend_usd)} ({fmt_duration(p.seconds)})  "]
+            parts += [(p.phase, "cyan"), f" {fmt_usd(p.spend_usd)} ({fmt_span(p.seconds)})  "]
         lines.append(Text.assemble(*parts))
     lines.append(Text.assemble(("spend  ", "grey70"), (sparkline(spend, chart_width), "red")))
     lines.append(Text.assemble(("tok/s  ", "grey70"), (sparkline(tokens, chart_width), "blue"),
@@ -98,8 +88,8 @@ def session_lines(s: SessionView, spend: list[float | None], tokens: list[float 
         # divide all of that spend by only the tokens seen since
         lines.append(Text.assemble(
             ("note ", "grey70"),
-            (f"tokens counted over {fmt_duration(s.elapsed_s - s.unwatched_s)} of "
-             f"{fmt_duration(s.elapsed_s)}: $/1M and spend ÷ API include spend from before; "
+            (f"tokens counted over {fmt_span(s.elapsed_s - s.unwatched_s)} of "
+             f"{fmt_span(s.elapsed_s)}: $/1M and spend ÷ API include spend from before; "
              "'now' is the current rate", "yellow"),
         ))
     record = s.record_path
