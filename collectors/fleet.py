@@ -65,12 +65,21 @@ class NodeState:
             return None
         return self.last_error.error
 
-    def window(self, source: str, since: float) -> list[NodeSample]:
-        """Samples of one source taken at or after `since`, oldest first."""
+    def window(self, source: str, since: float, min_count: int = 0) -> list[NodeSample]:
+        """Samples of one source taken at or after `since`, oldest first.
+
+        With `min_count`, reaches back past `since` until that many samples are in (when
+        the ring has them): a rate needs two readings even when the window is shorter than
+        the gap between them.
+        """
         ring = self.by_source.get(source)
         if not ring:
             return []
-        out = [s for s in reversed(ring) if s.taken_at >= since]
+        out = []
+        for s in reversed(ring):
+            if s.taken_at < since and len(out) >= min_count:
+                break
+            out.append(s)
         out.reverse()
         return out
 

@@ -32,7 +32,7 @@ def part_window(
             break
     if best is None:
         return []
-    samples = state.window(best.source, now - window_s)
+    samples = state.window(best.source, now - window_s, min_count=2)
     samples = [s for s in samples if getattr(s, part) is not None]
     return samples or [best]
 

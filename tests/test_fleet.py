@@ -1,0 +1,35 @@
+"""Fleet state windows: what evaluation gets to derive rates from."""
+
+from __future__ import annotations
+
+from collectors.fleet import FleetState
+from collectors.sample import NicSample, NodeSample
+from infertop.evaluation.figures import nic_views, part_window
+
+
+def _sample(t: float, rx: float) -> NodeSample:
+    return NodeSample(node="n", source="s", taken_at=t,
+                      nics=[NicSample(name="eth0", kind="ethernet", rx_bytes_total=rx)])
+
+
+def test_window_reaches_back_for_two_readings() -> None:
+    state = FleetState(["n"])
+    for t, rx in ((10.0, 0.0), (11.0, 100.0), (12.0, 300.0)):
+        state.add(_sample(t, rx))
+    node = state.nodes["n"]
+    assert [s.taken_at for s in node.window("s", 11.5)] == [12.0]
+    assert [s.taken_at for s in node.window("s", 11.5, min_count=2)] == [11.0, 12.0]
+    assert [s.taken_at for s in node.window("s", 9.0, min_count=2)] == [10.0, 11.0, 12.0]
+    # a window shorter than the reading gap still yields a rate: 200 B over the last second
+    views = nic_views(part_window(node, "nics", 12.2, 0.5), None)
+    assert views[0].rx_bytes_per_s == 200.0
+
+
+def test_errors_do_not_enter_the_rings() -> None:
+    state = FleetState(["n"])
+    state.add(_sample(1.0, 5.0))
+    state.add(NodeSample(node="n", source="s", taken_at=2.0, error="refused"))
+    node = state.nodes["n"]
+    assert node.error == "refused" and node.last_ok_at == 1.0
+    state.add(_sample(3.0, 6.0))
+    assert node.error is None
