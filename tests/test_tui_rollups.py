@@ -1,0 +1,107 @@
+"""The roll-up strip: fixed-width text that looks exactly like the Rich table it replaced,
+a known height (no measuring render), and no update at all when the figures are the same."""
+
+from __future__ import annotations
+
+import pytest
+from rich import box
+from rich.console import Console, RenderableType
+from rich.segment import Segment
+from rich.style import Style
+from rich.table import Table
+from textual.app import App, ComposeResult
+
+from infertop.view import ClusterView, RollupView, SessionView, Snapshot
+from tui.rollups import _HEADERS, RollupStrip, rollup_rows, rollup_text
+from tui.text import inert
+
+BUSY = RollupView(
+    nodes=64, gpus=512, util_pct=55.3, decode_steps_per_s=33.25, draft_acceptance=0.71,
+    accepted_tokens_per_s=123_456.0, full_acceptance_tokens_per_s=234_567.0,
+    requests_running=100.0, requests_waiting=3.0, cost_per_hour_usd=5417.98, idle_fraction=0.1,
+)
+EMPTY = RollupView(nodes=1, gpus=8)
+HUGE = RollupView(nodes=100_000, gpus=800_000, accepted_tokens_per_s=9.9e12, cost_per_hour_usd=1.23e9)
+
+
+def snapshot(roles: dict[str, RollupView], total: RollupView = BUSY) -> Snapshot:
+    session = SessionView(
+        started_at="2026-01-01T00:00:00+00:00", elapsed_s=0.0, cost_per_hour_usd=None, spend_usd=None,
+        idle_spend_usd=None, budget_usd=None, usd_per_million_output_tokens=None, api_equivalent_usd=None,
+    )
+    cluster = ClusterView(name="c", interval_s=1.0, total=total, roles=roles)
+    return Snapshot(taken_at="2026-01-01T00:00:00+00:00", window_s=10.0, cluster=cluster,
+                    session=session, nodes=[])
+
+
+def table_reference(snap: Snapshot) -> Table:
+    """The strip as it was drawn before: a Rich table."""
+    table = Table(box=box.SIMPLE_HEAD, expand=False, padding=(0, 1), header_style="bold grey70")
+    for i, name in enumerate(_HEADERS):
+        table.add_column(name, justify="left" if i == 0 else "right", no_wrap=True)
+    rows = rollup_rows(snap)
+    for row in rows[:-1]:
+        table.add_row(*(inert(c) for c in row))
+    table.add_row(*(inert(c, "bold") for c in rows[-1]))
+    return table
+
+
+def cells(renderable: RenderableType, width: int = 200) -> list[list[tuple[str, Style | None]]]:
+    """Every character on screen with its style, line by line (segment splits ignored)."""
+    console = Console(width=width, color_system="truecolor", legacy_windows=False)
+    lines = console.render_lines(renderable, console.options, pad=False)
+    out = []
+    for line in lines:
+        chars = [(ch, seg.style or None) for seg in Segment.simplify(line) for ch in seg.text]
+        while chars and chars[-1][0] == " " and not chars[-1][1]:
+            chars.pop()  # the table pads lines to the width; trailing blanks are nothing
+        out.append(chars)
+    return out
+
+
+@pytest.mark.parametrize(
+    "roles",
+    [
+        {"decode": BUSY},
+        {"decode": BUSY, "mixed": EMPTY, "prefill": HUGE},
+        {},
+        {"prefill": EMPTY},
+    ],
+    ids=["one-pool", "three-pools", "no-pools", "all-unknown"],
+)
+def test_text_draws_what_the_table_drew(roles: dict[str, RollupView]) -> None:
+    snap = snapshot(roles)
+    assert cells(rollup_text(rollup_rows(snap))) == cells(table_reference(snap))
+
+
+def test_unknown_is_a_dash_never_zero() -> None:
+    rows = rollup_rows(snapshot({"prefill": EMPTY}, total=EMPTY))
+    assert rows[0][3:] == ("—",) * 9  # every figure unknown
+    assert rows[-1][0] == "cluster"
+
+
+class StripApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield RollupStrip(id="rollups")
+
+
+async def test_fixed_height_and_no_update_when_unchanged() -> None:
+    app = StripApp()
+    async with app.run_test(size=(160, 20)) as pilot:
+        strip = app.query_one(RollupStrip)
+        strip.show(snapshot({"decode": BUSY, "prefill": EMPTY}))
+        await pilot.pause()
+        # header, rule, three rows and two blank edges: a fixed height, no measuring
+        assert strip.styles.height is not None and strip.styles.height.is_cells
+        assert strip.styles.height.value == 7
+        assert strip.size.height == 7
+        drawn = strip.content
+        strip.show(snapshot({"decode": BUSY, "prefill": EMPTY}))  # equal figures, new objects
+        assert strip.content is drawn
+        changed = BUSY.model_copy(update={"requests_waiting": 42.0})
+        strip.show(snapshot({"decode": changed, "prefill": EMPTY}))
+        assert strip.content is not drawn
+        assert "42" in str(strip.content)
+        strip.show(snapshot({"decode": changed}))  # a pool gone: the height follows
+        await pilot.pause()
+        assert strip.size.height == 6
