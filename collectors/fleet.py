@@ -75,7 +75,7 @@ class NodeState:
         ring = self.by_source.get(source)
         if not ring:
             return []
-        out = []
+        out: list[NodeSample] = []
         for s in reversed(ring):
             if s.taken_at < since and len(out) >= min_count:
                 break
