@@ -61,6 +61,7 @@ class _Result:
     engine: EngineSample | None = None
     parts: dict[str, Any] | None = None
     error: str | None = None
+    received_at: float | None = None  # when the page arrived, before parsing
 
 
 class ScrapeSource(PollingSource):
@@ -123,23 +124,27 @@ class ScrapeSource(PollingSource):
     async def _read(self, endpoint: Endpoint, timeout_s: float) -> _Result:
         try:
             text = await self.fetch(endpoint.url, timeout_s)
+            received_at = time.time()
             wanted = endpoint.profile.wanted if endpoint.profile is not None else EXPORTER_WANTED
             index = parse_exposition(text, endpoint.url, wanted=wanted)
             if endpoint.profile is not None:
                 engine = engine_sample_from_exposition(index, endpoint.profile, where=endpoint.url)
-                return _Result(engine=engine)
+                return _Result(engine=engine, received_at=received_at)
             parts = parts_from_exporter(index)
             if not parts:
                 where = redact_url(endpoint.url)
                 return _Result(error=f"no dcgm-exporter or node_exporter metrics in {where}")
-            return _Result(parts=parts)
+            return _Result(parts=parts, received_at=received_at)
         except (ScrapeError, ExpositionError) as exc:
             return _Result(error=str(exc))
 
     async def read_node(self, node: str, timeout_s: float) -> NodeSample:
         endpoints = self.targets[node]
         results = await asyncio.gather(*(self._read(ep, timeout_s) for ep in endpoints))
-        taken_at = time.time()
+        # stamp the reading when the pages arrived, not after parsing them: under load the
+        # parse can take longer than the fetch, and a late stamp skews every rate
+        arrived = [r.received_at for r in results if r.received_at is not None]
+        taken_at = sum(arrived) / len(arrived) if arrived else time.time()
         errors = [r.error for r in results if r.error is not None]
         if len(errors) == len(results):
             more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
