@@ -21,6 +21,7 @@ from collectors.source import Source
 from infertop.evaluation.cluster import evaluate_cluster, evaluate_nodes
 from infertop.evaluation.money import cost_weighted_idle_fraction
 from infertop.evaluation.verdicts import VerdictTracker
+from infertop.evaluation.window_rates import RateCache
 from infertop.session import SessionLedger, TickFigures
 from infertop.view import Snapshot
 from layouts.model import Layout, NodeConfig
@@ -59,6 +60,8 @@ class Monitor:
         # resumed session swaps in the recorded ledger before start)
         self.fleet.listeners.append(lambda sample: self.ledger.tally.observe(sample))
         self.verdicts = VerdictTracker()
+        # each tick's rates from the last tick's: a window only slides by a sample or two
+        self.rates = RateCache()
         self.listeners: list[Listener] = []
         # called with `now` before the ledger advances (the recorder applies CLI phase marks)
         self.before_tick: list[Callable[[float], None]] = []
@@ -127,7 +130,7 @@ class Monitor:
                 hook(now)
             except Exception:
                 log.exception("before-tick hook failed")
-        nodes = evaluate_nodes(self.state, layout, now)
+        nodes = evaluate_nodes(self.state, layout, now, self.rates)
         nodes = self.verdicts.apply(nodes, layout, now)
         cluster = evaluate_cluster(nodes, layout)
         self.ledger.advance(

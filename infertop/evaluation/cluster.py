@@ -8,29 +8,41 @@ from collections.abc import Sequence
 from collectors.fleet import FleetState, NodeState
 from collectors.rates import mean, total
 from infertop.evaluation.figures import (
+    engine_counters,
     engine_view,
+    gpu_counters,
     gpu_views,
     host_view,
     idle_fraction,
+    nic_counters,
     nic_views,
     node_status,
     part_window,
 )
 from infertop.evaluation.logs import log_silence_note
 from infertop.evaluation.money import cluster_cost_per_hour_usd, node_cost_per_hour_usd
+from infertop.evaluation.window_rates import RateCache
 from infertop.view import ClusterView, NodeView, RollupView
 from layouts.model import Layout, NodeConfig
 
 
 def evaluate_node(
-    state: NodeState, config: NodeConfig | None, layout: Layout, now: float
+    state: NodeState,
+    config: NodeConfig | None,
+    layout: Layout,
+    now: float,
+    cache: RateCache | None = None,
 ) -> NodeView:
+    """`cache`: rates kept from the previous tick (the same figures, derived cheaper)."""
     window = layout.cluster.window_s
     status, age = node_status(state, now, layout.cluster.interval_s, layout.thresholds)
     gpu_samples = part_window(state, "gpus", now, window)
     nic_samples = part_window(state, "nics", now, window)
     engine_samples = part_window(state, "engine", now, window)
-    gpus = gpu_views(gpu_samples)
+    name = state.name
+    gpus = gpu_views(
+        gpu_samples, cache.rates(name, "gpus", gpu_counters, gpu_samples) if cache else None
+    )
     power = total(g.power_w for g in gpus)
     cost = (
         node_cost_per_hour_usd(config, layout.pricing, len(gpus) if gpu_samples else None, power)
@@ -40,7 +52,11 @@ def evaluate_node(
     notes: list[str] = []
     for sample in state.latest():
         notes.extend(n for n in sample.notes if n not in notes)
-    engine = engine_view(engine_samples, now)
+    engine = engine_view(
+        engine_samples,
+        now,
+        cache.rates(name, "engine", engine_counters, engine_samples) if cache else None,
+    )
     silence = log_silence_note(engine, gpus, layout.thresholds)
     if silence is not None:
         notes.append(silence)
@@ -52,7 +68,9 @@ def evaluate_node(
         cost_per_hour_usd=cost,
         idle_fraction=idle_fraction(gpu_samples, layout.thresholds.idle_util_pct),
         gpus=gpus,
-        nics=nic_views(nic_samples, config),
+        nics=nic_views(
+            nic_samples, config, cache.rates(name, "nics", nic_counters, nic_samples) if cache else None
+        ),
         engine=engine,
         age_s=age,
         sources=sorted(state.by_source),
@@ -99,15 +117,18 @@ def rollup(nodes: Sequence[NodeView], layout: Layout, *, whole_cluster: bool) ->
     )
 
 
-def evaluate_nodes(state: FleetState, layout: Layout, now: float) -> list[NodeView]:
+def evaluate_nodes(
+    state: FleetState, layout: Layout, now: float, cache: RateCache | None = None
+) -> list[NodeView]:
+    """`cache`: kept by the caller from tick to tick (`Monitor` does) to derive each
+    tick's rates from the last tick's instead of from the whole window."""
     configs = {n.name: n for n in layout.nodes}
     order = [n.name for n in layout.nodes if n.name is not None]
     order += sorted(name for name in state.nodes if name not in configs)
-    return [
-        evaluate_node(state.nodes[name], configs.get(name), layout, now)
-        for name in order
-        if name in state.nodes
-    ]
+    order = [name for name in order if name in state.nodes]
+    if cache is not None:
+        cache.forget_except(set(order))
+    return [evaluate_node(state.nodes[name], configs.get(name), layout, now, cache) for name in order]
 
 
 def evaluate_cluster(nodes: Sequence[NodeView], layout: Layout) -> ClusterView:

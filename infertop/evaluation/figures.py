@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from collectors.fleet import NodeState
-from collectors.rates import counter_rate, ratio
+from collectors.rates import ratio
 from collectors.sample import EngineSample, NodeSample
+from infertop.evaluation.window_rates import Values, WindowRates
 from infertop.view import EngineView, GpuView, HostView, NicView, NodeStatus
 from layouts.model import NodeConfig, Thresholds
 
@@ -37,22 +38,52 @@ def part_window(
     return samples or [best]
 
 
-def _series_rate(points: Sequence[tuple[float, object]], attr: str) -> float | None:
-    """Reset-aware rate of one counter attribute over (time, part-or-None) points."""
-    return counter_rate([(t, getattr(p, attr) if p is not None else None) for t, p in points])
+def gpu_counters(sample: NodeSample) -> Values:
+    """The known GPU counters a view derives rates from, keyed (GPU index, field)."""
+    return {
+        (g.index, attr): value
+        for g in sample.gpus or ()
+        for attr in ("nvlink_tx_bytes_total", "nvlink_rx_bytes_total")
+        if (value := getattr(g, attr)) is not None
+    }
 
 
-def gpu_views(samples: Sequence[NodeSample]) -> list[GpuView]:
+def nic_counters(sample: NodeSample) -> Values:
+    """The known port counters a view derives rates from, keyed (port name, field)."""
+    return {
+        (n.name, attr): value
+        for n in sample.nics or ()
+        for attr in ("rx_bytes_total", "tx_bytes_total", "xmit_wait_total", "errors_total")
+        if (value := getattr(n, attr)) is not None
+    }
+
+
+ENGINE_RATE_FIELDS = (
+    "steps_total", "drafts_total", "draft_tokens_total", "accepted_tokens_total",
+    "generation_tokens_total", "prompt_tokens_total", "requests_finished_total",
+)
+
+
+def engine_counters(sample: NodeSample) -> Values:
+    """The known engine counters a view derives rates from, keyed by field."""
+    e = sample.engine
+    if e is None:
+        return {}
+    return {attr: value for attr in ENGINE_RATE_FIELDS if (value := getattr(e, attr)) is not None}
+
+
+def gpu_views(samples: Sequence[NodeSample], rates: WindowRates | None = None) -> list[GpuView]:
+    """`rates`: the window's rates kept from the previous tick (`RateCache`); the same
+    figures are derived from `samples` alone without it."""
     if not samples:
         return []
     latest = samples[-1]
     assert latest.gpus is not None
-    # index each sample's GPUs once: O(samples × GPUs), not O(samples × GPUs²)
-    by_index = [(s.taken_at, {g.index: g for g in s.gpus or ()}) for s in samples]
     views = []
     for gpu in latest.gpus:
         has_nvlink = gpu.nvlink_tx_bytes_total is not None or gpu.nvlink_rx_bytes_total is not None
-        points = [(t, gpus.get(gpu.index)) for t, gpus in by_index] if has_nvlink else []
+        if has_nvlink and rates is None:
+            rates = WindowRates(gpu_counters).update(samples)
         views.append(
             GpuView(
                 index=gpu.index,
@@ -71,24 +102,31 @@ def gpu_views(samples: Sequence[NodeSample]) -> list[GpuView]:
                 error=gpu.error,
                 nvlink_links_total=gpu.nvlink_links_total,
                 nvlink_links_up=gpu.nvlink_links_up,
-                nvlink_tx_bytes_per_s=_series_rate(points, "nvlink_tx_bytes_total") if points else None,
-                nvlink_rx_bytes_per_s=_series_rate(points, "nvlink_rx_bytes_total") if points else None,
+                nvlink_tx_bytes_per_s=rates.rate((gpu.index, "nvlink_tx_bytes_total"))
+                if has_nvlink and rates is not None
+                else None,
+                nvlink_rx_bytes_per_s=rates.rate((gpu.index, "nvlink_rx_bytes_total"))
+                if has_nvlink and rates is not None
+                else None,
             )
         )
     return views
 
 
-def nic_views(samples: Sequence[NodeSample], config: NodeConfig | None) -> list[NicView]:
+def nic_views(
+    samples: Sequence[NodeSample], config: NodeConfig | None, rates: WindowRates | None = None
+) -> list[NicView]:
     expected = {n.name: n.expected_gbps for n in config.nics} if config else {}
     if not samples:
         # ports the layout expects but nobody reported: shown as unknown, not as fine
         return [NicView(name=name, kind="other", expected_gbps=gbps) for name, gbps in expected.items()]
     latest = samples[-1]
     assert latest.nics is not None
-    by_name = [(s.taken_at, {n.name: n for n in s.nics or ()}) for s in samples]
+    if rates is None:
+        rates = WindowRates(nic_counters).update(samples)
     views = []
     for nic in latest.nics:
-        points = [(t, nics.get(nic.name)) for t, nics in by_name]
+        name = nic.name
         views.append(
             NicView(
                 name=nic.name,
@@ -96,13 +134,13 @@ def nic_views(samples: Sequence[NodeSample], config: NodeConfig | None) -> list[
                 state=nic.state,
                 speed_gbps=nic.speed_gbps,
                 expected_gbps=expected.get(nic.name) or (expected.get(nic.netdev) if nic.netdev else None),
-                rx_bytes_per_s=_series_rate(points, "rx_bytes_total"),
-                tx_bytes_per_s=_series_rate(points, "tx_bytes_total"),
-                xmit_wait_per_s=_series_rate(points, "xmit_wait_total")
+                rx_bytes_per_s=rates.rate((name, "rx_bytes_total")),
+                tx_bytes_per_s=rates.rate((name, "tx_bytes_total")),
+                xmit_wait_per_s=rates.rate((name, "xmit_wait_total"))
                 if nic.xmit_wait_total is not None
                 else None,
                 link_downed_total=nic.link_downed_total,
-                errors_per_s=_series_rate(points, "errors_total") if nic.errors_total is not None else None,
+                errors_per_s=rates.rate((name, "errors_total")) if nic.errors_total is not None else None,
                 members=nic.members,
                 members_up=nic.members_up,
                 accelerator_index=nic.accelerator_index,
@@ -116,14 +154,17 @@ def nic_views(samples: Sequence[NodeSample], config: NodeConfig | None) -> list[
     return views
 
 
-def engine_view(samples: Sequence[NodeSample], now: float) -> EngineView | None:
-    engines = [(s.taken_at, s.engine) for s in samples if s.engine is not None]
+def engine_view(
+    samples: Sequence[NodeSample], now: float, rates: WindowRates | None = None
+) -> EngineView | None:
+    engines = [s for s in samples if s.engine is not None]
     if not engines:
         return None
-    latest_at, latest = engines[-1]
-
-    def rate(attr: str) -> float | None:
-        return counter_rate([(t, getattr(e, attr)) for t, e in engines])
+    latest_at, latest = engines[-1].taken_at, engines[-1].engine
+    assert latest is not None
+    window = WindowRates(engine_counters) if rates is None else rates
+    window.update(engines)
+    rate = window.rate
 
     # all rates share one Δt, so their ratios are ratios of the deltas
     accepted = rate("accepted_tokens_total")

@@ -1,0 +1,143 @@
+"""Reset-aware counter rates over a sliding window, kept from one tick to the next.
+
+At 128 nodes each tick asks for ~3,700 rates (9 ports × rx/tx/wait, 7 engine counters,
+NVLink per GPU), each over the ~11 samples of a 10 s window: re-deriving each one from
+the whole window was the largest share of `Monitor.tick`. From one tick to the next a
+window only slides (a sample leaves at the old end, one arrives at the new end), and in
+the steady state every sample of a part carries the same counters. `WindowRates` then
+keeps, per counter, the reset-aware increase of each step of the window, so a tick
+costs one drop and one append per counter, and a rate is the `sum()` of those steps.
+
+Exactly `collectors.rates.counter_rate` over the same points (the same steps, summed in
+the same order; a test holds the two equal). When a counter comes and goes within the
+window (unknown in some samples) the rates are derived from the window's points by
+`counter_rate` itself; when the new window is not the old one slid forward (another
+source took over, the ring was cleared) everything is rebuilt from the window. The
+cache can make a tick cheaper, never different.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Hashable, Mapping, Sequence
+
+from collectors.rates import counter_rate
+from collectors.sample import NodeSample
+
+# the known (not None) counters of one sample, by key; the same keys in the same order
+# from one sample to the next when nothing changed on the node
+Values = Mapping[Hashable, float]
+Extract = Callable[[NodeSample], Values]
+
+
+def _slid_by(old: Sequence[NodeSample], new: Sequence[NodeSample]) -> int | None:
+    """k when `new` begins with `old[k:]` (the same sample objects), else None."""
+    if not old or not new:
+        return None
+    first = new[0]
+    k = next((i for i, sample in enumerate(old) if sample is first), None)
+    if k is None:
+        return None
+    kept = len(old) - k
+    if kept > len(new):
+        return None
+    for i in range(1, kept):
+        if old[k + i] is not new[i]:
+            return None
+    return k
+
+
+class WindowRates:
+    """Rates of every counter that `extract` reads from a sample, over the latest window."""
+
+    def __init__(self, extract: Extract) -> None:
+        self._extract = extract
+        self._samples: list[NodeSample] = []
+        self._values: list[Values] = []
+        # dense: every sample in the window knows exactly the counters in `_index`
+        self._dense = True
+        self._index: dict[Hashable, int] = {}
+        self._steps: list[deque[float]] = []  # per counter: increase of each step
+        self._lasts: list[float] = []  # per counter: its newest value
+
+    def update(self, window: Sequence[NodeSample]) -> WindowRates:
+        """Make the rates those over `window` (samples of one source, oldest first)."""
+        k = _slid_by(self._samples, window)
+        if k is None:
+            self._samples, self._values = [], []
+            self._dense, self._index, self._steps, self._lasts = True, {}, [], []
+        elif k:
+            del self._samples[:k]
+            del self._values[:k]
+            if self._dense:
+                for steps in self._steps:
+                    for _ in range(min(k, len(steps))):
+                        steps.popleft()
+        for sample in window[len(self._samples):]:
+            self._append(sample)
+        if not self._dense and self._values:
+            keys = self._values[-1].keys()
+            if all(v.keys() == keys for v in self._values):
+                self._make_dense()  # the odd sample left the window
+        return self
+
+    def _append(self, sample: NodeSample) -> None:
+        values = self._extract(sample)
+        self._samples.append(sample)
+        self._values.append(values)
+        if not self._dense:
+            return
+        if len(self._values) == 1:
+            self._make_dense()
+        elif values.keys() == self._index.keys():
+            index, steps, lasts = self._index, self._steps, self._lasts
+            for key, value in values.items():
+                i = index[key]
+                prev = lasts[i]
+                steps[i].append(value - prev if value >= prev else value)
+                lasts[i] = value
+        else:
+            self._dense = False
+
+    def _make_dense(self) -> None:
+        first = self._values[0]
+        self._index = {key: i for i, key in enumerate(first)}
+        self._steps = [deque() for _ in first]
+        self._lasts = list(first.values())
+        self._dense = True
+        for values in self._values[1:]:
+            for i, key in enumerate(self._index):
+                value, prev = values[key], self._lasts[i]
+                self._steps[i].append(value - prev if value >= prev else value)
+                self._lasts[i] = value
+
+    def rate(self, key: Hashable) -> float | None:
+        """Per-second rate of one counter over the window; None when unknown."""
+        samples = self._samples
+        if not self._dense:
+            points = [(s.taken_at, v.get(key)) for s, v in zip(samples, self._values, strict=True)]
+            return counter_rate(points)
+        i = self._index.get(key)
+        if i is None or len(samples) < 2:
+            return None  # unknown in every sample, or a single reading
+        dt = samples[-1].taken_at - samples[0].taken_at
+        return sum(self._steps[i]) / dt if dt > 0 else None
+
+
+class RateCache:
+    """One `WindowRates` per (node, part): what `Monitor` keeps between ticks."""
+
+    def __init__(self) -> None:
+        self._by_part: dict[tuple[str, str], WindowRates] = {}
+
+    def rates(self, node: str, part: str, extract: Extract, window: Sequence[NodeSample]) -> WindowRates:
+        key = (node, part)
+        cached = self._by_part.get(key)
+        if cached is None or cached._extract is not extract:
+            cached = self._by_part[key] = WindowRates(extract)
+        return cached.update(window)
+
+    def forget_except(self, nodes: set[str]) -> None:
+        """Drop the windows of nodes no longer evaluated (their samples go with them)."""
+        for key in [k for k in self._by_part if k[0] not in nodes]:
+            del self._by_part[key]
