@@ -14,10 +14,10 @@ from tui_helpers import NodeSpec, make_layout, make_sample
 
 from collectors.fleet import FleetState
 from collectors.rates import counter_rate
-from collectors.sample import EngineSample, NicSample, NodeSample
+from collectors.sample import EngineSample, GpuSample, NicSample, NodeSample
 from infertop.evaluation.cluster import evaluate_nodes
-from infertop.evaluation.figures import engine_counters, nic_counters
-from infertop.evaluation.window_rates import RateCache, WindowRates
+from infertop.evaluation.figures import engine_counters, idle_counts, idle_fraction, nic_counters
+from infertop.evaluation.window_rates import RateCache, WindowRates, WindowSums
 from infertop.runtime import Monitor
 
 PORTS = ("mlx5_0", "mlx5_1", "eth0")
@@ -95,6 +95,30 @@ def test_kept_rates_equal_counter_rate_on_every_window(
         kept.update(window)
         for key in [(p, f) for p in PORTS for f in NIC_FIELDS]:
             assert kept.rate(key) == reference(window, key), (key, start, end)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    utils=st.lists(st.lists(st.one_of(st.none(), st.floats(0, 100)), max_size=4), min_size=1, max_size=30),
+    moves=st.lists(move, min_size=1, max_size=30),
+)
+def test_kept_idle_tallies_equal_a_fresh_count(
+    utils: list[list[float | None]], moves: list[tuple[str, int, int]]
+) -> None:
+    samples = [
+        NodeSample(node="n", source="s", taken_at=float(i),
+                   gpus=[GpuSample(index=g, util_pct=u) for g, u in enumerate(row)])
+        for i, row in enumerate(utils)
+    ]
+    kept = WindowSums(lambda s: idle_counts(s, 5.0))
+    start, end = 0, 1
+    for kind, a, b in moves:
+        start, end = (start + a, end + a + b) if kind == "slide" else tuple(sorted((a, b)))
+        window = samples[min(start, len(samples)):min(end, len(samples))]
+        below = sum(u < 5.0 for s in window for g in s.gpus or () if (u := g.util_pct) is not None)
+        known = sum(g.util_pct is not None for s in window for g in s.gpus or ())
+        assert kept.update(window).totals == (below, known)
+        assert idle_fraction(window, 5.0, kept) == idle_fraction(window, 5.0) == (below / known if known else None)
 
 
 def engine_sample(t: float, steps: float | None, source: str = "s") -> NodeSample:

@@ -13,6 +13,7 @@ from infertop.evaluation.figures import (
     gpu_counters,
     gpu_views,
     host_view,
+    idle_counts,
     idle_fraction,
     nic_counters,
     nic_views,
@@ -40,6 +41,7 @@ def evaluate_node(
     nic_samples = part_window(state, "nics", now, window)
     engine_samples = part_window(state, "engine", now, window)
     name = state.name
+    idle_pct = layout.thresholds.idle_util_pct
     gpus = gpu_views(
         gpu_samples, cache.rates(name, "gpus", gpu_counters, gpu_samples) if cache else None
     )
@@ -66,7 +68,13 @@ def evaluate_node(
         status=status,
         error=state.error if status != "ok" else None,
         cost_per_hour_usd=cost,
-        idle_fraction=idle_fraction(gpu_samples, layout.thresholds.idle_util_pct),
+        idle_fraction=idle_fraction(
+            gpu_samples,
+            idle_pct,
+            cache.sums(name, ("idle", idle_pct), lambda s: idle_counts(s, idle_pct), gpu_samples)
+            if cache
+            else None,
+        ),
         gpus=gpus,
         nics=nic_views(
             nic_samples, config, cache.rates(name, "nics", nic_counters, nic_samples) if cache else None

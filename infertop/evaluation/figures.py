@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from collectors.fleet import NodeState
 from collectors.rates import ratio
 from collectors.sample import EngineSample, NodeSample
-from infertop.evaluation.window_rates import Values, WindowRates
+from infertop.evaluation.window_rates import Values, WindowRates, WindowSums
 from infertop.view import EngineView, GpuView, HostView, NicView, NodeStatus
 from layouts.model import NodeConfig, Thresholds
 
@@ -162,9 +162,8 @@ def engine_view(
         return None
     latest_at, latest = engines[-1].taken_at, engines[-1].engine
     assert latest is not None
-    window = WindowRates(engine_counters) if rates is None else rates
-    window.update(engines)
-    rate = window.rate
+    # `rates`, when given, is already over these samples (`RateCache.rates`)
+    rate = (WindowRates(engine_counters).update(engines) if rates is None else rates).rate
 
     # all rates share one Δt, so their ratios are ratios of the deltas
     accepted = rate("accepted_tokens_total")
@@ -201,15 +200,25 @@ def latest_engine(state: NodeState) -> EngineSample | None:
     return None
 
 
-def idle_fraction(samples: Sequence[NodeSample], idle_util_pct: float) -> float | None:
-    """Share of GPU-time in the window below the idle threshold; None without GPU figures."""
+def idle_counts(sample: NodeSample, idle_util_pct: float) -> tuple[int, int]:
+    """GPU readings of one sample below the idle threshold, and GPU readings known."""
     below = known = 0
-    for sample in samples:
-        for gpu in sample.gpus or ():
-            if gpu.util_pct is None:
-                continue
-            known += 1
-            below += gpu.util_pct < idle_util_pct
+    for gpu in sample.gpus or ():
+        if gpu.util_pct is None:
+            continue
+        known += 1
+        below += gpu.util_pct < idle_util_pct
+    return below, known
+
+
+def idle_fraction(
+    samples: Sequence[NodeSample], idle_util_pct: float, sums: WindowSums | None = None
+) -> float | None:
+    """Share of GPU-time in the window below the idle threshold; None without GPU figures.
+    `sums`: the window's `idle_counts` kept from the previous tick (the same figure)."""
+    if sums is None:
+        sums = WindowSums(lambda s: idle_counts(s, idle_util_pct)).update(samples)
+    below, known = sums.totals
     return below / known if known else None
 
 

@@ -30,21 +30,56 @@ Values = Mapping[Hashable, float]
 Extract = Callable[[NodeSample], Values]
 
 
-def _slid_by(old: Sequence[NodeSample], new: Sequence[NodeSample]) -> int | None:
-    """k when `new` begins with `old[k:]` (the same sample objects), else None."""
+def _slid_by(old: list[NodeSample], new: list[NodeSample]) -> int | None:
+    """k when `new` begins with `old[k:]`, else None. Samples compare by identity first
+    (list `==` and `index` do), and two equal samples read the same anyway."""
     if not old or not new:
         return None
     first = new[0]
-    k = next((i for i, sample in enumerate(old) if sample is first), None)
-    if k is None:
-        return None
-    kept = len(old) - k
-    if kept > len(new):
-        return None
-    for i in range(1, kept):
-        if old[k + i] is not new[i]:
+    # usually the window moved on by one sample, or not at all: look there first
+    if len(old) > 1 and old[1] is first:
+        k = 1
+    elif old[0] is first:
+        k = 0
+    else:
+        try:
+            k = old.index(first)
+        except ValueError:
             return None
+    kept = len(old) - k
+    if kept > len(new) or old[k:] != new[:kept]:
+        return None
     return k
+
+
+class WindowSums:
+    """Per-sample integer tallies summed over the window, kept from tick to tick (exact:
+    integers). Used for the idle fraction: GPU readings below the threshold / known."""
+
+    def __init__(self, tally: Callable[[NodeSample], tuple[int, int]]) -> None:
+        self._tally = tally
+        self._samples: list[NodeSample] = []
+        self._tallies: deque[tuple[int, int]] = deque()
+        self.totals = (0, 0)
+
+    def update(self, window: Sequence[NodeSample]) -> WindowSums:
+        window = window if isinstance(window, list) else list(window)
+        k = _slid_by(self._samples, window)
+        a, b = self.totals
+        if k is None:
+            self._samples, self._tallies, a, b = [], deque(), 0, 0
+        elif k:
+            del self._samples[:k]
+            for _ in range(k):
+                x, y = self._tallies.popleft()
+                a, b = a - x, b - y
+        for sample in window[len(self._samples):]:
+            x, y = self._tally(sample)
+            self._samples.append(sample)
+            self._tallies.append((x, y))
+            a, b = a + x, b + y
+        self.totals = (a, b)
+        return self
 
 
 class WindowRates:
@@ -62,6 +97,7 @@ class WindowRates:
 
     def update(self, window: Sequence[NodeSample]) -> WindowRates:
         """Make the rates those over `window` (samples of one source, oldest first)."""
+        window = window if isinstance(window, list) else list(window)
         k = _slid_by(self._samples, window)
         if k is None:
             self._samples, self._values = [], []
@@ -129,6 +165,7 @@ class RateCache:
 
     def __init__(self) -> None:
         self._by_part: dict[tuple[str, str], WindowRates] = {}
+        self._sums: dict[tuple[str, Hashable], WindowSums] = {}
 
     def rates(self, node: str, part: str, extract: Extract, window: Sequence[NodeSample]) -> WindowRates:
         key = (node, part)
@@ -137,7 +174,20 @@ class RateCache:
             cached = self._by_part[key] = WindowRates(extract)
         return cached.update(window)
 
+    def sums(
+        self, node: str, what: Hashable, tally: Callable[[NodeSample], tuple[int, int]],
+        window: Sequence[NodeSample],
+    ) -> WindowSums:
+        """`what` names the tally (with its parameters, e.g. a threshold): one per node."""
+        key = (node, what)
+        cached = self._sums.get(key)
+        if cached is None:
+            cached = self._sums[key] = WindowSums(tally)
+        return cached.update(window)
+
     def forget_except(self, nodes: set[str]) -> None:
         """Drop the windows of nodes no longer evaluated (their samples go with them)."""
         for key in [k for k in self._by_part if k[0] not in nodes]:
             del self._by_part[key]
+        for key2 in [k for k in self._sums if k[0] not in nodes]:
+            del self._sums[key2]
