@@ -60,5 +60,12 @@ class HeaderBar(Static):
     HeaderBar { height: auto; padding: 0 1; }
     """
 
+    _lines: int | None = None  # lines shown (the text never wraps: no_wrap)
+
     def show(self, snapshot: Snapshot | None, **kwargs: object) -> None:
-        self.update(header_text(snapshot, **kwargs))  # type: ignore[arg-type]
+        text = header_text(snapshot, **kwargs)  # type: ignore[arg-type]
+        lines = text.plain.count("\n") + 1
+        # a layout of the whole screen only when the header's height changes, not every
+        # frame: at 128 nodes a layout pass costs several ms
+        self.update(text, layout=lines != self._lines)
+        self._lines = lines

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from rich.cells import cell_len
 from rich.console import Group
 from rich.text import Text
 from textual.app import ComposeResult
@@ -117,6 +118,7 @@ class SessionPanel(Vertical):
         self.spend_history: deque[float | None] = deque(maxlen=CHART_POINTS)
         self.tokens_history: deque[float | None] = deque(maxlen=CHART_POINTS)
         self.last_taken_at: str | None = None
+        self._body_shape: int | None = None  # lines drawn, when none of them wraps
 
     def compose(self) -> ComposeResult:
         yield self.body
@@ -128,7 +130,14 @@ class SessionPanel(Vertical):
             self.spend_history.append(s.spend_usd)
             self.tokens_history.append(s.accepted_tokens_per_s)
         width = max(10, min(CHART_POINTS, (self.size.width or 60) - 20))
-        self.body.update(Group(*session_lines(s, list(self.spend_history), list(self.tokens_history), width)))
+        lines = session_lines(s, list(self.spend_history), list(self.tokens_history), width)
+        # a layout of the whole screen only when the panel's height may change: more or
+        # fewer lines, or a line that may wrap (at 128 nodes a layout pass costs ms)
+        body_width = self.body.size.width
+        fits = body_width > 0 and all(cell_len(line.plain) <= body_width for line in lines)
+        shape = len(lines) if fits else None
+        self.body.update(Group(*lines), layout=shape is None or shape != self._body_shape)
+        self._body_shape = shape
         alert = f" · budget {s.budget_alert}" if s.budget_alert else ""
         self.border_title = f"session · {fmt_usd(s.spend_usd)}{alert}"
 
