@@ -118,7 +118,7 @@ class SessionPanel(Vertical):
         self.spend_history: deque[float | None] = deque(maxlen=CHART_POINTS)
         self.tokens_history: deque[float | None] = deque(maxlen=CHART_POINTS)
         self.last_taken_at: str | None = None
-        self._body_shape: int | None = None  # lines drawn, when none of them wraps
+        self._body_rows: int | None = None  # rows drawn (wrapped lines count for several)
 
     def compose(self) -> ComposeResult:
         yield self.body
@@ -131,13 +131,17 @@ class SessionPanel(Vertical):
             self.tokens_history.append(s.accepted_tokens_per_s)
         width = max(10, min(CHART_POINTS, (self.size.width or 60) - 20))
         lines = session_lines(s, list(self.spend_history), list(self.tokens_history), width)
-        # a layout of the whole screen only when the panel's height may change: more or
-        # fewer lines, or a line that may wrap (at 128 nodes a layout pass costs ms)
+        # a layout of the whole screen only when the panel's height changes (at 128 nodes
+        # a layout pass costs ms): its rows, counting the wrapped ones as Rich wraps them
         body_width = self.body.size.width
-        fits = body_width > 0 and all(cell_len(line.plain) <= body_width for line in lines)
-        shape = len(lines) if fits else None
-        self.body.update(Group(*lines), layout=shape is None or shape != self._body_shape)
-        self._body_shape = shape
+        rows = None
+        if body_width > 0:
+            rows = sum(
+                1 if cell_len(line.plain) <= body_width else len(line.wrap(self.app.console, body_width))
+                for line in lines
+            )
+        self.body.update(Group(*lines), layout=rows is None or rows != self._body_rows)
+        self._body_rows = rows
         alert = f" · budget {s.budget_alert}" if s.budget_alert else ""
         self.border_title = f"session · {fmt_usd(s.spend_usd)}{alert}"
 

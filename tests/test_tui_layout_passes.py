@@ -1,0 +1,62 @@
+"""A frame redraws what changed; it does not lay out the whole screen again.
+
+A layout pass re-measures every widget (the 128-row node table among them). The header
+changes every frame (the session clock), the session panel and the roll-up strip every
+tick: updating them must not ask for a layout unless their height can change.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from tui_helpers import FrozenFeed, NodeSpec, wait_for
+
+from infertop.view import Snapshot
+from tui.app import InfertopApp
+from tui.session_panel import SessionPanel, session_lines
+
+
+def next_frame(frame: Snapshot, k: int) -> Snapshot:
+    """The same cluster k seconds later: the clock, spend and throughput moved on."""
+    s = frame.session
+    session = s.model_copy(update={
+        "elapsed_s": s.elapsed_s + k,
+        "spend_usd": (s.spend_usd or 0.0) + 0.01 * k,
+        "accepted_tokens_per_s": (s.accepted_tokens_per_s or 0.0) + k,
+    })
+    total = frame.cluster.total.model_copy(update={"accepted_tokens_per_s": 1000.0 + k})
+    cluster = frame.cluster.model_copy(update={"total": total})
+    taken_at = (dt.datetime.fromisoformat(frame.taken_at) + dt.timedelta(seconds=k)).isoformat()
+    return frame.model_copy(update={"session": session, "cluster": cluster, "taken_at": taken_at})
+
+
+async def test_steady_frames_lay_out_nothing() -> None:
+    specs = [NodeSpec("decode-01"), NodeSpec("decode-02"), NodeSpec("prefill-01", role="prefill")]
+    feed = FrozenFeed(specs, ticks=4)
+    app = InfertopApp(feed)  # every panel: hunt list, session
+    async with app.run_test(size=(180, 40)) as pilot:
+        await wait_for(pilot, lambda: app.overview.snapshot is feed.frames[-1])
+        await pilot.pause()
+        screen = app.screen
+        layouts: list[int] = []
+        lay_out = screen._refresh_layout
+
+        def counted(*args: object, **kwargs: object) -> None:
+            layouts.append(1)
+            lay_out(*args, **kwargs)  # type: ignore[arg-type]
+
+        screen._refresh_layout = counted  # type: ignore[method-assign]
+        shown = []
+        for k in range(1, 6):
+            frame = next_frame(feed.frames[-1], k)
+            app.publish(frame)
+            await wait_for(pilot, lambda frame=frame: app.overview.snapshot is frame)  # type: ignore[misc]
+            await pilot.pause()
+            shown.append(str(app.overview.rollups.content))
+        assert len(set(shown)) == 5  # every frame did reach the screen
+        assert layouts == []
+        # and the panels are as tall as what they hold (a long note line wraps here)
+        panel = app.query_one(SessionPanel)
+        assert panel._body_rows is not None and panel._body_rows > len(session_lines(
+            frame.session, [], [], 10))
+        assert panel.body.size.height == panel._body_rows
