@@ -2,7 +2,9 @@
 
 For each size: build the namespace cluster (tests/netns.py, management links only), run
 one `SshSource` over all hosts, wait until every host streams, then for MEASURE_S seconds
-tick once a second and record the age of the oldest "newest sample" across the fleet
+tick once a second at the instants `Monitor` ticks (half an interval after the probes'
+wall-clock reading instants, collectors.cadence) and record the age of the oldest
+"newest sample" across the fleet
 (the figure that says whether any node's view is stale) and this process's CPU share
 (the client: asyncio loop, asyncssh crypto, JSON and pydantic per line). The node side
 (sshd + probe, all processes in the namespaces) is measured too, per node per tick.
@@ -26,6 +28,7 @@ import time
 from pathlib import Path
 
 from benchmarks.common import Row
+from collectors.cadence import TICK_PHASE, delay_to_boundary
 from collectors.probe_bundle import probe_script
 from collectors.sample import NodeSample
 from collectors.ssh import SshNode, SshSource
@@ -92,10 +95,12 @@ async def _fleet(size: int, workdir: Path) -> list[Row]:
             node_cpu0 = await asyncio.to_thread(_ns_cpu_s, cluster)
             cpu1, wall1 = time.process_time(), time.monotonic()
             measuring[0] = True
-            next_at = time.monotonic()
             for _ in range(MEASURE_S):
-                next_at += INTERVAL_S
-                await asyncio.sleep(max(next_at - time.monotonic(), 0))
+                # at the instants `Monitor` ticks: half an interval after the wall-clock
+                # boundaries the probes read at (collectors.cadence)
+                await asyncio.sleep(delay_to_boundary(
+                    INTERVAL_S, time.time(), offset_s=TICK_PHASE * INTERVAL_S, min_delay_s=0.2 * INTERVAL_S
+                ))
                 now = time.time()
                 ages.append(max(now - newest.get(n.name, 0.0) for n in nodes))
             client_share = (time.process_time() - cpu1) / (time.monotonic() - wall1)
