@@ -104,6 +104,9 @@ def run() -> list[Row]:
         Row(f"TUI process CPU, steady {sim['steady_s']:.0f} s (% of one core)", f"{cpu * 100:.1f}",
             f"< {CPU_SHARE * 100:g} %", _verdict(cpu < CPU_SHARE, f"{(cpu - CPU_SHARE) * 100:.1f} points"),
             COMMAND),
+        Row(f"… of which the simulated cluster making its {NODES} samples a second in-process (% of one core)",
+            f"{sim['sim_cpu_share'] * 100:.1f}", "—",
+            "info (stands in for the sources; over SSH the client side costs ~1.5 %, bench_ssh)", COMMAND),
         Row("TUI process RSS (MiB)", f"{sim['rss_max_bytes'] / 2**20:.0f}", "—", "info", COMMAND),
         Row(f"`infertop demo` end to end: TUI + scrape of {NODES} × 3 pages over HTTP, CPU (% of one core) "
             "/ RSS (MiB)", f"{http['cpu_share'] * 100:.1f} / {http['rss_max_bytes'] / 2**20:.0f}", "—",

@@ -112,6 +112,11 @@ class SimSource(PollingSource):
     def __init__(self, cluster: SimCluster, interval_s: float):
         super().__init__([p.name for p in cluster.plans], interval_s)
         self.cluster = cluster
+        self.cpu_s = 0.0  # CPU spent simulating and making samples (process time)
 
     async def poll(self) -> Sequence[NodeSample]:
-        return cluster_samples(self.cluster, time.time())
+        start = time.process_time()
+        try:
+            return cluster_samples(self.cluster, time.time())
+        finally:
+            self.cpu_s += time.process_time() - start
