@@ -29,6 +29,9 @@ _DCGM_GAUGES: dict[str, tuple[tuple[str, ...], float]] = {
     "temp_c": (("DCGM_FI_DEV_GPU_TEMP",), 1.0),
     "sm_clock_mhz": (("DCGM_FI_DEV_SM_CLOCK",), 1.0),
     "energy_j_total": (("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",), 1e-3),  # mJ
+    # profiling fields: NVLink bytes per second (header + payload), all links of the GPU
+    "nvlink_tx_bytes_per_s": (("DCGM_FI_PROF_NVLINK_TX_BYTES",), 1.0),
+    "nvlink_rx_bytes_per_s": (("DCGM_FI_PROF_NVLINK_RX_BYTES",), 1.0),
 }
 _DCGM_UTIL_RATIO = "DCGM_FI_DEV_GPU_UTIL_RATIO"  # newer builds: 0–1 instead of %
 _DCGM_XID = ("DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_XID_ERROR")
@@ -36,7 +39,8 @@ _DCGM_CLOCK_REASONS = ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_TH
 _DCGM_ECC_DBE = ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL")
 # NVLink error counters, summed per GPU. DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL is not read
 # into the byte counters: exporters disagree on its type (counter or gauge) and unit,
-# and it does not split transmit from receive.
+# and it does not split transmit from receive; the profiling fields
+# DCGM_FI_PROF_NVLINK_{TX,RX}_BYTES (bytes/s, when enabled) are read instead.
 _DCGM_NVLINK_ERRORS = (
     "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
     "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",

@@ -52,6 +52,10 @@ class GpuSample(_Frozen):
     nvlink_tx_bytes_total: float | None = None  # counter
     nvlink_rx_bytes_total: float | None = None  # counter
     nvlink_errors_total: int | None = None  # counter
+    # NVLink throughput as a rate read directly (dcgm-exporter's DCGM_FI_PROF_NVLINK_*_BYTES),
+    # used where no cumulative counter is available
+    nvlink_tx_bytes_per_s: float | None = None
+    nvlink_rx_bytes_per_s: float | None = None
 
 
 class NicSample(_Frozen):

@@ -52,7 +52,21 @@ def test_dcgm_newer_names_and_lowercase_hostname() -> None:
     assert g0.temp_c is None  # not on the page: unknown, not 0
     assert dcgm_hostnames(idx) == {"prefill-02"}
     assert gpu_samples_from_dcgm(idx, hostname="prefill-02") == [g0, g1]
+    # NVLink throughput from the profiling fields (bytes/s as read); a GPU without the
+    # RX series keeps it unknown, and 0 stays a real 0
+    assert g0.nvlink_tx_bytes_per_s == 297134999230 and g0.nvlink_rx_bytes_per_s == 297129417814
+    assert g1.nvlink_tx_bytes_per_s == 0 and g1.nvlink_rx_bytes_per_s is None
+    assert g0.nvlink_tx_bytes_total is None  # no cumulative counter from dcgm
     assert gpu_samples_from_dcgm(idx, hostname="elsewhere") == []
+
+
+def test_nvlink_rate_reaches_the_gpu_view() -> None:
+    from collectors.sample import NodeSample
+    from infertop.evaluation.figures import gpu_views
+
+    gpus = gpu_samples_from_dcgm(page("dcgm_new.txt"))
+    [v0, v1] = gpu_views([NodeSample(node="n", source="scrape", taken_at=1.0, gpus=gpus)])
+    assert v0.nvlink_tx_bytes_per_s == 297134999230 and v1.nvlink_rx_bytes_per_s is None
 
 
 def test_dcgm_hostile_labels_are_kept_as_inert_text() -> None:

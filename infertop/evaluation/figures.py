@@ -102,12 +102,13 @@ def gpu_views(samples: Sequence[NodeSample], rates: WindowRates | None = None) -
                 error=gpu.error,
                 nvlink_links_total=gpu.nvlink_links_total,
                 nvlink_links_up=gpu.nvlink_links_up,
+                # a rate from NVML's cumulative counters, else one an exporter read as a rate
                 nvlink_tx_bytes_per_s=rates.rate((gpu.index, "nvlink_tx_bytes_total"))
                 if has_nvlink and rates is not None
-                else None,
+                else gpu.nvlink_tx_bytes_per_s,
                 nvlink_rx_bytes_per_s=rates.rate((gpu.index, "nvlink_rx_bytes_total"))
                 if has_nvlink and rates is not None
-                else None,
+                else gpu.nvlink_rx_bytes_per_s,
             )
         )
     return views
