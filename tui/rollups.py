@@ -89,7 +89,7 @@ def rollup_text(rows: list[Row]) -> Text:
 
 class RollupStrip(Static):
     DEFAULT_CSS = """
-    RollupStrip { height: auto; padding: 0 1; }
+    RollupStrip { height: auto; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     _rows: list[Row] | None = None  # what is on screen
