@@ -280,3 +280,9 @@ async def test_small_terminal_keeps_the_node_table_visible() -> None:
         await pilot.pause()
         text = screen_text(app)
         assert "decode-01" in text and "decode-02" in text
+        # the roll-up strip crops instead of wrapping: one screen line per pool row
+        from tui.rollups import RollupStrip
+
+        strip = app.overview.query_one(RollupStrip)
+        assert strip.size.height == len(app.latest_snapshot.cluster.roles) + 1 + 4  # type: ignore[union-attr]
+        assert any(line.rstrip().endswith("…") for line in text.splitlines())
