@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import infertop_bin
+from log_writer import LOG_WRITER as WRITER
 
 from collectors.log_source import LogSource, local_log_sources, log_watch_config
 from collectors.registry import build_sources
@@ -80,17 +81,6 @@ async def test_log_source_samples_give_the_lines_figures(tmp_path: Path) -> None
     assert view.kv_cache_usage == pytest.approx(0.25)
 
 
-WRITER = """
-import sys, time
-path, text = sys.argv[1], sys.argv[2]
-end = time.monotonic() + float(sys.argv[3])
-i = 0
-while time.monotonic() < end:
-    with open(path, "a") as f:
-        f.write(text.format(s=i % 60))
-    i += 1
-    time.sleep(0.5)
-"""
 
 
 def test_snapshot_json_reports_what_the_log_implies(tmp_path: Path) -> None:

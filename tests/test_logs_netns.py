@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import infertop_bin
+from log_writer import LOG_WRITER as WRITER
 from netns import PYTHON, NetnsCluster, missing_requirements
 
 pytestmark = [pytest.mark.netns, pytest.mark.integration]
@@ -25,17 +26,6 @@ LINES = (
     "Drafted: 350 tokens, Per-position acceptance rate: 0.800, 0.640, 0.420, 0.260, 0.160, 0.080, 0.040, "
     "Avg Draft acceptance rate: 34.3%\n"
 )
-WRITER = """
-import sys, time
-path, text = sys.argv[1], sys.argv[2]
-end = time.monotonic() + float(sys.argv[3])
-i = 0
-while time.monotonic() < end:
-    with open(path, "a") as f:
-        f.write(text.format(s=i % 60))
-    i += 1
-    time.sleep(0.5)
-"""
 
 
 @pytest.fixture(scope="module")
