@@ -134,7 +134,7 @@ async def measure(args: argparse.Namespace) -> dict[str, object]:
         feed = MonitorFeed(layout, sources=[sim])
         nodes = args.nodes
     # the session record is on by default in the TUI: keep it on here
-    recorder = Recorder.attach(feed.monitor, Path(tmp) / "bench.sqlite")
+    recorder = Recorder.attach(feed.monitor, Path(tmp) / "bench.sqlite", background=True)
     app = BenchApp(feed, nodes)
     # Monitor.tick runs on the same event loop: time it too
     tick_ms: list[float] = []

@@ -178,7 +178,9 @@ def recorded_feed(layout: Layout, record: str | None) -> MonitorFeed:
     class RecordedFeed(MonitorFeed):
         def __init__(self) -> None:
             super().__init__(layout)
-            self.recorder = Recorder.attach(self.monitor, Path(record) if record else None)
+            # the TUI: tick rows written off the event loop (the frame must not wait on disk)
+            self.recorder = Recorder.attach(self.monitor, Path(record) if record else None,
+                                            background=True)
             self._closed = False
 
         def mark_phase(self, phase: str) -> None:

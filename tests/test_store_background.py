@@ -1,0 +1,84 @@
+"""The session record written by a background thread (the TUI's mode): same rows, same totals."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+from collectors.sample import EngineSample, NodeSample
+from infertop.runtime import Monitor
+from infertop.store import Recorder, Recording, add_phase_mark
+from layouts import parse_layout
+
+LAYOUT = """
+[cluster]
+name = "store-bg"
+interval_s = 0.2
+[pricing]
+gpu_hour_usd = 36.0
+[[nodes]]
+name = "d1"
+role = "decode"
+gpus = 2
+"""
+
+
+def _monitor(tmp_path: Path) -> Monitor:
+    return Monitor(parse_layout(LAYOUT, str(tmp_path / "layout.toml")), sources=[], clock=lambda: 1000.0)
+
+
+def _tick(monitor: Monitor, step: int):  # type: ignore[no-untyped-def]
+    monitor.fleet._emit(NodeSample(node="d1", source="scrape", taken_at=1000.0 + step,
+                                   engine=EngineSample(generation_tokens_total=100.0 * step)))
+    return monitor.tick(1000.0 + step)
+
+
+def test_background_writes_every_tick_in_order_and_close_drains(tmp_path: Path) -> None:
+    monitor = _monitor(tmp_path)
+    recorder = Recorder.attach(monitor, tmp_path / "rec.sqlite", background=True)
+    writer = recorder._writer
+    assert writer is not None and writer is not threading.current_thread()
+    _tick(monitor, 1)
+    add_phase_mark(recorder.path, "load", 1001.5)
+    last = [_tick(monitor, step) for step in range(2, 8)][-1]
+    recorder.close()
+    assert not writer.is_alive()
+    rec = Recording.load(recorder.path)
+    try:
+        assert rec.problems == []
+        assert [t.at for t in rec.ticks] == [1000.0 + s for s in range(1, 8)]
+        assert rec.final_session() == last.session  # report totals = live totals
+        assert rec.snapshot(rec.ticks[-1].id) == last
+        assert rec.ticks[-1].phase == "load"
+    finally:
+        rec.close()
+    marks = sqlite3.connect(recorder.path).execute("SELECT phase, applied FROM phase_marks").fetchall()
+    assert marks == [("load", 1)]
+
+
+def test_backed_up_writer_keeps_the_newest_ticks_and_marks(tmp_path: Path) -> None:
+    monitor = _monitor(tmp_path)
+    recorder = Recorder.attach(monitor, tmp_path / "rec.sqlite", background=True)
+    add_phase_mark(recorder.path, "load", 1002.5)
+    blocker = sqlite3.connect(recorder.path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # the writer waits on this lock (busy timeout 5 s)
+    ticks = 12
+    snaps = [_tick(monitor, step) for step in range(1, ticks + 1)]
+    blocker.execute("COMMIT")
+    blocker.close()
+    recorder.close()
+    rec = Recording.load(recorder.path)
+    try:
+        assert rec.problems == []
+        written = len(rec.ticks)
+        assert recorder.dropped_ticks == ticks - written > 0
+        assert rec.ticks[-1].at == 1000.0 + ticks  # the newest tick always lands
+        assert [t.at for t in rec.ticks] == sorted(t.at for t in rec.ticks)
+        assert rec.final_session() == snaps[-1].session
+        assert rec.ticks[-1].phase == "load"
+    finally:
+        rec.close()
+    # the mark's tick may have been dropped: a later tick flagged it, once
+    marks = sqlite3.connect(recorder.path).execute("SELECT phase, applied FROM phase_marks").fetchall()
+    assert marks == [("load", 1)]
