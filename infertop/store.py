@@ -366,24 +366,21 @@ class Recorder:
     With `background=True` the tick's row is encoded and written by one writer thread
     (JSON + zlib + SQLite, ~10 ms a tick at 1,024 GPUs, off the TUI's event loop; zlib and
     sqlite release the GIL for their heavy parts). Each tick stays its own transaction, in
-    order; when the writer falls `BACKLOG_TICKS` behind the oldest waiting tick is dropped
-    (its successor's ledger row holds the same totals and more). A listener that runs after
-    the recorder then sees a tick that may not be on disk yet: `record` (one line a tick,
-    printed after its commit) keeps the default, synchronous mode.
+    order, and at most one tick is ever in flight: a tick waits for the previous one to be
+    committed before it is handed over, so a SIGKILL loses at most one tick, as in the
+    synchronous mode (in the steady state the previous tick committed long before). A
+    listener that runs after the recorder then sees a tick that may not be on disk yet:
+    `record` (one line a tick, printed after its commit) keeps the synchronous mode.
     """
-
-    BACKLOG_TICKS = 4
 
     def __init__(self, monitor: Monitor, store: SessionStore, background: bool = False):
         self.monitor = monitor
         self.store = store
         self.error: str | None = None
-        self.dropped_ticks = 0
         self._jobs: queue.Queue[TickJob | None] | None = None
         self._writer: threading.Thread | None = None
-        self._put_lock = threading.Lock()  # drop-oldest-then-put as one step
         if background:
-            self._jobs = queue.Queue(maxsize=self.BACKLOG_TICKS)
+            self._jobs = queue.Queue(maxsize=1)
             self._writer = threading.Thread(
                 target=self._write_loop, name="infertop-record", daemon=True
             )
@@ -417,19 +414,9 @@ class Recorder:
         if self._jobs is None:
             self._commit(job)
             return
-        with self._put_lock:
-            while True:
-                try:
-                    self._jobs.put_nowait(job)
-                    return
-                except queue.Full:
-                    with contextlib.suppress(queue.Empty):
-                        stale = self._jobs.get_nowait()
-                        if stale is not None:
-                            # its marks are in this tick's ledger too: flag them with it
-                            job.mark_ids[:0] = stale.mark_ids
-                            self.dropped_ticks += 1
-                        self._jobs.task_done()
+        # one tick in flight at most (see the class docstring): wait for the last one
+        self._jobs.join()
+        self._jobs.put_nowait(job)
 
     def _commit(self, job: TickJob) -> None:
         try:
