@@ -233,7 +233,8 @@ async def test_pause_freezes_rendering_not_collection() -> None:
         assert "PAUSED" in screen_text(app)
         await pilot.press("p")
         assert not app.paused
-        assert app.frames_rendered == rendered + 1
+        # resuming draws the newest frame at once (a 0.2 s feed may add one more by now)
+        assert app.frames_rendered >= rendered + 1
         assert app.overview.snapshot is app.latest_snapshot
 
 
