@@ -12,15 +12,12 @@ prometheus_client's label parser is the dominant cost.
 from __future__ import annotations
 
 import asyncio
-import signal
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import Row
+from benchmarks.common import Row, demo_serving
 from collectors.exporters import EXPORTER_WANTED
 from collectors.exposition import parse_exposition
 from collectors.profiles import BUNDLED_PROFILES
@@ -58,25 +55,11 @@ def _parse_ms(text: str, wanted: frozenset[str] | set[str] | None, repeat: int =
 
 
 def run() -> list[Row]:
-    with tempfile.TemporaryDirectory() as tmp:
-        layout_path = Path(tmp) / "demo.toml"
-        proc = subprocess.Popen(
-            [str(BIN), "demo", "--serve-only", "--nodes", str(NODES), "--layout-out", str(layout_path)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        try:
-            deadline = time.monotonic() + 60
-            while not layout_path.exists():
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the demo did not start")
-                time.sleep(0.1)
-            targets = scrape_targets(load_layout(layout_path))
-            # a generous poll budget: this measures the cost, not the deadline
-            source = ScrapeSource(targets, interval_s=10.0)
-            times = asyncio.run(_polls(source))
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(10)
+    with demo_serving(NODES) as layout_path:
+        targets = scrape_targets(load_layout(layout_path))
+        # a generous poll budget: this measures the cost, not the deadline
+        source = ScrapeSource(targets, interval_s=10.0)
+        times = asyncio.run(_polls(source))
     median_s = statistics.median(times)
     vllm = BUNDLED_PROFILES["deepinfer"]
     node = SimCluster(16, started_at=time.time() - 60).nodes["decode-01"]

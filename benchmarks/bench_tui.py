@@ -19,16 +19,14 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import Row, percentile
+from benchmarks.common import Row, demo_serving, percentile
 
 NODES = 128
 COMMAND = "python -m benchmarks.run_all bench_tui"
@@ -54,22 +52,8 @@ def _child(extra: list[str], warmup_s: float, seconds: float) -> dict[str, Any]:
 
 
 def _over_http(warmup_s: float, seconds: float) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory() as tmp:
-        layout_path = Path(tmp) / "demo.toml"
-        demo = subprocess.Popen(
-            [str(BIN), "demo", "--serve-only", "--nodes", str(NODES), "--layout-out", str(layout_path)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        try:
-            deadline = time.monotonic() + 60
-            while not layout_path.exists():
-                if demo.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the demo did not start")
-                time.sleep(0.1)
-            return _child(["--layout", str(layout_path)], warmup_s, seconds)
-        finally:
-            demo.send_signal(signal.SIGTERM)
-            demo.wait(10)
+    with demo_serving(NODES) as layout_path:
+        return _child(["--layout", str(layout_path)], warmup_s, seconds)
 
 
 def _ms(values: list[float]) -> str:

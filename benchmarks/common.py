@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import platform
-from collections.abc import Sequence
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -36,3 +43,25 @@ def rss_bytes(pid: int | str = "self") -> int:
     """Resident set size of a process, from /proc (Linux)."""
     with open(f"/proc/{pid}/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@contextlib.contextmanager
+def demo_serving(nodes: int) -> Iterator[Path]:
+    """`infertop demo --serve-only` in a child process; yields the layout it wrote."""
+    binary = Path(sys.executable).with_name("infertop")
+    with tempfile.TemporaryDirectory() as tmp:
+        layout_path = Path(tmp) / "demo.toml"
+        proc = subprocess.Popen(
+            [str(binary), "demo", "--serve-only", "--nodes", str(nodes), "--layout-out", str(layout_path)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while not layout_path.exists():
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the demo did not start")
+                time.sleep(0.1)
+            yield layout_path
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(10)
