@@ -131,12 +131,19 @@ class Fleet:
             for node in source.nodes:
                 self._emit(source.error_sample(node, f"{source.kind} crashed: {exc}"))
 
-    async def stop(self) -> None:
+    async def stop(self, timeout_s: float = 5.0) -> None:
+        """Cancel every source and close it; never waits on one source for long."""
         for task in self._tasks:
             task.cancel()
+        if self._tasks:
+            # bounded: a source stuck past its cancellation (a blocking call in a thread
+            # that will not return) must not hold up quitting
+            _, stuck = await asyncio.wait(self._tasks, timeout=timeout_s)
+            for task in stuck:
+                log.warning("source %s did not stop within %g s", task.get_name(), timeout_s)
         for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            if task.done() and not task.cancelled():
+                task.exception()  # retrieved: no "exception never retrieved" noise
         self._tasks.clear()
         for source in self.sources:
             with contextlib.suppress(Exception):
