@@ -61,7 +61,7 @@ class _Result:
     engine: EngineSample | None = None
     parts: dict[str, Any] | None = None
     error: str | None = None
-    received_at: float | None = None  # when the page arrived, before parsing
+    received_at: float | None = None  # when the page was read (request/answer midpoint)
 
 
 class ScrapeSource(PollingSource):
@@ -97,11 +97,14 @@ class ScrapeSource(PollingSource):
             )
         return self._session
 
-    async def fetch(self, url: str, timeout_s: float) -> str:
-        """GET one page as text; `ScrapeError` with a short reason on any failure."""
+    async def fetch(self, url: str, timeout_s: float) -> tuple[str, float]:
+        """GET one page as text, and when it was read: the midpoint of the request and its
+        answer (the server read its counters in between; stamping the end instead skews
+        rates by the jitter). `ScrapeError` with a short reason on any failure."""
         where = redact_url(url)
         try:
             async with self._semaphore:
+                sent_at = time.time()  # after the semaphore: queueing is not reading
                 timeout = aiohttp.ClientTimeout(total=timeout_s)
                 async with self._client().get(url, timeout=timeout, allow_redirects=False) as resp:
                     if resp.status != 200:
@@ -117,14 +120,14 @@ class ScrapeSource(PollingSource):
             raise ScrapeError(f"cannot read {where}: {type(exc).__name__}") from None
         if len(body) > self.max_bytes:
             raise ScrapeError(f"bad exposition from {where}: larger than {self.max_bytes} bytes")
-        return body.decode("utf-8", errors="replace")
+        read_at = (sent_at + time.time()) / 2
+        return body.decode("utf-8", errors="replace"), read_at
 
     # ------------------------------------------------------------------ one node
 
     async def _read(self, endpoint: Endpoint, timeout_s: float) -> _Result:
         try:
-            text = await self.fetch(endpoint.url, timeout_s)
-            received_at = time.time()
+            text, received_at = await self.fetch(endpoint.url, timeout_s)
             wanted = endpoint.profile.wanted if endpoint.profile is not None else EXPORTER_WANTED
             index = parse_exposition(text, endpoint.url, wanted=wanted)
             if endpoint.profile is not None:
