@@ -4,14 +4,13 @@ scrape source, `infertop snapshot --json`, and the node with a broken NPU link f
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from conftest import infertop_bin
+from demo_server import serving_demo
 
 from infertop.demo.ascend import BROKEN_NPU, npu_exporter_page
 from infertop.demo.scenario import SimCluster
@@ -21,17 +20,7 @@ from infertop.demo.scenario import SimCluster
 def snapshot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     folder = tmp_path_factory.mktemp("ascend-demo")
     layout = folder / "demo.toml"
-    proc = subprocess.Popen(
-        [infertop_bin(), "demo", "--serve-only", "--platform", "ascend", "--nodes", "8",
-         "--layout-out", str(layout)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while not layout.exists():
-            assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
-            assert time.monotonic() < deadline, "the demo wrote no layout"
-            time.sleep(0.1)
+    with serving_demo(layout, "--platform", "ascend", "--nodes", "8"):
         # one snapshot is one tick: verdicts need no hold time to show in it
         text = layout.read_text() + "\n[thresholds]\nhold_s = 0\n"
         snap_layout = folder / "snap.toml"
@@ -42,13 +31,6 @@ def snapshot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
         )
         assert out.returncode == 0, out.stderr
         yield json.loads(out.stdout)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def test_every_node_has_eight_npus(snapshot: dict[str, Any]) -> None:

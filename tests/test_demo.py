@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from conftest import infertop_bin
+from demo_server import serving_demo, wait_for_layout
 
 from collectors.exporters import EXPORTER_WANTED, parts_from_exporter
 from collectors.exposition import parse_exposition
@@ -100,34 +101,11 @@ def _dead_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _wait_for(path: Path, proc: subprocess.Popen[str], timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not path.exists():
-        if proc.poll() is not None:
-            raise AssertionError(f"demo exited early: {proc.stdout.read() if proc.stdout else ''}")
-        if time.monotonic() > deadline:
-            raise AssertionError("demo did not write its layout")
-        time.sleep(0.1)
-
-
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, subprocess.Popen[str]]]:
     layout = tmp_path_factory.mktemp("demo") / "demo.toml"
-    proc = subprocess.Popen(
-        [infertop_bin(), "demo", "--serve-only", "--nodes", "16", "--layout-out", str(layout),
-         "--restart-every", "3"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
-    try:
-        _wait_for(layout, proc)
+    with serving_demo(layout, "--nodes", "16", "--restart-every", "3") as proc:
         yield layout, proc
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @pytest.fixture(scope="module")
@@ -256,7 +234,7 @@ def test_serve_only_stops_cleanly_on_sigint(tmp_path: Path) -> None:
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     try:
-        _wait_for(layout, proc)
+        wait_for_layout(layout, proc)
         proc.send_signal(signal.SIGINT)
         assert proc.wait(15) == 0
         assert 'hosts = "prefill-[01-01]"' in layout.read_text()

@@ -9,43 +9,21 @@ short hold times appended, over a window longer than those hold times.
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
-import time
 from pathlib import Path
 
 from conftest import infertop_bin
+from demo_server import serving_demo
 
 from infertop.demo.scenario import PORTS_DOWN, THROTTLED_GPU, trouble_nodes
-from layouts import LayoutError, load_layout
 
 NODES = 16
 SHORT_HOLDS = "\n[thresholds]\nhold_s = 3\nclear_s = 3\nidle_hold_s = 3\n"
 
 
-def wait_for_layout(path: Path, server: subprocess.Popen[str], timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise AssertionError(f"demo exited: {server.stderr.read() if server.stderr else ''}")
-        if path.exists():
-            try:
-                load_layout(path)
-                return
-            except LayoutError:
-                pass  # still being written
-        time.sleep(0.1)
-    raise AssertionError("the demo wrote no layout in time")
-
-
 def test_demo_trouble_gives_exactly_the_right_verdicts(tmp_path: Path) -> None:
     layout = tmp_path / "demo.toml"
-    server = subprocess.Popen(
-        [infertop_bin(), "demo", "--serve-only", "--nodes", str(NODES), "--layout-out", str(layout)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        wait_for_layout(layout, server)
+    with serving_demo(layout, "--nodes", str(NODES)):
         short = tmp_path / "short-holds.toml"
         short.write_text(layout.read_text() + SHORT_HOLDS)
         proc = subprocess.run(
@@ -54,13 +32,6 @@ def test_demo_trouble_gives_exactly_the_right_verdicts(tmp_path: Path) -> None:
         )
         assert proc.returncode == 0, proc.stderr
         snapshot = json.loads(proc.stdout)
-    finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(5)
 
     nodes = {n["name"]: n for n in snapshot["nodes"]}
     assert len(nodes) == NODES and all(n["status"] == "ok" for n in nodes.values()), [
