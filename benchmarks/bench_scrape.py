@@ -26,6 +26,9 @@ from infertop.demo.render import dcgm_page, engine_page, node_exporter_page
 from infertop.demo.scenario import SimCluster
 from layouts import load_layout
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from fixtures.vllm_dp_page import vllm_dp_page
+
 NODES = 128
 POLLS = 5
 COMMAND = "python -m benchmarks.run_all bench_scrape"
@@ -78,6 +81,9 @@ def run() -> list[Row]:
             COMMAND,
         )
     ]
+    # what a real DeepInfer decode node serves: vLLM's own families × 8 DP engines
+    real_page, _ = vllm_dp_page(8)
+    pages["vLLM 8-engine (stock definitions, ~320 KB)"] = (real_page, vllm.wanted)
     for name, (text, wanted) in pages.items():
         full, filtered = _parse_ms(text, None), _parse_ms(text, wanted)
         rows.append(

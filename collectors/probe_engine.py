@@ -18,17 +18,32 @@ def fetch_engine(url, timeout_s, max_bytes=ENGINE_MAX_BYTES):
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
         with opener.open(url, timeout=timeout_s) as resp:
-            body = resp.read(max_bytes + 1)
+            body = _read_whole(resp, max_bytes + 1)
     except Exception as exc:  # URLError, timeout, connection refused, HTTP 5xx, …
         return None, f"engine {url}: {_engine_error_line(exc)}"
     if len(body) > max_bytes:
-        return None, f"engine {url}: more than {max_bytes} bytes of metrics"
+        return None, f"engine {url}: more than the {max_bytes}-byte cap of metrics"
     keep = []
     for line in body.decode("utf-8", errors="replace").splitlines():
         if line.startswith("# HELP") or "_bucket{" in line or line.endswith("_bucket"):
             continue
         keep.append(line)
     return "\n".join(keep) + "\n", None
+
+
+def _read_whole(resp, limit):
+    """Up to `limit` bytes, read until the end of the body: a big page (a node with 8
+    data-parallel engines serves ~320 KB) arrives in many pieces, and one short read
+    must never pass for the whole page."""
+    pieces = []
+    size = 0
+    while size < limit:
+        piece = resp.read(min(65536, limit - size))
+        if not piece:
+            break
+        pieces.append(piece)
+        size += len(piece)
+    return b"".join(pieces)
 
 
 def _engine_error_line(exc):

@@ -109,7 +109,7 @@ class ScrapeSource(PollingSource):
                 async with self._client().get(url, timeout=timeout, allow_redirects=False) as resp:
                     if resp.status != 200:
                         raise ScrapeError(f"HTTP {resp.status} from {where}")
-                    body = await resp.content.read(self.max_bytes + 1)
+                    body = await self._read_body(resp, where)
         except ScrapeError:
             raise
         except TimeoutError:
@@ -118,10 +118,24 @@ class ScrapeSource(PollingSource):
             raise ScrapeError(f"cannot connect to {where}") from None
         except (aiohttp.ClientError, OSError, ValueError) as exc:
             raise ScrapeError(f"cannot read {where}: {type(exc).__name__}") from None
-        if len(body) > self.max_bytes:
-            raise ScrapeError(f"bad exposition from {where}: larger than {self.max_bytes} bytes")
         read_at = (sent_at + time.time()) / 2
         return body.decode("utf-8", errors="replace"), read_at
+
+    async def _read_body(self, resp: aiohttp.ClientResponse, where: str) -> bytes:
+        """The whole body, at most `max_bytes` of it (decompressed). A page arrives in many
+        network reads (a vLLM node with 8 DP engines serves ~320 KB): one `read(n)` returns
+        only what has arrived so far, and a cut page parses as garbage."""
+        too_big = ScrapeError(f"bad exposition from {where}: larger than the {self.max_bytes}-byte cap")
+        if resp.content_length is not None and resp.content_length > self.max_bytes:
+            raise too_big
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in resp.content.iter_any():
+            size += len(chunk)
+            if size > self.max_bytes:
+                raise too_big
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     # ------------------------------------------------------------------ one node
 

@@ -177,7 +177,7 @@ def test_probe_fetches_engine_text_without_buckets_or_help(tmp_path: Path, engin
 
 def test_engine_fetch_errors_are_one_line(engine_url: str) -> None:
     text, error = fetch_engine(engine_url, 2.0, max_bytes=100)
-    assert text is None and error is not None and "more than 100 bytes" in error
+    assert text is None and error is not None and "100-byte cap" in error
     text, error = fetch_engine("http://127.0.0.1:1/metrics", 1.0)
     assert text is None and error is not None and "\n" not in error and "refused" in error.lower()
 

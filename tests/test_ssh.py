@@ -304,6 +304,37 @@ async def test_engine_on_the_nodes_own_localhost_is_fetched_by_the_probe(
         await server.wait()
 
 
+async def test_an_eight_engine_page_trickled_on_the_node_arrives_whole(
+    cluster: NetnsCluster, tmp_path: Path
+) -> None:
+    """Issue 14 through the real probe and sshd: a ~320 KB vLLM page (8 DP engines),
+    served on the node's own loopback in 4 KB pieces, reaches the monitor whole."""
+    from fixtures.vllm_dp_page import vllm_dp_page
+    from test_big_pages import TRICKLE, assert_engine_matches
+
+    host = cluster.hosts[3]
+    text, truth = vllm_dp_page(8)
+    page = tmp_path / "page.txt"
+    page.write_text(text)
+    server = await asyncio.create_subprocess_exec(
+        "ip", "netns", "exec", host.ns, PYTHON, "-I", str(TRICKLE), str(page),
+        stdout=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert server.stdout is not None
+        port = int(await asyncio.wait_for(server.stdout.readline(), 10))
+        url = f"http://127.0.0.1:{port}/metrics"
+        source = SshSource([SshNode(host.alias, host.alias, engine_url=url)], INTERVAL_S, options(cluster))
+        async with running(source) as rec:
+            await rec.wait_for(lambda: any(s.engine is not None for s in rec.good(host.alias)))
+            sample = next(s for s in rec.good(host.alias) if s.engine is not None)
+            assert not [n for n in sample.notes if n.startswith("engine")], sample.notes
+            assert_engine_matches(sample.engine, truth)
+    finally:
+        server.terminate()
+        await server.wait()
+
+
 async def test_snapshot_cli_reads_the_cluster_from_a_layout(cluster: NetnsCluster, tmp_path: Path) -> None:
     """The real entry point: layout file → registry → SshSource → snapshot JSON."""
     layout = tmp_path / "cluster.toml"
