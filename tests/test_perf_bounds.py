@@ -9,21 +9,18 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.text import Text
 from textual.app import App, ComposeResult
-from textual.widgets import DataTable
 
 from collectors.fleet import FleetState
 from collectors.rates import counter_rate
 from collectors.sample import EngineSample, NodeSample
 from infertop.runtime import Monitor
 from layouts.model import Layout
-from tui.keyed_table import KeyedTable
+from tui.row_table import Column, RowTable
 
 
 def _sample(node: str, t: float, steps: float, source: str = "s") -> NodeSample:
@@ -66,37 +63,54 @@ def test_monitor_keeps_one_window_and_still_has_its_rates() -> None:
 
 class _TableApp(App[None]):
     def compose(self) -> ComposeResult:
-        yield KeyedTable([("name", "NAME", 8), ("value", "VALUE", 8)], id="t")
+        yield RowTable([("name", "NAME", 8), ("value", "VALUE", 8)], id="t")
 
 
-def _line(table: KeyedTable, y: int) -> str:
+def _line(table: RowTable, y: int) -> str:
     return "".join(segment.text for segment in table.render_line(y))
 
 
-async def test_node_table_repaints_only_changed_cells_and_shows_them(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_table_renders_only_changed_rows_and_shows_them() -> None:
     app = _TableApp()
     async with app.run_test(size=(40, 10)) as pilot:
-        table = app.query_one(KeyedTable)
+        table = app.query_one(RowTable)
         table.sync([(f"r{i}", [Text(f"r{i}"), Text(str(i))]) for i in range(3)])
         await pilot.pause()
         for y in range(1, 4):  # line 0 is the header
             _line(table, y)
-        # count what goes through Rich: DataTable's own renderer, below the node table's cache
-        calls: list[tuple[int, int]] = []
-        rich_render = DataTable._render_cell
-
-        def counting(self: DataTable[Text], row: int, col: int, *args: Any, **kw: Any) -> Any:
-            calls.append((row, col))
-            return rich_render(self, row, col, *args, **kw)
-
-        monkeypatch.setattr(DataTable, "_render_cell", counting)
+        rendered = table.lines_rendered
         table.sync([(f"r{i}", [Text(f"r{i}"), Text(str(10 if i == 1 else i))]) for i in range(3)])
         await pilot.pause()
         lines = [_line(table, y) for y in range(1, 4)]
         assert "r1" in lines[1] and "10" in lines[1]
         assert "r0" in lines[0] and "r2" in lines[2] and "2" in lines[2].replace("r2", "")
-        # only the one changed cell was rendered again
-        assert calls == [(1, 1)]
+        # only the one changed row went through Rich again
+        assert table.lines_rendered == rendered + 1
+
+
+async def test_table_renders_only_the_rows_on_screen() -> None:
+    """128 rows in a 10-line widget: a frame where every row changed renders ~9 lines."""
+    app = _TableApp()
+    async with app.run_test(size=(40, 10)) as pilot:
+        table = app.query_one(RowTable)
+        table.styles.height = 10
+        table.sync([(f"r{i}", [Text(f"r{i}"), Text("0")]) for i in range(128)])
+        await pilot.pause()
+        rendered = table.lines_rendered
+        table.sync([(f"r{i}", [Text(f"r{i}"), Text("1")]) for i in range(128)])
+        await pilot.pause()
+        assert 0 < table.lines_rendered - rendered <= 10
+        await pilot.press("end")  # the cursor on the last row scrolls it into view
+        await pilot.pause()
+        assert table.current_key() == "r127"
+        assert "r127" in _line(table, 9)
+        # wider than the screen: a horizontal scrollbar takes the bottom line
+        table.sync([(f"r{i}", [Text(f"r{i}"), Text("x" * 60)]) for i in range(128)])
+        table.columns[1] = Column("value", "VALUE", None)
+        table.sync([(f"r{i}", [Text(f"r{i}"), Text("y" * 60)]) for i in range(128)])
+        await pilot.press("home", "end")
+        await pilot.pause()
+        assert "r127" in _line(table, 8)
 
 
 def _reference_rate(points: list[tuple[float, float | None]]) -> float | None:

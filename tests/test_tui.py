@@ -146,7 +146,7 @@ async def test_hostile_labels_are_inert() -> None:
         assert name.spans == []
         text = screen_text(app)
         assert "[red]evil[/]" in text and "\x1b" not in text
-        table.move_cursor(row=table.get_row_index(HOSTILE_NODE))
+        table.move_cursor(row=table.row_index(HOSTILE_NODE))
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, NodeScreen) and app.screen.nic_table.row_count == 1)
         await pilot.pause()
@@ -156,7 +156,7 @@ async def test_hostile_labels_are_inert() -> None:
         assert "[blink]note[/]" in text and "cleared?" in text
         assert "\x1b" not in text
         await pilot.press("escape")
-        table.move_cursor(row=table.get_row_index("broken-01"))
+        table.move_cursor(row=table.row_index("broken-01"))
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, NodeScreen) and app.screen.node == "broken-01")
         await pilot.pause()
@@ -190,11 +190,11 @@ async def test_table_updates_in_place() -> None:
         table = app.overview.table
         for frame in feed.frames[:4]:
             app.render_snapshot(frame)
-        keys_before = [row.key for row in table.ordered_rows]
+        keys_before = table.displayed_order()
         updated = table.cells_updated
         app.render_snapshot(feed.frames[4])  # same figures as the frame before
         assert table.cells_updated == updated
-        assert [row.key for row in table.ordered_rows] == keys_before
+        assert table.displayed_order() == keys_before
         changed = feed.frames[5].model_copy(
             update={"nodes": [feed.frames[5].nodes[0].model_copy(update={"cost_per_hour_usd": 99.0}),
                               feed.frames[5].nodes[1]]}
@@ -215,7 +215,7 @@ async def test_sort_cycles_and_keeps_worst_first() -> None:
             await pilot.press("s")
         assert app.overview.sort.label == "status"
         await wait_for(pilot, lambda: rows(app)[0] == "b-broken")
-        assert [r.key.value for r in app.overview.table.ordered_rows] == rows(app)
+        assert app.overview.table.displayed_order() == rows(app)
         for _ in range(labels.index("util") - labels.index("status")):
             await pilot.press("s")
         await wait_for(pilot, lambda: rows(app) == ["a-ok", "c-ok", "b-broken"])  # unknown last

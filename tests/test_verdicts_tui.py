@@ -46,7 +46,7 @@ class HuntApp(App[None]):
 
 
 def rows(table: HuntList) -> list[list[str]]:
-    return [[c.plain for c in table.get_row_at(i)] for i in range(table.row_count)]
+    return [[c.plain for c in table.get_row(key)] for key in table.displayed_order()]
 
 
 async def test_sorted_by_severity_then_money_and_enter_opens_the_node() -> None:

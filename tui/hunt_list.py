@@ -7,7 +7,7 @@ not in the previous frame raises a notification (`VerdictAnnouncer`); an app tha
 its own announcer as `verdict_announcer` and feeds it every frame tells of verdicts that
 start while another screen is on top, and the list then leaves announcing to it.
 
-Rows are keyed by (node, kind) and updated in place: the cursor stays on its verdict while
+Rows are keyed by (node, kind) and updated in place (a `RowTable`): the cursor stays on its verdict while
 others come and go.
 """
 
@@ -21,13 +21,12 @@ from rich.text import Text
 from textual.app import App
 from textual.binding import Binding
 from textual.notifications import SeverityLevel
-from textual.widgets import DataTable
-from textual.widgets.data_table import RowKey
 
 from infertop.evaluation.verdicts import hunt_order
 from infertop.format import fmt_age, fmt_usd
 from infertop.view import NodeView, Snapshot, VerdictView
 from tui.messages import OpenNode
+from tui.row_table import RowTable
 from tui.text import clean, inert
 
 SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
@@ -47,8 +46,9 @@ def _row_key(key: Key) -> str:
     return f"{key[0]}\x1f{key[1]}"  # a separator no node name or verdict kind can hold
 
 
-def _signature(cells: Sequence[Text]) -> tuple[str, ...]:
-    return tuple(f"{c.plain}\x1f{c.style}" for c in cells)
+def _key_of(row: str) -> Key:
+    node, _, kind = row.partition("\x1f")
+    return (node, kind)
 
 
 def row_cells(node: NodeView, verdict: VerdictView, now: float) -> tuple[Text, ...]:
@@ -96,24 +96,15 @@ class VerdictAnnouncer:
         return started
 
 
-class HuntList(DataTable[Text]):
+class HuntList(RowTable):
     """An alerts panel: (node, verdict) rows in hunt order. Feed it with `show(snapshot)`."""
 
     BINDINGS = [Binding("enter", "select_cursor", "Open node", show=True)]
 
     def __init__(self, *, notify: bool = True, **kwargs: object) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)  # type: ignore[arg-type]
+        super().__init__([(key, label, None) for key, label in COLUMNS], **kwargs)
         self.notify_new = notify
-        self._shown: dict[Key, tuple[str, ...]] = {}
-        self._order: list[Key] = []
         self._announcer = VerdictAnnouncer()
-        self._pending: tuple[Sequence[NodeView], float] | None = None
-
-    def on_mount(self) -> None:
-        for key, label in COLUMNS:
-            self.add_column(label, key=key, width=None)
-        if self._pending is not None:  # a frame that came before the columns existed
-            self.show_nodes(*self._pending)
 
     def show_snapshot(self, snapshot: Snapshot) -> None:
         self.show(snapshot)
@@ -121,61 +112,27 @@ class HuntList(DataTable[Text]):
     @property
     def entries(self) -> list[Key]:
         """(node, kind) pairs as displayed, top to bottom."""
-        return list(self._order)
+        return [_key_of(row) for row in self.displayed_order()]
 
     def current(self) -> Key | None:
-        if not self.row_count:
-            return None
-        row = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
-        return self._key_of(row)
-
-    def _key_of(self, row: RowKey) -> Key | None:
-        node, _, kind = str(row.value).partition("\x1f")
-        return (node, kind) if kind else None
+        row = self.current_key()
+        return None if row is None else _key_of(row)
 
     def show(self, snapshot: Snapshot) -> None:
         now = dt.datetime.fromisoformat(snapshot.taken_at).timestamp()
         self.show_nodes(snapshot.nodes, now)
 
     def show_nodes(self, nodes: Sequence[NodeView], now: float) -> None:
-        if not self.columns:
-            self._pending = (nodes, now)
-            return
-        self._pending = None
         pairs = hunt_order(nodes)
-        keep = self.current()
-        wanted = {(n.name, v.kind): (n, v) for n, v in pairs}
-        order = [(n.name, v.kind) for n, v in pairs]
-        if order != self._order:
-            # verdicts came, went or changed rank: rare, and the list is short, so the
-            # rows are laid out afresh rather than shuffled one by one
-            self.clear()
-            self._shown.clear()
-            for key in order:
-                cells = row_cells(*wanted[key], now)
-                self.add_row(*cells, key=_row_key(key))
-                self._shown[key] = _signature(cells)
-        else:
-            for key in order:
-                cells = row_cells(*wanted[key], now)
-                signature = _signature(cells)
-                old = self._shown[key]
-                for (col, _), cell, a, b in zip(COLUMNS, cells, old, signature, strict=True):
-                    if a != b:
-                        self.update_cell(_row_key(key), col, cell, update_width=True)
-                self._shown[key] = signature
-        self._order = order
-        if keep is not None and keep in self._shown:
-            row = self.get_row_index(RowKey(_row_key(keep)))
-            if row != self.cursor_row:
-                self.move_cursor(row=row, animate=False)
+        rows = [(_row_key((n.name, v.kind)), row_cells(n, v, now)) for n, v in pairs]
+        self.sync(rows)
+        self.set_order([key for key, _ in rows])
         # the app may announce every frame itself (so verdicts that start while another
         # screen is on top are told at once); otherwise this list does, for what it shows
         if self.notify_new and getattr(self.app, "verdict_announcer", None) is None:
             self._announcer.observe(self.app, nodes)
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        key = self._key_of(event.row_key)
-        if key is not None:
+    def on_row_table_row_selected(self, event: RowTable.RowSelected) -> None:
+        if event.table is self:
             event.stop()
-            self.post_message(OpenNode(key[0]))
+            self.post_message(OpenNode(_key_of(event.key)[0]))

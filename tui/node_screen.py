@@ -12,7 +12,6 @@ from textual.widgets import Footer, Static
 
 from infertop.view import NodeView, Snapshot
 from tui.history import History
-from tui.keyed_table import KeyedTable
 from tui.node_rows import (
     GPU_COLUMNS,
     NIC_COLUMNS,
@@ -23,6 +22,7 @@ from tui.node_rows import (
     notes_text,
     title_text,
 )
+from tui.row_table import RowTable
 from tui.text import inert
 
 
@@ -37,8 +37,8 @@ class NodeScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         self.title_bar = Static(inert(self.node, "bold"), id="node-title")
-        self.gpu_table = KeyedTable(GPU_COLUMNS, id="gpus")
-        self.nic_table = KeyedTable(NIC_COLUMNS, id="nics")
+        self.gpu_table = RowTable(GPU_COLUMNS, id="gpus")
+        self.nic_table = RowTable(NIC_COLUMNS, id="nics")
         self.engine_block = Static(id="engine")
         self.host_block = Static(id="host")
         self.notes_block = Static(id="notes")

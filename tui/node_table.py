@@ -1,6 +1,6 @@
 """The overview's node table: one row per node, updated in place, sorted on demand.
 
-Rows are keyed by node name (see `KeyedTable`); rows are re-sorted only when the order
+Rows are keyed by node name (see `RowTable`); rows are reordered only when the order
 changes, and the cursor stays on the node it was on.
 """
 
@@ -12,10 +12,10 @@ from textual.binding import Binding
 
 from infertop.view import NodeView
 from tui.columns import COLUMNS, NodeLabel, SortSpec, render_row, sort_order
-from tui.keyed_table import KeyedTable
+from tui.row_table import RowTable
 
 
-class NodeTable(KeyedTable):
+class NodeTable(RowTable):
     BINDINGS = [
         Binding("enter", "select_cursor", "Open node", show=True,
                 tooltip="Open the node under the cursor (GPUs, ports, engine)"),
@@ -23,24 +23,16 @@ class NodeTable(KeyedTable):
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__([(c.key, c.label, c.width) for c in COLUMNS], **kwargs)
-        self._order: list[str] = []
 
     @property
     def node_order(self) -> list[str]:
         """Node names as displayed, top to bottom."""
-        return list(self._order)
+        return self.displayed_order()
 
     def show(self, nodes: Sequence[NodeView], sort: SortSpec) -> None:
         """Make the table show exactly `nodes` (already filtered), sorted by `sort`."""
-        cursor_on = self.current_key()
         self.sync((node.name, render_row(node)) for node in nodes)
-        order = sort_order(list(nodes), sort)
-        if order != self.displayed_order():
-            position = {name: i for i, name in enumerate(order)}
-            # the name cell knows its node (NodeLabel): sort on that, not on its text
-            self.sort("name", key=lambda cell: position.get(getattr(cell, "node", ""), len(position)))
-        self._order = order
-        self.keep_cursor_on(cursor_on)
+        self.set_order(sort_order(list(nodes), sort))
 
     def name_cell(self, node: str) -> NodeLabel:
         cell = self.get_cell(node, "name")

@@ -7,7 +7,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import Footer, Input, Static
 
 from infertop.view import Snapshot
 from tui.columns import SORTS, SortSpec
@@ -17,6 +17,7 @@ from tui.messages import OpenNode
 from tui.node_table import NodeTable
 from tui.panels import SnapshotPanel, overview_panels
 from tui.rollups import RollupStrip
+from tui.row_table import RowTable
 
 
 class OverviewScreen(Screen[None]):
@@ -135,6 +136,6 @@ class OverviewScreen(Screen[None]):
                 self.filter_input.display = False
             self.table.focus()
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        if event.data_table is self.table and event.row_key.value is not None:
-            self.post_message(OpenNode(str(event.row_key.value)))
+    def on_row_table_row_selected(self, event: RowTable.RowSelected) -> None:
+        if event.table is self.table:
+            self.post_message(OpenNode(event.key))
