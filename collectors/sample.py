@@ -77,9 +77,15 @@ class NicSample(_Frozen):
 
     @property
     def is_up(self) -> bool | None:
-        if self.state is None:
-            return None
-        return self.state.lower() in ("up", "active", "unknown_up")
+        return port_is_up(self.state)
+
+
+def port_is_up(state: str | None) -> bool | None:
+    """The one rule for "this port is up": sysfs `up`, IB `ACTIVE`, an exporter's
+    `unknown_up`; any other known state is down; no state is unknown (None)."""
+    if state is None:
+        return None
+    return state.lower() in ("up", "active", "unknown_up")
 
 
 class HostSample(_Frozen):

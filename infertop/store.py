@@ -28,9 +28,10 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from infertop.evaluation.link_summary import with_link_judgments
 from infertop.session import SessionLedger
 from infertop.view import SessionView, Snapshot
-from layouts.model import Layout
+from layouts.model import Layout, Thresholds
 
 if TYPE_CHECKING:
     from infertop.runtime import Monitor
@@ -576,7 +577,10 @@ class Recording:
         """The recorded Snapshot of one tick; None when that part of the file is damaged."""
         try:
             row = self.conn.execute("SELECT snapshot FROM ticks WHERE id = ?", (tick_id,)).fetchone()
-            return None if row is None else decode_snapshot(row[0])
+            if row is None:
+                return None
+            ratio = self.layout.thresholds.link_rate_ratio if self.layout else Thresholds().link_rate_ratio
+            return with_link_judgments(decode_snapshot(row[0]), ratio)
         except (sqlite3.Error, zlib.error, ValueError) as exc:
             self._problem(f"tick {tick_id} snapshot unreadable", exc)
             return None

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+from collectors.sample import port_is_up
 
 SCHEMA = "infertop.snapshot/1"
 NodeStatus = Literal["ok", "stale", "unreachable", "error"]
 Severity = Literal["info", "warning", "critical"]
+ClockEventLevel = Literal["none", "warning", "critical"]
 
 
 class _View(BaseModel):
@@ -41,6 +44,9 @@ class GpuView(_View):
     nvlink_links_up: int | None = None
     nvlink_tx_bytes_per_s: float | None = None
     nvlink_rx_bytes_per_s: float | None = None
+    # judged by the evaluation (clock_events.py), so every viewer agrees with the verdicts
+    clock_events: list[str] | None = None  # labels of the set reasons; None: unknown
+    clock_event_level: ClockEventLevel | None = None  # worst of them; None: unknown
 
 
 class NicView(_View):
@@ -58,6 +64,14 @@ class NicView(_View):
     members: list[str] | None = None
     members_up: int | None = None
     accelerator_index: int | None = None
+    # judged by the evaluation against the layout's `link_rate_ratio` of the expected speed
+    slow: bool | None = None  # None: speed or expectation unknown
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def up(self) -> bool | None:
+        """Up by the one rule every part of infertop uses (`collectors.sample.port_is_up`)."""
+        return port_is_up(self.state)
 
 
 class EngineView(_View):
@@ -85,6 +99,17 @@ class VerdictView(_View):
     usd_per_hour_at_stake: float | None = None
 
 
+class LinksView(_View):
+    """A node's ports at a glance: those the layout expects, else every real port."""
+
+    up: int
+    down: int  # ports with a known state that is not up ("down", "missing", …)
+    total: int
+    expected: bool  # the ports are ones the layout expects (a down one is trouble)
+    degraded: bool  # an expected port is slower than expected, or a bond lost a member
+    trouble: bool  # expected ports down or degraded
+
+
 class HostView(_View):
     cpu_pct: float | None = None
     mem_used_bytes: int | None = None
@@ -108,6 +133,9 @@ class NodeView(_View):
     notes: list[str] = Field(default_factory=list)
     host: HostView | None = None
     gpus_expected: int | None = None
+    links: LinksView | None = None
+    rx_bytes_per_s: float | None = None  # over the counted ports, bond members folded in
+    tx_bytes_per_s: float | None = None
 
 
 class RollupView(_View):

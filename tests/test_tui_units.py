@@ -1,5 +1,5 @@
-"""The TUI's pure parts: inert text, sparklines, filter, link summary, clock events,
-column rendering and sorting, history bounds, format helpers."""
+"""The TUI's pure parts: inert text, sparklines, filter, column rendering and sorting,
+history bounds, format helpers."""
 
 from __future__ import annotations
 
@@ -8,10 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from infertop.format import fmt_bytes_pair, fmt_power_w
-from infertop.view import EngineView, GpuView, NicView, NodeView, VerdictView
+from infertop.view import EngineView, GpuView, NodeView, VerdictView
 from tui.columns import GREY, SORTS, TROUBLE, NodeLabel, SortSpec, render_row, sort_order
 from tui.filtering import NodeFilter
-from tui.node_figures import clock_events, link_summary, nic_traffic
 from tui.sparkline import sparkline
 from tui.text import clean, inert
 
@@ -78,48 +77,6 @@ def test_filter_matches_name_role_status_verdict_and_inverts() -> None:
     assert not NodeFilter.parse("decode stale").matches(idle)  # words must all match
     assert NodeFilter.parse("  ").matches(idle) and not NodeFilter.parse("").active
     assert NodeFilter.parse("!").matches(idle)  # "!" alone filters nothing
-
-
-# -- links, traffic, clock events -----------------------------------------------------
-
-def test_link_summary_counts_expected_ports_and_flags_trouble() -> None:
-    nics = [
-        NicView(name="mlx5_0", kind="infiniband", state="active", expected_gbps=400, speed_gbps=400),
-        NicView(name="mlx5_1", kind="infiniband", state="down", expected_gbps=400, speed_gbps=400),
-        NicView(name="eth0", kind="ethernet", state="up"),
-    ]
-    summary = link_summary(node(nics=nics))
-    assert summary.text() == "1/2 up" and summary.trouble
-    slow = [NicView(name="ib0", kind="infiniband", state="active", expected_gbps=400, speed_gbps=200)]
-    assert link_summary(node(nics=slow)).text() == "1/1 up slow"
-    # ports nobody expects: a down docker bridge is not trouble
-    loose = [NicView(name="eth0", kind="ethernet", state="up"), NicView(name="docker0", kind="ethernet",
-                                                                         state="down"),
-             NicView(name="lo", kind="loopback", state="unknown")]
-    assert link_summary(node(nics=loose)).text() == "1/2 up" and not link_summary(node(nics=loose)).trouble
-    # expected but never reported: unknown, not "0 up"
-    unknown = [NicView(name="mlx5_0", kind="other", expected_gbps=400)]
-    assert link_summary(node(nics=unknown)).text() == "—"
-
-
-def test_bond_members_are_not_counted_twice() -> None:
-    nics = [
-        NicView(name="bond0", kind="bond", state="up", members=["eth0", "eth1"], members_up=2,
-                rx_bytes_per_s=100.0, tx_bytes_per_s=10.0),
-        NicView(name="eth0", kind="ethernet", state="up", rx_bytes_per_s=60.0, tx_bytes_per_s=5.0),
-        NicView(name="eth1", kind="ethernet", state="up", rx_bytes_per_s=40.0, tx_bytes_per_s=5.0),
-        NicView(name="lo", kind="loopback", state="up", rx_bytes_per_s=1e9, tx_bytes_per_s=1e9),
-    ]
-    assert nic_traffic(node(nics=nics)) == (100.0, 10.0)
-    assert nic_traffic(node()) == (None, None)
-
-
-def test_clock_events_decoded_with_worst_level() -> None:
-    assert clock_events(None) == ([], "none")
-    assert clock_events(0x1) == (["idle"], "none")
-    assert clock_events(0x4) == (["power cap"], "warning")
-    names, level = clock_events(0x4 | 0x40 | 0x10000)
-    assert names == ["power cap", "thermal (hw)", "0x10000"] and level == "critical"
 
 
 # -- columns -----------------------------------------------------------------------

@@ -200,7 +200,7 @@ def test_balanced_healthy_ports_are_clean() -> None:
 
 def test_negotiated_below_expected_rate() -> None:
     lay = layout(nics=IB4)
-    nics = [ib(f"mlx5_{i}") for i in range(3)] + [ib("mlx5_3", speed_gbps=200.0)]
+    nics = [ib(f"mlx5_{i}") for i in range(3)] + [ib("mlx5_3", speed_gbps=200.0, slow=True)]  # slow: judged in nic_views
     assert conditions(node(nics=nics), lay)["link-starved"] == "mlx5_3 at 200 of 400 Gb/s"
 
 

@@ -21,8 +21,8 @@ from infertop.format import (
     fmt_rate_gbps,
     fmt_usd,
 )
-from infertop.view import NodeView
-from tui.node_figures import gpu_memory, gpu_power, link_summary, mean_util, nic_traffic
+from infertop.view import LinksView, NodeView
+from tui.node_figures import gpu_memory, gpu_power, mean_util
 from tui.text import inert
 
 # Calm at 3 a.m.: plain text for normal figures, grey for old ones, yellow for worth a
@@ -66,9 +66,15 @@ def gpus_cell(node: NodeView) -> Text:
     return _cell(str(seen if seen else expected))
 
 
+def links_text(links: LinksView | None) -> str:
+    if links is None or links.total == 0 or links.up + links.down == 0:
+        return UNKNOWN  # no port, or no state known for any: unknown, not "0 up"
+    return f"{links.up}/{links.total} up" + (" slow" if links.degraded else "")
+
+
 def links_cell(node: NodeView) -> Text:
-    summary = link_summary(node)
-    return _cell(summary.text(), TROUBLE if summary.trouble else "", "left")
+    trouble = node.links is not None and node.links.trouble
+    return _cell(links_text(node.links), TROUBLE if trouble else "", "left")
 
 
 def idle_cell(node: NodeView) -> Text:
@@ -107,11 +113,11 @@ class Column:
 
 
 def _rx(node: NodeView) -> float | None:
-    return nic_traffic(node)[0]
+    return node.rx_bytes_per_s
 
 
 def _tx(node: NodeView) -> float | None:
-    return nic_traffic(node)[1]
+    return node.tx_bytes_per_s
 
 
 COLUMNS: tuple[Column, ...] = (

@@ -21,7 +21,6 @@ from infertop.format import (
 )
 from infertop.view import EngineView, GpuView, HostView, NicView, NodeView
 from tui.columns import GREY, SEVERITY_STYLE, TROUBLE, WARN, status_cell
-from tui.node_figures import clock_events
 from tui.sparkline import sparkline
 from tui.text import inert
 
@@ -91,8 +90,8 @@ def nvlink_cell(gpu: GpuView) -> Text:
 def gpu_row(
     gpu: GpuView, util_history: Sequence[float | None], power_history: Sequence[float | None]
 ) -> tuple[Text, ...]:
-    names, level = clock_events(gpu.clock_event_reasons)
-    events_style = {"critical": TROUBLE, "warning": WARN}.get(level, GREY)
+    names = gpu.clock_events
+    events_style = {"critical": TROUBLE, "warning": WARN}.get(gpu.clock_event_level or "none", GREY)
     return (
         _r(str(gpu.index)),
         inert(gpu.name or UNKNOWN, max_len=40),
@@ -103,19 +102,14 @@ def gpu_row(
         _l(sparkline(power_history, SPARK_WIDTH, 0.0), "cyan"),
         _r(fmt_num(gpu.temp_c, 0, "°C")),
         _r(fmt_num(gpu.sm_clock_mhz, 0)),
-        _l(", ".join(names) if names else (UNKNOWN if gpu.clock_event_reasons is None else "none"),
-           events_style),
+        _l(", ".join(names) if names else (UNKNOWN if names is None else "none"), events_style),
         health_cell(gpu),
         nvlink_cell(gpu),
     )
 
 
-def _is_up(nic: NicView) -> bool | None:
-    return None if nic.state is None else nic.state.lower() in ("up", "active", "unknown_up")
-
-
-def nic_row(nic: NicView, rate_ratio: float = 0.95) -> tuple[Text, ...]:
-    up = _is_up(nic)
+def nic_row(nic: NicView) -> tuple[Text, ...]:
+    up = nic.up
     expected = nic.expected_gbps is not None
     state_style = "" if up else (TROUBLE if expected else GREY)
     if nic.speed_gbps is None and nic.expected_gbps is None:
@@ -124,8 +118,7 @@ def nic_row(nic: NicView, rate_ratio: float = 0.95) -> tuple[Text, ...]:
         speed = _r(f"{nic.speed_gbps:g} Gb/s")
     else:
         have = UNKNOWN if nic.speed_gbps is None else f"{nic.speed_gbps:g}"
-        slow = nic.speed_gbps is not None and nic.speed_gbps < nic.expected_gbps * rate_ratio
-        speed = _r(f"{have}/{nic.expected_gbps:g} Gb/s", TROUBLE if slow else "")
+        speed = _r(f"{have}/{nic.expected_gbps:g} Gb/s", TROUBLE if nic.slow else "")
     bond = _l("")
     if nic.members is not None:
         members_up = UNKNOWN if nic.members_up is None else str(nic.members_up)

@@ -20,6 +20,7 @@ from infertop.evaluation.figures import (
     node_status,
     part_window,
 )
+from infertop.evaluation.link_summary import links_view, nic_traffic
 from infertop.evaluation.logs import log_silence_note
 from infertop.evaluation.money import cluster_cost_per_hour_usd, node_cost_per_hour_usd
 from infertop.evaluation.window_rates import RateCache
@@ -59,6 +60,13 @@ def evaluate_node(
         now,
         cache.rates(name, "engine", engine_counters, engine_samples) if cache else None,
     )
+    nics = nic_views(
+        nic_samples,
+        config,
+        cache.rates(name, "nics", nic_counters, nic_samples) if cache else None,
+        layout.thresholds.link_rate_ratio,
+    )
+    rx_bytes_per_s, tx_bytes_per_s = nic_traffic(nics)
     silence = log_silence_note(engine, gpus, layout.thresholds)
     if silence is not None:
         notes.append(silence)
@@ -76,9 +84,10 @@ def evaluate_node(
             else None,
         ),
         gpus=gpus,
-        nics=nic_views(
-            nic_samples, config, cache.rates(name, "nics", nic_counters, nic_samples) if cache else None
-        ),
+        nics=nics,
+        links=links_view(nics),
+        rx_bytes_per_s=rx_bytes_per_s,
+        tx_bytes_per_s=tx_bytes_per_s,
         engine=engine,
         age_s=age,
         sources=sorted(state.by_source),

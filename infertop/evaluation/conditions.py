@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from collectors.rates import total
+from infertop.evaluation.clock_events import POWER_CAP, THROTTLE_MASK, throttle_names
 from infertop.view import NodeView, Severity
 from layouts.model import Thresholds
 
@@ -32,15 +33,6 @@ HEALTH_KINDS = (IDLE, LINK_STARVED, STRAGGLER, THROTTLED, GPU_ERROR)
 
 SEVERITY_RANK: dict[str, int] = {"critical": 0, "warning": 1, "info": 2}
 
-# NVML clock-event reasons that mean "slowed for power or heat" (not idle, not app clocks)
-CLOCK_EVENT_NAMES: tuple[tuple[int, str], ...] = (
-    (0x4, "SwPowerCap"),
-    (0x8, "HwSlowdown"),
-    (0x20, "SwThermal"),
-    (0x40, "HwThermal"),
-    (0x80, "PowerBrake"),
-)
-THROTTLE_MASK = sum(bit for bit, _ in CLOCK_EVENT_NAMES)
 
 
 @dataclass(frozen=True)
@@ -170,12 +162,12 @@ def straggler_condition(node: NodeView, pool: RolePool | None, th: Thresholds) -
 
 
 def throttled_condition(node: NodeView, th: Thresholds) -> Condition | None:
-    mask = THROTTLE_MASK if th.throttle_on_power_cap else THROTTLE_MASK & ~0x4
+    mask = THROTTLE_MASK if th.throttle_on_power_cap else THROTTLE_MASK & ~POWER_CAP
     by_reasons: dict[str, list[int]] = {}
     for gpu in node.gpus:
         bits = (gpu.clock_event_reasons or 0) & mask
         if bits:
-            names = "+".join(name for bit, name in CLOCK_EVENT_NAMES if bits & bit)
+            names = "+".join(throttle_names(bits))
             by_reasons.setdefault(names, []).append(gpu.index)
     if not by_reasons:
         return None

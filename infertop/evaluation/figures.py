@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from collectors.fleet import NodeState
 from collectors.rates import ratio
 from collectors.sample import EngineSample, NodeSample
+from infertop.evaluation.clock_events import describe as describe_clock_events
 from infertop.evaluation.window_rates import Values, WindowRates, WindowSums
 from infertop.view import EngineView, GpuView, HostView, NicView, NodeStatus
 from layouts.model import NodeConfig, Thresholds
@@ -82,6 +83,7 @@ def gpu_views(samples: Sequence[NodeSample], rates: WindowRates | None = None) -
     views = []
     for gpu in latest.gpus:
         has_nvlink = gpu.nvlink_tx_bytes_total is not None or gpu.nvlink_rx_bytes_total is not None
+        clock_labels, clock_level = describe_clock_events(gpu.clock_event_reasons)
         if has_nvlink and rates is None:
             rates = WindowRates(gpu_counters).update(samples)
         views.append(
@@ -96,6 +98,8 @@ def gpu_views(samples: Sequence[NodeSample], rates: WindowRates | None = None) -
                 temp_c=gpu.temp_c,
                 sm_clock_mhz=gpu.sm_clock_mhz,
                 clock_event_reasons=gpu.clock_event_reasons,
+                clock_events=clock_labels if gpu.clock_event_reasons is not None else None,
+                clock_event_level=clock_level,
                 xid_last=gpu.xid_last,
                 ecc_uncorrected_total=gpu.ecc_uncorrected_total,
                 healthy=gpu.healthy,
@@ -114,8 +118,17 @@ def gpu_views(samples: Sequence[NodeSample], rates: WindowRates | None = None) -
     return views
 
 
+def _slow(speed_gbps: float | None, expected_gbps: float | None, rate_ratio: float) -> bool | None:
+    if speed_gbps is None or not expected_gbps:
+        return None
+    return speed_gbps < expected_gbps * rate_ratio
+
+
 def nic_views(
-    samples: Sequence[NodeSample], config: NodeConfig | None, rates: WindowRates | None = None
+    samples: Sequence[NodeSample],
+    config: NodeConfig | None,
+    rates: WindowRates | None = None,
+    rate_ratio: float = Thresholds().link_rate_ratio,
 ) -> list[NicView]:
     expected = {n.name: n.expected_gbps for n in config.nics} if config else {}
     if not samples:
@@ -128,13 +141,15 @@ def nic_views(
     views = []
     for nic in latest.nics:
         name = nic.name
+        expected_gbps = expected.get(nic.name) or (expected.get(nic.netdev) if nic.netdev else None)
         views.append(
             NicView(
                 name=nic.name,
                 kind=nic.kind,
                 state=nic.state,
+                slow=_slow(nic.speed_gbps, expected_gbps, rate_ratio),
                 speed_gbps=nic.speed_gbps,
-                expected_gbps=expected.get(nic.name) or (expected.get(nic.netdev) if nic.netdev else None),
+                expected_gbps=expected_gbps,
                 rx_bytes_per_s=rates.rate((name, "rx_bytes_total")),
                 tx_bytes_per_s=rates.rate((name, "tx_bytes_total")),
                 xmit_wait_per_s=rates.rate((name, "xmit_wait_total"))

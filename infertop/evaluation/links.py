@@ -23,12 +23,7 @@ from infertop.view import GpuView, NicView, NodeView, Severity
 from layouts.model import NodeConfig, Thresholds
 
 FABRIC_KINDS = ("infiniband", "roce", "npu-roce")
-_UP_STATES = ("up", "active", "unknown_up")
 MAX_REASONS = 4  # a reason is one line: name the worst few, count the rest
-
-
-def _is_up(nic: NicView) -> bool | None:
-    return None if nic.state is None else nic.state.lower() in _UP_STATES
 
 
 def _gbps(bytes_per_s: float) -> float:
@@ -65,11 +60,11 @@ def _effective_kinds(nics: Sequence[NicView], config: NodeConfig | None) -> dict
     return kinds
 
 
-def _port_reasons(nic: NicView, expected: bool, th: Thresholds) -> tuple[list[str], bool]:
+def _port_reasons(nic: NicView, expected: bool) -> tuple[list[str], bool]:
     """Down / slow / degraded-bond / error evidence of one port; True when it is severe."""
     reasons: list[str] = []
     severe = False
-    up = _is_up(nic)
+    up = nic.up
     if nic.kind == "bond" and nic.members and nic.members_up is not None:
         if nic.members_up < len(nic.members):
             reasons.append(f"{nic.name} on {nic.members_up} of {len(nic.members)} members")
@@ -81,12 +76,7 @@ def _port_reasons(nic: NicView, expected: bool, th: Thresholds) -> tuple[list[st
         if up is False:
             reasons.append(f"{label} {nic.state}")
             severe = True
-        elif (
-            up
-            and nic.expected_gbps
-            and nic.speed_gbps is not None
-            and nic.speed_gbps < nic.expected_gbps * th.link_rate_ratio
-        ):
+        elif up and nic.slow:
             reasons.append(f"{label} at {nic.speed_gbps:g} of {nic.expected_gbps:g} Gb/s")
     if (expected or nic.kind in FABRIC_KINDS) and up is not False and nic.errors_per_s:
         reasons.append(f"{nic.name} errors rising ({nic.errors_per_s:.3g}/s)")
@@ -110,7 +100,7 @@ def _pile_reasons(
         if len(group) < 2:
             continue
         # a port that is down carries nothing: it is one of the idle peers
-        traffic = [(nic, 0.0 if _is_up(nic) is False else _traffic(nic)) for nic in group]
+        traffic = [(nic, 0.0 if nic.up is False else _traffic(nic)) for nic in group]
         known = [(nic, t) for nic, t in traffic if t is not None]
         if len(known) < 2:
             continue
@@ -142,7 +132,7 @@ def _busy_reasons(
     waiting = f"while GPUs wait (mean util {mean_util:.0f} %)"
     reasons = []
     for nic in ports:
-        if nic.name in already or _is_up(nic) is False or nic.kind == "loopback":
+        if nic.name in already or nic.up is False or nic.kind == "loopback":
             continue
         peak = _peak_bytes_per_s(nic)
         line = _line_gbps(nic)
@@ -181,7 +171,7 @@ def link_condition(node: NodeView, config: NodeConfig | None, th: Thresholds) ->
     reasons: list[str] = []
     severe = False
     for nic in node.nics:
-        port_reasons, port_severe = _port_reasons(nic, expected(nic), th)
+        port_reasons, port_severe = _port_reasons(nic, expected(nic))
         reasons += port_reasons
         severe = severe or port_severe
     pile, piled = _pile_reasons([p for p in ports if p.kind != "bond"], kinds, th)
