@@ -1,4 +1,5 @@
-"""The hunt list in a real Textual app, driven by Pilot."""
+"""The hunt list and the verdict announcer in a real Textual app, driven by Pilot. The
+test app feeds both every frame, as InfertopApp does."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from typing import Any
 from textual.app import App, ComposeResult
 
 from infertop.view import ClusterView, NodeView, RollupView, SessionView, Snapshot, VerdictView
-from tui.hunt_list import HuntList, VerdictAnnouncer
+from tui.announcer import VerdictAnnouncer
+from tui.hunt_list import HuntList
 from tui.messages import OpenNode
 
 T0 = 1_800_000_000.0
@@ -37,9 +39,14 @@ class HuntApp(App[None]):
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self.opened: list[str] = []
+        self.announcer = VerdictAnnouncer()
 
     def compose(self) -> ComposeResult:
         yield HuntList(id="hunt")
+
+    def show(self, frame: Snapshot) -> None:
+        self.announcer.observe(self, frame.nodes)
+        self.query_one(HuntList).show(frame)
 
     def on_open_node(self, message: OpenNode) -> None:
         self.opened.append(message.node)
@@ -73,13 +80,13 @@ async def test_new_verdict_notifies_and_cursor_follows_its_row() -> None:
     app = HuntApp()
     async with app.run_test(size=(140, 20)) as pilot:
         table = app.query_one(HuntList)
-        table.show(snapshot({"a": [verdict("idle", "warning", 10.0)], "b": [verdict("idle", "warning", 5.0)]}))
+        app.show(snapshot({"a": [verdict("idle", "warning", 10.0)], "b": [verdict("idle", "warning", 5.0)]}))
         await pilot.pause()
         assert len(app._notifications) == 0  # what was already there when we opened is not news
         table.focus()
         await pilot.press("down")
         assert table.current() == ("b", "idle")
-        table.show(snapshot({
+        app.show(snapshot({
             "a": [verdict("idle", "warning", 10.0)],
             "b": [verdict("idle", "warning", 5.0)],
             "c": [verdict("gpu-error", "critical", 80.0, detail="GPU 3 XID 79")],
@@ -92,11 +99,11 @@ async def test_new_verdict_notifies_and_cursor_follows_its_row() -> None:
         assert table.entries[0] == ("c", "gpu-error")
         assert table.current() == ("b", "idle")  # the cursor stayed on its verdict
         # the same frame again: nothing new, nothing announced
-        table.show(snapshot({"a": [verdict("idle", "warning", 10.0)], "b": [verdict("idle", "warning", 5.0)],
+        app.show(snapshot({"a": [verdict("idle", "warning", 10.0)], "b": [verdict("idle", "warning", 5.0)],
                              "c": [verdict("gpu-error", "critical", 80.0)]}, now=T0 + 95))
         await pilot.pause()
         assert len(app._notifications) == 1
-        table.show(snapshot({}))
+        app.show(snapshot({}))
         await pilot.pause()
         assert table.row_count == 0 and table.current() is None
 
@@ -104,9 +111,8 @@ async def test_new_verdict_notifies_and_cursor_follows_its_row() -> None:
 async def test_burst_of_verdicts_is_one_notification() -> None:
     app = HuntApp()
     async with app.run_test(size=(140, 20)) as pilot:
-        table = app.query_one(HuntList)
-        table.show(snapshot({}))
-        table.show(snapshot({f"n{i}": [verdict("unreachable", "critical", 1.0)] for i in range(6)}))
+        app.show(snapshot({}))
+        app.show(snapshot({f"n{i}": [verdict("unreachable", "critical", 1.0)] for i in range(6)}))
         await pilot.pause()
         notes = list(app._notifications)
         assert len(notes) == 1 and notes[0].message.startswith("6 new verdicts: ")
@@ -116,33 +122,11 @@ async def test_hostile_text_is_shown_inert() -> None:
     app = HuntApp()
     async with app.run_test(size=(140, 20)) as pilot:
         table = app.query_one(HuntList)
-        table.show(snapshot({}))
+        app.show(snapshot({}))
         evil = "[bold red]pwn[/] \x1b[31mred\x1b[0m\x1b]8;;http://x\x07link"
-        table.show(snapshot({"n1": [verdict("idle", "warning", 1.0, detail=evil)]}))
+        app.show(snapshot({"n1": [verdict("idle", "warning", 1.0, detail=evil)]}))
         await pilot.pause()
         shown = rows(table)[0][5]
         assert shown == "[bold red]pwn[/] redlink"  # markup literal, escapes gone
         notes = list(app._notifications)
         assert notes[0].markup is False and "\x1b" not in notes[0].message
-
-
-class AnnouncingApp(HuntApp):
-    """An app that announces every frame itself (whatever screen is on top)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.verdict_announcer = VerdictAnnouncer()
-
-
-async def test_list_leaves_announcing_to_an_app_that_does_it() -> None:
-    app = AnnouncingApp()
-    async with app.run_test(size=(140, 20)) as pilot:
-        table = app.query_one(HuntList)
-        first, second = snapshot({}), snapshot({"n1": [verdict("idle", "warning", 1.0, detail="quiet")]})
-        assert app.verdict_announcer.observe(app, first.nodes) == []
-        table.show(first)
-        started = app.verdict_announcer.observe(app, second.nodes)
-        table.show(second)
-        await pilot.pause()
-        assert [(n.name, v.kind) for n, v in started] == [("n1", "idle")]
-        assert [n.message for n in app._notifications] == ["quiet"]  # once, not twice

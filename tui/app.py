@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 
 from textual.app import App, SystemCommand
@@ -20,14 +20,15 @@ from textual.screen import Screen
 from textual.widget import Widget
 
 from collectors.source import Source
-from infertop.feed import MonitorFeed, SnapshotFeed, can_mark_phase
+from infertop.feed import MonitorFeed, PhaseMarkingFeed, SnapshotFeed, can_mark_phase
 from infertop.session import PHASES
 from infertop.view import Snapshot
 from layouts.model import Layout
+from tui.announcer import VerdictAnnouncer
 from tui.columns import SORTS
+from tui.frames import FrameScreen, FrameState
 from tui.help_screen import HelpScreen
 from tui.history import History
-from tui.hunt_list import VerdictAnnouncer
 from tui.messages import OpenNode, SnapshotArrived
 from tui.node_screen import NodeScreen
 from tui.node_table import NodeTable
@@ -60,12 +61,19 @@ class InfertopApp(App[int]):
         # fed every frame, whatever screen is on top: a verdict that starts while the
         # operator reads a node screen is still announced at once
         self.verdict_announcer = VerdictAnnouncer()
-        self.latest_snapshot: Snapshot | None = None
-        self.paused = False
+        self.frames = FrameState()
         self.frames_received = 0
         self.frames_rendered = 0
-        self.overview = OverviewScreen(panels)
+        self.overview = OverviewScreen(self.frames, panels)
         self._feed_running = False
+
+    @property
+    def latest_snapshot(self) -> Snapshot | None:
+        return self.frames.latest
+
+    @property
+    def paused(self) -> bool:
+        return self.frames.paused
 
     def get_default_screen(self) -> Screen[None]:
         return self.overview
@@ -91,7 +99,7 @@ class InfertopApp(App[int]):
     def on_snapshot_arrived(self, message: SnapshotArrived) -> None:
         snapshot = message.snapshot
         self.frames_received += 1
-        self.latest_snapshot = snapshot
+        self.frames.latest = snapshot
         self.history.record(snapshot)
         self.verdict_announcer.observe(self, snapshot.nodes)
         if self.paused:
@@ -100,21 +108,21 @@ class InfertopApp(App[int]):
         self.render_snapshot(snapshot)
 
     def render_snapshot(self, snapshot: Snapshot) -> None:
-        show = getattr(self.screen, "show_snapshot", None)
-        if show is not None:
+        screen = self.screen
+        if isinstance(screen, FrameScreen):
             with self.batch_update():
-                show(snapshot)
+                screen.show_snapshot(snapshot)
             self.frames_rendered += 1
 
     def _refresh_headers(self) -> None:
-        refresh = getattr(self.screen, "refresh_header", None)
-        if refresh is not None:
-            refresh()
+        screen = self.screen
+        if isinstance(screen, FrameScreen):
+            screen.refresh_header()
 
     # -- actions --------------------------------------------------------------------
 
     def action_toggle_pause(self) -> None:
-        self.paused = not self.paused
+        self.frames.paused = not self.frames.paused
         if not self.paused and self.latest_snapshot is not None:
             self.render_snapshot(self.latest_snapshot)
         self._refresh_headers()
@@ -140,17 +148,17 @@ class InfertopApp(App[int]):
             if current.node == node:
                 return
             self.pop_screen()
-        self.push_screen(NodeScreen(node, self.history))
+        self.push_screen(NodeScreen(node, self.history, self.frames))
 
-    def _on_overview(self, action: str) -> None:
+    def _on_overview(self, action: Callable[[], None]) -> None:
         """Run an overview action from anywhere: back to the overview first."""
         while len(self.screen_stack) > 1 and self.screen is not self.overview:
             self.pop_screen()
-        getattr(self.overview, action)()
+        action()
 
     def set_sort(self, index: int) -> None:
         self.overview.sort_index = index
-        self._on_overview("_rerender")
+        self._on_overview(self.overview.rerender)
 
     def action_pick_phase(self) -> None:
         if not can_mark_phase(self.feed):
@@ -162,18 +170,18 @@ class InfertopApp(App[int]):
         self.push_screen(PhasePicker(current), lambda phase: self.mark_phase(phase) if phase else None)
 
     def mark_phase(self, phase: str) -> None:
-        if can_mark_phase(self.feed):
-            self.feed.mark_phase(phase)  # type: ignore[attr-defined]
+        if isinstance(self.feed, PhaseMarkingFeed):
+            self.feed.mark_phase(phase)
             self.notify(f"phase: {phase} (spend from now on counts to it)")
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield SystemCommand("Filter nodes", "Filter the node table (/)",
-                            partial(self._on_overview, "action_start_filter"))
+                            partial(self._on_overview, self.overview.action_start_filter))
         yield SystemCommand("Clear filter", "Show every node again",
-                            partial(self._on_overview, "action_clear_filter"))
+                            partial(self._on_overview, self.overview.action_clear_filter))
         yield SystemCommand("Cycle sort", "Sort the node table by the next column (s)",
-                            partial(self._on_overview, "action_cycle_sort"))
+                            partial(self._on_overview, self.overview.action_cycle_sort))
         for index, spec in enumerate(SORTS):
             yield SystemCommand(f"Sort by {spec.label}", "Sort the node table", partial(self.set_sort, index),
                                 discover=False)

@@ -2,40 +2,29 @@
 
 Sorted by severity, then by dollars per hour at stake (`evaluation.verdicts.hunt_order`),
 so the node burning the most money for the worst reason is on top. Enter posts
-`OpenNode` for the selected row's node; the app opens the node screen. A verdict that was
-not in the previous frame raises a notification (`VerdictAnnouncer`); an app that keeps
-its own announcer as `verdict_announcer` and feeds it every frame tells of verdicts that
-start while another screen is on top, and the list then leaves announcing to it.
+`OpenNode` for the selected row's node; the app opens the node screen. Announcing verdicts
+that start is the app's (tui/announcer.py), whatever screen is on top.
 
-Rows are keyed by (node, kind) and updated in place (a `RowTable`): the cursor stays on its verdict while
-others come and go.
+Rows are keyed by (node, kind) and updated in place (a `RowTable`): the cursor stays on
+its verdict while others come and go.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from typing import Any
 
 from rich.text import Text
-from textual.app import App
 from textual.binding import Binding
-from textual.notifications import SeverityLevel
 
 from infertop.evaluation.verdicts import hunt_order
 from infertop.format import fmt_age, fmt_usd
 from infertop.view import NodeView, Snapshot, VerdictView
 from tui.messages import OpenNode
 from tui.row_table import RowTable
-from tui.text import clean, inert
+from tui.text import inert
 
 SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
-NOTIFY_SEVERITY: dict[str, SeverityLevel] = {
-    "critical": "error", "warning": "warning", "info": "information",
-}
-# a burst of new verdicts (a switch dies, a whole pool goes idle) is one notification,
-# not a wall of toasts
-MAX_NOTIFICATIONS = 3
 COLUMNS = (("severity", "SEV"), ("node", "NODE"), ("kind", "VERDICT"), ("since", "FOR"),
            ("stake", "$/H AT STAKE"), ("detail", "EVIDENCE"))
 
@@ -64,47 +53,13 @@ def row_cells(node: NodeView, verdict: VerdictView, now: float) -> tuple[Text, .
     )
 
 
-class VerdictAnnouncer:
-    """Notifies when a verdict starts: a (node, kind) that the previous frame did not have.
-
-    The first frame sets the baseline silently: verdicts already standing when the
-    operator opens the screen are listed, not announced.
-    """
-
-    def __init__(self) -> None:
-        self._seen: set[Key] | None = None
-
-    def observe(self, app: App[Any], nodes: Sequence[NodeView]) -> list[tuple[NodeView, VerdictView]]:
-        pairs = hunt_order(nodes)
-        seen, self._seen = self._seen, {(n.name, v.kind) for n, v in pairs}
-        started = [] if seen is None else [(n, v) for n, v in pairs if (n.name, v.kind) not in seen]
-        if len(started) > MAX_NOTIFICATIONS:
-            worst = started[0][1].severity
-            names = ", ".join(clean(f"{n.name} {v.kind}", 60) for n, v in started[:MAX_NOTIFICATIONS])
-            app.notify(
-                f"{len(started)} new verdicts: {names}, …",
-                title="infertop", severity=NOTIFY_SEVERITY.get(worst, "warning"), markup=False,
-            )
-            return started
-        for node, verdict in started:
-            app.notify(
-                clean(verdict.detail, 200),
-                title=clean(f"{node.name}: {verdict.kind}", 80),
-                severity=NOTIFY_SEVERITY.get(verdict.severity, "warning"),
-                markup=False,
-            )
-        return started
-
-
 class HuntList(RowTable):
     """An alerts panel: (node, verdict) rows in hunt order. Feed it with `show(snapshot)`."""
 
     BINDINGS = [Binding("enter", "select_cursor", "Open node", show=True)]
 
-    def __init__(self, *, notify: bool = True, **kwargs: object) -> None:
+    def __init__(self, **kwargs: object) -> None:
         super().__init__([(key, label, None) for key, label in COLUMNS], **kwargs)
-        self.notify_new = notify
-        self._announcer = VerdictAnnouncer()
 
     def show_snapshot(self, snapshot: Snapshot) -> None:
         self.show(snapshot)
@@ -127,10 +82,6 @@ class HuntList(RowTable):
         rows = [(_row_key((n.name, v.kind)), row_cells(n, v, now)) for n, v in pairs]
         self.sync(rows)
         self.set_order([key for key, _ in rows])
-        # the app may announce every frame itself (so verdicts that start while another
-        # screen is on top are told at once); otherwise this list does, for what it shows
-        if self.notify_new and getattr(self.app, "verdict_announcer", None) is None:
-            self._announcer.observe(self.app, nodes)
 
     def on_row_table_row_selected(self, event: RowTable.RowSelected) -> None:
         if event.table is self:

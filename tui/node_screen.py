@@ -7,10 +7,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from infertop.view import NodeView, Snapshot
+from tui.frames import FrameScreen, FrameState
 from tui.history import History
 from tui.node_rows import (
     GPU_COLUMNS,
@@ -26,14 +26,13 @@ from tui.row_table import RowTable
 from tui.text import inert
 
 
-class NodeScreen(Screen[None]):
+class NodeScreen(FrameScreen):
     BINDINGS = [Binding("escape", "app.pop_screen", "Back", tooltip="Back to the overview")]
 
-    def __init__(self, node: str, history: History) -> None:
-        super().__init__(classes="node-screen")
+    def __init__(self, node: str, history: History, frames: FrameState) -> None:
+        super().__init__(frames, classes="node-screen")
         self.node = node
         self.history = history
-        self.snapshot: Snapshot | None = None
 
     def compose(self) -> ComposeResult:
         self.title_bar = Static(inert(self.node, "bold"), id="node-title")
@@ -56,14 +55,7 @@ class NodeScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.gpu_table.focus()
-        latest = getattr(self.app, "latest_snapshot", None)
-        if latest is not None:
-            self.show_snapshot(latest)
-
-    def on_screen_resume(self) -> None:
-        latest = getattr(self.app, "latest_snapshot", None)
-        if latest is not None and latest is not self.snapshot:
-            self.show_snapshot(latest)
+        self.show_latest()
 
     def find(self, snapshot: Snapshot) -> NodeView | None:
         for node in snapshot.nodes:

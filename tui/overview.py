@@ -5,13 +5,13 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Input, Static
 
 from infertop.view import Snapshot
 from tui.columns import SORTS, SortSpec
 from tui.filtering import NodeFilter
+from tui.frames import FrameScreen, FrameState
 from tui.header import HeaderBar
 from tui.messages import OpenNode
 from tui.node_table import NodeTable
@@ -20,7 +20,7 @@ from tui.rollups import RollupStrip
 from tui.row_table import RowTable
 
 
-class OverviewScreen(Screen[None]):
+class OverviewScreen(FrameScreen):
     BINDINGS = [
         Binding("slash", "start_filter", "Filter",
                 tooltip="Filter nodes by name, role, status or verdict (! inverts)"),
@@ -28,12 +28,11 @@ class OverviewScreen(Screen[None]):
         Binding("s", "cycle_sort", "Sort", tooltip="Sort by the next column (worst first)"),
     ]
 
-    def __init__(self, panels: list[Widget] | None = None) -> None:
+    def __init__(self, frames: FrameState, panels: list[Widget] | None = None) -> None:
         """`panels`: the plug-in panels to show; None = every registered one (`tui.panels`)."""
-        super().__init__(id="overview")
+        super().__init__(frames, id="overview")
         self.node_filter = NodeFilter()
         self.sort_index = 0
-        self.snapshot: Snapshot | None = None
         self._panels: list[Widget] = overview_panels() if panels is None else panels
 
     # -- layout ---------------------------------------------------------------------
@@ -62,12 +61,6 @@ class OverviewScreen(Screen[None]):
         self.header_bar.show(None)
         self.table.focus()
 
-    def on_screen_resume(self) -> None:
-        # frames that arrived while another screen was on top were not drawn here
-        latest = getattr(self.app, "latest_snapshot", None)
-        if latest is not None and latest is not self.snapshot:
-            self.show_snapshot(latest)
-
     # -- rendering ------------------------------------------------------------------
 
     @property
@@ -89,13 +82,14 @@ class OverviewScreen(Screen[None]):
     def _show_header(self, shown: int | None = None) -> None:
         self.header_bar.show(
             self.snapshot,
-            paused=getattr(self.app, "paused", False),
+            paused=self.frames.paused,
             filter_text=self.node_filter.describe(),
             shown=shown if shown is not None else self.table.row_count,
             sort_label=self.sort.label,
         )
 
-    def _rerender(self) -> None:
+    def rerender(self) -> None:
+        """Draw the last frame again (after the filter or the sort changed)."""
         if self.snapshot is not None:
             with self.app.batch_update():
                 self.show_snapshot(self.snapshot)
@@ -111,15 +105,15 @@ class OverviewScreen(Screen[None]):
         self.filter_input.display = False
         self.node_filter = NodeFilter()
         self.table.focus()
-        self._rerender()
+        self.rerender()
 
     def set_filter(self, query: str) -> None:
         self.node_filter = NodeFilter.parse(query)
-        self._rerender()
+        self.rerender()
 
     def action_cycle_sort(self) -> None:
         self.sort_index = (self.sort_index + 1) % len(SORTS)
-        self._rerender()
+        self.rerender()
 
     def refresh_header(self) -> None:
         self._show_header()
