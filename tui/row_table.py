@@ -113,29 +113,21 @@ class RowTable(ScrollView, can_focus=True):
 
     cursor_row: reactive[int] = reactive(0, init=False)
 
-    class RowHighlighted(Message):
+    class _RowMessage(Message):
+        def __init__(self, table: RowTable, key: str) -> None:
+            super().__init__()
+            self.table = table
+            self.key = key
+
+        @property
+        def control(self) -> RowTable:
+            return self.table
+
+    class RowHighlighted(_RowMessage):
         """The cursor moved onto the row `key`."""
 
-        def __init__(self, table: RowTable, key: str) -> None:
-            super().__init__()
-            self.table = table
-            self.key = key
-
-        @property
-        def control(self) -> RowTable:
-            return self.table
-
-    class RowSelected(Message):
+    class RowSelected(_RowMessage):
         """Enter (or a second click) on the row `key`."""
-
-        def __init__(self, table: RowTable, key: str) -> None:
-            super().__init__()
-            self.table = table
-            self.key = key
-
-        @property
-        def control(self) -> RowTable:
-            return self.table
 
     def __init__(self, columns: Sequence[tuple[str, str, int | None]], **kwargs: object) -> None:
         """`columns`: (key, label, width); a width of None fits the content."""
