@@ -224,7 +224,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     from tui.replay_app import run_replay  # Textual loads only for the TUI
 
-    return run_replay(feed)
+    code = run_replay(feed)
+    problems = feed.recording.problems
+    if problems and code == EXIT_OK:  # the screen is gone: say what could not be shown
+        return _fail(f"{args.file}: damaged recording ({problems[0]}); "
+                     f"the replay showed the {feed.frames_shown()} readable frames")
+    return code
 
 
 def _add_replay(p: argparse.ArgumentParser) -> None:
