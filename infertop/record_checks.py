@@ -51,6 +51,13 @@ def shown(value: object, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def printable(text: str, limit: int = 200) -> str:
+    """`text` as one inert line: every non-printable character (C0/C1 controls, escapes,
+    bidi overrides) shown as '?', cut at `limit` characters."""
+    line = "".join(c if c.isprintable() else "?" for c in text[: limit + 1])
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
 def _number(value: object, field: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise BadValue(f"{field}: {shown(value)} is not a number")

@@ -13,13 +13,16 @@ CLI inserts a row into `phase_marks`, the running session applies it before its 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import logging
 import os
 import queue
 import re
+import shlex
 import sqlite3
+import sys
 import threading
 import time
 import zlib
@@ -219,6 +222,67 @@ class TickJob:
     mark_ids: list[int] = field(default_factory=list)
 
 
+class WriterLock:
+    """One writer per record: an exclusive `flock` on RECORD.lock, held while writing.
+
+    Two `record` processes on one layout both wrote ticks (duplicates, spend going back).
+    The lock file says who holds it (pid and command), for the second one's error. The
+    kernel releases a flock when its holder dies, SIGKILL included, so a stale lock file
+    never blocks the next writer; the file itself is left in place (unlinking it would
+    let a waiting writer and a new one lock two different files).
+    """
+
+    def __init__(self, path: Path, fd: int):
+        self.path = path
+        self._fd: int | None = fd
+
+    @classmethod
+    def take(cls, record: Path) -> WriterLock:
+        """Lock `record` for this process; RecordError naming the holder when it is taken."""
+        path = Path(f"{record}.lock")
+        try:
+            # O_NOFOLLOW: a symlink planted here must not make us create or truncate its target
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise RecordError(f"{path}: cannot lock the session record: {exc.strerror or exc}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _lock_holder(fd)
+            os.close(fd)
+            raise RecordError(f"record {record} is being written by {holder}; attach or stop it") from None
+        except OSError as exc:
+            os.close(fd)
+            raise RecordError(f"{path}: cannot lock the session record: {exc.strerror or exc}") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()} {_command_line()}\n".encode(), 0)
+        return cls(path, fd)
+
+    def release(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, 0)  # while still held: no one else has written yet
+            os.close(self._fd)  # closing the last descriptor drops the flock
+            self._fd = None
+
+
+def _command_line() -> str:
+    """This process's command, as the holder's description in a second writer's error."""
+    argv = sys.argv or ["python"]
+    # `python -m infertop …` runs infertop/__main__.py: name it as the user typed it
+    program = "infertop" if argv[0].endswith("__main__.py") else Path(argv[0]).name
+    return check.printable(shlex.join([program, *argv[1:]]))
+
+
+def _lock_holder(fd: int) -> str:
+    """'pid 1234 (infertop record …)' from a lock file (written by any process: made inert)."""
+    raw = os.pread(fd, 512, 0).decode("utf-8", "replace").strip()
+    pid, _, command = raw.partition(" ")
+    if not pid.isascii() or not pid.isdigit():
+        return "another process"
+    return f"pid {pid} ({check.printable(command)})" if command else f"pid {pid}"
+
+
 # the CLI adds a mark per command; more unapplied rows than this wait for the next tick
 _MARKS_PER_TICK = 100
 
@@ -238,6 +302,7 @@ class SessionStore:
         self._seen_marks: set[int] = set()  # ever handed to the ledger (never twice)
         self._taken_marks: list[int] = []  # handed over, not yet in a prepared tick
         self._unflushed_marks: list[int] = []  # in a tick whose commit failed: retried
+        self.lock: WriterLock | None = None  # set by `open`, released by `close`
 
     # ----------------------------------------------------------------- opening
 
@@ -254,6 +319,17 @@ class SessionStore:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise RecordError(f"{path.parent}: cannot create the state directory: {exc}") from None
+        lock = WriterLock.take(path)  # before reading: a second writer must not even archive
+        try:
+            store = cls._open_locked(layout, path, fresh_ledger)
+        except BaseException:
+            lock.release()
+            raise
+        store.lock = lock
+        return store
+
+    @classmethod
+    def _open_locked(cls, layout: Layout, path: Path, fresh_ledger: SessionLedger) -> SessionStore:
         if path.exists() and path.stat().st_size > 0:
             meta, state = cls._read_existing(path)
             try:
@@ -434,6 +510,9 @@ class SessionStore:
             pass
         finally:
             self.conn.close()
+            if self.lock is not None:  # last: another writer may take the file from here
+                self.lock.release()
+                self.lock = None
 
 
 def add_phase_mark(path: Path, phase: str, at: float, origin: str = "cli") -> None:
