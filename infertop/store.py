@@ -254,8 +254,9 @@ class WriterLock:
         except OSError as exc:
             os.close(fd)
             raise RecordError(f"{path}: cannot lock the session record: {exc.strerror or exc}") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()} {_command_line()}\n".encode(), 0)
+        with contextlib.suppress(OSError):  # who holds it is a courtesy: a full disk may refuse it
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()} {_command_line()}\n".encode(), 0)
         return cls(path, fd)
 
     def release(self) -> None:
@@ -552,7 +553,9 @@ class Recorder:
     def __init__(self, monitor: Monitor, store: SessionStore, background: bool = False):
         self.monitor = monitor
         self.store = store
-        self.error: str | None = None
+        self.error: str | None = None  # the record is stalled: why (None: writing)
+        self.ticks_lost = 0  # ticks whose commit failed (a full disk), never written
+        self.last_loss: str | None = None
         self._jobs: queue.Queue[TickJob | None] | None = None
         self._writer: threading.Thread | None = None
         if background:
@@ -597,11 +600,27 @@ class Recorder:
     def _commit(self, job: TickJob) -> None:
         try:
             self.store.commit_tick(job)
-            self.error = None
         except sqlite3.Error as exc:
-            # a full disk must not stop the monitor; the screen says the record stalled
+            # a full disk must not stop the monitor; the screen says the record stalled,
+            # and `lost_ticks` says at the end how many ticks the record is missing
+            if self.error is None:  # once per stall, not once a tick
+                log.warning("session record: %s: %s (ticks are not being written)", self.store.path,
+                            _describe(exc))
             self.error = f"{self.store.path}: {_describe(exc)}"
-            log.warning("session record: %s", self.error)
+            self.ticks_lost += 1
+            self.last_loss = _describe(exc)
+            return
+        if self.error is not None:
+            log.warning("session record: %s: writing again", self.store.path)
+        self.error = None
+
+    def lost_ticks(self) -> str | None:
+        """'N of M ticks were not written (why)', or None when every tick was."""
+        if not self.ticks_lost:
+            return None
+        total = self.ticks_lost + self.store.ticks_written
+        return (f"{self.store.path}: {self.ticks_lost} of {total} ticks were not written "
+                f"({self.last_loss}); the record is missing them")
 
     def _write_loop(self) -> None:
         assert self._jobs is not None

@@ -3,11 +3,15 @@ its ticks says so and fails (issue 19, "Smaller"): real `infertop record` proces
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import resource
 import signal
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from itertools import pairwise
 from pathlib import Path
@@ -123,3 +127,59 @@ def test_the_lock_file_is_not_followed_through_a_symlink(tmp_path: Path) -> None
     assert "cannot lock the session record" in out.stderr
     assert victim.read_text() == "keep me\n"
 
+
+
+# ---------------------------------------------------------------------- a full disk
+
+
+@contextlib.contextmanager
+def small_tmpfs(where: Path, size: str) -> Iterator[None]:
+    """A filesystem of `size` at `where`: a disk that fills up (root only)."""
+    where.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+                             capture_output=True, text=True) if os.geteuid() == 0 else None
+    if mounted is None or mounted.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root and CAP_SYS_ADMIN)")
+    try:
+        yield
+    finally:  # lazily if it is still busy: never leave a mount behind
+        if subprocess.run(["umount", str(where)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(where)], check=True)
+
+
+def file_size_limit(limit_bytes: int) -> Callable[[], None]:
+    """For a child: no file may grow past `limit_bytes` (writes fail with EFBIG, no SIGXFSZ)."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+    return limit
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("disk", ["tmpfs-160k", "file-size-limit-64k"])
+def test_record_on_a_full_disk_exits_1_saying_how_many_ticks_were_lost(tmp_path: Path, disk: str) -> None:
+    (tmp_path / "layout.toml").write_text(LAYOUT)
+    state = tmp_path / "disk"
+    env = dict(env_for(tmp_path), INFERTOP_STATE_DIR=str(state))
+    cmd = [sys.executable, "-m", "infertop", "record", "--layout", str(tmp_path / "layout.toml"),
+           "--duration", "2.5"]
+    with contextlib.ExitStack() as stack:
+        limit = None
+        if disk.startswith("tmpfs"):
+            stack.enter_context(small_tmpfs(state, "160k"))
+        else:
+            limit = file_size_limit(64 * 1024)
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=30, preexec_fn=limit)
+        assert out.returncode == 1, out.stderr
+        assert "Traceback" not in out.stderr
+        last = out.stderr.strip().splitlines()[-1]
+        said = re.fullmatch(r"infertop: (.+): (\d+) of (\d+) ticks were not written \((.+)\); "
+                            r"the record is missing them", last)
+        assert said is not None, out.stderr
+        record, lost, total = Path(said[1]), int(said[2]), int(said[3])
+        assert record.parent == state and 0 < lost <= total
+        assert total == len(out.stdout.splitlines())  # every tick the monitor took, one line each
+        with contextlib.closing(sqlite3.connect(record)) as conn:  # closed before the umount
+            assert conn.execute("SELECT count(*) FROM ticks").fetchone()[0] == total - lost
