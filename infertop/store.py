@@ -521,7 +521,8 @@ def add_phase_mark(path: Path, phase: str, at: float, origin: str = "cli") -> No
     if not path.exists():
         raise RecordError(f"{path}: no session record here (is infertop running on this layout?)")
     try:
-        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        # bounded reads: a crafted meta value of a gigabyte is refused, not loaded
+        conn = reading(sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None))
         try:
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
             if meta.get("schema") != str(SCHEMA_VERSION):
