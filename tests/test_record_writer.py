@@ -100,8 +100,10 @@ def test_a_killed_writer_does_not_block_the_next(tmp_path: Path) -> None:
     record = tmp_path / "state" / "session.sqlite"
     first = start_record(tmp_path, "--record", str(record))
     lock = Path(f"{record}.lock")
-    assert lock.read_text().startswith(f"{first.pid} infertop record")
-    assert stop(first, signal.SIGKILL) == -signal.SIGKILL
+    try:
+        assert lock.read_text().startswith(f"{first.pid} infertop record")
+    finally:
+        assert stop(first, signal.SIGKILL) == -signal.SIGKILL
     assert lock.read_text().startswith(f"{first.pid} ")  # the dead writer's file is still there...
     # ...but its flock died with it: the next writer takes the record and resumes the session
     again = subprocess.run([sys.executable, "-m", "infertop", "record", "--layout", str(tmp_path / "layout.toml"),
