@@ -63,7 +63,13 @@ class ReplayFeed:
 
     def status(self) -> str:
         state = "paused" if self.paused else "ended" if self.finished else f"playing ×{self.speed:g}"
-        return f"replay {self.index}/{len(self.recording.ticks)} ({self.progress():.0%}) {state}"
+        unreadable = len(self.recording.unreadable_snapshots)
+        damaged = f", {unreadable} unreadable" if unreadable else ""
+        return f"replay {self.index}/{len(self.recording.ticks)}{damaged} ({self.progress():.0%}) {state}"
+
+    def frames_shown(self) -> int:
+        """Frames of the recording that can be shown (those not found unreadable so far)."""
+        return len(self.recording.ticks) - len(self.recording.unreadable_snapshots)
 
     # ------------------------------------------------------------------ controls
 

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, ClassVar
 
 from collectors.sample import NodeSample
+from infertop import record_checks as check
 from infertop.evaluation.api_price import BUNDLED, api_cost, describe
 from infertop.evaluation.money import (
     break_even_ratio,
@@ -140,12 +142,23 @@ class CounterTally:
             for (n, s), v in self.last.items()
         ]
 
-    def load_state(self, rows: list[dict[str, Any]]) -> None:
-        for row in rows:
-            key = (str(row["node"]), str(row["source"]))
-            self.last[key] = {str(k): float(v) for k, v in row["last"].items()}
-            if row.get("at") is not None:
-                self.heard_at[key] = float(row["at"])
+    def load_state(self, rows: object) -> None:
+        """Rows from `to_state`, read back from a record: raises BadValue on a bad one."""
+        for i, row in enumerate(check.sequence(rows, "tally", check.MAX_TALLY_ROWS)):
+            where = f"tally[{i}]"
+            row = check.mapping(row, where, 4)
+            key = (check.text(row.get("node"), f"{where}.node"),
+                   check.text(row.get("source"), f"{where}.source"))
+            last = check.mapping(row.get("last"), f"{where}.last", len(TALLIED))
+            # counters are whatever the engine last said: finite, no more is known of them
+            self.last[key] = {
+                check.choice(k, f"{where}.last", TALLIED):
+                    check.bounded(v, f"{where}.last.{k}", -sys.float_info.max, sys.float_info.max)
+                for k, v in last.items()
+            }
+            at = check.optional(check.time_s)(row.get("at"), f"{where}.at")
+            if at is not None:
+                self.heard_at[key] = at
 
 
 @dataclass
@@ -373,24 +386,88 @@ class SessionLedger:
         state["tally"] = self.tally.to_state()
         return state
 
+    # how each scalar of the state is checked when read back (started_at: see from_state)
+    _SCALAR_CHECKS: ClassVar[dict[str, Callable[[object, str], object]]] = {
+        "budget_usd": check.optional(check.usd),
+        "acceptable_tasks": check.optional(lambda v, f: check.integer(v, f, 10**15)),
+        "phase": lambda v, f: check.choice(v, f, PHASES),
+        "output_tokens": check.count,
+        "prompt_tokens": check.count,
+        "prompt_cached_tokens": check.count,
+        "prompt_tokens_without_cache_figure": check.count,
+        "requests_finished": check.count,
+        "last_at": check.optional(check.time_s),
+        "cost_per_hour_usd": check.optional(check.usd_per_hour),
+        "idle_fraction": check.optional(check.fraction),
+        "accepted_tokens_per_s": check.optional(check.rate_per_s),
+        "tokens_known": check.flag,
+        "requests_known": check.flag,
+        "priced": check.flag,
+        "unwatched_s": check.duration_s,
+        "ticks": lambda v, f: check.integer(v, f, 10**12),
+    }
+
     @classmethod
-    def from_state(cls, state: Mapping[str, Any], prices: ApiPriceTable = BUNDLED) -> SessionLedger:
-        """Rebuild a ledger; raises ValueError (naming what is wrong) on a malformed state."""
+    def from_state(cls, state: object, prices: ApiPriceTable = BUNDLED) -> SessionLedger:
+        """Rebuild a ledger; raises ValueError (naming what is wrong) on a malformed state.
+
+        The state comes from a record file, which anyone who could write it could have
+        crafted: every value is checked for its type and bounds (times within the session,
+        amounts finite and bounded, containers bounded) before the ledger takes it.
+        """
+        if not isinstance(state, Mapping):
+            raise ValueError("ledger state is malformed (not a JSON object)")
         if state.get("version") != STATE_VERSION:
-            raise ValueError(f"ledger state version {state.get('version')!r} is not {STATE_VERSION}")
+            version = check.shown(state.get("version"))
+            raise ValueError(f"ledger state version {version} is not {STATE_VERSION}")
         try:
-            ledger = cls(started_at=float(state["started_at"]), prices=prices)
-            for key in cls._SCALARS:
-                if key in state:
-                    setattr(ledger, key, state[key])
-            for key in cls._MONEY:
-                setattr(ledger, key, Decimal(str(state[key])))
-            ledger.spend_by_phase = {str(k): Decimal(str(v)) for k, v in state["spend_by_phase"].items()}
-            ledger.seconds_by_phase = {str(k): float(v) for k, v in state["seconds_by_phase"].items()}
-            ledger.spend_by_node = {str(k): Decimal(str(v)) for k, v in state["spend_by_node"].items()}
-            ledger.pending_marks = [(float(a), str(p)) for a, p in state.get("pending_marks", [])]
-            ledger.marks = [(float(a), str(p)) for a, p in state.get("marks", [])]
-            ledger.tally.load_state(list(state.get("tally", [])))
-        except (KeyError, TypeError, AttributeError, ArithmeticError) as exc:
-            raise ValueError(f"ledger state is malformed ({type(exc).__name__}: {exc})") from None
+            return cls._checked(state, prices)
+        except check.BadValue as exc:
+            raise ValueError(f"ledger state is malformed ({exc})") from None
+
+    @classmethod
+    def _checked(cls, state: Mapping[str, Any], prices: ApiPriceTable) -> SessionLedger:
+        def need(key: str) -> object:
+            if key not in state:
+                raise check.BadValue(f"{key}: missing")
+            return state[key]
+
+        start = check.time_s(need("started_at"), "started_at")
+        ledger = cls(started_at=start, prices=prices)
+        for key, checked in cls._SCALAR_CHECKS.items():
+            if key in state:
+                setattr(ledger, key, checked(state[key], key))
+        if ledger.last_at is not None:
+            check.near(ledger.last_at, start, "last_at")
+        for key in cls._MONEY:
+            setattr(ledger, key, check.amount(need(key), key))
+        by_phase = check.mapping(need("spend_by_phase"), "spend_by_phase", len(PHASES))
+        ledger.spend_by_phase = {
+            check.choice(k, "spend_by_phase", PHASES): check.amount(v, f"spend_by_phase.{k}")
+            for k, v in by_phase.items()
+        }
+        seconds = check.mapping(need("seconds_by_phase"), "seconds_by_phase", len(PHASES))
+        ledger.seconds_by_phase = {
+            check.choice(k, "seconds_by_phase", PHASES): check.duration_s(v, f"seconds_by_phase.{k}")
+            for k, v in seconds.items()
+        }
+        by_node = check.mapping(need("spend_by_node"), "spend_by_node", check.MAX_NODES)
+        ledger.spend_by_node = {
+            check.text(k, "spend_by_node"): check.amount(v, f"spend_by_node.{k}")
+            for k, v in by_node.items()
+        }
+        ledger.pending_marks = cls._checked_marks(state.get("pending_marks", []), "pending_marks", start)
+        ledger.marks = cls._checked_marks(state.get("marks", []), "marks", start)
+        ledger.tally.load_state(state.get("tally", []))
         return ledger
+
+    @staticmethod
+    def _checked_marks(value: object, field: str, start: float) -> list[tuple[float, str]]:
+        marks = []
+        for i, mark in enumerate(check.sequence(value, field, check.MAX_MARKS)):
+            where = f"{field}[{i}]"
+            if not isinstance(mark, list) or len(mark) != 2:
+                raise check.BadValue(f"{where}: not a [time, phase] pair")
+            at = check.near(check.time_s(mark[0], where), start, where)
+            marks.append((at, check.choice(mark[1], where, PHASES)))
+        return marks

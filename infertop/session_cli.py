@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from infertop.argtypes import non_negative_int, positive_float
-from infertop.cli import EXIT_BAD_INPUT, EXIT_OK, SUBCOMMANDS, _layout_or_local, add_layout_arg
+from infertop.cli import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK, SUBCOMMANDS, _layout_or_local, add_layout_arg
 from infertop.format import fmt_usd
 from infertop.report import write_report
 from infertop.session import PHASES
@@ -88,6 +88,10 @@ async def _record(args: argparse.Namespace) -> int:
     finally:
         await monitor.stop()
         recorder.close()
+    lost = recorder.lost_ticks()
+    if lost is not None:  # a full disk: the record has holes, and a script must know
+        print(f"infertop: {lost}", file=sys.stderr)
+        return EXIT_FAIL
     return EXIT_OK
 
 
@@ -205,11 +209,18 @@ def run_recorded_tui(layout: Layout, record: str | None) -> int:
     except RecordError as exc:
         return _fail(str(exc))
     path = feed.monitor.record_path
+    code = EXIT_FAIL
     try:
-        return run_feed(feed)
+        code = run_feed(feed)
     finally:
-        # the TUI has left the screen: say where the session went
+        # the TUI has left the screen: say where the session went, and what it is missing
         print(f"infertop: session record {path} (infertop report {path})", file=sys.stderr)
+        recorder = getattr(feed, "recorder", None)  # RecordedFeed's (a class local to recorded_feed)
+        lost = recorder.lost_ticks() if isinstance(recorder, Recorder) else None
+        if lost is not None:
+            print(f"infertop: {lost}", file=sys.stderr)
+            code = code or EXIT_FAIL
+    return code
 
 
 # ------------------------------------------------------------------------- replay
@@ -224,7 +235,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     from tui.replay_app import run_replay  # Textual loads only for the TUI
 
-    return run_replay(feed)
+    code = run_replay(feed)
+    problems = feed.recording.problems
+    if problems and code == EXIT_OK:  # the screen is gone: say what could not be shown
+        return _fail(f"{args.file}: damaged recording ({problems[0]}); "
+                     f"the replay showed the {feed.frames_shown()} readable frames")
+    return code
 
 
 def _add_replay(p: argparse.ArgumentParser) -> None:

@@ -13,23 +13,30 @@ CLI inserts a row into `phase_marks`, the running session applies it before its 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import logging
 import os
 import queue
 import re
+import shlex
 import sqlite3
+import sys
 import threading
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pydantic_core
+
+from infertop import record_checks as check
 from infertop.evaluation.link_summary import with_link_judgments
-from infertop.session import SessionLedger
+from infertop.session import PHASES, SessionLedger
 from infertop.view import SessionView, Snapshot
 from layouts.model import Layout, Thresholds
 
@@ -107,14 +114,95 @@ def _describe(exc: sqlite3.Error) -> str:
     return str(exc) or type(exc).__name__
 
 
+def _unresumable(path: Path, why: str) -> RecordError:
+    return RecordError(f"{path}: cannot resume this session record ({why}); "
+                       "move it away or pass --record FILE")
+
+
 def encode_snapshot(snapshot: Snapshot) -> bytes:
     # pydantic's own JSON writer: the same compact text as json.dumps of the dumped dict,
     # 3x faster (128 nodes × 8 GPUs: ~4 ms instead of ~13 ms a tick; benchmarks/bench_tui)
     return zlib.compress(snapshot.model_dump_json(by_alias=True).encode(), 6)
 
 
-def decode_snapshot(blob: bytes) -> Snapshot:
-    return Snapshot.model_validate(json.loads(zlib.decompress(blob)))
+def inflate(blob: object, limit: int = check.MAX_SNAPSHOT_BYTES) -> bytes:
+    """A zlib stream inflated to at most `limit` bytes: a bomb stops there, as a ValueError."""
+    if not isinstance(blob, bytes):
+        raise ValueError(f"not compressed data ({type(blob).__name__})")
+    inflater = zlib.decompressobj()
+    data = inflater.decompress(blob, limit)
+    if inflater.unconsumed_tail:
+        raise ValueError(f"inflates to more than {limit // check.MIB} MiB")
+    if not inflater.eof:
+        raise ValueError("the compressed data is cut short")
+    return data
+
+
+def decode_snapshot(blob: object) -> Snapshot:
+    """A recorded Snapshot; ValueError (or zlib.error) when it is not one. The JSON parser
+    (pydantic's) stops at 200 levels of nesting, so depth needs no check of its own."""
+    return Snapshot.model_validate_json(inflate(blob))
+
+
+def parse_json(raw: object, what: str) -> Any:
+    """JSON text read from a record, nested at most 200 deep (its values are checked after)."""
+    if not isinstance(raw, str):
+        raise ValueError(f"{what} is not text ({type(raw).__name__})")
+    try:
+        return pydantic_core.from_json(raw, allow_inf_nan=True)
+    except ValueError as exc:
+        raise ValueError(f"{what} is not valid JSON ({exc})") from None
+
+
+def reading(conn: sqlite3.Connection) -> sqlite3.Connection:
+    """Bound every value this connection reads: SQLite refuses one bigger than this
+    ("string or blob too big") instead of loading a crafted gigabyte into memory."""
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, check.MAX_TEXT_BYTES)
+    return conn
+
+
+# the meta keys infertop writes, and how each is checked when read back
+_META_CHECKS: dict[str, Callable[[object, str], object]] = {
+    "schema": lambda v, f: check.choice(v, f, {str(SCHEMA_VERSION)}),
+    "created_at": check.time_text,
+    "started_at": check.time_text,
+    "ended_at": check.time_text,
+    "layout": lambda v, f: check.text(v, f, check.MAX_TEXT_BYTES),
+    "layout_path": lambda v, f: check.text(v, f, check.MAX_PATH_CHARS),
+    "resumes": lambda v, f: check.integer_text(v, f, 10**6),
+}
+
+
+def read_meta(conn: sqlite3.Connection) -> tuple[dict[str, str], list[str]]:
+    """The record's known meta keys that pass their checks, and a line for each that does not."""
+    meta: dict[str, str] = {}
+    problems: list[str] = []
+    for key, checked in _META_CHECKS.items():
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        except sqlite3.DataError:
+            problems.append(f"meta {key}: larger than {check.MAX_TEXT_BYTES // check.MIB} MiB")
+            continue
+        if row is None:
+            continue
+        try:
+            checked(row[0], key)
+        except check.BadValue as exc:
+            problems.append(f"meta {exc}")
+            continue
+        meta[key] = row[0]
+    return meta, problems
+
+
+def read_ledger_state(conn: sqlite3.Connection) -> Any:
+    """The ledger's JSON state, parsed (not yet checked: `SessionLedger.from_state` does)."""
+    try:
+        row = conn.execute("SELECT state FROM ledger WHERE id = 1").fetchone()
+    except sqlite3.DataError:
+        raise ValueError(f"the ledger state is larger than {check.MAX_TEXT_BYTES // check.MIB} MiB") from None
+    if row is None:
+        raise ValueError("no ledger row")
+    return parse_json(row[0], "the ledger state")
 
 
 @dataclass
@@ -135,6 +223,72 @@ class TickJob:
     mark_ids: list[int] = field(default_factory=list)
 
 
+class WriterLock:
+    """One writer per record: an exclusive `flock` on RECORD.lock, held while writing.
+
+    Two `record` processes on one layout both wrote ticks (duplicates, spend going back).
+    The lock file says who holds it (pid and command), for the second one's error. The
+    kernel releases a flock when its holder dies, SIGKILL included, so a stale lock file
+    never blocks the next writer; the file itself is left in place (unlinking it would
+    let a waiting writer and a new one lock two different files).
+    """
+
+    def __init__(self, path: Path, fd: int):
+        self.path = path
+        self._fd: int | None = fd
+
+    @classmethod
+    def take(cls, record: Path) -> WriterLock:
+        """Lock `record` for this process; RecordError naming the holder when it is taken."""
+        path = Path(f"{record}.lock")
+        try:
+            # O_NOFOLLOW: a symlink planted here must not make us create or truncate its target
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise RecordError(f"{path}: cannot lock the session record: {exc.strerror or exc}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _lock_holder(fd)
+            os.close(fd)
+            raise RecordError(f"record {record} is being written by {holder}; attach or stop it") from None
+        except OSError as exc:
+            os.close(fd)
+            raise RecordError(f"{path}: cannot lock the session record: {exc.strerror or exc}") from None
+        with contextlib.suppress(OSError):  # who holds it is a courtesy: a full disk may refuse it
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()} {_command_line()}\n".encode(), 0)
+        return cls(path, fd)
+
+    def release(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, 0)  # while still held: no one else has written yet
+            os.close(self._fd)  # closing the last descriptor drops the flock
+            self._fd = None
+
+
+def _command_line() -> str:
+    """This process's command, as the holder's description in a second writer's error."""
+    argv = sys.argv or ["python"]
+    # `python -m infertop …` runs infertop/__main__.py: name it as the user typed it
+    program = "infertop" if argv[0].endswith("__main__.py") else Path(argv[0]).name
+    return check.printable(shlex.join([program, *argv[1:]]))
+
+
+def _lock_holder(fd: int) -> str:
+    """'pid 1234 (infertop record …)' from a lock file (written by any process: made inert)."""
+    raw = os.pread(fd, 512, 0).decode("utf-8", "replace").strip()
+    pid, _, command = raw.partition(" ")
+    if not pid.isascii() or not pid.isdigit():
+        return "another process"
+    return f"pid {pid} ({check.printable(command)})" if command else f"pid {pid}"
+
+
+# the CLI adds a mark per command; more unapplied rows than this wait for the next tick
+_MARKS_PER_TICK = 100
+
+
 class SessionStore:
     """The writer side of one record file."""
 
@@ -150,6 +304,7 @@ class SessionStore:
         self._seen_marks: set[int] = set()  # ever handed to the ledger (never twice)
         self._taken_marks: list[int] = []  # handed over, not yet in a prepared tick
         self._unflushed_marks: list[int] = []  # in a tick whose commit failed: retried
+        self.lock: WriterLock | None = None  # set by `open`, released by `close`
 
     # ----------------------------------------------------------------- opening
 
@@ -166,45 +321,55 @@ class SessionStore:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise RecordError(f"{path.parent}: cannot create the state directory: {exc}") from None
+        lock = WriterLock.take(path)  # before reading: a second writer must not even archive
+        try:
+            store = cls._open_locked(layout, path, fresh_ledger)
+        except BaseException:
+            lock.release()
+            raise
+        store.lock = lock
+        return store
+
+    @classmethod
+    def _open_locked(cls, layout: Layout, path: Path, fresh_ledger: SessionLedger) -> SessionStore:
         if path.exists() and path.stat().st_size > 0:
             meta, state = cls._read_existing(path)
+            try:
+                ledger = SessionLedger.from_state(state, prices=layout.pricing.api)
+            except ValueError as exc:
+                raise _unresumable(path, str(exc)) from None
             pinned = layout.session.reservation_start
-            same_start = pinned is not None and abs(pinned.timestamp() - state["started_at"]) < 1e-6
+            same_start = pinned is not None and abs(pinned.timestamp() - ledger.started_at) < 1e-6
             if "ended_at" not in meta or same_start:
-                return cls._resume(path, layout, meta, state)
+                return cls._resume(path, layout, meta, ledger)
             cls._archive(path, meta)
         return cls._create(path, layout, fresh_ledger)
 
     @staticmethod
-    def _read_existing(path: Path) -> tuple[dict[str, str], dict[str, Any]]:
+    def _read_existing(path: Path) -> tuple[dict[str, str], Any]:
+        """The meta and ledger state of the record to resume; any fault is a RecordError."""
         try:
-            conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
+            conn = reading(sqlite3.connect(path, timeout=BUSY_TIMEOUT_S))
             try:
-                meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-                row = conn.execute("SELECT state FROM ledger WHERE id = 1").fetchone()
+                meta, problems = read_meta(conn)
+                if problems:
+                    raise _unresumable(path, problems[0])
+                if meta.get("schema") != str(SCHEMA_VERSION):
+                    raise RecordError(f"{path}: not an infertop session record (no schema)")
+                try:
+                    state = read_ledger_state(conn)
+                except ValueError as exc:
+                    raise _unresumable(path, str(exc)) from None
             finally:
                 conn.close()
         except sqlite3.Error as exc:
-            raise RecordError(
-                f"{path}: cannot resume this session record ({_describe(exc)}); "
-                "move it away or pass --record FILE"
-            ) from None
-        if meta.get("schema") != str(SCHEMA_VERSION) or row is None:
-            raise RecordError(f"{path}: not an infertop session record (schema {meta.get('schema')!r})")
-        try:
-            state = json.loads(row[0])
-        except ValueError:
-            raise RecordError(f"{path}: the ledger state is not valid JSON") from None
+            raise _unresumable(path, _describe(exc)) from None
         return meta, state
 
     @classmethod
     def _resume(
-        cls, path: Path, layout: Layout, meta: dict[str, str], state: dict[str, Any]
+        cls, path: Path, layout: Layout, meta: dict[str, str], ledger: SessionLedger
     ) -> SessionStore:
-        try:
-            ledger = SessionLedger.from_state(state, prices=layout.pricing.api)
-        except ValueError as exc:
-            raise RecordError(f"{path}: {exc}") from None
         # the layout may have changed its budget or task count since; its word is the latest
         ledger.budget_usd = layout.session.budget_usd
         ledger.acceptable_tasks = layout.session.acceptable_tasks
@@ -260,13 +425,22 @@ class SessionStore:
         ledger that holds them, so a crash in between neither loses nor repeats one.
         """
         rows = self.conn.execute(
-            "SELECT id, at, phase FROM phase_marks WHERE applied = 0 ORDER BY id"
+            "SELECT id, at, phase FROM phase_marks WHERE applied = 0 ORDER BY id LIMIT ?",
+            (_MARKS_PER_TICK,),
         ).fetchall()
-        # a mark already handed over stays unapplied in the file until its tick commits
-        # (later, when a background writer is behind): never hand it to the ledger twice
-        marks = [(int(i), float(at), str(phase)) for i, at, phase in rows if int(i) not in self._seen_marks]
-        self._seen_marks.update(i for i, _, _ in marks)
-        self._taken_marks.extend(i for i, _, _ in marks)
+        marks: list[tuple[int, float, str]] = []
+        for mark_id, at, phase in rows:
+            # a mark already handed over stays unapplied in the file until its tick commits
+            # (later, when a background writer is behind): never hand it to the ledger twice
+            if mark_id in self._seen_marks:
+                continue
+            self._seen_marks.add(mark_id)
+            self._taken_marks.append(mark_id)  # flagged applied with the tick, used or not
+            try:
+                when = check.near(check.time_s(at, "at"), self.ledger.started_at, "at")
+                marks.append((mark_id, when, check.choice(phase, "phase", PHASES)))
+            except check.BadValue as exc:  # anyone who can write the file can add a row
+                log.warning("phase mark %d ignored: %s", mark_id, exc)
         return marks
 
     def write_tick(self, snapshot: Snapshot, at: float) -> None:
@@ -338,6 +512,9 @@ class SessionStore:
             pass
         finally:
             self.conn.close()
+            if self.lock is not None:  # last: another writer may take the file from here
+                self.lock.release()
+                self.lock = None
 
 
 def add_phase_mark(path: Path, phase: str, at: float, origin: str = "cli") -> None:
@@ -345,7 +522,8 @@ def add_phase_mark(path: Path, phase: str, at: float, origin: str = "cli") -> No
     if not path.exists():
         raise RecordError(f"{path}: no session record here (is infertop running on this layout?)")
     try:
-        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        # bounded reads: a crafted meta value of a gigabyte is refused, not loaded
+        conn = reading(sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None))
         try:
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
             if meta.get("schema") != str(SCHEMA_VERSION):
@@ -377,7 +555,9 @@ class Recorder:
     def __init__(self, monitor: Monitor, store: SessionStore, background: bool = False):
         self.monitor = monitor
         self.store = store
-        self.error: str | None = None
+        self.error: str | None = None  # the record is stalled: why (None: writing)
+        self.ticks_lost = 0  # ticks whose commit failed (a full disk), never written
+        self.last_loss: str | None = None
         self._jobs: queue.Queue[TickJob | None] | None = None
         self._writer: threading.Thread | None = None
         if background:
@@ -422,11 +602,27 @@ class Recorder:
     def _commit(self, job: TickJob) -> None:
         try:
             self.store.commit_tick(job)
-            self.error = None
         except sqlite3.Error as exc:
-            # a full disk must not stop the monitor; the screen says the record stalled
+            # a full disk must not stop the monitor; the screen says the record stalled,
+            # and `lost_ticks` says at the end how many ticks the record is missing
+            if self.error is None:  # once per stall, not once a tick
+                log.warning("session record: %s: %s (ticks are not being written)", self.store.path,
+                            _describe(exc))
             self.error = f"{self.store.path}: {_describe(exc)}"
-            log.warning("session record: %s", self.error)
+            self.ticks_lost += 1
+            self.last_loss = _describe(exc)
+            return
+        if self.error is not None:
+            log.warning("session record: %s: writing again", self.store.path)
+        self.error = None
+
+    def lost_ticks(self) -> str | None:
+        """'N of M ticks were not written (why)', or None when every tick was."""
+        if not self.ticks_lost:
+            return None
+        total = self.ticks_lost + self.store.ticks_written
+        return (f"{self.store.path}: {self.ticks_lost} of {total} ticks were not written "
+                f"({self.last_loss}); the record is missing them")
 
     def _write_loop(self) -> None:
         assert self._jobs is not None
@@ -461,7 +657,7 @@ class Recorder:
 # --------------------------------------------------------------------- reading
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TickRow:
     id: int
     at: float
@@ -480,22 +676,46 @@ _TICK_COLUMNS = (
     "id, at, phase, cost_per_hour_usd, spend_usd, idle_spend_usd, api_equivalent_usd,"
     " output_tokens, requests_finished, accepted_tokens_per_s, idle_fraction"
 )
-
-
-def _dec(value: Any) -> Decimal | None:
-    return None if value is None else Decimal(str(value))
+_optional_amount = check.optional(check.amount)
+_optional_count = check.optional(check.count)
 
 
 def _tick_row(row: tuple[Any, ...]) -> TickRow:
+    """One row of `ticks`, every column checked; BadValue names the column."""
     return TickRow(
-        int(row[0]), float(row[1]), str(row[2]), row[3], _dec(row[4]), _dec(row[5]), _dec(row[6]),
-        row[7], row[8], row[9], row[10],
+        int(row[0]),
+        check.time_s(row[1], "at"),
+        check.choice(row[2], "phase", PHASES),
+        check.optional(check.usd_per_hour)(row[3], "cost_per_hour_usd"),
+        _optional_amount(row[4], "spend_usd"),
+        _optional_amount(row[5], "idle_spend_usd"),
+        _optional_amount(row[6], "api_equivalent_usd"),
+        _optional_count(row[7], "output_tokens"),
+        _optional_count(row[8], "requests_finished"),
+        check.optional(check.rate_per_s)(row[9], "accepted_tokens_per_s"),
+        check.optional(check.fraction)(row[10], "idle_fraction"),
     )
+
+
+def _summary(noun: str, faults: list[str]) -> str:
+    """One problem line for many faults of one kind: how many, and the first."""
+    if len(faults) == 1:
+        return faults[0]
+    return f"{len(faults):,} {noun} unreadable, the first: {faults[0]}"
+
+
+# a record whose ledger is damaged falls back on its last snapshots; a bomb in each of a
+# million ticks must not keep `report` inflating for hours
+_FALLBACK_SNAPSHOTS = 16
 
 
 @dataclass
 class Recording:
-    """A record read back, tolerantly: whatever is readable, and what was not (`problems`)."""
+    """A record read back, tolerantly: whatever is readable, and what was not (`problems`).
+
+    Every value is checked as it is read (`infertop.record_checks`): a crafted record gives
+    problems, never a runaway, an overflow or a NaN in the report.
+    """
 
     path: Path
     conn: sqlite3.Connection
@@ -504,6 +724,7 @@ class Recording:
     ticks: list[TickRow] = field(default_factory=list)
     ledger: SessionLedger | None = None
     problems: list[str] = field(default_factory=list)
+    unreadable_snapshots: set[int] = field(default_factory=set)
 
     @classmethod
     def load(cls, path: Path) -> Recording:
@@ -513,7 +734,7 @@ class Recording:
         if path.is_dir():
             raise RecordError(f"{path}: is a directory, not a session record")
         try:
-            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+            conn = reading(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S))
             # SQLite refuses a file shorter than its header says (a truncated copy) unless
             # the schema is "writable"; on a read-only connection that only lets us salvage
             conn.execute("PRAGMA writable_schema=ON")
@@ -522,8 +743,8 @@ class Recording:
             raise RecordError(f"{path}: not a readable session record ({_describe(exc)})") from None
         rec = cls(path, conn)
         rec._load_meta()
+        rec._load_ledger()  # before the ticks: its start and last tick bound their times
         rec._load_ticks()
-        rec._load_ledger()
         return rec
 
     def _problem(self, what: str, exc: Exception) -> None:
@@ -532,41 +753,81 @@ class Recording:
 
     def _load_meta(self) -> None:
         try:
-            self.meta = dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
+            self.meta, problems = read_meta(self.conn)
         except sqlite3.Error as exc:
             self._problem("metadata unreadable", exc)
             return
+        self.problems += problems
         if self.meta.get("schema") != str(SCHEMA_VERSION):
-            self.problems.append(f"not an infertop session record (schema {self.meta.get('schema')!r})")
+            if not problems:
+                self.problems.append("not an infertop session record (no schema)")
             return
         try:
             self.layout = Layout.model_validate_json(self.meta["layout"])
         except (KeyError, ValueError) as exc:
             self._problem("layout unreadable", exc)
 
+    def _session_start(self) -> float | None:
+        if self.ledger is not None:
+            return self.ledger.started_at
+        started = self.meta.get("started_at")
+        return None if started is None else float(started)
+
     def _load_ticks(self) -> None:
         # Walk forwards until the first damaged page, then backwards from the end, so that
         # a hole in the middle of a recording still leaves both of its sides readable.
         rows: dict[int, TickRow] = {}
+        faults: dict[int, str] = {}
         for order in ("ASC", "DESC"):
             try:
                 cursor = self.conn.execute(f"SELECT {_TICK_COLUMNS} FROM ticks ORDER BY id {order}")  # noqa: S608 - fixed text
                 for raw in cursor:
-                    tick = _tick_row(raw)
-                    if tick.id in rows:
+                    tick_id = int(raw[0])
+                    if tick_id in rows or tick_id in faults:
                         break
-                    rows[tick.id] = tick
-            except (sqlite3.Error, ArithmeticError, ValueError, TypeError) as exc:
+                    if len(rows) + len(faults) >= check.MAX_TICKS:
+                        self.problems.append(f"more than {check.MAX_TICKS:,} ticks: the rest not read")
+                        break
+                    try:
+                        rows[tick_id] = _tick_row(raw)
+                    except check.BadValue as exc:
+                        faults[tick_id] = f"tick {tick_id}: {exc}"
+            except sqlite3.Error as exc:
                 self._problem(f"ticks unreadable ({order.lower()} scan stopped after {len(rows)})", exc)
-        self.ticks = [rows[i] for i in sorted(rows)]
+        self.ticks = self._in_session([rows[i] for i in sorted(rows)], faults)
+        if faults:
+            self.problems.append(_summary("ticks", [faults[i] for i in sorted(faults)]))
+
+    def _in_session(self, ticks: list[TickRow], faults: dict[int, str]) -> list[TickRow]:
+        """The ticks in time order within the session; the others go to `faults`.
+
+        A tick lies within MAX_SESSION_S of the reservation start, not after the ledger's
+        last tick (written in the same transaction as the last one), and not before the
+        tick kept before it.
+        """
+        start = self._session_start()
+        if start is None and ticks:
+            start = ticks[0].at
+        last_at = self.ledger.last_at if self.ledger is not None else None
+        kept: list[TickRow] = []
+        for tick in ticks:
+            try:
+                check.near(tick.at, start if start is not None else tick.at, "at")
+                if last_at is not None and tick.at > last_at + 1e-3:
+                    raise check.BadValue(f"at {tick.at:.3f} is after the ledger's last tick ({last_at:.3f})")
+                if kept and tick.at < kept[-1].at:
+                    before = kept[-1]
+                    raise check.BadValue(f"at {tick.at:.3f} is before tick {before.id}'s ({before.at:.3f})")
+            except check.BadValue as exc:
+                faults[tick.id] = f"tick {tick.id}: {exc}"
+                continue
+            kept.append(tick)
+        return kept
 
     def _load_ledger(self) -> None:
         try:
-            row = self.conn.execute("SELECT state FROM ledger WHERE id = 1").fetchone()
-            if row is None:
-                raise ValueError("no ledger row")
+            state = read_ledger_state(self.conn)
             prices = self.layout.pricing.api if self.layout else None
-            state = json.loads(row[0])
             self.ledger = (
                 SessionLedger.from_state(state, prices) if prices else SessionLedger.from_state(state)
             )
@@ -582,7 +843,9 @@ class Recording:
             ratio = self.layout.thresholds.link_rate_ratio if self.layout else Thresholds().link_rate_ratio
             return with_link_judgments(decode_snapshot(row[0]), ratio)
         except (sqlite3.Error, zlib.error, ValueError) as exc:
-            self._problem(f"tick {tick_id} snapshot unreadable", exc)
+            if tick_id not in self.unreadable_snapshots:  # a replay may come back to it
+                self.unreadable_snapshots.add(tick_id)
+                self._problem(f"tick {tick_id} snapshot unreadable", exc)
             return None
 
     def final_session(self) -> SessionView | None:
@@ -593,7 +856,7 @@ class Recording:
         """
         if self.ledger is not None and self.ledger.last_at is not None:
             return self.ledger.view(self.ledger.last_at, str(self.path))
-        for tick in reversed(self.ticks):
+        for tick in list(reversed(self.ticks))[:_FALLBACK_SNAPSHOTS]:
             snap = self.snapshot(tick.id)
             if snap is not None:
                 return snap.session

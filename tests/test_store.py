@@ -103,6 +103,8 @@ def test_crash_resumes_clean_end_starts_anew(tmp_path: Path) -> None:
     for step in (10.0, 20.0):
         monitor.tick(step)
     recorder.store.conn.close()  # a crash: no end mark, no checkpoint
+    assert recorder.store.lock is not None
+    recorder.store.lock.release()  # and the kernel drops a dead writer's lock
     again = monitor_at(layout_path, 50.0)
     resumed = Recorder.attach(again)
     assert resumed.store.resumed
