@@ -24,11 +24,12 @@ from textual.notifications import SeverityLevel
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowKey
 
+from collectors.safe_text import inert_text
 from infertop.evaluation.verdicts import hunt_order
 from infertop.format import fmt_age, fmt_usd
 from infertop.view import NodeView, Snapshot, VerdictView
 from tui.messages import OpenNode
-from tui.text import clean, inert
+from tui.text import inert
 
 SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
 NOTIFY_SEVERITY: dict[str, SeverityLevel] = {
@@ -80,7 +81,7 @@ class VerdictAnnouncer:
         started = [] if seen is None else [(n, v) for n, v in pairs if (n.name, v.kind) not in seen]
         if len(started) > MAX_NOTIFICATIONS:
             worst = started[0][1].severity
-            names = ", ".join(clean(f"{n.name} {v.kind}", 60) for n, v in started[:MAX_NOTIFICATIONS])
+            names = ", ".join(inert_text(f"{n.name} {v.kind}", 60) for n, v in started[:MAX_NOTIFICATIONS])
             app.notify(
                 f"{len(started)} new verdicts: {names}, …",
                 title="infertop", severity=NOTIFY_SEVERITY.get(worst, "warning"), markup=False,
@@ -88,8 +89,8 @@ class VerdictAnnouncer:
             return started
         for node, verdict in started:
             app.notify(
-                clean(verdict.detail, 200),
-                title=clean(f"{node.name}: {verdict.kind}", 80),
+                inert_text(verdict.detail, 200),
+                title=inert_text(f"{node.name}: {verdict.kind}", 80),
                 severity=NOTIFY_SEVERITY.get(verdict.severity, "warning"),
                 markup=False,
             )
