@@ -32,7 +32,7 @@ import asyncssh
 from collectors.log_source import log_watch_config
 from collectors.probe_bundle import BOOTSTRAP, bootstrap_payload
 from collectors.probe_schema import sample_from_reading
-from collectors.safe_text import inert_text
+from collectors.safe_text import inert_text, redact_text, url_secrets
 from collectors.sample import EngineSample, NodeSample
 from collectors.source import Emit, Source
 from layouts.model import Layout, NodeConfig, SshOptions
@@ -230,7 +230,8 @@ class SshSource(Source):
             text = reading.pop("engine_text", None)
             fetch_error = reading.pop("engine_error", None)
             if isinstance(fetch_error, str):
-                notes.append(inert_text(fetch_error))
+                # the node quotes the URL it was given: never its password or token
+                notes.append(inert_text(redact_text(fetch_error, url_secrets(node.engine_url))))
             if isinstance(text, str):
                 engine, note = self._convert_engine(text, node.engine_profile)
                 if note:
