@@ -15,7 +15,7 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
 
 from collectors.safe_text import inert_text
 from infertop import __version__
@@ -38,10 +38,17 @@ def inert_lines(text: str) -> str:
 
 
 class InertFormatter(logging.Formatter):
-    """Log records quote what nodes and files said: each line made inert."""
+    """Log records quote what nodes and files said: the message is one inert line (a node
+    cannot forge a second record), a traceback keeps its lines, each inert."""
 
-    def format(self, record: logging.LogRecord) -> str:
-        return inert_lines(super().format(record))
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return inert_text(super().formatMessage(record), MAX_MESSAGE_CHARS)
+
+    def formatException(self, ei: Any) -> str:
+        return inert_lines(super().formatException(ei))
+
+    def formatStack(self, stack_info: str) -> str:
+        return inert_lines(super().formatStack(stack_info))
 
 
 def _inert_excepthook(
