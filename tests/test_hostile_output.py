@@ -14,8 +14,6 @@ real command per fixture serves all the cases of a class family.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -23,12 +21,12 @@ from pathlib import Path
 
 import pytest
 from hostile_http import HttpServer, Reply
+from infertop_cmd import run_infertop
 from ssh_loopback import LoopbackSsh
 
 from collectors.safe_text import inert_text
 from infertop.cli import main
 
-REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures" / "exposition"
 
 # one entry per class of terminal control; the tag makes each findable in the output
@@ -54,16 +52,6 @@ def tagged(name: str) -> str:
 def raw_controls(text: str) -> list[str]:
     """Characters a terminal may obey or reorder: anything not printable but the newline."""
     return sorted({c for c in text if c != "\n" and not c.isprintable()})
-
-
-def run_infertop(*args: str, timeout_s: float = 60.0) -> subprocess.CompletedProcess[str]:
-    """The real command, importing this checkout (never an installed copy)."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [sys.executable, "-m", "infertop", *args],
-        capture_output=True, text=True, encoding="utf-8", errors="surrogateescape",
-        env=env, timeout=timeout_s, check=False,
-    )
 
 
 def assert_inert(out: str, name: str) -> None:
@@ -136,8 +124,10 @@ def lying_node_outputs(
     probe.chmod(0o755)
     layout = work / "layout.toml"
     layout.write_text(ssh_layout(loopback_ssh, str(probe)))
-    text = run_infertop("snapshot", "--layout", str(layout), "--window", "1.5")
-    as_json = run_infertop("snapshot", "--layout", str(layout), "--window", "1.5", "--json")
+    text, as_json = run_infertop(
+        ("snapshot", "--layout", str(layout), "--window", "2"),
+        ("snapshot", "--layout", str(layout), "--window", "2", "--json"),
+    )
     assert text.returncode == 0, text.stderr
     assert as_json.returncode == 0, as_json.stderr
     return text.stdout, as_json.stdout
@@ -226,8 +216,10 @@ def exporter_outputs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple
             [pricing]
             gpu_hour_usd = 1.0
             """) + "".join(exporter_node(server, name) for name in CLASSES))
-        text = run_infertop("snapshot", "--layout", str(layout), "--window", "1")
-        as_json = run_infertop("snapshot", "--layout", str(layout), "--window", "1", "--json")
+        text, as_json = run_infertop(
+            ("snapshot", "--layout", str(layout), "--window", "1"),
+            ("snapshot", "--layout", str(layout), "--window", "1", "--json"),
+        )
     assert text.returncode == 0, text.stderr
     assert as_json.returncode == 0, as_json.stderr
     yield text.stdout, as_json.stdout
@@ -286,10 +278,10 @@ def recorded(loopback_ssh: LoopbackSsh, tmp_path_factory: pytest.TempPathFactory
     text = ssh_layout(loopback_ssh, str(probe)).replace('name = "hostile-ssh"', f"name = {json.dumps(HOSTILE_NAME)}")
     layout.write_text(text.replace('role = "decode"', 'role = "decode"\ngpus = 1'))
     record = work / ("rec-" + "".join(HOSTILE.values()) + ".sqlite")
-    rec = run_infertop("record", "--layout", str(layout), "--record", str(record), "--duration", "2")
+    [rec] = run_infertop(("record", "--layout", str(layout), "--record", str(record), "--duration", "2"))
     assert rec.returncode == 0, rec.stderr
     out = work / "report"
-    rep = run_infertop("report", str(record), "--out", str(out))
+    [rep] = run_infertop(("report", str(record), "--out", str(out)))
     assert rep.returncode == 0, rep.stderr
     files = {p.name: p.read_text(encoding="utf-8", errors="surrogateescape") for p in out.iterdir()}
     return {"record stdout": rec.stdout, "record stderr": rec.stderr, "report stdout": rep.stdout,

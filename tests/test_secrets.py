@@ -12,9 +12,7 @@ The state directory is 0700 and the record and its -wal/-shm files are 0600.
 
 from __future__ import annotations
 
-import os
 import stat
-import subprocess
 import sys
 import textwrap
 import time
@@ -23,12 +21,11 @@ from pathlib import Path
 
 import pytest
 from hostile_http import HttpServer, Reply, dead_port
+from infertop_cmd import finish, run_infertop, start_infertop
 from ssh_loopback import LoopbackSsh
 
 from infertop.cli import main
 from infertop.store import state_dir
-
-REPO = Path(__file__).resolve().parent.parent
 
 # one distinct secret per form in which a URL carries one
 SECRETS: dict[str, tuple[str, str]] = {
@@ -48,14 +45,6 @@ KINDS = list(SECRETS)
 def secret_url(kind: str, hostport: str) -> str:
     template, secret = SECRETS[kind]
     return template.format(s=secret, hostport=hostport)
-
-
-def run_infertop(*args: str, timeout_s: float = 60.0) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [sys.executable, "-m", "infertop", *args],
-        capture_output=True, text=True, env=env, timeout=timeout_s, check=False,
-    )
 
 
 def assert_no_secret(kind: str, where: str, data: str | bytes) -> None:
@@ -83,10 +72,17 @@ def loopback_ssh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoopbackS
         server.stop()
 
 
+def every_secret_url(hostport: str) -> str:
+    """One URL carrying every form of secret at once (userinfo and each query form)."""
+    query = "&".join(secret_url(kind, "h").split("?", 1)[1] for kind in KINDS if kind.startswith("query-"))
+    return f"{secret_url('userinfo-password', hostport)}?{query}"
+
+
 def cluster_layout(engines: HttpServer, ssh: LoopbackSsh) -> str:
-    """Per secret form: a node whose engine answers 500, one whose engine is down, one
-    whose exporter is down (scrape, read from here) and one whose engine the probe reads
-    over SSH (500); and a probe node whose URL urllib cannot even parse (no port)."""
+    """Per secret form: a node whose engine answers 500, and one whose engine and exporter
+    are down (scrape, read from here); a node whose engine the probe reads over SSH (500)
+    at a URL with every form of secret; and a probe node whose URL urllib cannot even
+    parse (no port). Two probes only: each costs an SSH handshake and a Python start."""
     up, down = f"127.0.0.1:{engines.port}", f"127.0.0.1:{dead_port()}"
     nodes = []
     for kind in KINDS:
@@ -95,8 +91,8 @@ def cluster_layout(engines: HttpServer, ssh: LoopbackSsh) -> str:
         nodes.append(f'[[nodes]]\nname = "{kind}-down"\nrole = "decode"\ngpus = 1\n'
                      f'engine = {{ url = "{secret_url(kind, down)}", profile = "vllm" }}\n'
                      f'metrics = ["{secret_url(kind, down)}"]\n')
-        nodes.append(f'[[nodes]]\nname = "{kind}-probe"\nrole = "decode"\ngpus = 1\nssh = "{ssh.target}"\n'
-                     f'engine = {{ url = "{secret_url(kind, up)}", profile = "vllm" }}\n')
+    nodes.append(f'[[nodes]]\nname = "every-secret-probe"\nrole = "decode"\ngpus = 1\nssh = "{ssh.target}"\n'
+                 f'engine = {{ url = "{every_secret_url(up)}", profile = "vllm" }}\n')
     # urllib on the node: "nonnumeric port: '<password>@127.0.0.1'" (the password, unquoted)
     nodes.append(f'[[nodes]]\nname = "userinfo-password-noport"\nrole = "decode"\nssh = "{ssh.target}"\n'
                  f'engine = {{ url = "{secret_url("userinfo-password", "127.0.0.1")}" }}\n')
@@ -123,34 +119,32 @@ def outputs(
     layout = work / "layout.toml"
     layout.write_text(cluster_layout(engines, loopback_ssh))
     out: dict[str, str | bytes] = {}
-    text = run_infertop("snapshot", "--layout", str(layout), "--window", "1.5")
-    as_json = run_infertop("snapshot", "--layout", str(layout), "--window", "1.5", "--json")
-    assert text.returncode == 0 and as_json.returncode == 0, text.stderr + as_json.stderr
-    out |= {"snapshot text": text.stdout + text.stderr, "snapshot json": as_json.stdout + as_json.stderr}
-
-    env = {**os.environ, "PYTHONPATH": str(REPO), "INFERTOP_STATE_DIR": str(work / "state")}
-    record = subprocess.Popen(
-        [sys.executable, "-m", "infertop", "record", "--layout", str(layout), "--duration", "4"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    )
+    # all at once: each spends most of its time in a collection window (long enough for
+    # nine probes to start over SSH on a loaded machine)
+    text = start_infertop("snapshot", "--layout", str(layout), "--window", "3")
+    as_json = start_infertop("snapshot", "--layout", str(layout), "--window", "3", "--json")
+    record = start_infertop("record", "--layout", str(layout), "--duration", "3",
+                            env={"INFERTOP_STATE_DIR": str(work / "state")})
     deadline = time.monotonic() + 30
     wal: list[Path] = []
     while time.monotonic() < deadline and not any(p.stat().st_size > 0 for p in wal):
         time.sleep(0.1)
         wal = list((work / "state").glob("*.sqlite-wal"))
     assert wal, "no WAL appeared while recording"
+    time.sleep(1.0)  # a few ticks, with the nodes' notes and errors, into the WAL
     out["record file (running)"] = wal[0].with_name(wal[0].name.removesuffix("-wal")).read_bytes()
     out["record WAL (running)"] = wal[0].read_bytes()
-    stdout, stderr = record.communicate(timeout=60)
-    assert record.returncode == 0, stderr
-    out |= {"record stdout": stdout, "record stderr": stderr}
+    for name, proc in (("snapshot text", text), ("snapshot json", as_json), ("record", record)):
+        done = finish(proc)
+        assert done.returncode == 0, done.stderr
+        out[name] = done.stdout + done.stderr
     files = sorted((work / "state").iterdir())
     for path in files:
         out[f"state file {path.name}"] = path.read_bytes()
     records = [p for p in files if ".sqlite" in p.name]  # the record, its -wal and -shm
     out["modes"] = "\n".join(f"{oct(stat.S_IMODE(p.stat().st_mode))} {p.name}" for p in [work / "state", *records])
     sqlite = next(p for p in files if p.suffix == ".sqlite")
-    report = run_infertop("report", str(sqlite), "--out", str(work / "report"))
+    [report] = run_infertop(("report", str(sqlite), "--out", str(work / "report")))
     assert report.returncode == 0, report.stderr
     out["report output"] = report.stdout + report.stderr
     for path in (work / "report").iterdir():
@@ -186,6 +180,7 @@ def test_no_secret_is_printed_or_stored(outputs: dict[str, str | bytes], kind: s
     assert isinstance(text, str)
     assert f"error {kind}-500: HTTP 500 from http://" in text
     assert f"error {kind}-down: cannot connect to http://" in text
+    assert "note every-secret-probe: engine http://***@" in text  # the probe's own fetch error
     assert "***" in text
 
 
