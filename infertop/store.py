@@ -130,7 +130,9 @@ def _tighten(path: Path) -> None:
     for suffix in ("", "-wal", "-shm"):
         part = Path(f"{path}{suffix}")
         with contextlib.suppress(FileNotFoundError):
-            if stat.S_IMODE(part.lstat().st_mode) & 0o077:
+            mode = part.lstat().st_mode
+            # a regular file only: chmod follows symlinks, and a link is not ours to change
+            if stat.S_ISREG(mode) and stat.S_IMODE(mode) & 0o077:
                 try:
                     part.chmod(PRIVATE_FILE_MODE)
                 except OSError as exc:

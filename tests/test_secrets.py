@@ -12,6 +12,7 @@ The state directory is 0700 and the record and its -wal/-shm files are 0600.
 
 from __future__ import annotations
 
+import sqlite3
 import stat
 import sys
 import textwrap
@@ -235,3 +236,15 @@ def test_a_state_dir_open_to_other_users_is_reported(tmp_path: Path, caplog: pyt
     assert f"{loose} is open to other users" in caplog.text and "chmod 700" in caplog.text
     records = [p for p in loose.iterdir() if ".sqlite" in p.name]
     assert records and all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in records)
+
+
+def test_an_older_open_record_is_made_private_when_resumed(tmp_path: Path) -> None:
+    layout = tmp_path / "layout.toml"
+    layout.write_text('[cluster]\nname = "older"\ninterval_s = 0.2\n\n[[nodes]]\nname = "a"\n')
+    record = tmp_path / "older.sqlite"
+    assert main(["record", "--layout", str(layout), "--record", str(record), "--duration", "0.5", "-q"]) == 0
+    with sqlite3.connect(record) as conn:  # as a crash leaves it: not ended, so it resumes
+        conn.execute("DELETE FROM meta WHERE key = 'ended_at'")
+    record.chmod(0o644)  # as infertop before records were private made it
+    assert main(["record", "--layout", str(layout), "--record", str(record), "--duration", "0.5", "-q"]) == 0
+    assert stat.S_IMODE(record.stat().st_mode) == 0o600
