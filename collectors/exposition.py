@@ -24,9 +24,10 @@ import re
 from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit, urlunsplit
 
 from prometheus_client.parser import text_string_to_metric_families
+
+from collectors.safe_text import inert_text, redact_url
 
 # A real node_exporter page is ~100–500 KiB; anything far larger is not a metrics page.
 MAX_EXPOSITION_BYTES = 32 * 1024 * 1024
@@ -40,30 +41,15 @@ class ExpositionError(ValueError):
     """Text that is not usable Prometheus exposition. `str()` is short and safe to show."""
 
 
-def redact_url(url: str) -> str:
-    """The URL without user:password (secrets are never printed)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<malformed URL>"
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, f"***@{host}", parts.path, parts.query, ""))
-
-
 def clean_label(value: str | None) -> str | None:
-    """A label value fit for display: control characters replaced, length capped.
+    """A label value fit for display: controls shown visibly, length capped (`inert_text`).
 
     Rich markup is left as is: rendering it inert is the view's job, and the text may be
     a legitimate name with brackets in it.
     """
     if value is None:
         return None
-    cleaned = "".join(c if c.isprintable() else "\ufffd" for c in value[:MAX_LABEL_CHARS])
-    return cleaned
+    return inert_text(value, MAX_LABEL_CHARS)
 
 
 @dataclass

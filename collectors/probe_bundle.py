@@ -26,7 +26,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 MAIN = HERE / "probe.py"
 # stdlib-only modules in collectors/, bundled in this order before probe.py
-HELPERS: tuple[str, ...] = ("probe_engine.py", "probe_logs.py", "probe_npu.py")
+HELPERS: tuple[str, ...] = ("safe_text.py", "probe_engine.py", "probe_logs.py", "probe_npu.py")
 
 STRIP_BEGIN = "# bundle: strip-begin"
 STRIP_END = "# bundle: strip-end"

@@ -5,7 +5,15 @@ often listen on localhost only, so the probe fetches the text on the node and sh
 back; the infertop side parses it with the scrape source's parser. Only the lines the
 infertop side can use travel: histogram buckets and HELP text are most of an engine's
 exposition, and EngineSample keeps only sums and counts.
+
+Its error line names the URL without its password or token (`collectors/safe_text.py`,
+bundled before this file): the line travels to infertop, is shown and is recorded.
 """
+
+# bundle: strip-begin
+from collectors.safe_text import redact_text, redact_url, url_secrets
+
+# bundle: strip-end
 
 ENGINE_MAX_BYTES = 2000000
 
@@ -20,9 +28,11 @@ def fetch_engine(url, timeout_s, max_bytes=ENGINE_MAX_BYTES):
         with opener.open(url, timeout=timeout_s) as resp:
             body = _read_whole(resp, max_bytes + 1)
     except Exception as exc:  # URLError, timeout, connection refused, HTTP 5xx, …
-        return None, f"engine {url}: {_engine_error_line(exc)}"
+        # urllib may quote the password without its URL ("nonnumeric port: 'pw@host'")
+        line = redact_text(_engine_error_line(exc), url_secrets(url))
+        return None, f"engine {redact_url(url)}: {line}"
     if len(body) > max_bytes:
-        return None, f"engine {url}: more than the {max_bytes}-byte cap of metrics"
+        return None, f"engine {redact_url(url)}: more than the {max_bytes}-byte cap of metrics"
     keep = []
     for line in body.decode("utf-8", errors="replace").splitlines():
         if line.startswith("# HELP") or "_bucket{" in line or line.endswith("_bucket"):

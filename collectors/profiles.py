@@ -26,7 +26,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from collectors.exposition import Exposition, ExpositionError, parse_exposition, redact_url
+from collectors.exposition import Exposition, ExpositionError, parse_exposition
+from collectors.safe_text import redact_url
 from collectors.sample import EngineSample, EngineSourceKind
 
 CustomProfiles = Mapping[str, Mapping[str, str | list[str]]]

@@ -11,7 +11,9 @@ Each exporter family becomes its own stream of samples ("prom:engine", "prom:gpu
 exporter's scrapes and a node whose exporter stopped goes stale with its true age.
 
 Secrets (bearer token, raw header) are read once, sent only as a header, and never
-appear in a message: errors are rebuilt from the exception's kind, not its text.
+appear in a message: errors are rebuilt from the exception's kind, not its text. They go
+to the configured URL only: a redirect is refused (requests would strip `Authorization`
+on a cross-host redirect, but carry a custom `header_name` such as `X-Api-Key` along).
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import requests
 from prometheus_api_client import PrometheusApiClientException
@@ -36,6 +37,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from collectors import promql
+from collectors.safe_text import inert_text, redact_url
 from collectors.sample import NodeSample
 from collectors.source import Emit, PollingSource
 from layouts.model import Layout, PrometheusConfig
@@ -52,16 +54,6 @@ PLACEHOLDER_NODE = "prometheus"
 
 class PromSetupError(ValueError):
     """Bad credentials setup (missing env var, unreadable token file). Safe to show."""
-
-
-def redact_url(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, f"***@{host}", parts.path, "", ""))
 
 
 def auth_headers(config: PrometheusConfig, environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -104,6 +96,8 @@ def describe_error(exc: BaseException, timeout_s: float) -> str:
         if code == 400:
             return "rejected a query (HTTP 400): check selector and node_label"
         return f"answered HTTP {code}" if code else "answered with an error"
+    if isinstance(exc, requests.TooManyRedirects):
+        return _redirect_refused(exc.response)
     if isinstance(exc, requests.Timeout | TimeoutError):
         return f"timed out after {timeout_s:g} s"
     if isinstance(exc, requests.exceptions.SSLError):
@@ -127,6 +121,16 @@ def describe_error(exc: BaseException, timeout_s: float) -> str:
     if isinstance(exc, ValueError | KeyError | TypeError):
         return "answered something that is not a Prometheus API response"
     return f"failed ({type(exc).__name__})"
+
+
+def _redirect_refused(response: requests.Response | None) -> str:
+    code = response.status_code if response is not None else None
+    where = response.headers.get("Location") if response is not None else None
+    to = f" to {inert_text(redact_url(where), 120)}" if where else ""
+    return (
+        f"answered a redirect (HTTP {code}){to}: refused, the credentials go to the configured "
+        "url only; set [prometheus] url to the final address"
+    )
 
 
 class NodeNamer:
@@ -195,6 +199,9 @@ class PromSource(PollingSource):
         if self._client is None:
             headers = auth_headers(self.config)
             session = requests.Session()
+            # no redirect is followed (TooManyRedirects at the first): the auth header
+            # must never reach another origin
+            session.max_redirects = 0
             session.verify = self.config.ca_file or self.config.verify_tls
             # no retries inside a tick (the next tick is the retry), and a pool as wide as
             # the concurrent queries so connections are reused, not discarded

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from collectors.safe_text import redact_text
 
 AcceleratorKind = Literal["gpu", "npu"]
 NicKind = Literal["ethernet", "infiniband", "roce", "bond", "npu-roce", "loopback", "other"]
@@ -138,6 +140,18 @@ class NodeSample(_Frozen):
     notes: list[str] = Field(default_factory=list)
     # Set when this source failed for this node; the other parts are then None.
     error: str | None = None
+
+    @field_validator("notes")
+    @classmethod
+    def _redact_notes(cls, notes: list[str]) -> list[str]:
+        # the last net for secrets: a source's message may quote a URL or an exception
+        # that holds one; what a sample says is shown, exported and recorded
+        return [redact_text(n) for n in notes]
+
+    @field_validator("error")
+    @classmethod
+    def _redact_error(cls, error: str | None) -> str | None:
+        return None if error is None else redact_text(error)
 
     @property
     def ok(self) -> bool:

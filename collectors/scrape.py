@@ -22,7 +22,7 @@ from typing import Any
 import aiohttp
 
 from collectors.exporters import EXPORTER_WANTED, parts_from_exporter
-from collectors.exposition import MAX_EXPOSITION_BYTES, ExpositionError, parse_exposition, redact_url
+from collectors.exposition import MAX_EXPOSITION_BYTES, ExpositionError, parse_exposition
 from collectors.profiles import (
     Profile,
     ProfileError,
@@ -30,6 +30,7 @@ from collectors.profiles import (
     engine_sample_from_exposition,
     resolve_profile,
 )
+from collectors.safe_text import redact_url
 from collectors.sample import EngineSample, GpuSample, NicSample, NodeSample
 from collectors.source import PollingSource
 from layouts.loader import LayoutError

@@ -19,7 +19,6 @@ import json
 import logging
 import os
 import random
-import re
 import shlex
 import socket
 import time
@@ -33,20 +32,15 @@ import asyncssh
 from collectors.log_source import log_watch_config
 from collectors.probe_bundle import BOOTSTRAP, bootstrap_payload
 from collectors.probe_schema import sample_from_reading
+from collectors.safe_text import inert_text, redact_text, url_secrets
 from collectors.sample import EngineSample, NodeSample
 from collectors.source import Emit, Source
 from layouts.model import Layout, NodeConfig, SshOptions
 
 log = logging.getLogger(__name__)
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 ENGINE_TIMEOUT_MAX_S = 2.0
 STARTUP_S = 30.0  # how long a fresh probe may take to its first reading
-
-
-def sanitise(text: str, limit: int = 200) -> str:
-    """One printable line: remote text (stderr, server messages) never carries escapes."""
-    return _CONTROL.sub(" ", text).strip()[:limit]
 
 
 @dataclass(frozen=True)
@@ -93,7 +87,7 @@ def probe_command(python: str) -> str:
 
 def describe_error(exc: BaseException, node: SshNode, timeout_s: float) -> str:
     """What happened, in words an operator acts on."""
-    detail = sanitise(str(exc) or type(exc).__name__)
+    detail = inert_text(str(exc) or type(exc).__name__)
     if isinstance(exc, asyncssh.HostKeyNotVerifiable):
         return f"host key not trusted for {node.target}: {detail} (check known_hosts)"
     if isinstance(exc, asyncssh.PermissionDenied):
@@ -228,7 +222,7 @@ class SshSource(Source):
         except ValueError:
             return NodeSample(
                 node=node.name, source=self.kind, taken_at=now,
-                error=f"bad probe line: {sanitise(line.decode('utf-8', 'replace'), 80)!r}",
+                error=f"bad probe line: {inert_text(line.decode('utf-8', 'replace'), 80)!r}",
             )
         notes: list[str] = []
         engine: EngineSample | None = None
@@ -236,7 +230,8 @@ class SshSource(Source):
             text = reading.pop("engine_text", None)
             fetch_error = reading.pop("engine_error", None)
             if isinstance(fetch_error, str):
-                notes.append(sanitise(fetch_error))
+                # the node quotes the URL it was given: never its password or token
+                notes.append(inert_text(redact_text(fetch_error, url_secrets(node.engine_url))))
             if isinstance(text, str):
                 engine, note = self._convert_engine(text, node.engine_profile)
                 if note:
@@ -257,7 +252,7 @@ class SshSource(Source):
         try:
             return self._engine(text, profile), None
         except Exception as exc:  # ExpositionError or a bad profile: a note, not a crash
-            return None, f"engine metrics: {sanitise(str(exc))}"
+            return None, f"engine metrics: {inert_text(str(exc))}"
 
     async def _stream(self, node: SshNode, conn: asyncssh.SSHClientConnection, emit: Emit) -> None:
         """Run the probe and emit its readings until it stops (raises `ProbeEnded`)."""
@@ -266,7 +261,7 @@ class SshSource(Source):
 
         async def drain_stderr() -> None:
             async for raw in process.stderr:
-                text = sanitise(raw.decode("utf-8", "replace"))
+                text = inert_text(raw.decode("utf-8", "replace")).strip()
                 if text:
                     stderr_tail.append(text)
 
@@ -324,12 +319,12 @@ class SshSource(Source):
             except ProbeEnded as exc:
                 message = str(exc)
             except ValueError as exc:  # bad target / config / key file
-                message = f"ssh setup for {node.target}: {sanitise(str(exc))}"
+                message = f"ssh setup for {node.target}: {inert_text(str(exc))}"
             except (OSError, asyncssh.Error, TimeoutError) as exc:
                 message = describe_error(exc, node, self.options.connect_timeout_s)
             except Exception as exc:  # never let one node's surprise end its task
                 log.debug("ssh %s failed", node.name, exc_info=True)
-                message = f"ssh {node.target}: {type(exc).__name__}: {sanitise(str(exc))}"
+                message = f"ssh {node.target}: {type(exc).__name__}: {inert_text(str(exc))}"
             finally:
                 if conn is not None:
                     self._conns.pop(node.name, None)

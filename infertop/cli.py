@@ -1,4 +1,9 @@
-"""The one entry point, `infertop`. Exit codes: 0 ok, 2 bad input, 1 anything else."""
+"""The one entry point, `infertop`. Exit codes: 0 ok, 2 bad input, 1 anything else.
+
+Every line printed for a human — an error, a progress line, a log record, a traceback —
+goes through `say` or the formatters here, and so through the one sanitiser
+(`collectors.safe_text.inert_text`): the text may quote a layout, a node or a record.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +12,50 @@ import asyncio
 import json
 import logging
 import sys
+import traceback
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from types import TracebackType
+from typing import Any, NoReturn, TextIO
 
+from collectors.safe_text import inert_text
 from infertop import __version__
 from infertop.argtypes import positive_float
 from layouts import Layout, LayoutError, load_layout, local_layout
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
+MAX_MESSAGE_CHARS = 1000
+LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
+
+
+def say(message: object, stream: TextIO | None = None) -> None:
+    """Print one line for a human (stderr unless told): inert, one line, bounded."""
+    print(inert_text(message, MAX_MESSAGE_CHARS), file=stream or sys.stderr, flush=True)
+
+
+def inert_lines(text: str) -> str:
+    """Several lines (a log record with its traceback), each through `inert_text`."""
+    return "\n".join(inert_text(line, MAX_MESSAGE_CHARS) for line in text.splitlines())
+
+
+class InertFormatter(logging.Formatter):
+    """Log records quote what nodes and files said: the message is one inert line (a node
+    cannot forge a second record), a traceback keeps its lines, each inert."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return inert_text(super().formatMessage(record), MAX_MESSAGE_CHARS)
+
+    def formatException(self, ei: Any) -> str:
+        return inert_lines(super().formatException(ei))
+
+    def formatStack(self, stack_info: str) -> str:
+        return inert_lines(super().formatStack(stack_info))
+
+
+def _inert_excepthook(
+    kind: type[BaseException], exc: BaseException, tb: TracebackType | None
+) -> None:
+    # an unexpected crash still exits 1 with its traceback, but its message is inert
+    sys.stderr.write(inert_lines("".join(traceback.format_exception(kind, exc, tb))) + "\n")
 
 
 class UsageError(Exception):
@@ -122,15 +163,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-        logging.basicConfig(
-            level=logging.DEBUG if args.verbose else logging.WARNING,
-            format="%(levelname)s %(name)s: %(message)s",
-        )
+        handler = logging.StreamHandler()
+        handler.setFormatter(InertFormatter(LOG_FORMAT))
+        logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, handlers=[handler])
         if args.command is None:
             return cmd_tui(args)
         return SUBCOMMANDS[args.command][2](args)
     except (UsageError, LayoutError) as exc:
-        print(f"infertop: {exc}" if isinstance(exc, LayoutError) else str(exc), file=sys.stderr)
+        say(f"infertop: {exc}" if isinstance(exc, LayoutError) else exc)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130
@@ -142,6 +182,7 @@ def entry() -> NoReturn:
     from infertop.gctune import tune_gc
 
     tune_gc()  # a process of its own: long-running commands collect garbage less often
+    sys.excepthook = _inert_excepthook
     sys.exit(main())
 
 

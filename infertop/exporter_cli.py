@@ -12,12 +12,11 @@ import asyncio
 import contextlib
 import ipaddress
 import signal
-import sys
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, start_http_server
 
-from infertop.cli import EXIT_OK, SUBCOMMANDS, UsageError, _layout_or_local, add_layout_arg
+from infertop.cli import EXIT_OK, SUBCOMMANDS, UsageError, _layout_or_local, add_layout_arg, say
 from infertop.exporter import SnapshotCollector
 from infertop.runtime import Monitor
 from layouts.model import Layout
@@ -64,7 +63,7 @@ async def serve(layout: Layout, host: str, port: int) -> int:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
     shown = f"[{host}]" if ":" in host else host
-    print(f"infertop export: serving http://{shown}:{port}/metrics", file=sys.stderr, flush=True)
+    say(f"infertop export: serving http://{shown}:{port}/metrics")
     await monitor.start()
     try:
         await stop.wait()

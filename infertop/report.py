@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from decimal import Decimal
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from collectors.safe_text import inert_text
 from infertop.evaluation.api_price import describe
 from infertop.evaluation.money import usd_per
 from infertop.format import fmt_num, fmt_pct, fmt_span, fmt_usd
@@ -26,17 +26,13 @@ from infertop.store import Recording, TickRow
 from infertop.view import SessionView
 
 HOUR_S = 3600.0
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def inert(text: object) -> str:
-    """Text from a layout or a record with its control characters (ANSI escapes) defused."""
-    return _CONTROL.sub("?", str(text))
+# a report line holds a path, a cluster name, a price table: generous, but bounded
+MAX_TEXT_CHARS = 500
 
 
 def clean(text: object) -> str:
-    """`inert`, and safe inside a Markdown table cell."""
-    return inert(text).replace("|", "\\|")
+    """Text from a layout or a record, inert (`inert_text`) and safe in a Markdown table."""
+    return inert_text(text, MAX_TEXT_CHARS).replace("|", "\\|")
 
 
 def iso(t: float | None) -> str:
@@ -99,7 +95,12 @@ def _write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[object
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(header)
-        writer.writerows(rows)
+        # cells come from the record (node names, phases): `cat nodes.csv` must be safe
+        writer.writerows([_cell(c) for c in row] for row in rows)
+
+
+def _cell(value: object) -> object:
+    return inert_text(value, MAX_TEXT_CHARS) if isinstance(value, str) else value
 
 
 def _money(value: Decimal | float | None) -> str:
@@ -110,12 +111,13 @@ def _money(value: Decimal | float | None) -> str:
 def chart_svg(ticks: Sequence[TickRow], title: str, width: int = 800, height: int = 320) -> str:
     """Cumulative spend (left axis) and accepted tokens/s (right axis) over time."""
     pad_l, pad_r, pad_t, pad_b = 70, 70, 36, 40
+    shown_title = escape(inert_text(title, MAX_TEXT_CHARS))
     plot_w, plot_h = width - pad_l - pad_r, height - pad_t - pad_b
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
         f'<rect width="{width}" height="{height}" fill="white"/>',
-        f'<text x="{width / 2}" y="20" text-anchor="middle" font-size="14">{escape(inert(title))}</text>',
+        f'<text x="{width / 2}" y="20" text-anchor="middle" font-size="14">{shown_title}</text>',
         f'<rect x="{pad_l}" y="{pad_t}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#888"/>',
     ]
     if len(ticks) < 2:

@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from infertop.argtypes import non_negative_int, positive_float
-from infertop.cli import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_OK, SUBCOMMANDS, _layout_or_local, add_layout_arg
+from infertop.cli import (
+    EXIT_BAD_INPUT,
+    EXIT_FAIL,
+    EXIT_OK,
+    SUBCOMMANDS,
+    _layout_or_local,
+    add_layout_arg,
+    say,
+)
 from infertop.format import fmt_usd
 from infertop.report import write_report
 from infertop.session import PHASES
@@ -28,7 +36,7 @@ if TYPE_CHECKING:
 
 
 def _fail(message: str) -> int:
-    print(f"infertop: {message}", file=sys.stderr)
+    say(f"infertop: {message}")
     return EXIT_BAD_INPUT
 
 
@@ -67,10 +75,10 @@ async def _record(args: argparse.Namespace) -> int:
     ledger = monitor.ledger
     how = "resuming the session that began" if recorder.store.resumed else "new session, reservation start"
     start = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ledger.started_at))
-    print(f"infertop: recording to {recorder.path} ({how} {start})", file=sys.stderr, flush=True)
+    say(f"infertop: recording to {recorder.path} ({how} {start})")
     if not args.quiet:
         def show(snapshot: Snapshot) -> None:
-            print(tick_line(snapshot), flush=True)
+            say(tick_line(snapshot), sys.stdout)
 
         monitor.listeners.append(show)
     done = asyncio.Event()
@@ -123,7 +131,7 @@ def cmd_phase(args: argparse.Namespace) -> int:
         add_phase_mark(target, args.name, time.time())
     except RecordError as exc:
         return _fail(str(exc))
-    print(f"phase {args.name} marked in {target} (applied at the session's next tick)")
+    say(f"phase {args.name} marked in {target} (applied at the session's next tick)", sys.stdout)
     return EXIT_OK
 
 
@@ -153,7 +161,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         except OSError as exc:
             return _fail(f"{out}: cannot write the report: {exc.strerror or exc}")
         for p in written:
-            print(p)
+            say(p, sys.stdout)
         if rec.problems:
             return _fail(f"{path}: damaged recording ({rec.problems[0]}); "
                          f"the report covers the {len(rec.ticks)} readable ticks")
@@ -214,11 +222,11 @@ def run_recorded_tui(layout: Layout, record: str | None) -> int:
         code = run_feed(feed)
     finally:
         # the TUI has left the screen: say where the session went, and what it is missing
-        print(f"infertop: session record {path} (infertop report {path})", file=sys.stderr)
+        say(f"infertop: session record {path} (infertop report {path})")
         recorder = getattr(feed, "recorder", None)  # RecordedFeed's (a class local to recorded_feed)
         lost = recorder.lost_ticks() if isinstance(recorder, Recorder) else None
         if lost is not None:
-            print(f"infertop: {lost}", file=sys.stderr)
+            say(f"infertop: {lost}")
             code = code or EXIT_FAIL
     return code
 

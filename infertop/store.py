@@ -8,6 +8,11 @@ fsync per tick; that is the trade a monitor that commits every second should mak
 
 Phase marks from the command line (`infertop phase load`) go through the same file: the
 CLI inserts a row into `phase_marks`, the running session applies it before its next tick.
+
+A record is private: the state directory is created 0700 (an existing one open to other
+users is reported), the record file 0600 before SQLite opens it (SQLite gives its -wal and
+-shm files the database's mode), and the layout it keeps has every URL's password and
+secret-looking query values masked (replay and report need no credentials).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import queue
 import re
 import shlex
 import sqlite3
+import stat
 import sys
 import threading
 import time
@@ -34,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import pydantic_core
 
+from collectors.safe_text import redact_url
 from infertop import record_checks as check
 from infertop.evaluation.link_summary import with_link_judgments
 from infertop.session import PHASES, SessionLedger
@@ -99,6 +106,64 @@ def layout_key(layout: Layout) -> str:
 
 def default_record_path(layout: Layout) -> Path:
     return state_dir() / f"{layout_key(layout)}.sqlite"
+
+
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S*")
+
+
+def _private_dir(directory: Path) -> None:
+    """Create `directory` 0700; say so when the state directory is open to other users.
+
+    An existing directory is never chmod-ed (it may be shared, e.g. a pointed-to /tmp):
+    the record in it is 0600 either way, but its name (the cluster's) is visible.
+    """
+    directory.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
+    if directory.resolve() == state_dir().resolve():
+        mode = stat.S_IMODE(directory.stat().st_mode)
+        if mode & 0o077:
+            log.warning("state directory %s is open to other users (mode %s): chmod 700 %s",
+                        directory, oct(mode), directory)
+
+
+def _create_private_file(path: Path) -> None:
+    """An empty file that only its owner can read, made before SQLite opens the path."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
+    os.close(fd)
+
+
+def _tighten(path: Path) -> None:
+    """A record (and its -wal, -shm) from before records were private: make it 0600."""
+    for suffix in ("", "-wal", "-shm"):
+        part = Path(f"{path}{suffix}")
+        with contextlib.suppress(FileNotFoundError):
+            mode = part.lstat().st_mode
+            # a regular file only: chmod follows symlinks, and a link is not ours to change
+            if stat.S_ISREG(mode) and stat.S_IMODE(mode) & 0o077:
+                try:
+                    part.chmod(PRIVATE_FILE_MODE)
+                except OSError as exc:
+                    log.warning("%s is open to other users and cannot be made private: %s", part, exc)
+
+
+def _redact_urls(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact_url(value) if _URL.fullmatch(value) else value
+    if isinstance(value, list):
+        return [_redact_urls(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _redact_urls(v) for k, v in value.items()}
+    return value
+
+
+def stored_layout_json(layout: Layout) -> str:
+    """The layout as a record keeps it: every URL-valued string without its secrets.
+
+    Only whole-URL strings change (a log pattern that holds `key=` is left alone), so
+    the stored text still validates as a Layout for replay and report.
+    """
+    return json.dumps(_redact_urls(layout.model_dump(mode="json")), separators=(",", ":"))
 
 
 def _connect(path: Path, any_thread: bool = False) -> sqlite3.Connection:
@@ -318,7 +383,7 @@ class SessionStore:
         """
         path = path if path is not None else default_record_path(layout)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            _private_dir(path.parent)
         except OSError as exc:
             raise RecordError(f"{path.parent}: cannot create the state directory: {exc}") from None
         lock = WriterLock.take(path)  # before reading: a second writer must not even archive
@@ -341,6 +406,7 @@ class SessionStore:
             pinned = layout.session.reservation_start
             same_start = pinned is not None and abs(pinned.timestamp() - ledger.started_at) < 1e-6
             if "ended_at" not in meta or same_start:
+                _tighten(path)
                 return cls._resume(path, layout, meta, ledger)
             cls._archive(path, meta)
         return cls._create(path, layout, fresh_ledger)
@@ -386,15 +452,18 @@ class SessionStore:
             with contextlib.suppress(FileNotFoundError):
                 Path(f"{path}{suffix}").unlink()
         try:
+            _create_private_file(path)
             conn = _connect(path)
             conn.executescript(_DDL)
+        except OSError as exc:
+            raise RecordError(f"{path}: cannot create the session record ({exc.strerror or exc})") from None
         except sqlite3.Error as exc:
             raise RecordError(f"{path}: cannot create the session record ({_describe(exc)})") from None
         meta = {
             "schema": str(SCHEMA_VERSION),
             "created_at": repr(time.time()),
             "started_at": repr(ledger.started_at),
-            "layout": layout.model_dump_json(),
+            "layout": stored_layout_json(layout),
             "layout_path": layout.source_path or "",
         }
         conn.execute("BEGIN")

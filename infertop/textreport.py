@@ -1,10 +1,18 @@
-"""Plain-text table of a Snapshot for `infertop snapshot` without --json."""
+"""Plain-text table of a Snapshot for `infertop snapshot` without --json.
+
+Everything from nodes (names, notes, errors, verdict kinds) passes through the one
+sanitiser, `inert_text`: a node cannot set the terminal's title, clear the screen,
+reorder a line with bidi overrides or forge a line of its own.
+"""
 
 from __future__ import annotations
 
+from collectors.safe_text import inert_text
 from infertop.format import fmt_num, fmt_pct, fmt_rate_gbps, fmt_usd
 from infertop.view import NodeView, Snapshot
 
+MAX_CELL_CHARS = 80
+MAX_LINE_CHARS = 500
 _COLUMNS = ("NODE", "ROLE", "STATUS", "GPUS", "UTIL", "POWER", "NET RX", "NET TX",
             "STEPS/S", "ACCEPT", "TOK/S", "$/H", "IDLE", "VERDICTS")
 
@@ -16,9 +24,9 @@ def _row(n: NodeView) -> tuple[str, ...]:
     tx = [x.tx_bytes_per_s for x in n.nics if x.tx_bytes_per_s is not None and x.kind != "loopback"]
     e = n.engine
     return (
-        n.name,
-        n.role,
-        n.status,
+        inert_text(n.name, MAX_CELL_CHARS),
+        inert_text(n.role, MAX_CELL_CHARS),
+        inert_text(n.status, MAX_CELL_CHARS),
         str(len(n.gpus)),
         fmt_num(sum(utils) / len(utils), 0, "%") if utils else "—",
         fmt_num(sum(power), 0, " W") if power else "—",
@@ -29,7 +37,7 @@ def _row(n: NodeView) -> tuple[str, ...]:
         fmt_num(e.accepted_tokens_per_s if e else None, 0),
         fmt_usd(n.cost_per_hour_usd),
         fmt_pct(n.idle_fraction),
-        ", ".join(v.kind for v in n.verdicts) or "—",
+        inert_text(", ".join(v.kind for v in n.verdicts) or "—", MAX_LINE_CHARS),
     )
 
 
@@ -40,13 +48,15 @@ def snapshot_table(snapshot: Snapshot) -> str:
     s = snapshot.session
     lines.append("")
     lines.append(
-        f"cluster {snapshot.cluster.name}: {fmt_usd(snapshot.cluster.total.cost_per_hour_usd)}/h, "
+        f"cluster {inert_text(snapshot.cluster.name, MAX_CELL_CHARS)}: "
+        f"{fmt_usd(snapshot.cluster.total.cost_per_hour_usd)}/h, "
         f"spend {fmt_usd(s.spend_usd)} (idle {fmt_usd(s.idle_spend_usd)}), "
         f"$/1M tokens {fmt_usd(s.usd_per_million_output_tokens)}"
     )
     for node in snapshot.nodes:
+        name = inert_text(node.name, MAX_CELL_CHARS)
         for note in node.notes:
-            lines.append(f"note {node.name}: {note}")
+            lines.append(f"note {name}: {inert_text(note, MAX_LINE_CHARS)}")
         if node.error:
-            lines.append(f"error {node.name}: {node.error}")
+            lines.append(f"error {name}: {inert_text(node.error, MAX_LINE_CHARS)}")
     return "\n".join(lines) + "\n"

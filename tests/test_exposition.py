@@ -195,7 +195,7 @@ def test_every_bundled_profile_lists_exact_names() -> None:
 def test_redact_and_clean_label() -> None:
     assert redact_url("http://a:b@h:1/m") == "http://***@h:1/m"
     assert redact_url("http://h/m") == "http://h/m"
-    assert clean_label("H200\x1b[31m") == "H200\ufffd[31m"
+    assert clean_label("H200\x1b[31m") == "H200\\x1b[31m"  # shown, never obeyed
     assert clean_label("[bold]x[/]") == "[bold]x[/]"
     assert len(clean_label("x" * 10_000) or "") == 200
 

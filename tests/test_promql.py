@@ -123,7 +123,7 @@ def test_error_messages_are_short_and_carry_no_secret() -> None:
     assert describe_error(ValueError("Expecting value"), 5) == (
         "answered something that is not a Prometheus API response"
     )
-    assert redact_url("https://user:pw@prom:9090/x?token=1") == "https://***@prom:9090/x"
+    assert redact_url("https://user:pw@prom:9090/x?token=1") == "https://***@prom:9090/x?token=***"
 
 
 def test_credentials_from_env_or_file(tmp_path: Path) -> None:

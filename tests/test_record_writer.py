@@ -117,7 +117,7 @@ def test_a_killed_writer_does_not_block_the_next(tmp_path: Path) -> None:
 @pytest.mark.hostile
 def test_the_lock_file_is_not_followed_through_a_symlink(tmp_path: Path) -> None:
     (tmp_path / "layout.toml").write_text(LAYOUT)
-    (tmp_path / "state").mkdir()
+    (tmp_path / "state").mkdir(mode=0o700)  # private, as infertop makes it
     victim = tmp_path / "victim.txt"
     victim.write_text("keep me\n")
     record = tmp_path / "state" / "session.sqlite"

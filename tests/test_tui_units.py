@@ -7,12 +7,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from collectors.safe_text import inert_text
 from infertop.format import fmt_bytes_pair, fmt_power_w
 from infertop.view import EngineView, GpuView, NodeView, VerdictView
 from tui.columns import GREY, SORTS, TROUBLE, NodeLabel, SortSpec, render_row, sort_order
 from tui.filtering import NodeFilter
 from tui.sparkline import sparkline
-from tui.text import clean, inert
+from tui.text import inert
 
 
 def node(name: str = "n1", **kw: object) -> NodeView:
@@ -27,27 +28,28 @@ def node(name: str = "n1", **kw: object) -> NodeView:
     ("raw", "shown"),
     [
         ("[red]x[/]", "[red]x[/]"),
-        ("\x1b[31mred\x1b[0m", "red"),
-        ("a\x1b]8;;http://evil\x1b\\link\x1b]8;;\x1b\\b", "alinkb"),
+        ("\x1b[31mred\x1b[0m", "\\x1b[31mred\\x1b[0m"),
+        ("a\x1b]8;;http://evil\x1b\\link\x1b]8;;\x1b\\b", "a\\x1b]8;;http://evil\\x1b\\link\\x1b]8;;\\x1b\\b"),
         ("two\nlines\tand\rtabs", "two lines and tabs"),
-        ("bell\x07 nul\x00 c1\x9b", "bell nul c1"),
-        ("rtl\u202eoverride", "rtloverride"),
+        ("bell\x07 nul\x00 c1\x9b", "bell\\x07 nul\\x00 c1\\x9b"),
+        ("rtl\u202eoverride", "rtl\\u202eoverride"),
     ],
 )
-def test_clean_strips_escapes_keeps_markup_literal(raw: str, shown: str) -> None:
-    assert clean(raw) == shown
+def test_inert_shows_escapes_visibly_and_markup_literally(raw: str, shown: str) -> None:
+    assert inert_text(raw) == shown
     text = inert(raw)
     assert text.plain == shown and text.spans == []
 
 
 @given(st.text())
-def test_clean_never_leaves_control_characters(raw: str) -> None:
-    out = clean(raw, max_len=10_000)
-    assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in out)
+def test_inert_text_never_leaves_control_characters(raw: str) -> None:
+    out = inert_text(raw, max_len=10_000)
+    assert out.isprintable()
+    assert inert_text(out, max_len=10_000) == out  # idempotent: sanitising twice is harmless
 
 
-def test_clean_truncates() -> None:
-    assert clean("x" * 500, max_len=10) == "x" * 9 + "…"
+def test_inert_text_truncates() -> None:
+    assert inert_text("x" * 500, max_len=10) == "x" * 9 + "…"
 
 
 # -- sparklines --------------------------------------------------------------------
@@ -112,7 +114,7 @@ def test_stale_row_greyed_but_status_says_why() -> None:
 
 def test_name_cell_keeps_its_node_and_is_inert() -> None:
     label = NodeLabel("[b]x[/b]\x1b[1m")
-    assert label.node == "[b]x[/b]\x1b[1m" and label.plain == "[b]x[/b]" and label.spans == []
+    assert label.node == "[b]x[/b]\x1b[1m" and label.plain == "[b]x[/b]\\x1b[1m" and label.spans == []
 
 
 def test_sort_orders_worst_first_unknown_last() -> None:

@@ -127,6 +127,7 @@ async def test_hostile_text_is_shown_inert() -> None:
         app.show(snapshot({"n1": [verdict("idle", "warning", 1.0, detail=evil)]}))
         await pilot.pause()
         shown = rows(table)[0][5]
-        assert shown == "[bold red]pwn[/] redlink"  # markup literal, escapes gone
+        # markup literal, escapes written out (never obeyed)
+        assert shown == "[bold red]pwn[/] \\x1b[31mred\\x1b[0m\\x1b]8;;http://x\\x07link"
         notes = list(app._notifications)
         assert notes[0].markup is False and "\x1b" not in notes[0].message

@@ -10,9 +10,9 @@ from typing import Any
 from textual.app import App
 from textual.notifications import SeverityLevel
 
+from collectors.safe_text import inert_text
 from infertop.evaluation.verdicts import hunt_order
 from infertop.view import NodeView, VerdictView
-from tui.text import clean
 
 Key = tuple[str, str]
 NOTIFY_SEVERITY: dict[str, SeverityLevel] = {
@@ -39,7 +39,7 @@ class VerdictAnnouncer:
         started = [] if seen is None else [(n, v) for n, v in pairs if (n.name, v.kind) not in seen]
         if len(started) > MAX_NOTIFICATIONS:
             worst = started[0][1].severity
-            names = ", ".join(clean(f"{n.name} {v.kind}", 60) for n, v in started[:MAX_NOTIFICATIONS])
+            names = ", ".join(inert_text(f"{n.name} {v.kind}", 60) for n, v in started[:MAX_NOTIFICATIONS])
             app.notify(
                 f"{len(started)} new verdicts: {names}, …",
                 title="infertop", severity=NOTIFY_SEVERITY.get(worst, "warning"), markup=False,
@@ -47,8 +47,8 @@ class VerdictAnnouncer:
             return started
         for node, verdict in started:
             app.notify(
-                clean(verdict.detail, 200),
-                title=clean(f"{node.name}: {verdict.kind}", 80),
+                inert_text(verdict.detail, 200),
+                title=inert_text(f"{node.name}: {verdict.kind}", 80),
                 severity=NOTIFY_SEVERITY.get(verdict.severity, "warning"),
                 markup=False,
             )

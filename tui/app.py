@@ -19,6 +19,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widget import Widget
 
+from collectors.safe_text import inert_text
 from collectors.source import Source
 from infertop.feed import MonitorFeed, PhaseMarkingFeed, SnapshotFeed, can_mark_phase
 from infertop.session import PHASES
@@ -33,7 +34,6 @@ from tui.messages import OpenNode, SnapshotArrived
 from tui.node_screen import NodeScreen
 from tui.node_table import NodeTable
 from tui.overview import OverviewScreen
-from tui.text import clean
 
 log = logging.getLogger(__name__)
 FEED_STOP_TIMEOUT_S = 10.0
@@ -190,7 +190,7 @@ class InfertopApp(App[int]):
         yield SystemCommand("Help: keys", "Every key binding (?)", self.action_help)
         if self.latest_snapshot is not None:
             for node in self.latest_snapshot.nodes:
-                yield SystemCommand(f"Open node {clean(node.name, 60)}", f"{node.role}, {node.status}",
+                yield SystemCommand(f"Open node {inert_text(node.name, 60)}", f"{node.role}, {node.status}",
                                     partial(self.open_node, node.name), discover=False)
         if can_mark_phase(self.feed):
             for phase in PHASES:

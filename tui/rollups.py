@@ -13,9 +13,9 @@ from rich.cells import cell_len
 from rich.text import Text
 from textual.widgets import Static
 
+from collectors.safe_text import inert_text
 from infertop.format import fmt_num, fmt_pct, fmt_usd
 from infertop.view import RollupView, Snapshot
-from tui.text import clean
 
 _HEADERS = ("POOL", "NODES", "GPUS", "UTIL", "STEPS/S", "ACCEPT", "TOK/S", "FULL TOK/S",
             "RUN", "WAIT", "$/H", "IDLE")
@@ -27,7 +27,7 @@ Row = tuple[str, ...]
 
 def _row(label: str, r: RollupView) -> Row:
     return (
-        clean(label),
+        inert_text(label),
         str(r.nodes),
         str(r.gpus),
         fmt_num(r.util_pct, 0, "%"),
