@@ -35,7 +35,7 @@ from collectors.probe_bundle import BOOTSTRAP, bootstrap_payload
 from collectors.probe_schema import sample_from_reading
 from collectors.sample import EngineSample, NodeSample
 from collectors.source import Emit, Source
-from layouts.model import Layout, NodeConfig, SshOptions
+from layouts.model import Layout, NodeConfig, SshOptions, split_ssh_target
 
 log = logging.getLogger(__name__)
 
@@ -57,21 +57,13 @@ class SshTarget:
 
 
 def parse_target(target: str) -> SshTarget:
-    """`alias`, `user@host`, `host:port`, `user@[v6addr]:port` → parts (None = from config)."""
-    user, _, rest = target.rpartition("@")
-    port: int | None = None
-    if rest.startswith("["):
-        host, _, tail = rest[1:].partition("]")
-        if tail.startswith(":"):
-            port = int(tail[1:])
-    elif rest.count(":") == 1:
-        host, _, port_text = rest.partition(":")
-        port = int(port_text)
-    else:
-        host = rest
-    if not host or (port is not None and not 0 < port < 65536):
-        raise ValueError(f"bad ssh target {target!r}: expected alias, user@host or host:port")
-    return SshTarget(host=host, port=port, user=user or None)
+    """`alias`, `user@host`, `host:port`, `user@[v6addr]:port` → parts (None = from config).
+
+    Checked by the layout's grammar again here (ValueError): asyncssh puts the host into
+    the user's ssh config (`%h` in a ProxyCommand), so a target is never free text.
+    """
+    user, host, port = split_ssh_target(target)
+    return SshTarget(host=host, port=port, user=user)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ error, not a silently ignored setting.
 from __future__ import annotations
 
 import datetime as dt
+import ipaddress
 import re
 from typing import Annotated, Literal
 from urllib.parse import urlparse
@@ -34,6 +35,89 @@ def check_http_url(url: str) -> str:
     except ValueError as exc:
         raise ValueError(f"malformed URL {url!r}: {exc}") from None
     return url
+
+
+def shown(value: str, limit: int = 80) -> str:
+    """A layout value quoted for a one-line message: escapes visible (repr), length bounded."""
+    return repr(value[:limit]) + ("…" if len(value) > limit else "")
+
+
+# An ssh target is substituted by asyncssh into the user's own ssh config (`%h` in a
+# `ProxyCommand ssh -W %h:%p jump` or a `Match exec`), whose command line is then split
+# into arguments or run by a shell: so a target is only what its grammar allows. User
+# names as POSIX portable names; host names and ssh-config aliases as RFC 1123 labels
+# (plus `_`, common in aliases); IPv6 literals only as addresses. No whitespace, no
+# leading `-`, no `%`, no quotes, no shell metacharacters, nothing outside ASCII.
+_SSH_TARGET_CHARS = re.compile(r"[A-Za-z0-9_.@:\[\]-]+", re.ASCII)
+_SSH_USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}", re.ASCII)
+_SSH_LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
+_SSH_HOST = re.compile(rf"{_SSH_LABEL}(?:\.{_SSH_LABEL})*\.?", re.ASCII)
+_SSH_HOST_MAX = 253
+_SSH_PORT = re.compile(r"[0-9]{1,5}", re.ASCII)
+_SSH_EXPECTED = "expected alias, user@host[:port] or user@[v6]:port"
+
+
+def _ssh_port(text: str) -> int:
+    if not _SSH_PORT.fullmatch(text) or not 0 < int(text) < 65536:
+        raise ValueError(f"port {shown(text)} is not a number from 1 to 65535")
+    return int(text)
+
+
+def _ssh_host(host: str) -> str:
+    if not _SSH_HOST.fullmatch(host) or len(host.rstrip(".")) > _SSH_HOST_MAX:
+        raise ValueError(f"host {shown(host)} is not a host name or alias")
+    return host
+
+
+def _ssh_v6(text: str) -> str:
+    try:
+        ipaddress.IPv6Address(text)
+    except ValueError:
+        raise ValueError(f"{shown(text)} is not an IPv6 address") from None
+    return text
+
+
+def _split_ssh_target(target: str) -> tuple[str | None, str, int | None]:
+    if not target:
+        raise ValueError("empty")
+    if "{host}" in target:
+        raise ValueError("{host} is replaced only in a hosts range")
+    if target.startswith("-"):
+        raise ValueError("starts with '-' (it would be read as an option)")
+    if not _SSH_TARGET_CHARS.fullmatch(target):
+        bad = next(ch for ch in target if not _SSH_TARGET_CHARS.fullmatch(ch))
+        raise ValueError(f"character {bad!r} is not allowed")
+    user, at, rest = target.rpartition("@")
+    if at and not _SSH_USER.fullmatch(user):
+        raise ValueError(f"user {shown(user)} is not a user name")
+    if rest.startswith("["):
+        inner, closed, tail = rest[1:].partition("]")
+        if not closed:
+            raise ValueError("'[' without ']'")
+        if tail and not tail.startswith(":"):
+            raise ValueError(f"{shown(tail)} after ']' (expected :port)")
+        return user or None, _ssh_v6(inner), _ssh_port(tail[1:]) if tail else None
+    if rest.count(":") > 1:  # a bare IPv6 address (no port: that needs brackets)
+        return user or None, _ssh_v6(rest), None
+    host, colon, port_text = rest.partition(":")
+    return user or None, _ssh_host(host), _ssh_port(port_text) if colon else None
+
+
+def split_ssh_target(target: str) -> tuple[str | None, str, int | None]:
+    """(user, host, port) of an ssh target, None where the ssh config decides.
+
+    Raises ValueError with a one-line message when the target is not user@host[:port],
+    user@[v6]:port or an alias by their grammar (see above: it could become a command).
+    """
+    try:
+        return _split_ssh_target(target)
+    except ValueError as exc:
+        raise ValueError(f"bad ssh target {shown(target)}: {exc}; {_SSH_EXPECTED}") from None
+
+
+def check_ssh_target(target: str) -> str:
+    split_ssh_target(target)
+    return target
 
 
 class ClusterConfig(_Strict):
@@ -235,6 +319,11 @@ class NodeConfig(_Strict):
     @classmethod
     def _metrics(cls, urls: list[str]) -> list[str]:
         return [check_http_url(u.replace("{host}", "host")) and u for u in urls]
+
+    @field_validator("ssh")
+    @classmethod
+    def _ssh(cls, value: str | None) -> str | None:
+        return None if value is None else check_ssh_target(value)
 
     @field_validator("name")
     @classmethod
