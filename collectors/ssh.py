@@ -22,6 +22,7 @@ import random
 import re
 import shlex
 import socket
+import stat
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -64,6 +65,24 @@ def parse_target(target: str) -> SshTarget:
     """
     user, host, port = split_ssh_target(target)
     return SshTarget(host=host, port=port, user=user)
+
+
+def checked_ssh_config(path: str) -> str:
+    """`path` if it is a regular file owned by this user (or root) that no one else may
+    write; else ValueError. A config can run commands (ProxyCommand, `Match exec`), and
+    this one is named by the layout: held to what OpenSSH asks of ~/.ssh/config."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise ValueError(f"ssh config {path}: {exc.strerror or type(exc).__name__}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"ssh config {path} is not a regular file")
+    if st.st_uid not in (os.getuid(), 0):
+        raise ValueError(f"ssh config {path} is owned by another user (uid {st.st_uid})")
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        who = "others" if st.st_mode & stat.S_IWOTH else "its group"
+        raise ValueError(f"ssh config {path} is writable by {who}: not read (chmod go-w)")
+    return path
 
 
 @dataclass(frozen=True)
@@ -177,7 +196,7 @@ class SshSource(Source):
         if target.user is not None:
             kwargs["username"] = target.user
         if opts.config is not None:
-            kwargs["config"] = [os.path.expanduser(opts.config)]
+            kwargs["config"] = [checked_ssh_config(os.path.expanduser(opts.config))]
         if opts.identity_files:
             kwargs["client_keys"] = [os.path.expanduser(p) for p in opts.identity_files]
         if opts.insecure_no_host_key_check:

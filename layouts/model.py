@@ -12,18 +12,65 @@ import re
 from typing import Annotated, Literal
 from urllib.parse import urlparse
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from collectors.probe_logs import BUILTIN_PATTERN_SETS, LOG_PATTERN_KINDS, LOG_QUANTITIES
 
 Role = Literal["prefill", "decode", "mixed"]
 PositiveFloat = Annotated[float, Field(gt=0)]
 NonNegFloat = Annotated[float, Field(ge=0)]
-NonEmptyStr = Annotated[str, Field(min_length=1)]
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def shown(value: str, limit: int = 80) -> str:
+    """A layout value quoted for a one-line message: escapes visible (repr), length bounded."""
+    return repr(value[:limit]) + ("…" if len(value) > limit else "")
+
+
+# C0 and C1 controls and DEL: in a path, an argument or a header they are never meant,
+# and on a terminal they are commands (a NUL also makes the OS call fail much later)
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# the probe's interpreter: a program name or path on the remote command line (quoted
+# there too); never an option (`-…`), never words
+_INTERPRETER = re.compile(r"[A-Za-z0-9_./+][A-Za-z0-9_./+-]{0,254}", re.ASCII)
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}", re.ASCII)
+_HTTP_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}", re.ASCII)  # RFC 9110 field name
+
+
+def check_plain_text(value: str) -> str:
+    """Non-empty, with no control characters (a path, an argument handed to the OS)."""
+    if not value:
+        raise ValueError("must not be empty")
+    bad = _CONTROL_CHARS.search(value)
+    if bad:
+        raise ValueError(f"{shown(value)} holds the control character {bad.group()!r}")
+    return value
+
+
+def _check_interpreter(value: str) -> str:
+    if not _INTERPRETER.fullmatch(value):
+        raise ValueError(f"{shown(value)} is not a program name or path (letters, digits, _./+-)")
+    return value
+
+
+def _check_env_name(value: str) -> str:
+    if not _ENV_NAME.fullmatch(value):
+        raise ValueError(f"{shown(value)} is not an environment variable name")
+    return value
+
+
+def _check_header_name(value: str) -> str:
+    if not _HTTP_TOKEN.fullmatch(value):
+        raise ValueError(f"{shown(value)} is not an HTTP header name")
+    return value
+
+
+PathStr = Annotated[str, AfterValidator(check_plain_text)]
+ArgStr = Annotated[str, AfterValidator(check_plain_text)]
+EnvName = Annotated[str, AfterValidator(_check_env_name)]
 
 
 def check_http_url(url: str) -> str:
@@ -35,11 +82,6 @@ def check_http_url(url: str) -> str:
     except ValueError as exc:
         raise ValueError(f"malformed URL {url!r}: {exc}") from None
     return url
-
-
-def shown(value: str, limit: int = 80) -> str:
-    """A layout value quoted for a one-line message: escapes visible (repr), length bounded."""
-    return repr(value[:limit]) + ("…" if len(value) > limit else "")
 
 
 # An ssh target is substituted by asyncssh into the user's own ssh config (`%h` in a
@@ -211,9 +253,9 @@ class EngineConfig(_Strict):
     profile: str = "vllm"
     # fetch the endpoint from the node's own side (through the probe) rather than directly
     via_probe: bool | None = None
-    log: str | None = None  # a log file on the node, followed read-only
+    log: PathStr | None = None  # a log file on the node, followed read-only
     # or a command whose output is the log (argv, never a shell), e.g. journalctl -u x -f
-    log_command: Annotated[list[NonEmptyStr], Field(min_length=1, max_length=64)] | None = None
+    log_command: Annotated[list[ArgStr], Field(min_length=1, max_length=64)] | None = None
     # pattern set(s) for the log: built in "vllm", "deepinfer-offline", or [log_patterns.NAME]
     log_patterns: str | list[str] | None = None
     # the engine's stats interval (vLLM --log-stats-interval); learnt from the log if unset
@@ -283,10 +325,13 @@ class LogPattern(_Strict):
 class SshOptions(_Strict):
     # Turning host-key checking off must be explicit; the TUI shows it on screen.
     insecure_no_host_key_check: bool = False
-    known_hosts: str | None = None  # default: ~/.ssh/known_hosts (or the config's)
-    config: str | None = None  # an ssh_config file; default: ~/.ssh/config
-    identity_files: list[str] = Field(default_factory=list)  # default: config / ~/.ssh/id_*
-    python: str = Field(default="python3", min_length=1)  # the node's interpreter for the probe
+    known_hosts: PathStr | None = None  # default: ~/.ssh/known_hosts (or the config's)
+    # an ssh_config file (default: ~/.ssh/config); it can run commands (ProxyCommand,
+    # Match exec), so it must be the user's own, writable by no one else (collectors/ssh.py)
+    config: PathStr | None = None
+    identity_files: list[PathStr] = Field(default_factory=list)  # default: config / ~/.ssh/id_*
+    # the node's interpreter for the probe
+    python: Annotated[str, AfterValidator(_check_interpreter)] = "python3"
     connect_timeout_s: PositiveFloat = 10.0
     keepalive_s: PositiveFloat = 5.0
     # handshakes cost client CPU and sshd drops unauthenticated connections past
@@ -351,12 +396,12 @@ class PrometheusConfig(_Strict):
     node_label: str | list[str] = "instance"
     strip_port: bool = True  # "decode-01:9400" → "decode-01"
     selector: str | None = None  # extra matchers on every query, e.g. 'cluster="trial-7"'
-    token_env: str | None = None
-    token_file: str | None = None
-    header_env: str | None = None  # a raw header value (e.g. "Basic …") in an env var
-    header_name: str = "Authorization"
+    token_env: EnvName | None = None
+    token_file: PathStr | None = None
+    header_env: EnvName | None = None  # a raw header value (e.g. "Basic …") in an env var
+    header_name: Annotated[str, AfterValidator(_check_header_name)] = "Authorization"
     verify_tls: bool = True
-    ca_file: str | None = None
+    ca_file: PathStr | None = None
     timeout_s: PositiveFloat = 5.0
     discover: bool = False  # find nodes from Prometheus instead of listing them
     discover_role: Role = "mixed"
