@@ -260,11 +260,16 @@ class EngineConfig(_Strict):
     log_patterns: str | list[str] | None = None
     # the engine's stats interval (vLLM --log-stats-interval); learnt from the log if unset
     log_interval_s: PositiveFloat | None = None
+    # read `log` even when it resolves (through symlinks) outside its own directory; off,
+    # because the reader is often root and the log directory the engine user's
+    log_follow_symlink_out: bool = False
 
     @model_validator(mode="after")
     def _one_log(self) -> EngineConfig:
         if self.log is not None and self.log_command is not None:
             raise ValueError("give log or log_command, not both")
+        if self.log_follow_symlink_out and self.log is None:
+            raise ValueError("log_follow_symlink_out applies to a log file: give log")
         return self
 
     @property
