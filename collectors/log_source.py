@@ -35,7 +35,15 @@ def log_watch_config(engine: EngineConfig, layout: Layout) -> dict[str, Any] | N
             if name in layout.log_patterns
         },
         "interval_s": engine.log_interval_s,
+        "follow_symlink_out": engine.log_follow_symlink_out,
     }
+
+
+CLOSE_WAIT_S = 1.0
+
+
+class LogReadBusy(RuntimeError):
+    """The last read has not returned yet (the poll reports it as the log's error)."""
 
 
 class LogSource(PollingSource):
@@ -49,11 +57,19 @@ class LogSource(PollingSource):
         self._lock = threading.Lock()  # a timed-out poll's thread may still be reading
 
     def read(self, now: float) -> tuple[dict[str, Any], list[str]]:
-        """One reading (blocking file I/O: call from a thread)."""
-        with self._lock:
+        """One reading (blocking file I/O: call from a thread).
+
+        A read still stuck from an earlier poll (a hung file system) is not queued behind:
+        each queued one would hold a worker thread, and the pool is shared by every source.
+        """
+        if not self._lock.acquire(blocking=False):
+            raise LogReadBusy("the previous read of the engine log has not returned")
+        try:
             if self._watch is None:
                 self._watch = LogWatch(self.config)
             return self._watch.read(now)
+        finally:
+            self._lock.release()
 
     async def poll(self) -> Sequence[NodeSample]:
         now = time.time()
@@ -65,10 +81,15 @@ class LogSource(PollingSource):
         ]
 
     async def close(self) -> None:
-        with self._lock:
+        # a read stuck in the file system keeps its thread; closing does not wait for it
+        if not await asyncio.to_thread(self._lock.acquire, True, CLOSE_WAIT_S):
+            return
+        try:
             if self._watch is not None:
                 self._watch.close()
                 self._watch = None
+        finally:
+            self._lock.release()
 
 
 def local_log_sources(layout: Layout) -> list[LogSource]:

@@ -59,6 +59,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import stat
 import time
 from typing import Any, BinaryIO
 
@@ -88,8 +89,65 @@ _LOG_NUM = r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)"
 _LOG_STAMP = re.compile(r"\b(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\b")
 
 
+_LOG_FILE_KINDS = {
+    stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a directory",
+}
+
+
+class LogRefused(Exception):
+    """The path names something that is not read as a log; the message says why."""
+
+
+def open_log_file(path: str, allow_symlink_out: bool = False) -> BinaryIO:
+    """Open `path` for reading if it is a regular file in the log's own directory.
+
+    The probe often runs as root and the engine's log directory is often writable by the
+    engine's user: a link there to /etc/shadow must not be read, and a FIFO must not block
+    the reader forever. So the open never blocks (O_NONBLOCK: a FIFO opens at once), the
+    checks are made on the open descriptor (nothing can be swapped in between), and the
+    file's real path must lie under the real path of the directory named in the layout,
+    unless the layout says `log_follow_symlink_out = true`. Raises LogRefused or OSError.
+    """
+    _check_regular(os.stat(path).st_mode)  # a socket cannot even be opened: say what it is
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        _check_regular(os.fstat(fd).st_mode)  # what was opened, whatever the path says now
+        if not allow_symlink_out and not _inside_own_directory(path, fd):
+            raise LogRefused(
+                "resolves outside its directory (a symlink): not read "
+                "(the layout may allow it: log_follow_symlink_out = true)"
+            )
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _check_regular(mode: int) -> None:
+    if not stat.S_ISREG(mode):
+        kind = _LOG_FILE_KINDS.get(stat.S_IFMT(mode), "a special file")
+        raise LogRefused(f"is {kind}, not a regular file: not read")
+
+
+def _inside_own_directory(path: str, fd: int) -> bool:
+    home = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+    try:
+        # what was opened, whatever the links said a moment before (Linux)
+        real = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        real = os.path.realpath(path)
+    if real.endswith(" (deleted)"):  # unlinked since: still the file that was opened
+        real = real[: -len(" (deleted)")]
+    return os.path.dirname(real) == home or real.startswith(home.rstrip("/") + "/")
+
+
 class LogFollower:
-    """Follows one file from its end, across rotation and truncation (read-only)."""
+    """Follows one file from its end, across rotation and truncation (read-only).
+
+    Only a regular file in the log's own directory is read (`open_log_file`); anything
+    else is an `error` ("is a FIFO, not a regular file"), retried every poll."""
 
     def __init__(
         self,
@@ -98,8 +156,10 @@ class LogFollower:
         max_line_bytes: int = LOG_MAX_LINE_BYTES,
         max_read_bytes: int = LOG_MAX_READ_BYTES,
         seed_bytes: int = LOG_SEED_BYTES,
+        allow_symlink_out: bool = False,
     ):
         self.path = path
+        self.allow_symlink_out = allow_symlink_out
         self.max_line_bytes = max_line_bytes
         self.max_read_bytes = max_read_bytes
         self.seed_bytes = seed_bytes
@@ -126,9 +186,10 @@ class LogFollower:
         self._file = None
         self._ident = None
 
-    def _open(self, st: os.stat_result) -> list[str]:
+    def _open(self) -> list[str]:
         """Open the file now at `path`; returns the backlog (tail) lines on first join."""
-        f = self._file = open(self.path, "rb")  # kept open across polls
+        f = self._file = open_log_file(self.path, self.allow_symlink_out)  # kept open across polls
+        st = os.fstat(f.fileno())
         self._ident = (st.st_dev, st.st_ino)
         self._partial = b""
         self._discarding = False
@@ -210,7 +271,7 @@ class LogFollower:
                 if st is None:
                     self._from_start = True  # a file that appears later is all new
                     return lines, backlog
-                backlog = self._open(st)
+                backlog = self._open()
             else:
                 size = os.fstat(self._file.fileno()).st_size
                 if size < self._pos:  # truncated in place (copytruncate)
@@ -224,6 +285,9 @@ class LogFollower:
             self.error = None
         except OSError as exc:
             self.error = exc.strerror or type(exc).__name__
+            self.close()
+        except LogRefused as exc:
+            self.error = str(exc)
             self.close()
         return lines, backlog
 
@@ -707,7 +771,8 @@ class LogWatch:
     `config` (JSON-able, built from the layout by the non-probe side): ``path`` (a
     file) or ``command`` (an argv whose output is the log); ``pattern_sets`` (names,
     default ``["vllm"]``); ``user_patterns`` (name → list of entries, see
-    `PatternParser`); ``interval_s`` (the engine's stats interval, optional).
+    `PatternParser`); ``interval_s`` (the engine's stats interval, optional);
+    ``follow_symlink_out`` (read the file even if it resolves outside its directory).
     """
 
     def __init__(self, config: dict):
@@ -724,7 +789,10 @@ class LogWatch:
             self.follower = CommandFollower(list(command))
             self.path = self.follower.path
         else:
-            self.follower = LogFollower(self.path, from_start=bool(config.get("from_start")))
+            self.follower = LogFollower(
+                self.path, from_start=bool(config.get("from_start")),
+                allow_symlink_out=bool(config.get("follow_symlink_out")),
+            )
 
     def read(self, now=None) -> tuple:
         """(engine reading dict, notes). Call once per probe interval."""

@@ -21,6 +21,7 @@ import os
 import random
 import shlex
 import socket
+import stat
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -35,7 +36,7 @@ from collectors.probe_schema import sample_from_reading
 from collectors.safe_text import inert_text, redact_text, url_secrets
 from collectors.sample import EngineSample, NodeSample
 from collectors.source import Emit, Source
-from layouts.model import Layout, NodeConfig, SshOptions
+from layouts.model import Layout, NodeConfig, SshOptions, split_ssh_target
 
 log = logging.getLogger(__name__)
 
@@ -51,21 +52,31 @@ class SshTarget:
 
 
 def parse_target(target: str) -> SshTarget:
-    """`alias`, `user@host`, `host:port`, `user@[v6addr]:port` → parts (None = from config)."""
-    user, _, rest = target.rpartition("@")
-    port: int | None = None
-    if rest.startswith("["):
-        host, _, tail = rest[1:].partition("]")
-        if tail.startswith(":"):
-            port = int(tail[1:])
-    elif rest.count(":") == 1:
-        host, _, port_text = rest.partition(":")
-        port = int(port_text)
-    else:
-        host = rest
-    if not host or (port is not None and not 0 < port < 65536):
-        raise ValueError(f"bad ssh target {target!r}: expected alias, user@host or host:port")
-    return SshTarget(host=host, port=port, user=user or None)
+    """`alias`, `user@host`, `host:port`, `user@[v6addr]:port` → parts (None = from config).
+
+    Checked by the layout's grammar again here (ValueError): asyncssh puts the host into
+    the user's ssh config (`%h` in a ProxyCommand), so a target is never free text.
+    """
+    user, host, port = split_ssh_target(target)
+    return SshTarget(host=host, port=port, user=user)
+
+
+def checked_ssh_config(path: str) -> str:
+    """`path` if it is a regular file owned by this user (or root) that no one else may
+    write; else ValueError. A config can run commands (ProxyCommand, `Match exec`), and
+    this one is named by the layout: held to what OpenSSH asks of ~/.ssh/config."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise ValueError(f"ssh config {path}: {exc.strerror or type(exc).__name__}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"ssh config {path} is not a regular file")
+    if st.st_uid not in (os.getuid(), 0):
+        raise ValueError(f"ssh config {path} is owned by another user (uid {st.st_uid})")
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        who = "others" if st.st_mode & stat.S_IWOTH else "its group"
+        raise ValueError(f"ssh config {path} is writable by {who}: not read (chmod go-w)")
+    return path
 
 
 @dataclass(frozen=True)
@@ -179,7 +190,7 @@ class SshSource(Source):
         if target.user is not None:
             kwargs["username"] = target.user
         if opts.config is not None:
-            kwargs["config"] = [os.path.expanduser(opts.config)]
+            kwargs["config"] = [checked_ssh_config(os.path.expanduser(opts.config))]
         if opts.identity_files:
             kwargs["client_keys"] = [os.path.expanduser(p) for p in opts.identity_files]
         if opts.insecure_no_host_key_check:

@@ -6,8 +6,9 @@ line where it can be found) and the problem, so the CLI can print one line and e
 
 from __future__ import annotations
 
-import copy
+import os
 import re
+import stat
 import tomllib
 from importlib import resources
 from pathlib import Path
@@ -15,8 +16,18 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from layouts.hostrange import HostRangeError, expand_hosts
+from layouts.hostrange import MAX_HOSTS, HostRangeError, count_hosts, expand_hosts
 from layouts.model import Layout
+
+# A layout is a page of settings: these bounds are far above any real one and far below
+# what would take the machine's memory or minutes to build (issue 19).
+LAYOUT_MAX_BYTES = 4 * 1024 * 1024
+LAYOUT_MAX_DEPTH = 24  # tables and arrays within each other; real layouts use 5
+# values (and string characters) all host ranges may build between them: 100,000 nodes
+# of a few dozen settings each fit; 100,000 copies of a node with 5,000 URLs do not
+MAX_EXPANDED_VALUES = 5_000_000
+MAX_EXPANDED_CHARS = 64 * 1024 * 1024
+_TOO_BIG = f"larger than {LAYOUT_MAX_BYTES // (1024 * 1024)} MiB: not a layout"
 
 
 class LayoutError(ValueError):
@@ -77,6 +88,7 @@ def _find_line(text: str, loc: tuple[Any, ...], node_origin: list[int]) -> int |
 
 
 def _substitute(value: Any, host: str) -> Any:
+    """A copy of `value` with ``{host}`` replaced in every string (tables and arrays new)."""
     if isinstance(value, str):
         return value.replace("{host}", host)
     if isinstance(value, list):
@@ -86,23 +98,97 @@ def _substitute(value: Any, host: str) -> Any:
     return value
 
 
-def _expand_nodes(path: str, raw: dict[str, Any]) -> list[int]:
+def _depth(value: Any) -> int:
+    """How deeply tables and arrays nest in `value` (walked without recursion)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, depth)
+        if depth > LAYOUT_MAX_DEPTH:
+            break
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def _weight(value: Any) -> tuple[int, int]:
+    """(values, string characters) in `value`: what one copy per host costs."""
+    values = chars = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        values += 1
+        if isinstance(item, str):
+            chars += len(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+            chars += sum(len(k) for k in item)
+        elif isinstance(item, list):
+            stack.extend(item)
+    return values, chars
+
+
+def _is_range(node: Any) -> bool:
+    return isinstance(node, dict) and isinstance(node.get("hosts"), str) and "name" not in node
+
+
+def _block_line(text: str, block: int, key: str | None = None) -> int | None:
+    """The line of the `block`-th [[nodes]] table (or of its `key`), before expansion."""
+    loc: tuple[Any, ...] = ("nodes", block) if key is None else ("nodes", block, key)
+    return _find_line(text, loc, list(range(block + 1)))
+
+
+def _check_sizes(path: str, text: str, nodes: list[Any]) -> None:
+    """Count what the ranges will build before building any of it."""
+    total_nodes = values = chars = 0
+    for i, node in enumerate(nodes):
+        if not _is_range(node):
+            total_nodes += 1
+            continue
+        try:
+            hosts = count_hosts(node["hosts"])
+        except HostRangeError as exc:
+            raise LayoutError(path, f"nodes[{i}].hosts", str(exc), _block_line(text, i, "hosts")) from None
+        if hosts > MAX_HOSTS:
+            problem = f"range expands to more than {MAX_HOSTS} hosts"
+            raise LayoutError(path, f"nodes[{i}].hosts", problem, _block_line(text, i, "hosts"))
+        total_nodes += hosts
+        node_values, node_chars = _weight(node)
+        values += hosts * node_values
+        chars += hosts * node_chars
+        if values > MAX_EXPANDED_VALUES or chars > MAX_EXPANDED_CHARS:
+            raise LayoutError(
+                path, f"nodes[{i}]",
+                f"too large once expanded: {hosts} hosts x {node_values} values ({node_chars} characters) "
+                f"each; all ranges together may build {MAX_EXPANDED_VALUES} values, "
+                f"{MAX_EXPANDED_CHARS // (1024 * 1024)} Mi characters",
+                _block_line(text, i),
+            )
+    if total_nodes > MAX_HOSTS:
+        raise LayoutError(path, "nodes", f"{total_nodes} nodes: more than {MAX_HOSTS} in one layout")
+
+
+def _expand_nodes(path: str, text: str, raw: dict[str, Any]) -> list[int]:
     """Expand `hosts` ranges in place; return, per expanded node, its original block index."""
     nodes = raw.get("nodes")
     if nodes is None:
         return []
     if not isinstance(nodes, list):
         raise LayoutError(path, "nodes", "must be an array of tables ([[nodes]])")
+    _check_sizes(path, text, nodes)
     expanded: list[Any] = []
     origin: list[int] = []
     for i, node in enumerate(nodes):
-        if isinstance(node, dict) and isinstance(node.get("hosts"), str) and "name" not in node:
+        if _is_range(node):
             try:
                 names = expand_hosts(node["hosts"])
             except HostRangeError as exc:
                 raise LayoutError(path, f"nodes[{i}].hosts", str(exc)) from None
             for name in names:
-                clone = _substitute(copy.deepcopy(node), name)
+                clone = _substitute(node, name)  # new containers; TOML scalars are immutable
                 del clone["hosts"]
                 clone["name"] = name
                 expanded.append(clone)
@@ -114,7 +200,13 @@ def _expand_nodes(path: str, raw: dict[str, Any]) -> list[int]:
     return origin
 
 
+def _nested_too_deeply(path: str) -> LayoutError:
+    return LayoutError(path, None, f"tables or arrays nested more than {LAYOUT_MAX_DEPTH} deep")
+
+
 def parse_layout(text: str, path: str = "<layout>") -> Layout:
+    if len(text) > LAYOUT_MAX_BYTES:
+        raise LayoutError(path, None, f"{len(text)} characters: {_TOO_BIG}")
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -123,7 +215,11 @@ def parse_layout(text: str, path: str = "<layout>") -> Layout:
         line = int(found.group(1)) if found else None
         msg = re.sub(r"\s*\(at (line \d+, column \d+|end of document)\)", "", str(exc))
         raise LayoutError(path, None, f"TOML syntax error: {msg}", line) from None
-    origin = _expand_nodes(path, raw)
+    except RecursionError:  # tomllib reads nested arrays and inline tables recursively
+        raise _nested_too_deeply(path) from None
+    if _depth(raw) > LAYOUT_MAX_DEPTH:  # copying and validating would recurse as deep
+        raise _nested_too_deeply(path)
+    origin = _expand_nodes(path, text, raw)
     names: dict[str, int] = {}
     for i, node in enumerate(raw.get("nodes", [])):
         name = node.get("name") if isinstance(node, dict) else None
@@ -150,16 +246,55 @@ def parse_layout(text: str, path: str = "<layout>") -> Layout:
         raise LayoutError(path, _loc_to_field(loc) or None, msg, line) from None
 
 
-def load_layout(path: str | Path) -> Layout:
-    p = Path(path)
+_FILE_KINDS = {
+    stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
+
+
+def _check_layout_file(path: str, st: os.stat_result) -> None:
+    if stat.S_ISDIR(st.st_mode):
+        raise LayoutError(path, None, "is a directory, not a layout file")
+    if not stat.S_ISREG(st.st_mode):
+        kind = _FILE_KINDS.get(stat.S_IFMT(st.st_mode), "a special file")
+        raise LayoutError(path, None, f"is {kind}, not a regular file: not read")
+    if st.st_size > LAYOUT_MAX_BYTES:
+        raise LayoutError(path, None, _TOO_BIG)
+
+
+def _read_layout_bytes(path: str) -> bytes:
+    """The file's bytes, if it is a regular file of at most LAYOUT_MAX_BYTES.
+
+    Opened without blocking (a FIFO with no writer would wait forever), checked on the
+    open descriptor (no swap between check and read), and read to the bound only.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
     try:
-        text = p.read_text(encoding="utf-8")
+        fd = os.open(path, flags)
     except FileNotFoundError:
-        raise LayoutError(str(path), None, "no such file") from None
-    except IsADirectoryError:
-        raise LayoutError(str(path), None, "is a directory, not a layout file") from None
+        raise LayoutError(path, None, "no such file") from None
     except PermissionError:
-        raise LayoutError(str(path), None, "permission denied") from None
+        raise LayoutError(path, None, "permission denied") from None
+    except OSError as exc:
+        raise LayoutError(path, None, f"cannot open: {exc.strerror or type(exc).__name__}") from None
+    try:
+        _check_layout_file(path, os.fstat(fd))
+    except LayoutError:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as f:
+        try:
+            data = f.read(LAYOUT_MAX_BYTES + 1)  # it may grow, or be a /proc file of size 0
+        except OSError as exc:
+            raise LayoutError(path, None, f"cannot read: {exc.strerror or type(exc).__name__}") from None
+    if len(data) > LAYOUT_MAX_BYTES:
+        raise LayoutError(path, None, _TOO_BIG)
+    return data
+
+
+def load_layout(path: str | Path) -> Layout:
+    try:
+        text = _read_layout_bytes(str(path)).decode("utf-8")
     except UnicodeDecodeError:
         raise LayoutError(str(path), None, "not UTF-8 text") from None
     return parse_layout(text, str(path))

@@ -7,22 +7,70 @@ error, not a silently ignored setting.
 from __future__ import annotations
 
 import datetime as dt
+import ipaddress
 import re
 from typing import Annotated, Literal
 from urllib.parse import urlparse
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from collectors.probe_logs import BUILTIN_PATTERN_SETS, LOG_PATTERN_KINDS, LOG_QUANTITIES
 
 Role = Literal["prefill", "decode", "mixed"]
 PositiveFloat = Annotated[float, Field(gt=0)]
 NonNegFloat = Annotated[float, Field(ge=0)]
-NonEmptyStr = Annotated[str, Field(min_length=1)]
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def shown(value: str, limit: int = 80) -> str:
+    """A layout value quoted for a one-line message: escapes visible (repr), length bounded."""
+    return repr(value[:limit]) + ("…" if len(value) > limit else "")
+
+
+# C0 and C1 controls and DEL: in a path, an argument or a header they are never meant,
+# and on a terminal they are commands (a NUL also makes the OS call fail much later)
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# the probe's interpreter: a program name or path on the remote command line (quoted
+# there too); never an option (`-…`), never words
+_INTERPRETER = re.compile(r"[A-Za-z0-9_./+][A-Za-z0-9_./+-]{0,254}", re.ASCII)
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}", re.ASCII)
+_HTTP_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}", re.ASCII)  # RFC 9110 field name
+
+
+def check_plain_text(value: str) -> str:
+    """Non-empty, with no control characters (a path, an argument handed to the OS)."""
+    if not value:
+        raise ValueError("must not be empty")
+    bad = _CONTROL_CHARS.search(value)
+    if bad:
+        raise ValueError(f"{shown(value)} holds the control character {bad.group()!r}")
+    return value
+
+
+def _check_interpreter(value: str) -> str:
+    if not _INTERPRETER.fullmatch(value):
+        raise ValueError(f"{shown(value)} is not a program name or path (letters, digits, _./+-)")
+    return value
+
+
+def _check_env_name(value: str) -> str:
+    if not _ENV_NAME.fullmatch(value):
+        raise ValueError(f"{shown(value)} is not an environment variable name")
+    return value
+
+
+def _check_header_name(value: str) -> str:
+    if not _HTTP_TOKEN.fullmatch(value):
+        raise ValueError(f"{shown(value)} is not an HTTP header name")
+    return value
+
+
+PathStr = Annotated[str, AfterValidator(check_plain_text)]
+ArgStr = Annotated[str, AfterValidator(check_plain_text)]
+EnvName = Annotated[str, AfterValidator(_check_env_name)]
 
 
 def check_http_url(url: str) -> str:
@@ -34,6 +82,84 @@ def check_http_url(url: str) -> str:
     except ValueError as exc:
         raise ValueError(f"malformed URL {url!r}: {exc}") from None
     return url
+
+
+# An ssh target is substituted by asyncssh into the user's own ssh config (`%h` in a
+# `ProxyCommand ssh -W %h:%p jump` or a `Match exec`), whose command line is then split
+# into arguments or run by a shell: so a target is only what its grammar allows. User
+# names as POSIX portable names; host names and ssh-config aliases as RFC 1123 labels
+# (plus `_`, common in aliases); IPv6 literals only as addresses. No whitespace, no
+# leading `-`, no `%`, no quotes, no shell metacharacters, nothing outside ASCII.
+_SSH_TARGET_CHARS = re.compile(r"[A-Za-z0-9_.@:\[\]-]+", re.ASCII)
+_SSH_USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}", re.ASCII)
+_SSH_LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
+_SSH_HOST = re.compile(rf"{_SSH_LABEL}(?:\.{_SSH_LABEL})*\.?", re.ASCII)
+_SSH_HOST_MAX = 253
+_SSH_PORT = re.compile(r"[0-9]{1,5}", re.ASCII)
+_SSH_EXPECTED = "expected alias, user@host[:port] or user@[v6]:port"
+
+
+def _ssh_port(text: str) -> int:
+    if not _SSH_PORT.fullmatch(text) or not 0 < int(text) < 65536:
+        raise ValueError(f"port {shown(text)} is not a number from 1 to 65535")
+    return int(text)
+
+
+def _ssh_host(host: str) -> str:
+    if not _SSH_HOST.fullmatch(host) or len(host.rstrip(".")) > _SSH_HOST_MAX:
+        raise ValueError(f"host {shown(host)} is not a host name or alias")
+    return host
+
+
+def _ssh_v6(text: str) -> str:
+    try:
+        ipaddress.IPv6Address(text)
+    except ValueError:
+        raise ValueError(f"{shown(text)} is not an IPv6 address") from None
+    return text
+
+
+def _split_ssh_target(target: str) -> tuple[str | None, str, int | None]:
+    if not target:
+        raise ValueError("empty")
+    if "{host}" in target:
+        raise ValueError("{host} is replaced only in a hosts range")
+    if target.startswith("-"):
+        raise ValueError("starts with '-' (it would be read as an option)")
+    if not _SSH_TARGET_CHARS.fullmatch(target):
+        bad = next(ch for ch in target if not _SSH_TARGET_CHARS.fullmatch(ch))
+        raise ValueError(f"character {bad!r} is not allowed")
+    user, at, rest = target.rpartition("@")
+    if at and not _SSH_USER.fullmatch(user):
+        raise ValueError(f"user {shown(user)} is not a user name")
+    if rest.startswith("["):
+        inner, closed, tail = rest[1:].partition("]")
+        if not closed:
+            raise ValueError("'[' without ']'")
+        if tail and not tail.startswith(":"):
+            raise ValueError(f"{shown(tail)} after ']' (expected :port)")
+        return user or None, _ssh_v6(inner), _ssh_port(tail[1:]) if tail else None
+    if rest.count(":") > 1:  # a bare IPv6 address (no port: that needs brackets)
+        return user or None, _ssh_v6(rest), None
+    host, colon, port_text = rest.partition(":")
+    return user or None, _ssh_host(host), _ssh_port(port_text) if colon else None
+
+
+def split_ssh_target(target: str) -> tuple[str | None, str, int | None]:
+    """(user, host, port) of an ssh target, None where the ssh config decides.
+
+    Raises ValueError with a one-line message when the target is not user@host[:port],
+    user@[v6]:port or an alias by their grammar (see above: it could become a command).
+    """
+    try:
+        return _split_ssh_target(target)
+    except ValueError as exc:
+        raise ValueError(f"bad ssh target {shown(target)}: {exc}; {_SSH_EXPECTED}") from None
+
+
+def check_ssh_target(target: str) -> str:
+    split_ssh_target(target)
+    return target
 
 
 class ClusterConfig(_Strict):
@@ -127,18 +253,23 @@ class EngineConfig(_Strict):
     profile: str = "vllm"
     # fetch the endpoint from the node's own side (through the probe) rather than directly
     via_probe: bool | None = None
-    log: str | None = None  # a log file on the node, followed read-only
+    log: PathStr | None = None  # a log file on the node, followed read-only
     # or a command whose output is the log (argv, never a shell), e.g. journalctl -u x -f
-    log_command: Annotated[list[NonEmptyStr], Field(min_length=1, max_length=64)] | None = None
+    log_command: Annotated[list[ArgStr], Field(min_length=1, max_length=64)] | None = None
     # pattern set(s) for the log: built in "vllm", "deepinfer-offline", or [log_patterns.NAME]
     log_patterns: str | list[str] | None = None
     # the engine's stats interval (vLLM --log-stats-interval); learnt from the log if unset
     log_interval_s: PositiveFloat | None = None
+    # read `log` even when it resolves (through symlinks) outside its own directory; off,
+    # because the reader is often root and the log directory the engine user's
+    log_follow_symlink_out: bool = False
 
     @model_validator(mode="after")
     def _one_log(self) -> EngineConfig:
         if self.log is not None and self.log_command is not None:
             raise ValueError("give log or log_command, not both")
+        if self.log_follow_symlink_out and self.log is None:
+            raise ValueError("log_follow_symlink_out applies to a log file: give log")
         return self
 
     @property
@@ -199,10 +330,13 @@ class LogPattern(_Strict):
 class SshOptions(_Strict):
     # Turning host-key checking off must be explicit; the TUI shows it on screen.
     insecure_no_host_key_check: bool = False
-    known_hosts: str | None = None  # default: ~/.ssh/known_hosts (or the config's)
-    config: str | None = None  # an ssh_config file; default: ~/.ssh/config
-    identity_files: list[str] = Field(default_factory=list)  # default: config / ~/.ssh/id_*
-    python: str = Field(default="python3", min_length=1)  # the node's interpreter for the probe
+    known_hosts: PathStr | None = None  # default: ~/.ssh/known_hosts (or the config's)
+    # an ssh_config file (default: ~/.ssh/config); it can run commands (ProxyCommand,
+    # Match exec), so it must be the user's own, writable by no one else (collectors/ssh.py)
+    config: PathStr | None = None
+    identity_files: list[PathStr] = Field(default_factory=list)  # default: config / ~/.ssh/id_*
+    # the node's interpreter for the probe
+    python: Annotated[str, AfterValidator(_check_interpreter)] = "python3"
     connect_timeout_s: PositiveFloat = 10.0
     keepalive_s: PositiveFloat = 5.0
     # handshakes cost client CPU and sshd drops unauthenticated connections past
@@ -236,6 +370,11 @@ class NodeConfig(_Strict):
     def _metrics(cls, urls: list[str]) -> list[str]:
         return [check_http_url(u.replace("{host}", "host")) and u for u in urls]
 
+    @field_validator("ssh")
+    @classmethod
+    def _ssh(cls, value: str | None) -> str | None:
+        return None if value is None else check_ssh_target(value)
+
     @field_validator("name")
     @classmethod
     def _name(cls, value: str | None) -> str | None:
@@ -262,12 +401,12 @@ class PrometheusConfig(_Strict):
     node_label: str | list[str] = "instance"
     strip_port: bool = True  # "decode-01:9400" → "decode-01"
     selector: str | None = None  # extra matchers on every query, e.g. 'cluster="trial-7"'
-    token_env: str | None = None
-    token_file: str | None = None
-    header_env: str | None = None  # a raw header value (e.g. "Basic …") in an env var
-    header_name: str = "Authorization"
+    token_env: EnvName | None = None
+    token_file: PathStr | None = None
+    header_env: EnvName | None = None  # a raw header value (e.g. "Basic …") in an env var
+    header_name: Annotated[str, AfterValidator(_check_header_name)] = "Authorization"
     verify_tls: bool = True
-    ca_file: str | None = None
+    ca_file: PathStr | None = None
     timeout_s: PositiveFloat = 5.0
     discover: bool = False  # find nodes from Prometheus instead of listing them
     discover_role: Role = "mixed"

@@ -237,6 +237,8 @@ def test_connect_options_verify_host_keys_unless_explicitly_told_not_to(
     assert "known_hosts" not in default  # asyncssh's default: ~/.ssh/known_hosts, verified
     assert (default["port"], default["username"]) == (2200, "ops")
     assert default["keepalive_interval"] > 0
+    (tmp_path / "cfg").write_text("")  # a named config must exist, ours, writable by us only
+    (tmp_path / "cfg").chmod(0o600)
     custom = SshOptions(known_hosts="~/kh", config="~/cfg", identity_files=["~/id"])
     kwargs = SshSource([SshNode("n", "n")], 1.0, custom)._connect_kwargs(target)
     assert kwargs["known_hosts"] == str(tmp_path / "kh")

@@ -1,0 +1,63 @@
+"""Run the real CLI on a layout file and check the one-line, exit-2 refusal (issue 19)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def toml_str(value: str) -> str:
+    """`value` as a TOML basic string, every control and non-ASCII character escaped."""
+    out = ['"']
+    for ch in value:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif " " <= ch <= "~":
+            out.append(ch)
+        else:
+            out.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}")
+    out.append('"')
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+
+def run_infertop(
+    args: list[str], *, timeout_s: float = 20.0, env: dict[str, str] | None = None
+) -> Run:
+    """`python -m infertop ARGS` with this checkout first on the path (PYTHONPATH)."""
+    repo = str(Path(__file__).resolve().parent.parent)
+    full_env = dict(os.environ if env is None else env)
+    full_env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, full_env.get("PYTHONPATH")) if p)
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "infertop", *args],
+        capture_output=True, text=True, timeout=timeout_s, env=full_env, check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    return Run(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - started)
+
+
+def assert_refused(run: Run, *needles: str, max_s: float = 5.0) -> str:
+    """Exit 2, nothing on stdout, exactly one plain line on stderr naming every needle."""
+    assert run.returncode == 2, (run.returncode, run.stdout[-500:], run.stderr[-2000:])
+    assert run.stdout == ""
+    assert "Traceback" not in run.stderr
+    lines = run.stderr.splitlines()
+    assert len(lines) == 1, run.stderr[-2000:]
+    line = lines[0]
+    assert line.isprintable(), repr(line)  # hostile text is shown escaped, never raw
+    for needle in needles:
+        assert needle in line, line
+    assert run.seconds < max_s, f"took {run.seconds:.1f} s"
+    return line
