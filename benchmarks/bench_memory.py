@@ -46,9 +46,9 @@ def child(ticks: int, every: int) -> None:
     cluster = SimCluster(NODES, started_at=t0 - 600)
     layout = demo_layout(cluster, reservation_start=t0)
     now = t0
-    monitor = Monitor(layout, sources=[], clock=lambda: now)
     tmp = tempfile.mkdtemp(prefix="infertop-mem-")
-    recorder = Recorder.attach(monitor, Path(tmp) / "mem.sqlite")
+    recorder = Recorder.open(layout, Path(tmp) / "mem.sqlite", now=now)
+    monitor = Monitor(layout, sources=[], clock=lambda: now, recorder=recorder)
     history = History(60)
     monitor.listeners.append(history.record)
     points: list[tuple[int, float, float]] = []  # (tick, rss MiB, seconds)

@@ -27,9 +27,8 @@ def run() -> list[Row]:
     })
     with tempfile.TemporaryDirectory() as tmp:
         os.environ.setdefault("INFERTOP_STATE_DIR", tmp)
-        monitor = Monitor(layout, sources=[], clock=lambda: 1.8e9)
-        recorder = Recorder.attach(monitor, Path(tmp) / "bench.sqlite")
-        monitor.listeners.clear()  # the write is timed by hand below
+        recorder = Recorder.open(layout, Path(tmp) / "bench.sqlite", now=1.8e9)
+        monitor = Monitor(layout, sources=[], clock=lambda: 1.8e9)  # the write is timed by hand below
         emit = monitor.fleet._emit
         write_ms: list[float] = []
         for t in range(TICKS):

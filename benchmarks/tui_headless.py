@@ -124,17 +124,19 @@ async def measure(args: argparse.Namespace) -> dict[str, object]:
     sim: SimSource | None = None
     if args.layout:
         layout = load_layout(Path(args.layout))
-        feed = MonitorFeed(layout)
+        feed = MonitorFeed(layout, recorder=Recorder.open(layout, Path(tmp) / "bench.sqlite", background=True))
         nodes = len(layout.nodes)
     else:
         now = time.time()
         cluster = SimCluster(args.nodes, started_at=now - 600)
         layout = demo_layout(cluster, reservation_start=now - 3600)
         sim = SimSource(cluster, layout.cluster.interval_s)
-        feed = MonitorFeed(layout, sources=[sim])
+        recorder = Recorder.open(layout, Path(tmp) / "bench.sqlite", background=True)
+        feed = MonitorFeed(layout, sources=[sim], recorder=recorder)
         nodes = args.nodes
-    # the session record is on by default in the TUI: keep it on here
-    recorder = Recorder.attach(feed.monitor, Path(tmp) / "bench.sqlite", background=True)
+    # the session record is on by default in the TUI: kept on here (the feed's recorder)
+    recorder = feed.monitor.recorder
+    assert recorder is not None
     app = BenchApp(feed, nodes)
     # Monitor.tick runs on the same event loop: time it too
     tick_ms: list[float] = []

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from collectors.source import Source
 from infertop.runtime import Monitor
-from infertop.session import PHASES
 from infertop.view import Snapshot
 from layouts.model import Layout
+
+if TYPE_CHECKING:
+    from infertop.store import Recorder
 
 Publish = Callable[[Snapshot], None]
 
@@ -56,9 +58,11 @@ class MonitorFeed:
         layout: Layout,
         sources: Sequence[Source] | None = None,
         clock: Callable[[], float] = time.time,
+        recorder: Recorder | None = None,
     ):
+        """`recorder`: the session record, written each tick and closed on `stop`."""
         self.layout = layout
-        self.monitor = Monitor(layout, sources=sources, clock=clock)
+        self.monitor = Monitor(layout, sources=sources, clock=clock, recorder=recorder)
         self._publish: Publish | None = None
         self._running = False
 
@@ -79,7 +83,6 @@ class MonitorFeed:
         await self.monitor.stop()
 
     def mark_phase(self, phase: str) -> None:
-        if phase not in PHASES:
-            raise ValueError(f"unknown phase {phase!r}: expected one of {', '.join(PHASES)}")
-        # spend from the next tick on is attributed to the new phase
-        self.monitor.ledger.phase = phase
+        """Spend from now on counts to `phase` (split at this instant, recorded or not).
+        ValueError for a name that is not a phase."""
+        self.monitor.mark_phase(phase)

@@ -12,6 +12,7 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from collectors.cadence import TICK_PHASE, delay_to_boundary
 from collectors.fleet import Fleet, FleetState
@@ -23,6 +24,9 @@ from infertop.evaluation.money import cost_weighted_idle_fraction
 from infertop.evaluation.verdicts import VerdictTracker
 from infertop.evaluation.window_rates import RateCache
 from infertop.session import SessionLedger, TickFigures
+
+if TYPE_CHECKING:
+    from infertop.store import Recorder
 from infertop.view import Snapshot
 from layouts.model import Layout, NodeConfig
 
@@ -36,8 +40,11 @@ class Monitor:
         layout: Layout,
         sources: Sequence[Source] | None = None,
         clock: Callable[[], float] = time.time,
-        ledger: SessionLedger | None = None,
+        recorder: Recorder | None = None,
     ):
+        """`recorder`: the session record (infertop.store.Recorder): the ledger resumes from
+        it, phase marks made elsewhere are taken from it before each tick, and each tick is
+        written to it before the listeners see the snapshot. `stop()` closes it."""
         self.layout = layout
         self.clock = clock
         names = [n.name for n in layout.nodes if n.name is not None]
@@ -49,23 +56,15 @@ class Monitor:
         )
         self.sources = list(sources) if sources is not None else build_sources(layout)
         self.fleet = Fleet(self.state, self.sources)
-        start = layout.session.reservation_start
-        self.ledger = ledger or SessionLedger(
-            started_at=start.timestamp() if start else clock(),
-            budget_usd=layout.session.budget_usd,
-            acceptable_tasks=layout.session.acceptable_tasks,
-            prices=layout.pricing.api,
-        )
-        # the ledger counts tokens from counter increases as samples arrive (a lambda: a
-        # resumed session swaps in the recorded ledger before start)
-        self.fleet.listeners.append(lambda sample: self.ledger.tally.observe(sample))
+        self.recorder = recorder
+        self.ledger = recorder.ledger if recorder is not None else SessionLedger.for_layout(layout, clock())
+        # the ledger counts tokens from counter increases as samples arrive
+        self.fleet.listeners.append(self.ledger.tally.observe)
         self.verdicts = VerdictTracker()
         # each tick's rates from the last tick's: a window only slides by a sample or two
         self.rates = RateCache()
         self.listeners: list[Listener] = []
-        # called with `now` before the ledger advances (the recorder applies CLI phase marks)
-        self.before_tick: list[Callable[[float], None]] = []
-        self.record_path: str | None = None
+        self.record_path = str(recorder.path) if recorder is not None else None
         self.latest: Snapshot | None = None
         self._ticker: asyncio.Task[None] | None = None
         if layout.prometheus is not None and layout.prometheus.discover:
@@ -84,6 +83,8 @@ class Monitor:
                 await self._ticker
             self._ticker = None
         await self.fleet.stop()
+        if self.recorder is not None:
+            self.recorder.close()
 
     async def _tick_loop(self) -> None:
         interval = self.layout.cluster.interval_s
@@ -125,11 +126,8 @@ class Monitor:
         """Evaluate the fleet at `now`, advance the ledger, publish the snapshot."""
         now = self.clock() if now is None else now
         layout = self.layout
-        for hook in self.before_tick:
-            try:
-                hook(now)
-            except Exception:
-                log.exception("before-tick hook failed")
+        if self.recorder is not None:
+            self._take_phase_marks(self.recorder)
         nodes = evaluate_nodes(self.state, layout, now, self.rates)
         nodes = self.verdicts.apply(nodes, layout, now)
         cluster = evaluate_cluster(nodes, layout)
@@ -153,12 +151,28 @@ class Monitor:
             nodes=nodes,
         )
         self.latest = snapshot
+        if self.recorder is not None:
+            self.recorder.write(snapshot, now)
         for listener in self.listeners:
             try:
                 listener(snapshot)
             except Exception:
                 log.exception("snapshot listener failed")
         return snapshot
+
+    def _take_phase_marks(self, recorder: Recorder) -> None:
+        """Phases marked by `infertop phase` (into the record) count from their instant.
+        A record that cannot be read now must not stop the tick: the marks wait."""
+        try:
+            marks = recorder.take_phase_marks()
+        except Exception:
+            log.exception("phase marks could not be read from the session record")
+            return
+        for at, phase in marks:
+            try:
+                self.ledger.mark_phase(phase, at)
+            except ValueError as exc:  # a bad name from an old CLI: say so, keep going
+                log.warning("phase mark ignored: %s", exc)
 
     def _adopt_discovered(self, sample: NodeSample) -> None:
         """A node found in Prometheus joins the layout: its role, priced per GPU seen."""

@@ -32,7 +32,7 @@ from infertop.evaluation.money import (
     usd_per_million_at_rate,
 )
 from infertop.view import PhaseSpend, SessionView
-from layouts.model import ApiPriceTable
+from layouts.model import ApiPriceTable, Layout
 
 PHASES = ("build", "load", "warmup", "run", "failed", "idle")
 STATE_VERSION = 1
@@ -208,6 +208,17 @@ class SessionLedger:
     marks: list[tuple[float, str]] = field(default_factory=list)
     tally: CounterTally = field(default_factory=CounterTally)
     resumed: bool = False  # set when restored from a record: the next stretch was unwatched
+
+    @classmethod
+    def for_layout(cls, layout: Layout, now: float) -> SessionLedger:
+        """A new session's ledger: from the layout's reservation start, else from `now`."""
+        start = layout.session.reservation_start
+        return cls(
+            started_at=start.timestamp() if start else now,
+            budget_usd=layout.session.budget_usd,
+            acceptable_tasks=layout.session.acceptable_tasks,
+            prices=layout.pricing.api,
+        )
 
     # ------------------------------------------------------------------ phases
 

@@ -66,12 +66,12 @@ async def _record(args: argparse.Namespace) -> int:
     from infertop.runtime import Monitor
 
     layout = _layout_or_local(getattr(args, "layout", None))
-    monitor = Monitor(layout)
     path = getattr(args, "record", None)
     try:
-        recorder = Recorder.attach(monitor, Path(path) if path else None)
+        recorder = Recorder.open(layout, Path(path) if path else None)
     except RecordError as exc:
         return _fail(str(exc))
+    monitor = Monitor(layout, recorder=recorder)
     ledger = monitor.ledger
     how = "resuming the session that began" if recorder.store.resumed else "new session, reservation start"
     start = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ledger.started_at))
@@ -94,11 +94,10 @@ async def _record(args: argparse.Namespace) -> int:
         else:
             await done.wait()
     finally:
-        await monitor.stop()
-        recorder.close()
+        await monitor.stop()  # closes the record
     lost = recorder.lost_ticks()
     if lost is not None:  # a full disk: the record has holes, and a script must know
-        print(f"infertop: {lost}", file=sys.stderr)
+        say(f"infertop: {lost}")
         return EXIT_FAIL
     return EXIT_OK
 
@@ -184,28 +183,12 @@ SUBCOMMANDS["report"] = ("Markdown summary, CSVs and a chart from a session reco
 
 
 def recorded_feed(layout: Layout, record: str | None) -> MonitorFeed:
-    """The live feed with the session record attached (resumed when still open)."""
+    """The live feed with the session record (resumed when still open). Its tick rows are
+    written off the event loop: the frame must not wait on disk. Raises RecordError."""
     from infertop.feed import MonitorFeed
 
-    class RecordedFeed(MonitorFeed):
-        def __init__(self) -> None:
-            super().__init__(layout)
-            # the TUI: tick rows written off the event loop (the frame must not wait on disk)
-            self.recorder = Recorder.attach(self.monitor, Path(record) if record else None,
-                                            background=True)
-            self._closed = False
-
-        def mark_phase(self, phase: str) -> None:
-            # through the ledger's own marking: exact to the second, and kept in the record
-            self.monitor.mark_phase(phase)
-
-        async def stop(self) -> None:
-            await super().stop()
-            if not self._closed:
-                self._closed = True
-                self.recorder.close()
-
-    return RecordedFeed()
+    recorder = Recorder.open(layout, Path(record) if record else None, background=True)
+    return MonitorFeed(layout, recorder=recorder)
 
 
 def run_recorded_tui(layout: Layout, record: str | None) -> int:
@@ -223,8 +206,8 @@ def run_recorded_tui(layout: Layout, record: str | None) -> int:
     finally:
         # the TUI has left the screen: say where the session went, and what it is missing
         say(f"infertop: session record {path} (infertop report {path})")
-        recorder = getattr(feed, "recorder", None)  # RecordedFeed's (a class local to recorded_feed)
-        lost = recorder.lost_ticks() if isinstance(recorder, Recorder) else None
+        recorder = feed.monitor.recorder
+        lost = recorder.lost_ticks() if recorder is not None else None
         if lost is not None:
             say(f"infertop: {lost}")
             code = code or EXIT_FAIL

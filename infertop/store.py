@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pydantic_core
 
@@ -46,9 +46,6 @@ from infertop.evaluation.link_summary import with_link_judgments
 from infertop.session import PHASES, SessionLedger
 from infertop.view import SessionView, Snapshot
 from layouts.model import Layout, Thresholds
-
-if TYPE_CHECKING:
-    from infertop.runtime import Monitor
 
 log = logging.getLogger(__name__)
 
@@ -609,7 +606,12 @@ def add_phase_mark(path: Path, phase: str, at: float, origin: str = "cli") -> No
 
 
 class Recorder:
-    """Hooks a `SessionStore` into a `Monitor`: resume its ledger, write every tick.
+    """The session record of one monitor: the ledger it resumes, the phase marks made
+    elsewhere (`infertop phase`), and one row written per tick.
+
+    The monitor is built with it (`Monitor(layout, recorder=...)`): it takes the ledger
+    from here, applies `take_phase_marks()` before each tick and hands each snapshot to
+    `write`. Nothing here reaches into the monitor.
 
     With `background=True` the tick's row is encoded and written by one writer thread
     (JSON + zlib + SQLite, ~10 ms a tick at 1,024 GPUs, off the TUI's event loop; zlib and
@@ -621,12 +623,12 @@ class Recorder:
     `record` (one line a tick, printed after its commit) keeps the synchronous mode.
     """
 
-    def __init__(self, monitor: Monitor, store: SessionStore, background: bool = False):
-        self.monitor = monitor
+    def __init__(self, store: SessionStore, background: bool = False):
         self.store = store
         self.error: str | None = None  # the record is stalled: why (None: writing)
         self.ticks_lost = 0  # ticks whose commit failed (a full disk), never written
         self.last_loss: str | None = None
+        self.closed = False
         self._jobs: queue.Queue[TickJob | None] | None = None
         self._writer: threading.Thread | None = None
         if background:
@@ -637,30 +639,28 @@ class Recorder:
             self._writer.start()
 
     @classmethod
-    def attach(cls, monitor: Monitor, path: Path | None = None, background: bool = False) -> Recorder:
-        """Open (or resume) the record before the monitor starts. Raises RecordError."""
-        store = SessionStore.open(monitor.layout, path, monitor.ledger)
-        monitor.ledger = store.ledger
-        monitor.record_path = str(store.path)
-        recorder = cls(monitor, store, background=background)
-        monitor.before_tick.append(recorder._apply_marks)
-        monitor.listeners.append(recorder._write)
-        return recorder
+    def open(
+        cls, layout: Layout, path: Path | None = None, background: bool = False, now: float | None = None
+    ) -> Recorder:
+        """Open (or resume) the record of `layout`'s session; a new session starts at the
+        reservation start, else at `now`. Raises RecordError."""
+        fresh = SessionLedger.for_layout(layout, time.time() if now is None else now)
+        return cls(SessionStore.open(layout, path, fresh), background=background)
 
     @property
     def path(self) -> Path:
         return self.store.path
 
-    def _apply_marks(self, now: float) -> None:
-        for _, at, phase in self.store.take_phase_marks():
-            try:
-                self.monitor.ledger.mark_phase(phase, at)
-            except ValueError as exc:  # a bad name from an old CLI: say so, keep going
-                log.warning("phase mark ignored: %s", exc)
+    @property
+    def ledger(self) -> SessionLedger:
+        return self.store.ledger
 
-    def _write(self, snapshot: Snapshot) -> None:
-        at = self.monitor.ledger.last_at
-        job = self.store.prepare_tick(snapshot, at if at is not None else time.time())
+    def take_phase_marks(self) -> list[tuple[float, str]]:
+        """Marks written into the record by `infertop phase` since the last call: (at, phase)."""
+        return [(at, phase) for _, at, phase in self.store.take_phase_marks()]
+
+    def write(self, snapshot: Snapshot, at: float) -> None:
+        job = self.store.prepare_tick(snapshot, at)
         if self._jobs is None:
             self._commit(job)
             return
@@ -712,10 +712,11 @@ class Recorder:
             self._jobs.join()
 
     def close(self) -> None:
-        if self._write in self.monitor.listeners:
-            self.monitor.listeners.remove(self._write)
-        if self._apply_marks in self.monitor.before_tick:
-            self.monitor.before_tick.remove(self._apply_marks)
+        """Write what is in flight and end the record (cleanly: a later open starts anew
+        unless the layout pins the same reservation). Safe to call twice."""
+        if self.closed:
+            return
+        self.closed = True
         if self._jobs is not None and self._writer is not None:
             self._jobs.put(None)  # after every waiting tick: drains, then the writer ends
             self._writer.join()

@@ -47,8 +47,9 @@ node_hour_usd = 100.0
 def record_session(tmp_path: Path, ticks: int, step_s: float = 60.0) -> tuple[Path, Snapshot]:
     layout_file = tmp_path / "layout.toml"
     layout_file.write_text(LAYOUT.replace("\x1b", "\\u001b"))
-    monitor = Monitor(load_layout(layout_file), sources=[], clock=lambda: MONDAY + H)
-    recorder = Recorder.attach(monitor, tmp_path / "rec.sqlite")
+    layout = load_layout(layout_file)
+    recorder = Recorder.open(layout, tmp_path / "rec.sqlite", now=MONDAY + H)
+    monitor = Monitor(layout, sources=[], clock=lambda: MONDAY + H, recorder=recorder)
     emit = monitor.fleet._emit  # the path every source's samples take
     snap = None
     for i in range(ticks):

@@ -90,8 +90,8 @@ async def test_phase_key_marks_the_live_session(tmp_path: Path) -> None:
 def make_recording(tmp_path: Path, ticks: int = 30) -> tuple[Path, list[Snapshot]]:
     layout = make_layout(specs(), interval_s=1.0)
     start = 1_800_000_000.0
-    monitor = Monitor(layout, sources=[], clock=lambda: start)
-    recorder = Recorder.attach(monitor, tmp_path / "rec.sqlite")
+    recorder = Recorder.open(layout, tmp_path / "rec.sqlite", now=start)
+    monitor = Monitor(layout, sources=[], clock=lambda: start, recorder=recorder)
     frames = [monitor.tick(start + i * 10.0) for i in range(ticks)]  # one frame per 10 s
     recorder.close()
     return recorder.path, frames

@@ -56,8 +56,11 @@ def write_layout(tmp_path: Path, extra: str = "") -> Path:
     return path
 
 
-def monitor_at(layout_path: Path, t0: float) -> Monitor:
-    return Monitor(load_layout(layout_path), sources=[], clock=lambda: t0)
+def recorded_at(layout_path: Path, t0: float) -> tuple[Monitor, Recorder]:
+    """A monitor whose clock reads `t0`, with its session record (the default path)."""
+    layout = load_layout(layout_path)
+    recorder = Recorder.open(layout, now=t0)
+    return Monitor(layout, sources=[], clock=lambda: t0, recorder=recorder), recorder
 
 
 def test_state_dir_from_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -71,8 +74,7 @@ def test_state_dir_from_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_ticks_written_and_read_back(tmp_path: Path) -> None:
-    monitor = monitor_at(write_layout(tmp_path), 1000.0)
-    recorder = Recorder.attach(monitor)
+    monitor, recorder = recorded_at(write_layout(tmp_path), 1000.0)
     assert monitor.record_path == str(default_record_path(monitor.layout))
     emit = monitor.fleet._emit  # the path every source's samples take
     last = None
@@ -98,15 +100,13 @@ def test_ticks_written_and_read_back(tmp_path: Path) -> None:
 
 def test_crash_resumes_clean_end_starts_anew(tmp_path: Path) -> None:
     layout_path = write_layout(tmp_path)
-    monitor = monitor_at(layout_path, 0.0)
-    recorder = Recorder.attach(monitor)
+    monitor, recorder = recorded_at(layout_path, 0.0)
     for step in (10.0, 20.0):
         monitor.tick(step)
     recorder.store.conn.close()  # a crash: no end mark, no checkpoint
     assert recorder.store.lock is not None
     recorder.store.lock.release()  # and the kernel drops a dead writer's lock
-    again = monitor_at(layout_path, 50.0)
-    resumed = Recorder.attach(again)
+    again, resumed = recorded_at(layout_path, 50.0)
     assert resumed.store.resumed
     assert again.ledger.started_at == 0.0
     snap = again.tick(50.0)
@@ -114,8 +114,7 @@ def test_crash_resumes_clean_end_starts_anew(tmp_path: Path) -> None:
     assert snap.session.spend_usd == pytest.approx(RATE * 50 / 3600, abs=1e-12)
     assert snap.session.unwatched_s == pytest.approx(10.0 + 30.0)  # before the first tick + gap
     resumed.close()
-    fresh_monitor = monitor_at(layout_path, 100.0)
-    fresh = Recorder.attach(fresh_monitor)
+    fresh_monitor, fresh = recorded_at(layout_path, 100.0)
     assert not fresh.store.resumed and fresh_monitor.ledger.started_at == 100.0
     archived = [p for p in fresh.path.parent.glob("store-test-*.sqlite") if p != fresh.path]
     assert len(archived) == 1  # the ended session kept under a dated name
@@ -125,12 +124,10 @@ def test_crash_resumes_clean_end_starts_anew(tmp_path: Path) -> None:
 def test_pinned_reservation_start_always_resumes(tmp_path: Path) -> None:
     layout_path = write_layout(tmp_path, '[session]\nreservation_start = "1970-01-01T00:00:00Z"\n')
     layout_path.write_text(layout_path.read_text().replace("[session]\nbudget_usd = 100\n", ""))
-    monitor = monitor_at(layout_path, 10.0)
-    recorder = Recorder.attach(monitor)
+    monitor, recorder = recorded_at(layout_path, 10.0)
     monitor.tick(10.0)
     recorder.close()
-    again = monitor_at(layout_path, 20.0)
-    resumed = Recorder.attach(again)
+    again, resumed = recorded_at(layout_path, 20.0)
     assert resumed.store.resumed
     assert again.tick(20.0).session.spend_usd == pytest.approx(RATE * 20 / 3600, abs=1e-12)
     resumed.close()
@@ -139,8 +136,7 @@ def test_pinned_reservation_start_always_resumes(tmp_path: Path) -> None:
 def test_cli_phase_mark_applies_at_next_tick(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     layout_path = write_layout(tmp_path)
     base = time.time() - 1000  # the CLI marks at the wall clock: about base + 1000
-    monitor = monitor_at(layout_path, base)
-    recorder = Recorder.attach(monitor)
+    monitor, recorder = recorded_at(layout_path, base)
     monitor.tick(base + 100)
     assert main(["phase", "load", "--layout", str(layout_path)]) == 0
     assert "phase load marked" in capsys.readouterr().out
@@ -171,12 +167,11 @@ def test_unreadable_records_are_one_line_errors(tmp_path: Path) -> None:
         Recording.load(tmp_path / "missing.sqlite")
     # a garbage file where the session record should be: resuming refuses, naming it
     layout_path = write_layout(tmp_path)
-    monitor = monitor_at(layout_path, 0.0)
-    path = default_record_path(monitor.layout)
+    path = default_record_path(load_layout(layout_path))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(garbage.read_bytes())
     with pytest.raises(RecordError, match="cannot resume"):
-        Recorder.attach(monitor)
+        recorded_at(layout_path, 0.0)
 
 
 RECORD_LAYOUT = LAYOUT

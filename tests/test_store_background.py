@@ -24,8 +24,10 @@ gpus = 2
 """
 
 
-def _monitor(tmp_path: Path) -> Monitor:
-    return Monitor(parse_layout(LAYOUT, str(tmp_path / "layout.toml")), sources=[], clock=lambda: 1000.0)
+def _recorded(tmp_path: Path) -> tuple[Monitor, Recorder]:
+    layout = parse_layout(LAYOUT, str(tmp_path / "layout.toml"))
+    recorder = Recorder.open(layout, tmp_path / "rec.sqlite", background=True, now=1000.0)
+    return Monitor(layout, sources=[], clock=lambda: 1000.0, recorder=recorder), recorder
 
 
 def _tick(monitor: Monitor, step: int):  # type: ignore[no-untyped-def]
@@ -35,8 +37,7 @@ def _tick(monitor: Monitor, step: int):  # type: ignore[no-untyped-def]
 
 
 def test_background_writes_every_tick_in_order_and_close_drains(tmp_path: Path) -> None:
-    monitor = _monitor(tmp_path)
-    recorder = Recorder.attach(monitor, tmp_path / "rec.sqlite", background=True)
+    monitor, recorder = _recorded(tmp_path)
     writer = recorder._writer
     assert writer is not None and writer is not threading.current_thread()
     _tick(monitor, 1)
@@ -58,8 +59,7 @@ def test_background_writes_every_tick_in_order_and_close_drains(tmp_path: Path) 
 
 
 def test_a_slow_writer_holds_the_next_tick_so_at_most_one_is_in_flight(tmp_path: Path) -> None:
-    monitor = _monitor(tmp_path)
-    recorder = Recorder.attach(monitor, tmp_path / "rec.sqlite", background=True)
+    monitor, recorder = _recorded(tmp_path)
     add_phase_mark(recorder.path, "load", 1002.5)
     blocker = sqlite3.connect(recorder.path, isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")  # the writer waits on this lock (busy timeout 5 s)
