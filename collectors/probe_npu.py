@@ -47,10 +47,6 @@ def npu_tool(names, paths):
     return None
 
 
-def is_ascend_node() -> bool:
-    return os.path.exists(NPU_DEVICE_NODE) or npu_tool(("npu-smi",), NPU_SMI_PATHS) is not None
-
-
 def _npu_cells(line: str):
     """`| a | b | c |` → ["a", "b", "c"]; None for border lines and non-table text."""
     text = line.strip()

@@ -306,10 +306,5 @@ def example_path(name: str) -> Path:
     return Path(str(ref))
 
 
-def example_names() -> list[str]:
-    folder = resources.files("layouts") / "examples"
-    return sorted(p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml"))
-
-
 def local_layout() -> Layout:
     return load_layout(example_path("local"))

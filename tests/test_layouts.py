@@ -10,11 +10,11 @@ import pytest
 
 from layouts import LayoutError, example_path, load_layout, parse_layout
 from layouts.hostrange import HostRangeError, expand_hosts
-from layouts.loader import example_names
 
 
 def test_examples_load() -> None:
-    assert set(example_names()) >= {"local", "gb300-trial", "deepseek-64p64d"}
+    for name in ("local", "gb300-trial", "deepseek-64p64d"):  # shipped with the package
+        assert example_path(name).is_file()
     big = load_layout(example_path("deepseek-64p64d"))
     roles = [n.role for n in big.nodes]
     assert roles.count("prefill") == 8 and roles.count("decode") == 8

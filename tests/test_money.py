@@ -16,10 +16,9 @@ from infertop.evaluation.money import (
     cost_weighted_idle_fraction,
     energy_cost_per_hour_usd,
     node_cost_per_hour_usd,
-    spend_usd,
-    usd_per,
     usd_per_million,
 )
+from infertop.session import SessionLedger, TickFigures
 from layouts.model import ApiPriceTable, NodeConfig, PricingConfig
 
 EPS = 1e-9
@@ -37,9 +36,14 @@ SUNDAY = utc(2026, 11, 29)
 
 
 def test_deepinfer_worked_example() -> None:
-    spend = spend_usd(200.0, 3 * H)
-    assert spend == pytest.approx(600.0, abs=EPS)
-    assert usd_per(spend, 1000) == pytest.approx(0.60, abs=EPS)
+    """DeepInfer's own: $200/h for 3 h is $600; 1,000 acceptable tasks → $0.60 a task.
+    Checked against the ledger that bills a session, tick by tick."""
+    ledger = SessionLedger(started_at=MONDAY, acceptable_tasks=1000)
+    for minute in range(0, 181):
+        ledger.advance(TickFigures(now=MONDAY + minute * 60.0, cost_per_hour_usd=200.0))
+    view = ledger.view(MONDAY + 3 * H, None)
+    assert view.spend_usd == pytest.approx(600.0, abs=EPS)
+    assert view.usd_per_acceptable_task == pytest.approx(0.60, abs=EPS)
 
 
 def test_per_gpu_per_node_and_extras() -> None:
@@ -74,8 +78,6 @@ def test_owned_energy_and_amortised_hardware() -> None:
     energy = node_cost_per_hour_usd(node, pricing, 8, gpu_power_w)
     assert energy == pytest.approx(1.0296, abs=EPS)
     assert cluster_cost_per_hour_usd([energy], pricing) == pytest.approx(21.0296, abs=EPS)
-    # an hour of it
-    assert spend_usd(21.0296, H) == pytest.approx(21.0296, abs=EPS)
 
 
 @pytest.mark.parametrize(

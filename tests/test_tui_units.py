@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from collectors.safe_text import inert_text
 from infertop.format import fmt_bytes_pair, fmt_power_w
 from infertop.view import EngineView, GpuView, NodeView, VerdictView
-from tui.columns import GREY, SORTS, TROUBLE, NodeLabel, SortSpec, render_row, sort_order
+from tui.columns import GREY, SORTS, TROUBLE, SortSpec, render_row, sort_order
 from tui.filtering import NodeFilter
 from tui.sparkline import sparkline
 from tui.text import inert
@@ -112,9 +112,9 @@ def test_stale_row_greyed_but_status_says_why() -> None:
     assert unreachable[2].plain == "UNREACH 2m" and TROUBLE in str(unreachable[2].style)
 
 
-def test_name_cell_keeps_its_node_and_is_inert() -> None:
-    label = NodeLabel("[b]x[/b]\x1b[1m")
-    assert label.node == "[b]x[/b]\x1b[1m" and label.plain == "[b]x[/b]\\x1b[1m" and label.spans == []
+def test_name_cell_is_inert() -> None:
+    label = render_row(node("[b]x[/b]\x1b[1m"))[0]
+    assert label.plain == "[b]x[/b]\\x1b[1m" and label.spans == []
 
 
 def test_sort_orders_worst_first_unknown_last() -> None:

@@ -34,14 +34,6 @@ STATUS_ORDER = {"error": 0, "unreachable": 1, "stale": 2, "ok": 3}
 SEVERITY_STYLE = {"critical": TROUBLE, "warning": WARN, "info": "cyan"}
 
 
-class NodeLabel(Text):
-    """The name cell. Remembers the node it names, so rows can be sorted by node."""
-
-    def __init__(self, node: str, style: str = ""):
-        super().__init__(inert(node).plain, style=style, no_wrap=True, overflow="ellipsis")
-        self.node = node
-
-
 def _cell(text: str, style: str = "", justify: str = "right") -> Text:
     return Text(text, style=style, justify=justify, no_wrap=True)  # type: ignore[arg-type]
 
@@ -121,7 +113,7 @@ def _tx(node: NodeView) -> float | None:
 
 
 COLUMNS: tuple[Column, ...] = (
-    Column("name", "NODE", None, lambda n: NodeLabel(n.name), lambda n: n.name, descending=False),
+    Column("name", "NODE", None, lambda n: inert(n.name, max_len=64), lambda n: n.name, descending=False),
     Column("role", "ROLE", 7, lambda n: _cell(n.role, justify="left")),
     Column("status", "STATUS", 11, status_cell,
            lambda n: STATUS_ORDER.get(n.status, 9), descending=False),

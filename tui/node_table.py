@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from textual.binding import Binding
 
 from infertop.view import NodeView
-from tui.columns import COLUMNS, NodeLabel, SortSpec, render_row, sort_order
+from tui.columns import COLUMNS, SortSpec, render_row, sort_order
 from tui.row_table import RowTable
 
 
@@ -33,8 +33,3 @@ class NodeTable(RowTable):
         """Make the table show exactly `nodes` (already filtered), sorted by `sort`."""
         self.sync((node.name, render_row(node)) for node in nodes)
         self.set_order(sort_order(list(nodes), sort))
-
-    def name_cell(self, node: str) -> NodeLabel:
-        cell = self.get_cell(node, "name")
-        assert isinstance(cell, NodeLabel)
-        return cell

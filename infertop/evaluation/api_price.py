@@ -12,7 +12,6 @@ billed at peak is the share of its seconds that fall in a peak window.
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 
 from layouts.model import ApiPriceTable
@@ -115,7 +114,3 @@ def describe(table: ApiPriceTable) -> str:
     """One line naming the table, its date and whether it differs from the bundled one."""
     note = "bundled" if table == BUNDLED else "overridden in the layout"
     return f"{table.model} API prices as of {table.as_of} ({note})"
-
-
-def utc(t: float) -> dt.datetime:
-    return dt.datetime.fromtimestamp(t, dt.UTC)

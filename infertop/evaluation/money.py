@@ -18,8 +18,9 @@ def node_cost_per_hour_usd(
     if pricing.mode == "owned":
         if power_w is None and pricing.host_base_power_w == 0:
             return None
-        watts = (power_w or 0.0) + pricing.host_base_power_w
-        return watts / 1000.0 * pricing.pue * pricing.kwh_usd
+        return energy_cost_per_hour_usd(
+            power_w or 0.0, pricing.host_base_power_w, pricing.pue, pricing.kwh_usd
+        )
     node_rate = node.node_hour_usd if node.node_hour_usd is not None else pricing.node_hour_usd
     if node_rate is not None and node.gpu_hour_usd is None:
         return node_rate
@@ -48,11 +49,6 @@ def energy_cost_per_hour_usd(
 ) -> float:
     """Owned hardware: (measured GPU power + host base power) × PUE, priced per kWh."""
     return (power_w + host_base_power_w) / 1000.0 * pue * kwh_usd
-
-
-def spend_usd(cost_per_hour_usd: float, seconds: float) -> float:
-    """What `seconds` at a steady rate cost: $200/h for 3 h (10,800 s) is $600."""
-    return cost_per_hour_usd * seconds / 3600.0
 
 
 def usd_per(spend: float | None, count: float | None) -> float | None:

@@ -60,15 +60,6 @@ def node_conditions(
     return [c for c in found if c is not None]
 
 
-def status_verdicts(node: NodeView) -> list[VerdictView]:
-    """The status verdict alone, with no hold (kept for callers without a tracker)."""
-    cond = status_condition(node, 0.0)
-    if cond is None:
-        return []
-    return [VerdictView(kind=cond.kind, detail=cond.detail, severity=cond.severity,
-                        usd_per_hour_at_stake=cond.usd_per_hour_at_stake)]
-
-
 def verdict_sort_key(v: VerdictView) -> tuple[int, float]:
     """Worst first, then the most money at stake (unknown money last)."""
     stake = v.usd_per_hour_at_stake
