@@ -1,0 +1,167 @@
+"""What a node can physically report: the one place where absurd values become unknown.
+
+A node, an exporter or an engine page may send anything: NaN, infinities, 1e308, a GPU
+drawing a megawatt, minus five waiting requests. Every sample enters the monitor through
+`Fleet._emit`, which passes it through `within_bounds` first. A gauge beyond what hardware
+can do, a negative count, a non-finite number or a counter beyond 2**64 (no kernel or
+engine counter holds more) becomes `None`, and the sample gets a note naming the field and
+the value. Nothing later (sums over GPUs or nodes, the money ledger, sparklines) ever sees
+such a value, so no later sum can overflow to infinity.
+
+The limits are generous on purpose (several times beyond today's hardware): they catch
+garbage and hostile input, never a fast cluster.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from collectors.exposition import clean_label
+from collectors.sample import EngineSample, HostSample, NodeSample
+
+TIB = 1024**4
+COUNTER_MAX = float(2**64)  # no u64 counter (kernel, NVML, engine) holds more
+# (low, high), both inclusive; None and values within pass, anything else is unknown
+Bounds = Mapping[str, tuple[float, float]]
+_COUNTER = (0.0, COUNTER_MAX)
+
+GPU_BOUNDS: Bounds = {
+    "util_pct": (0.0, 100.0),
+    "mem_used_bytes": (0.0, 16 * TIB),
+    "mem_total_bytes": (0.0, 16 * TIB),
+    "power_w": (0.0, 5000.0),  # a whole GB300 superchip draws well under 2 kW
+    "temp_c": (-50.0, 200.0),
+    "sm_clock_mhz": (0.0, 10_000.0),
+    "clock_event_reasons": (0.0, COUNTER_MAX),  # a bitmask
+    "xid_last": (0.0, 2.0**31),
+    "ecc_uncorrected_total": _COUNTER,
+    "energy_j_total": _COUNTER,
+    "nvlink_links_total": (0.0, 1024.0),
+    "nvlink_links_up": (0.0, 1024.0),
+    "nvlink_tx_bytes_total": _COUNTER,
+    "nvlink_rx_bytes_total": _COUNTER,
+    "nvlink_errors_total": _COUNTER,
+    "nvlink_tx_bytes_per_s": (0.0, 4e12),  # NVLink 5 carries 0.9 TB/s each way
+    "nvlink_rx_bytes_per_s": (0.0, 4e12),
+}
+NIC_BOUNDS: Bounds = {
+    "speed_gbps": (0.0, 3200.0),  # 3.2 Tb/s: four times today's fastest port
+    "rx_bytes_total": _COUNTER,
+    "tx_bytes_total": _COUNTER,
+    "xmit_wait_total": _COUNTER,
+    "link_downed_total": _COUNTER,
+    "errors_total": _COUNTER,
+    "members_up": (0.0, 1024.0),
+    "accelerator_index": (0.0, 1024.0),
+}
+HOST_BOUNDS: Bounds = {
+    "cpu_pct": (0.0, 100.0),
+    "mem_used_bytes": (0.0, 64 * TIB),
+    "mem_total_bytes": (0.0, 64 * TIB),
+    "load1": (0.0, 1e6),
+}
+ENGINE_BOUNDS: Bounds = {
+    **{f: _COUNTER for f in (
+        "steps_total", "drafts_total", "draft_tokens_total", "accepted_tokens_total",
+        "generation_tokens_total", "prompt_tokens_total", "prompt_cached_tokens_total",
+        "requests_finished_total", "ttft_seconds_sum", "ttft_seconds_count",
+        "itl_seconds_sum", "itl_seconds_count", "log_lines_skipped_total",
+    )},
+    "requests_running": (0.0, 1e7),
+    "requests_waiting": (0.0, 1e7),
+    "kv_cache_usage": (0.0, 1.0),  # a share of the KV pool
+    "log_last_line_at": (0.0, 2.0**32),  # unix seconds (until 2106)
+}
+
+def _show(value: Any) -> str:
+    """A number for a note, whatever it is (an int of 400 digits does not fit a float)."""
+    try:
+        return f"{float(value):.3g}"
+    except OverflowError:
+        return "beyond 1e308"
+
+
+class _Findings:
+    """Out-of-bounds values found in one sample, one note per (part, field)."""
+
+    def __init__(self) -> None:
+        self.by_field: dict[tuple[str, str], list[tuple[str, Any]]] = {}
+
+    def add(self, part: str, field: str, where: str, value: Any) -> None:
+        self.by_field.setdefault((part, field), []).append((where, value))
+
+    def notes(self, bounds_of: Mapping[str, Bounds]) -> list[str]:
+        out = []
+        for (part, field), found in self.by_field.items():
+            where, value = found[0]
+            more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+            lo, hi = bounds_of[part][field]
+            out.append(
+                f"{where} {field} = {_show(value)}{more} is beyond {_show(lo)}–{_show(hi)}: "
+                "shown as unknown"
+            )
+        return out
+
+
+def _bounded(part: BaseModel, bounds: Bounds, kind: str, where: str, found: _Findings) -> BaseModel:
+    """`part` with every value outside `bounds` set to None (the same object if none is)."""
+    bad: dict[str, None] = {}
+    for field, (lo, hi) in bounds.items():
+        value = getattr(part, field)
+        # one comparison rejects NaN, ±inf and ints too large for a float alike
+        if value is not None and not lo <= value <= hi:
+            found.add(kind, field, where, value)
+            bad[field] = None
+    return part.model_copy(update=bad) if bad else part
+
+
+def _bounded_list(
+    parts: Sequence[BaseModel] | None, bounds: Bounds, kind: str,
+    where: Callable[[Any], str], found: _Findings,
+) -> list[Any] | None:
+    if parts is None:
+        return None
+    return [_bounded(p, bounds, kind, where(p), found) for p in parts]
+
+
+_BOUNDS_OF: dict[str, Bounds] = {
+    "gpu": GPU_BOUNDS, "nic": NIC_BOUNDS, "host": HOST_BOUNDS, "engine": ENGINE_BOUNDS,
+}
+
+
+def within_bounds(sample: NodeSample) -> NodeSample:
+    """The sample with physically impossible values made unknown, and a note for each
+    field; the very same object when every value is within bounds (the usual case)."""
+    if sample.error is not None:
+        return sample
+    found = _Findings()
+    gpus = _bounded_list(
+        sample.gpus, GPU_BOUNDS, "gpu", lambda g: f"{g.kind.upper()} {g.index}", found
+    )
+    nics = _bounded_list(
+        sample.nics, NIC_BOUNDS, "nic", lambda n: f"port {clean_label(n.name[:40])}", found
+    )
+    host = None if sample.host is None else _bounded(sample.host, HOST_BOUNDS, "host", "host", found)
+    engine = (
+        None if sample.engine is None
+        else _bounded(sample.engine, ENGINE_BOUNDS, "engine", "engine", found)
+    )
+    if not found.by_field:
+        return sample
+    assert host is None or isinstance(host, HostSample)
+    assert engine is None or isinstance(engine, EngineSample)
+    return sample.model_copy(update={
+        "gpus": gpus, "nics": nics, "host": host, "engine": engine,
+        "notes": [*sample.notes, *found.notes(_BOUNDS_OF)],
+    })
+
+
+def whole(value: float | None) -> int | None:
+    """`int(value)` for a figure converted to a count (MiB → bytes), or None where there is
+    none: a finite float times a factor can overflow to infinity, and `int(inf)` raises."""
+    return int(value) if value is not None and math.isfinite(value) else None
+
