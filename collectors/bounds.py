@@ -1,12 +1,19 @@
 """What a node can physically report: the one place where absurd values become unknown.
 
 A node, an exporter or an engine page may send anything: NaN, infinities, 1e308, a GPU
-drawing a megawatt, minus five waiting requests. Every sample enters the monitor through
-`Fleet._emit`, which passes it through `within_bounds` first. A gauge beyond what hardware
-can do, a negative count, a non-finite number or a counter beyond 2**64 (no kernel or
-engine counter holds more) becomes `None`, and the sample gets a note naming the field and
-the value. Nothing later (sums over GPUs or nodes, the money ledger, sparklines) ever sees
-such a value, so no later sum can overflow to infinity.
+drawing a megawatt, minus five waiting requests. Two checks, each in one place:
+
+- **values** (`within_bounds`): every sample enters the monitor through `Fleet._emit`,
+  which passes it through `within_bounds` first. A gauge beyond what hardware can do, a
+  negative count, a non-finite number or a counter beyond 2**64 (no kernel or engine
+  counter holds more) becomes `None`, and the sample gets a note naming the field and the
+  value. Nothing later (sums over GPUs or nodes, the money ledger, sparklines) ever sees
+  such a value, so no later sum can overflow to infinity.
+- **rises** (`counter_trust`, used by `collectors.rates`): a counter's value may be
+  plausible while its rise is not (100 → 1e18 in a second). `COUNTER_MAX_PER_S` says how
+  fast each counter can rise on one node; a step faster than that, or a counter that goes
+  down twice within `RESET_REPEAT_S`, is not trusted: its rate is unknown with a note and
+  the ledger does not count it (see `collectors.rates.step_doubt`).
 
 The limits are generous on purpose (several times beyond today's hardware): they catch
 garbage and hostile input, never a fast cluster.
@@ -15,12 +22,13 @@ garbage and hostile input, never a fast cluster.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel
 
 from collectors.exposition import clean_label
+from collectors.rates import CounterTrust
 from collectors.sample import EngineSample, HostSample, NodeSample
 
 TIB = 1024**4
@@ -76,6 +84,35 @@ ENGINE_BOUNDS: Bounds = {
     "kv_cache_usage": (0.0, 1.0),  # a share of the KV pool
     "log_last_line_at": (0.0, 2.0**32),  # unix seconds (until 2106)
 }
+
+# The fastest a counter can rise on one node, per second. Tokens: a node of 8 GPUs
+# prefills ~1e6 tokens/s at most today; a port carries 3.2 Tb/s at most (see NIC_BOUNDS).
+_TOKENS_PER_S = 1e8
+COUNTER_MAX_PER_S: Mapping[str, float] = {
+    "steps_total": 1e6,
+    "drafts_total": _TOKENS_PER_S,
+    "draft_tokens_total": _TOKENS_PER_S,
+    "accepted_tokens_total": _TOKENS_PER_S,
+    "generation_tokens_total": _TOKENS_PER_S,
+    "prompt_tokens_total": _TOKENS_PER_S,
+    "prompt_cached_tokens_total": _TOKENS_PER_S,
+    "requests_finished_total": 1e7,
+    "rx_bytes_total": 4e11,  # 3.2 Tb/s in bytes
+    "tx_bytes_total": 4e11,
+    "xmit_wait_total": 1e10,  # IB ticks waited: bounded by the port's clock
+    "errors_total": 1e10,  # bounded by the packet rate
+    "nvlink_tx_bytes_total": 4e12,
+    "nvlink_rx_bytes_total": 4e12,
+}
+_TRUST = {name: CounterTrust(max_per_s=rate) for name, rate in COUNTER_MAX_PER_S.items()}
+
+
+def counter_trust(key: Hashable) -> CounterTrust | None:
+    """How far to trust the counter a rate key names: the key is the sample's field name,
+    or a tuple ending with it ((GPU index, field), (port name, field))."""
+    field = key[-1] if isinstance(key, tuple) and key else key
+    return _TRUST.get(field) if isinstance(field, str) else None
+
 
 def _show(value: Any) -> str:
     """A number for a note, whatever it is (an int of 400 digits does not fit a float)."""

@@ -172,6 +172,8 @@ class SessionView(_View):
     # $/h ÷ accepted tokens/h right now: the marginal cost, meaningful even when the session
     # figure above is inflated by spend from before infertop started counting tokens
     usd_per_million_output_tokens_now: float | None = None
+    # counter steps the ledger did not count, and why (an engine no engine could be)
+    notes: list[str] = Field(default_factory=list)
 
 
 class Snapshot(_View):
