@@ -144,14 +144,18 @@ class _Findings:
         return out
 
 
-def _bounded(part: BaseModel, bounds: Bounds, kind: str, where: str, found: _Findings) -> BaseModel:
-    """`part` with every value outside `bounds` set to None (the same object if none is)."""
+def _bounded(
+    part: BaseModel, bounds: Bounds, kind: str, where: Callable[[BaseModel], str], found: _Findings
+) -> BaseModel:
+    """`part` with every value outside `bounds` set to None (the same object if none is).
+    `where` names the part for a note, only when one is needed (this runs on every GPU and
+    port of every sample)."""
     bad: dict[str, None] = {}
     for field, (lo, hi) in bounds.items():
         value = getattr(part, field)
         # one comparison rejects NaN, ±inf and ints too large for a float alike
         if value is not None and not lo <= value <= hi:
-            found.add(kind, field, where, value)
+            found.add(kind, field, where(part), value)
             bad[field] = None
     return part.model_copy(update=bad) if bad else part
 
@@ -162,7 +166,7 @@ def _bounded_list(
 ) -> list[Any] | None:
     if parts is None:
         return None
-    return [_bounded(p, bounds, kind, where(p), found) for p in parts]
+    return [_bounded(p, bounds, kind, where, found) for p in parts]
 
 
 _BOUNDS_OF: dict[str, Bounds] = {
@@ -182,10 +186,13 @@ def within_bounds(sample: NodeSample) -> NodeSample:
     nics = _bounded_list(
         sample.nics, NIC_BOUNDS, "nic", lambda n: f"port {clean_label(n.name[:40])}", found
     )
-    host = None if sample.host is None else _bounded(sample.host, HOST_BOUNDS, "host", "host", found)
+    host = (
+        None if sample.host is None
+        else _bounded(sample.host, HOST_BOUNDS, "host", lambda _: "host", found)
+    )
     engine = (
         None if sample.engine is None
-        else _bounded(sample.engine, ENGINE_BOUNDS, "engine", "engine", found)
+        else _bounded(sample.engine, ENGINE_BOUNDS, "engine", lambda _: "engine", found)
     )
     if not found.by_field:
         return sample
