@@ -15,6 +15,7 @@ turned into byte counters here).
 
 from __future__ import annotations
 
+from collectors.bounds import whole
 from collectors.exposition import Exposition, clean_label
 from collectors.sample import GpuSample, NicSample
 
@@ -116,8 +117,8 @@ def gpu_samples_from_npu_exporter(families: Exposition) -> list[GpuSample]:
             total_mb = _first(families, (total_name,), chip)
             if total_mb is not None and total_mb > 0:
                 used_mb = _first(families, (used_name,), chip)
-                fields["mem_total_bytes"] = int(total_mb * MIB)
-                fields["mem_used_bytes"] = int(used_mb * MIB) if used_mb is not None else None
+                fields["mem_total_bytes"] = whole(total_mb * MIB)
+                fields["mem_used_bytes"] = whole(used_mb * MIB) if used_mb is not None else None
                 break
         healthy = None if chip not in health else health[chip][1] == 1
         error = None

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from collectors.ascend import ASCEND_WANTED, ascend_parts
+from collectors.bounds import whole
 from collectors.exposition import Exposition, clean_label
 from collectors.sample import GpuSample, NicKind, NicSample
 
@@ -111,13 +112,13 @@ def gpu_samples_from_dcgm(families: Exposition, hostname: str | None = None) -> 
     reserved = _per_gpu(families, ("DCGM_FI_DEV_FB_RESERVED",), hostname)
     total = _per_gpu(families, ("DCGM_FI_DEV_FB_TOTAL",), hostname)
     for index, (labels, value) in used.items():
-        put(index, labels, "mem_used_bytes", int(value * MIB))
+        put(index, labels, "mem_used_bytes", whole(value * MIB))
         if index in total:
-            put(index, labels, "mem_total_bytes", int(total[index][1] * MIB))
+            put(index, labels, "mem_total_bytes", whole(total[index][1] * MIB))
         elif index in free:
             # FB_USED + FB_FREE (+ FB_RESERVED where reported) is the framebuffer
             extra = reserved[index][1] if index in reserved else 0.0
-            put(index, labels, "mem_total_bytes", int((value + free[index][1] + extra) * MIB))
+            put(index, labels, "mem_total_bytes", whole((value + free[index][1] + extra) * MIB))
     for field, names, convert in (
         ("xid_last", _DCGM_XID, int),
         ("clock_event_reasons", _DCGM_CLOCK_REASONS, int),
@@ -131,7 +132,7 @@ def gpu_samples_from_dcgm(families: Exposition, hostname: str | None = None) -> 
             errors[index] = errors.get(index, 0.0) + value
             labels_of.setdefault(index, labels)
     for index, count in errors.items():
-        put(index, labels_of[index], "nvlink_errors_total", int(count))
+        put(index, labels_of[index], "nvlink_errors_total", whole(count))
     samples = []
     for index in sorted(fields):
         labels = labels_of[index]

@@ -6,6 +6,12 @@ here looks at family names: every lookup is by the exact *sample* name
 (`vllm:prompt_tokens_total`, `vllm:iteration_tokens_total_count`), never by prefix or
 substring, so `_created`, `_bucket` and `_per_pos` series are never picked up by mistake.
 
+A series (a sample name with one set of labels) exposed twice on one page is kept once:
+its *first* value, as Prometheus does (it appends the first sample of a series and drops
+later ones as duplicates, prometheus/prometheus#12933). Summing them would show an engine's
+5 running requests and its 7 as 12; `Exposition.duplicates` counts what was dropped, and
+`duplicate_note` says so.
+
 One more quirk: a counter exposed *without* the `_total` suffix (dcgm-exporter's
 `DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION`) comes back from the parser renamed to
 `<name>_total`, and cannot be told apart from one exposed as `<name>_total`. Such
@@ -59,6 +65,8 @@ class Exposition:
     samples: dict[str, list[tuple[dict[str, str], float]]] = field(default_factory=dict)
     # counter samples the parser suffixed with `_total`, under their unsuffixed name
     aliases: dict[str, list[tuple[dict[str, str], float]]] = field(default_factory=dict)
+    # sample name → how many later copies of an already seen series were dropped
+    duplicates: dict[str, int] = field(default_factory=dict)
 
     def __contains__(self, name: object) -> bool:
         return name in self.samples or name in self.aliases
@@ -143,6 +151,7 @@ def parse_exposition(
     if wanted is not None:
         text = _keep_wanted(text, wanted, where)
     index = Exposition()
+    seen: set[tuple[str, frozenset[tuple[str, str]]]] = set()
     try:
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
@@ -151,6 +160,11 @@ def parse_exposition(
                     continue
                 labels = {str(k): str(v) for k, v in sample.labels.items()}
                 name = str(sample.name)
+                series = (name, frozenset(labels.items()))
+                if series in seen:
+                    index.duplicates[name] = index.duplicates.get(name, 0) + 1
+                    continue
+                seen.add(series)
                 index.samples.setdefault(name, []).append((labels, value))
                 if family.type == "counter" and name == f"{family.name}_total":
                     index.aliases.setdefault(family.name, []).append((labels, value))
@@ -160,3 +174,17 @@ def parse_exposition(
             f"bad exposition from {where}: not Prometheus text ({type(exc).__name__})"
         ) from None
     return index
+
+
+def duplicate_note(index: Exposition, where: str) -> str | None:
+    """One line naming the series a page exposed more than once (first value kept)."""
+    if not index.duplicates:
+        return None
+    count = sum(index.duplicates.values())
+    names = sorted(index.duplicates)
+    shown = ", ".join(clean_label(n[:80]) or "" for n in names[:3])
+    more = f" and {len(names) - 3} more names" if len(names) > 3 else ""
+    return (
+        f"{redact_url(where)}: {count} duplicate series of {shown}{more}: "
+        "first value kept, not summed"
+    )

@@ -14,6 +14,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from collectors.bounds import within_bounds
 from collectors.sample import NodeSample
 from collectors.source import Source
 
@@ -112,6 +113,9 @@ class Fleet:
         self.listeners: list[Callable[[NodeSample], None]] = []
 
     def _emit(self, sample: NodeSample) -> None:
+        # the one door into the monitor: what no hardware can report becomes unknown here,
+        # before fleet state, the ledger or any view sees it (collectors.bounds)
+        sample = within_bounds(sample)
         self.state.add(sample)
         for listener in self.listeners:
             listener(sample)

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from collectors.exposition import Exposition, ExpositionError, parse_exposition
+from collectors.exposition import Exposition, ExpositionError, duplicate_note, parse_exposition
 from collectors.safe_text import redact_url
 from collectors.sample import EngineSample, EngineSourceKind
 
@@ -246,6 +246,18 @@ def engine_sample_from_text(
 ) -> EngineSample:
     """Engine exposition text → `EngineSample`. Raises `ExpositionError` on garbage (and
     `ProfileError`, also a ValueError, on an unknown or malformed profile)."""
+    return engine_reading_from_text(text, profile, custom_profiles, source, where)[0]
+
+
+def engine_reading_from_text(
+    text: str,
+    profile: str,
+    custom_profiles: CustomProfiles | None = None,
+    source: EngineSourceKind = "endpoint",
+    where: str = "engine endpoint",
+) -> tuple[EngineSample, list[str]]:
+    """`engine_sample_from_text`, with the notes the page deserves (duplicate series)."""
     resolved = resolve_profile(profile, custom_profiles)
     index = parse_exposition(text, where, wanted=resolved.wanted)
-    return engine_sample_from_exposition(index, resolved, source, where)
+    note = duplicate_note(index, where)
+    return engine_sample_from_exposition(index, resolved, source, where), [note] if note else []

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from collectors.bounds import whole
 from collectors.profiles import ENGINE_LABELS, CustomProfiles, ProfileError, resolve_profile
 from collectors.sample import (
     ENGINE_COUNTER_FIELDS,
@@ -273,7 +274,7 @@ def engine_sample(node: str, taken_at: float, fig: Mapping[str, Mapping[tuple[st
 
 
 def _int(value: float | None) -> int | None:
-    return None if value is None else int(value)
+    return whole(value)
 
 
 def gpu_sample(node: str, taken_at: float, fig: Mapping[str, Mapping[tuple[str, ...], float | None]],
@@ -297,8 +298,8 @@ def gpu_sample(node: str, taken_at: float, fig: Mapping[str, Mapping[tuple[str, 
         energy = f.get("energy_mj_total")
         gpus.append(GpuSample(
             index=index, name=names.get(gpu), util_pct=f.get("util_pct"),
-            mem_used_bytes=None if used is None else int(used * _MIB),
-            mem_total_bytes=None if total is None else int(total * _MIB),
+            mem_used_bytes=None if used is None else whole(used * _MIB),
+            mem_total_bytes=None if total is None else whole(total * _MIB),
             power_w=f.get("power_w"), temp_c=f.get("temp_c"), sm_clock_mhz=f.get("sm_clock_mhz"),
             xid_last=_int(f.get("xid_last")),
             energy_j_total=None if energy is None else energy / 1000.0,
@@ -345,7 +346,7 @@ def node_sample(node: str, taken_at: float, fig: Mapping[str, Mapping[tuple[str,
     if total is not None or load1 is not None:
         host = HostSample(
             mem_total_bytes=_int(total),
-            mem_used_bytes=None if total is None or avail is None else int(total - avail),
+            mem_used_bytes=None if total is None or avail is None else whole(total - avail),
             load1=load1,
         )
     if not nics and host is None:

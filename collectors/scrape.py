@@ -22,7 +22,7 @@ from typing import Any
 import aiohttp
 
 from collectors.exporters import EXPORTER_WANTED, parts_from_exporter
-from collectors.exposition import MAX_EXPOSITION_BYTES, ExpositionError, parse_exposition
+from collectors.exposition import MAX_EXPOSITION_BYTES, ExpositionError, duplicate_note, parse_exposition
 from collectors.profiles import (
     Profile,
     ProfileError,
@@ -63,6 +63,7 @@ class _Result:
     parts: dict[str, Any] | None = None
     error: str | None = None
     received_at: float | None = None  # when the page was read (request/answer midpoint)
+    notes: tuple[str, ...] = ()  # what was odd about a page that was read
 
 
 class ScrapeSource(PollingSource):
@@ -145,14 +146,16 @@ class ScrapeSource(PollingSource):
             text, received_at = await self.fetch(endpoint.url, timeout_s)
             wanted = endpoint.profile.wanted if endpoint.profile is not None else EXPORTER_WANTED
             index = parse_exposition(text, endpoint.url, wanted=wanted)
+            duplicates = duplicate_note(index, endpoint.url)
+            notes = (duplicates,) if duplicates else ()
             if endpoint.profile is not None:
                 engine = engine_sample_from_exposition(index, endpoint.profile, where=endpoint.url)
-                return _Result(engine=engine, received_at=received_at)
+                return _Result(engine=engine, received_at=received_at, notes=notes)
             parts = parts_from_exporter(index)
             if not parts:
                 where = redact_url(endpoint.url)
                 return _Result(error=f"no dcgm-exporter or node_exporter metrics in {where}")
-            return _Result(parts=parts, received_at=received_at)
+            return _Result(parts=parts, received_at=received_at, notes=notes)
         except (ScrapeError, ExpositionError) as exc:
             return _Result(error=str(exc))
 
@@ -177,7 +180,7 @@ class ScrapeSource(PollingSource):
                 gpus = [*(gpus or []), *parts["gpus"]]
             if "nics" in parts:
                 nics = [*(nics or []), *parts["nics"]]
-            notes += [n for n in parts.get("notes", ()) if n not in notes]
+            notes += [n for n in (*result.notes, *parts.get("notes", ())) if n not in notes]
         return NodeSample(
             node=node,
             source=self.kind,

@@ -122,7 +122,8 @@ class ProbeEnded(Exception):
     """The probe stopped streaming; the message says why (with its last stderr line)."""
 
 
-EngineConverter = Callable[[str, str], EngineSample]
+# engine text and profile → the engine figures and the notes the page deserves
+EngineConverter = Callable[[str, str], tuple[EngineSample, list[str]]]
 
 
 def _load_engine_converter(custom_profiles: dict[str, Any] | None) -> EngineConverter | None:
@@ -131,12 +132,12 @@ def _load_engine_converter(custom_profiles: dict[str, Any] | None) -> EngineConv
         from collectors import profiles  # type: ignore[attr-defined, unused-ignore]
     except ImportError:
         return None
-    convert = getattr(profiles, "engine_sample_from_text", None)
+    convert = getattr(profiles, "engine_reading_from_text", None)
     if convert is None:
         return None
 
-    def run(text: str, profile: str) -> EngineSample:
-        result: EngineSample = convert(text, profile, custom_profiles, source="endpoint")
+    def run(text: str, profile: str) -> tuple[EngineSample, list[str]]:
+        result: tuple[EngineSample, list[str]] = convert(text, profile, custom_profiles, source="endpoint")
         return result
 
     return run
@@ -244,9 +245,8 @@ class SshSource(Source):
                 # the node quotes the URL it was given: never its password or token
                 notes.append(inert_text(redact_text(fetch_error, url_secrets(node.engine_url))))
             if isinstance(text, str):
-                engine, note = self._convert_engine(text, node.engine_profile)
-                if note:
-                    notes.append(note)
+                engine, engine_notes = self._convert_engine(text, node.engine_profile)
+                notes += engine_notes
         sample = sample_from_reading(node.name, self.kind, reading, now)
         if sample.error is None and (engine is not None or notes):
             sample = sample.model_copy(
@@ -254,16 +254,17 @@ class SshSource(Source):
             )
         return sample
 
-    def _convert_engine(self, text: str, profile: str) -> tuple[EngineSample | None, str | None]:
+    def _convert_engine(self, text: str, profile: str) -> tuple[EngineSample | None, list[str]]:
         if not self._engine_loaded:
             self._engine = _load_engine_converter(self._custom_profiles)
             self._engine_loaded = True
         if self._engine is None:
-            return None, "engine text received but no exposition parser is installed"
+            return None, ["engine text received but no exposition parser is installed"]
         try:
-            return self._engine(text, profile), None
+            engine, notes = self._engine(text, profile)
         except Exception as exc:  # ExpositionError or a bad profile: a note, not a crash
-            return None, f"engine metrics: {inert_text(str(exc))}"
+            return None, [f"engine metrics: {inert_text(str(exc))}"]
+        return engine, [inert_text(n) for n in notes]
 
     async def _stream(self, node: SshNode, conn: asyncssh.SSHClientConnection, emit: Emit) -> None:
         """Run the probe and emit its readings until it stops (raises `ProbeEnded`)."""

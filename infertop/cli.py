@@ -93,7 +93,8 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     layout = _layout_or_local(args.layout)
     snapshot = asyncio.run(take_snapshot(layout, args.window))
     if args.json:
-        json.dump(snapshot.to_json_dict(), sys.stdout, indent=2)
+        # strict JSON: NaN / Infinity are not JSON (to_json_dict has made them null)
+        json.dump(snapshot.to_json_dict(), sys.stdout, indent=2, allow_nan=False)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(snapshot_table(snapshot))

@@ -8,7 +8,9 @@ cluster was before it looked.
 
 Tokens and finished requests come from counter increases (reset-aware, like Prometheus'
 `increase()`), summed per node from one engine source, never from rate × Δt: a rate over a
-sliding window would count the same tokens in several ticks.
+sliding window would count the same tokens in several ticks. A step that no engine could
+make (a rise faster than `collectors.bounds.COUNTER_MAX_PER_S`, a counter going down again
+within a minute of its last reset) is not counted, and the session says so in its notes.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, ClassVar
 
+from collectors.bounds import counter_trust
+from collectors.rates import step_doubt
 from collectors.sample import NodeSample
 from infertop import record_checks as check
 from infertop.evaluation.api_price import BUNDLED, api_cost, describe
@@ -35,6 +39,7 @@ from infertop.view import PhaseSpend, SessionView
 from layouts.model import ApiPriceTable, Layout
 
 PHASES = ("build", "load", "warmup", "run", "failed", "idle")
+MAX_TALLY_NOTES = 8  # distinct (node, counter) notes kept on the session
 STATE_VERSION = 1
 ZERO = Decimal(0)
 CLUSTER_ROW = "(cluster)"  # spend_by_node's row for what is billed to no node (extras)
@@ -91,6 +96,10 @@ class CounterTally:
         self.last: dict[tuple[str, str], dict[str, float]] = {}
         self.heard_at: dict[tuple[str, str], float] = {}
         self.pending: dict[tuple[str, str], dict[str, float]] = {}
+        # when each counter last went down: a second reset soon after is not trusted
+        self.reset_at: dict[tuple[str, str, str], float] = {}
+        # steps not counted, by (node, counter): the newest reason
+        self.doubts: dict[tuple[str, str], str] = {}
 
     def observe(self, sample: NodeSample) -> None:
         engine = sample.engine
@@ -99,16 +108,37 @@ class CounterTally:
         key = (sample.node, sample.source)
         last = self.last.setdefault(key, {})
         pending = self.pending.setdefault(key, {})
+        prev_at = self.heard_at.get(key)
         self.heard_at[key] = sample.taken_at
         for name in TALLIED:
             value = getattr(engine, name)
             if value is None:
                 continue
             prev = last.get(name)
-            if prev is not None:
-                # a counter that went down restarted from zero: it counted `value` since
-                pending[name] = pending.get(name, 0.0) + (value - prev if value >= prev else value)
             last[name] = value
+            if prev is None:
+                continue
+            if prev_at is not None and not self._trusted(key, name, prev_at, prev, sample.taken_at, value):
+                continue
+            # a counter that went down restarted from zero: it counted `value` since
+            pending[name] = pending.get(name, 0.0) + (value - prev if value >= prev else value)
+
+    def _trusted(
+        self, key: tuple[str, str], name: str, prev_at: float, prev: float, at: float, value: float
+    ) -> bool:
+        trust = counter_trust(name)
+        if trust is None:
+            return True
+        reset_key = (*key, name)
+        doubt = step_doubt(prev_at, prev, at, value, trust, self.reset_at.get(reset_key))
+        if value < prev:
+            self.reset_at[reset_key] = at
+        if doubt is None:
+            return True
+        note_key = (key[0], name)
+        if note_key in self.doubts or len(self.doubts) < MAX_TALLY_NOTES:
+            self.doubts[note_key] = f"{key[0]} {name} {doubt}: not counted"
+        return False
 
     def drain(self) -> TokenDeltas:
         """Increases since the last drain, one source per node, summed over nodes."""
@@ -268,7 +298,8 @@ class SessionLedger:
             if watched and idle is not None:
                 self.idle_spend_usd += cost * Decimal(idle)
             node_total = ZERO
-            for node, node_rate in tick.node_cost_per_hour_usd.items():
+            for node, node_rate_usd in tick.node_cost_per_hour_usd.items():
+                node_rate = _finite(node_rate_usd)
                 if node_rate is not None:
                     node_cost = charge(node_rate, seconds)
                     node_total += node_cost
@@ -285,9 +316,17 @@ class SessionLedger:
         self.ticks += 1
         self.cost_per_hour_usd = rate
         self.idle_fraction = idle
-        self.accepted_tokens_per_s = tick.accepted_tokens_per_s
+        self.accepted_tokens_per_s = _finite(tick.accepted_tokens_per_s)
 
     def _count_tokens(self, since: float, now: float, d: TokenDeltas) -> None:
+        # a NaN or infinite increase (a bug upstream) must not stick in the sums forever
+        d = TokenDeltas(
+            output_tokens=_finite(d.output_tokens),
+            prompt_tokens=_finite(d.prompt_tokens),
+            prompt_cached_tokens=_finite(d.prompt_cached_tokens),
+            prompt_tokens_without_cache_figure=_finite(d.prompt_tokens_without_cache_figure) or 0.0,
+            requests_finished=_finite(d.requests_finished),
+        )
         if d.output_tokens is not None:
             self.output_tokens += d.output_tokens
             self.tokens_known = True
@@ -367,6 +406,7 @@ class SessionLedger:
             usd_per_million_output_tokens_now=usd_per_million_at_rate(
                 self.cost_per_hour_usd, self.accepted_tokens_per_s
             ),
+            notes=list(self.tally.doubts.values()),
         )
 
     # ------------------------------------------------------------------ persistence

@@ -8,6 +8,7 @@ renamed or dropped.
 
 from __future__ import annotations
 
+import json
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
@@ -199,6 +200,8 @@ class SessionView(_View):
     # $/h ÷ accepted tokens/h right now: the marginal cost, meaningful even when the session
     # figure above is inflated by spend from before infertop started counting tokens
     usd_per_million_output_tokens_now: float | None = None
+    # counter steps the ledger did not count, and why (an engine no engine could be)
+    notes: list[str] = Field(default_factory=list)
 
 
 class Snapshot(_View):
@@ -214,4 +217,9 @@ class Snapshot(_View):
     model_config = ConfigDict(frozen=True, populate_by_name=True)
 
     def to_json_dict(self) -> dict[str, object]:
-        return self.model_dump(mode="json", by_alias=True)
+        """The snapshot as plain JSON data: every NaN or infinity is None (JSON null).
+        Values are bounded where samples enter (`collectors.bounds`); this is the last
+        guard, so that `json.dumps(..., allow_nan=False)` can never fail on a figure.
+        pydantic's JSON writer maps non-finite floats to null (its `model_dump` does not)."""
+        data: dict[str, object] = json.loads(self.model_dump_json(by_alias=True))
+        return data

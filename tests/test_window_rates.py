@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tui_helpers import NodeSpec, make_layout, make_sample
 
+from collectors.bounds import counter_trust
 from collectors.fleet import FleetState
-from collectors.rates import counter_rate
+from collectors.rates import CounterTrust, checked_counter_rate, counter_rate
 from collectors.sample import EngineSample, GpuSample, NicSample, NodeSample
 from infertop.evaluation.cluster import evaluate_nodes
 from infertop.evaluation.figures import engine_counters, idle_counts, idle_fraction, nic_counters
@@ -40,13 +41,21 @@ def make_samples(parts: list[dict[str, dict[str, float | None]]], steps: list[fl
     return samples
 
 
-def reference(window: list[NodeSample], key: tuple[str, str]) -> float | None:
+def reference(
+    window: list[NodeSample], key: tuple[str, str], trust: CounterTrust | None = None
+) -> tuple[float | None, str | None]:
     name, field = key
     points = []
     for s in window:
         nic = {n.name: n for n in s.nics or ()}.get(name)
         points.append((s.taken_at, getattr(nic, field) if nic is not None else None))
-    return counter_rate(points)
+    return checked_counter_rate(points, trust)
+
+
+# how far counters are trusted: not at all (Prometheus), by the real bounds, or so tightly
+# that the generated counters often rise too fast or reset too often
+TIGHT = CounterTrust(max_per_s=4e5, reset_repeat_s=2.0)
+TRUSTS = {"none": None, "bounds": counter_trust, "tight": lambda key: TIGHT}
 
 
 # mostly the steady state: every port, every counter known; now and then one unknown
@@ -78,12 +87,15 @@ move = st.one_of(
     ),
     steps=st.lists(st.sampled_from([0.0, 0.5, 1.0, 1.0, 1.0, 2.5]), min_size=40, max_size=40),
     moves=st.lists(move, min_size=1, max_size=30),
+    trust_name=st.sampled_from(sorted(TRUSTS)),
 )
 def test_kept_rates_equal_counter_rate_on_every_window(
-    parts: list[dict[str, dict[str, float | None]]], steps: list[float], moves: list[tuple[str, int, int]]
+    parts: list[dict[str, dict[str, float | None]]], steps: list[float], moves: list[tuple[str, int, int]],
+    trust_name: str,
 ) -> None:
     samples = make_samples(parts, steps)
-    kept = WindowRates(nic_counters)
+    trust = TRUSTS[trust_name]
+    kept = WindowRates(nic_counters, trust)
     start, end = 0, min(3, len(samples))
     for kind, a, b in moves:
         if kind == "slide":
@@ -94,7 +106,9 @@ def test_kept_rates_equal_counter_rate_on_every_window(
         window = samples[start:end]
         kept.update(window)
         for key in [(p, f) for p in PORTS for f in NIC_FIELDS]:
-            assert kept.rate(key) == reference(window, key), (key, start, end)
+            rate, doubt = reference(window, key, trust(key) if trust else None)
+            assert kept.rate(key) == rate, (key, start, end)
+            assert kept.doubts.get(key) == doubt, (key, start, end)
 
 
 @settings(max_examples=100, deadline=None)

@@ -93,6 +93,8 @@ def session_lines(s: SessionView, spend: list[float | None], tokens: list[float 
              f"{fmt_span(s.elapsed_s)}: $/1M and spend ÷ API include spend from before; "
              "'now' is the current rate", "yellow"),
         ))
+    for note in s.notes[:2]:  # counter steps the ledger left out: tokens would be wrong
+        lines.append(Text.assemble(("note ", "grey70"), inert(note, "yellow", 120)))
     record = s.record_path
     lines.append(Text.assemble(("record ", "grey70"),
                                inert(record, "grey50", 120) if record else Text("off", "grey50")))

@@ -5,9 +5,12 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
+from collectors.bounds import counter_trust
 from collectors.fleet import FleetState, NodeState
 from collectors.rates import mean, total
+from collectors.sample import NodeSample
 from infertop.evaluation.figures import (
+    doubt_notes,
     engine_counters,
     engine_view,
     gpu_counters,
@@ -23,7 +26,7 @@ from infertop.evaluation.figures import (
 from infertop.evaluation.link_summary import links_view, nic_traffic
 from infertop.evaluation.logs import log_silence_note
 from infertop.evaluation.money import cluster_cost_per_hour_usd, node_cost_per_hour_usd
-from infertop.evaluation.window_rates import RateCache
+from infertop.evaluation.window_rates import Extract, RateCache, WindowRates
 from infertop.view import ClusterView, NodeView, RollupView
 from layouts.model import Layout, NodeConfig
 
@@ -43,9 +46,16 @@ def evaluate_node(
     engine_samples = part_window(state, "engine", now, window)
     name = state.name
     idle_pct = layout.thresholds.idle_util_pct
-    gpus = gpu_views(
-        gpu_samples, cache.rates(name, "gpus", gpu_counters, gpu_samples) if cache else None
-    )
+
+    def rates(part: str, extract: Extract, samples: list[NodeSample]) -> WindowRates:
+        if cache is not None:
+            return cache.rates(name, part, extract, samples, counter_trust)
+        return WindowRates(extract, counter_trust).update(samples)
+
+    gpu_rates = rates("gpus", gpu_counters, gpu_samples)
+    nic_rates = rates("nics", nic_counters, nic_samples)
+    engine_rates = rates("engine", engine_counters, engine_samples)
+    gpus = gpu_views(gpu_samples, gpu_rates)
     power = total(g.power_w for g in gpus)
     cost = (
         node_cost_per_hour_usd(config, layout.pricing, len(gpus) if gpu_samples else None, power)
@@ -55,18 +65,12 @@ def evaluate_node(
     notes: list[str] = []
     for sample in state.latest():
         notes.extend(n for n in sample.notes if n not in notes)
-    engine = engine_view(
-        engine_samples,
-        now,
-        cache.rates(name, "engine", engine_counters, engine_samples) if cache else None,
-    )
-    nics = nic_views(
-        nic_samples,
-        config,
-        cache.rates(name, "nics", nic_counters, nic_samples) if cache else None,
-        layout.thresholds.link_rate_ratio,
-    )
+    engine = engine_view(engine_samples, now, engine_rates)
+    nics = nic_views(nic_samples, config, nic_rates, layout.thresholds.link_rate_ratio)
     rx_bytes_per_s, tx_bytes_per_s = nic_traffic(nics)
+    # rates not trusted over this window (asked for above, by the views)
+    for part, part_rates in (("GPU", gpu_rates), ("port", nic_rates), ("engine", engine_rates)):
+        notes.extend(n for n in doubt_notes(part, part_rates) if n not in notes)
     silence = log_silence_note(engine, gpus, layout.thresholds)
     if silence is not None:
         notes.append(silence)

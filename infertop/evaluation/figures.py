@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from collectors.bounds import counter_trust
 from collectors.fleet import NodeState
 from collectors.rates import ratio
 from collectors.sample import EngineSample, NodeSample
@@ -85,7 +86,7 @@ def gpu_views(samples: Sequence[NodeSample], rates: WindowRates | None = None) -
         has_nvlink = gpu.nvlink_tx_bytes_total is not None or gpu.nvlink_rx_bytes_total is not None
         clock_labels, clock_level = describe_clock_events(gpu.clock_event_reasons)
         if has_nvlink and rates is None:
-            rates = WindowRates(gpu_counters).update(samples)
+            rates = WindowRates(gpu_counters, counter_trust).update(samples)
         views.append(
             GpuView(
                 index=gpu.index,
@@ -137,7 +138,7 @@ def nic_views(
     latest = samples[-1]
     assert latest.nics is not None
     if rates is None:
-        rates = WindowRates(nic_counters).update(samples)
+        rates = WindowRates(nic_counters, counter_trust).update(samples)
     views = []
     for nic in latest.nics:
         name = nic.name
@@ -179,7 +180,7 @@ def engine_view(
     latest_at, latest = engines[-1].taken_at, engines[-1].engine
     assert latest is not None
     # `rates`, when given, is already over these samples (`RateCache.rates`)
-    rate = (WindowRates(engine_counters).update(engines) if rates is None else rates).rate
+    rate = (WindowRates(engine_counters, counter_trust).update(engines) if rates is None else rates).rate
 
     # all rates share one Δt, so their ratios are ratios of the deltas
     accepted = rate("accepted_tokens_total")
@@ -203,6 +204,21 @@ def engine_view(
         profile=latest.profile,
         age_s=max(age, 0.0),
     )
+
+
+def doubt_notes(part: str, rates: WindowRates | None) -> list[str]:
+    """One note per counter whose rate over the window was not trusted (see
+    `collectors.rates.step_doubt`): `part` names where it is ("GPU", "port", "engine")."""
+    if rates is None:
+        return []
+    notes = []
+    for key, doubt in rates.doubts.items():
+        if isinstance(key, tuple):
+            where = f"{part} {key[0]} {key[-1]}"  # (GPU index | port name, field)
+        else:
+            where = f"{part} {key}"
+        notes.append(f"{where} {doubt}: rate unknown")
+    return notes
 
 
 def engine_window(state: NodeState, now: float, window_s: float) -> list[NodeSample]:

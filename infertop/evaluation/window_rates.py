@@ -14,6 +14,11 @@ window (unknown in some samples) the rates are derived from the window's points 
 `counter_rate` itself; when the new window is not the old one slid forward (another
 source took over, the ring was cleared) everything is rebuilt from the window. The
 cache can make a tick cheaper, never different.
+
+With a `trust` (per counter key, see `collectors.bounds.counter_trust`) a window holding
+an unusual step of a counter (it went down, or rose faster than its limit) is handed to
+`checked_counter_rate` as well, which applies every rule and says why a rate is not
+trusted (`doubts`); the kept steps only ever add up ordinary rises.
 """
 
 from __future__ import annotations
@@ -21,13 +26,14 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Hashable, Mapping, Sequence
 
-from collectors.rates import counter_rate
+from collectors.rates import CounterTrust, checked_counter_rate
 from collectors.sample import NodeSample
 
 # the known (not None) counters of one sample, by key; the same keys in the same order
 # from one sample to the next when nothing changed on the node
 Values = Mapping[Hashable, float]
 Extract = Callable[[NodeSample], Values]
+Trust = Callable[[Hashable], CounterTrust | None]
 
 
 def _slid_by(old: list[NodeSample], new: list[NodeSample]) -> int | None:
@@ -85,8 +91,9 @@ class WindowSums:
 class WindowRates:
     """Rates of every counter that `extract` reads from a sample, over the latest window."""
 
-    def __init__(self, extract: Extract) -> None:
+    def __init__(self, extract: Extract, trust: Trust | None = None) -> None:
         self._extract = extract
+        self._trust = trust
         self._samples: list[NodeSample] = []
         self._values: list[Values] = []
         # dense: every sample in the window knows exactly the counters in `_index`
@@ -94,21 +101,34 @@ class WindowRates:
         self._index: dict[Hashable, int] = {}
         self._steps: list[deque[float]] = []  # per counter: increase of each step
         self._lasts: list[float] = []  # per counter: its newest value
+        self._limits: list[float | None] = []  # per counter: its fastest rise per second
+        # per counter: the steps that were not an ordinary rise within the limit, by the
+        # sequence number of the sample that ends them (see `_seq`)
+        self._unusual: list[deque[int]] = []
+        self._seq = 0  # sequence number of `_samples[0]`
+        #: why a rate asked for since the last `update` is not trusted, by key
+        self.doubts: dict[Hashable, str] = {}
 
     def update(self, window: Sequence[NodeSample]) -> WindowRates:
         """Make the rates those over `window` (samples of one source, oldest first)."""
         window = window if isinstance(window, list) else list(window)
+        self.doubts = {}
         k = _slid_by(self._samples, window)
         if k is None:
             self._samples, self._values = [], []
             self._dense, self._index, self._steps, self._lasts = True, {}, [], []
+            self._limits, self._unusual = [], []
         elif k:
             del self._samples[:k]
             del self._values[:k]
+            self._seq += k
             if self._dense:
                 for steps in self._steps:
                     for _ in range(min(k, len(steps))):
                         steps.popleft()
+                for unusual in self._unusual:
+                    while unusual and unusual[0] <= self._seq:
+                        unusual.popleft()
         for sample in window[len(self._samples):]:
             self._append(sample)
         if not self._dense and self._values:
@@ -126,36 +146,58 @@ class WindowRates:
         if len(self._values) == 1:
             self._make_dense()
         elif values.keys() == self._index.keys():
-            index, steps, lasts = self._index, self._steps, self._lasts
-            for key, value in values.items():
-                i = index[key]
-                prev = lasts[i]
-                steps[i].append(value - prev if value >= prev else value)
-                lasts[i] = value
+            self._add_steps(len(self._samples) - 1, values)
         else:
             self._dense = False
+
+    def _add_steps(self, at: int, values: Values) -> None:
+        """The steps from the sample before `_samples[at]` to it."""
+        dt = self._samples[at].taken_at - self._samples[at - 1].taken_at
+        index, steps, lasts, limits = self._index, self._steps, self._lasts, self._limits
+        for key, value in values.items():
+            i = index[key]
+            prev = lasts[i]
+            limit = limits[i]
+            if value >= prev:
+                steps[i].append(value - prev)
+                if limit is not None and value - prev > limit * dt:
+                    self._unusual[i].append(self._seq + at)
+            else:
+                steps[i].append(value)
+                if limit is not None:  # a reset: `checked_counter_rate` judges it
+                    self._unusual[i].append(self._seq + at)
+            lasts[i] = value
 
     def _make_dense(self) -> None:
         first = self._values[0]
         self._index = {key: i for i, key in enumerate(first)}
         self._steps = [deque() for _ in first]
         self._lasts = list(first.values())
+        trusts = [self._trust(key) if self._trust else None for key in first]
+        self._limits = [t.max_per_s if t is not None else None for t in trusts]
+        self._unusual = [deque() for _ in first]
         self._dense = True
-        for values in self._values[1:]:
-            for i, key in enumerate(self._index):
-                value, prev = values[key], self._lasts[i]
-                self._steps[i].append(value - prev if value >= prev else value)
-                self._lasts[i] = value
+        for at in range(1, len(self._values)):
+            self._add_steps(at, self._values[at])
+
+    def _checked(self, key: Hashable) -> float | None:
+        points = [(s.taken_at, v.get(key)) for s, v in zip(self._samples, self._values, strict=True)]
+        rate, doubt = checked_counter_rate(points, self._trust(key) if self._trust else None)
+        if doubt is not None:
+            self.doubts[key] = doubt
+        return rate
 
     def rate(self, key: Hashable) -> float | None:
-        """Per-second rate of one counter over the window; None when unknown."""
+        """Per-second rate of one counter over the window; None when unknown or, with a
+        `trust`, not trusted (`doubts` then says why)."""
         samples = self._samples
         if not self._dense:
-            points = [(s.taken_at, v.get(key)) for s, v in zip(samples, self._values, strict=True)]
-            return counter_rate(points)
+            return self._checked(key)
         i = self._index.get(key)
         if i is None or len(samples) < 2:
             return None  # unknown in every sample, or a single reading
+        if self._unusual[i]:
+            return self._checked(key)
         dt = samples[-1].taken_at - samples[0].taken_at
         return sum(self._steps[i]) / dt if dt > 0 else None
 
@@ -167,11 +209,14 @@ class RateCache:
         self._by_part: dict[tuple[str, str], WindowRates] = {}
         self._sums: dict[tuple[str, Hashable], WindowSums] = {}
 
-    def rates(self, node: str, part: str, extract: Extract, window: Sequence[NodeSample]) -> WindowRates:
+    def rates(
+        self, node: str, part: str, extract: Extract, window: Sequence[NodeSample],
+        trust: Trust | None = None,
+    ) -> WindowRates:
         key = (node, part)
         cached = self._by_part.get(key)
-        if cached is None or cached._extract is not extract:
-            cached = self._by_part[key] = WindowRates(extract)
+        if cached is None or cached._extract is not extract or cached._trust is not trust:
+            cached = self._by_part[key] = WindowRates(extract, trust)
         return cached.update(window)
 
     def sums(
