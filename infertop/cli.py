@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import logging
 import sys
@@ -47,10 +46,14 @@ def cmd_tui(args: argparse.Namespace) -> int:
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
     from infertop.snapshot_cmd import take_snapshot
+    from infertop.stopping import Stop, run_stoppable
     from infertop.textreport import snapshot_table
 
     layout = _layout_or_local(args.layout)
-    snapshot = asyncio.run(take_snapshot(layout, args.window))
+    stop = Stop()
+    snapshot = run_stoppable(take_snapshot(layout, args.window, stop=stop), stop)
+    if snapshot is None:  # interrupted before the window ended: nothing to show
+        return stop.exit_code or EXIT_FAIL
     if args.json:
         json.dump(snapshot.to_json_dict(), sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -140,9 +143,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def entry() -> NoReturn:
     from infertop.gctune import tune_gc
+    from infertop.stopping import leave
 
     tune_gc()  # a process of its own: long-running commands collect garbage less often
-    sys.exit(main())
+    # not sys.exit alone: a worker thread stuck in a read would hold the exit forever
+    leave(main())
 
 
 if __name__ == "__main__":

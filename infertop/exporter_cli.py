@@ -8,10 +8,7 @@ use infertop's derived figures. A bad or busy `--listen` is bad input: one line,
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
 import ipaddress
-import signal
 import sys
 from wsgiref.simple_server import WSGIServer
 
@@ -20,6 +17,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 from infertop.cli import EXIT_OK, SUBCOMMANDS, UsageError, _layout_or_local, add_layout_arg
 from infertop.exporter import SnapshotCollector
 from infertop.runtime import Monitor
+from infertop.stopping import Stop, run_stoppable
 from layouts.model import Layout
 
 DEFAULT_LISTEN = "127.0.0.1:9464"
@@ -54,15 +52,10 @@ def start_server(monitor: Monitor, host: str, port: int) -> WSGIServer:
     return server
 
 
-async def serve(layout: Layout, host: str, port: int) -> int:
+async def serve(layout: Layout, host: str, port: int, stop: Stop) -> int:
     monitor = Monitor(layout)
     # bind before collecting: a bad address fails at once, before any connection is made
     server = start_server(monitor, host, port)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
     shown = f"[{host}]" if ":" in host else host
     print(f"infertop export: serving http://{shown}:{port}/metrics", file=sys.stderr, flush=True)
     await monitor.start()
@@ -86,7 +79,8 @@ def _add_export(p: argparse.ArgumentParser) -> None:
 def cmd_export(args: argparse.Namespace) -> int:
     host, port = parse_listen(args.listen)
     layout = _layout_or_local(getattr(args, "layout", None))
-    return asyncio.run(serve(layout, host, port))
+    stop = Stop()
+    return run_stoppable(serve(layout, host, port, stop), stop)
 
 
 SUBCOMMANDS["export"] = (

@@ -22,6 +22,7 @@ from textual.widget import Widget
 from collectors.source import Source
 from infertop.feed import MonitorFeed, SnapshotFeed, can_mark_phase
 from infertop.session import PHASES
+from infertop.stopping import SIGNALS, arm_watchdog
 from infertop.view import Snapshot
 from layouts.model import Layout
 from tui.columns import SORTS
@@ -35,7 +36,7 @@ from tui.overview import OverviewScreen
 from tui.text import clean
 
 log = logging.getLogger(__name__)
-FEED_STOP_TIMEOUT_S = 10.0
+FEED_STOP_TIMEOUT_S = 1.5  # quitting (q, SIGINT, SIGTERM) takes 2 s at most
 
 
 class InfertopApp(App[int]):
@@ -72,6 +73,19 @@ class InfertopApp(App[int]):
 
     # -- the feed -------------------------------------------------------------------
 
+    def on_mount(self) -> None:
+        # SIGINT / SIGTERM quit like `q` does (the terminal restored, the record closed);
+        # the watchdog ends the process if that is not done within 2 s
+        loop = asyncio.get_running_loop()
+        for sig in SIGNALS:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self._on_signal, sig)
+
+    def _on_signal(self, signum: int) -> None:
+        if self.return_code is None:
+            arm_watchdog(128 + signum)
+            self.exit(128 + signum)
+
     async def on_ready(self) -> None:
         # Ready comes once the overview and its panels exist: no frame can reach a widget
         # that has not composed yet
@@ -79,10 +93,15 @@ class InfertopApp(App[int]):
         self._feed_running = True
 
     async def on_unmount(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in SIGNALS:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)
         if self._feed_running:
             self._feed_running = False
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.feed.stop(), FEED_STOP_TIMEOUT_S)
+                async with asyncio.timeout(FEED_STOP_TIMEOUT_S):
+                    await self.feed.stop()
 
     def publish(self, snapshot: Snapshot) -> None:
         """Hand a frame to the app. Safe from any thread; never blocks the caller."""
