@@ -128,7 +128,7 @@ def start(command: str, layout: Path, tmp_path: Path) -> Running:
     """The command, started and in the middle of its work (sources connected or stuck)."""
     if command == "snapshot":
         running = Running(["snapshot", "--layout", str(layout), "--window", "60"], tmp_path)
-        time.sleep(3.0)  # it says nothing until the end: give it time to be deep in it
+        time.sleep(2.0)  # it says nothing until the end: give it time to be deep in it
     elif command == "record":
         running = Running(["record", "--layout", str(layout), "--record", str(tmp_path / "r.sqlite")], tmp_path)
         running.wait_for_output(b"phase")  # its first tick: the sources have been polled
