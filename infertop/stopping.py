@@ -94,10 +94,22 @@ def _close_loop(loop: asyncio.AbstractEventLoop) -> None:
     loop.close()
 
 
-def run_stoppable(main: Coroutine[Any, Any, T], stop: Stop) -> T:
-    """Run `main` on a fresh loop; SIGINT / SIGTERM set `stop` (which `main` watches)
-    and arm the watchdog."""
+def run_bounded(main: Coroutine[Any, Any, T]) -> T:
+    """Run `main` on a fresh loop, closed without joining its executor (see `_close_loop`).
+
+    For the TUI too (`App.run_async`): Textual's own `run` ends with asyncio.run's
+    shutdown, which would wait for a stuck worker thread after `q`.
+    """
     loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(main)
+    finally:
+        _close_loop(loop)
+
+
+def run_stoppable(main: Coroutine[Any, Any, T], stop: Stop) -> T:
+    """Run `main` with `run_bounded`; SIGINT / SIGTERM set `stop` (which `main` watches)
+    and arm the watchdog."""
 
     def on_signal(signum: int) -> None:
         if stop.signal is None:
@@ -105,14 +117,17 @@ def run_stoppable(main: Coroutine[Any, Any, T], stop: Stop) -> T:
             arm_watchdog(128 + signum)
         stop.set(signum)
 
-    for sig in SIGNALS:
-        loop.add_signal_handler(sig, on_signal, sig)
-    try:
-        return loop.run_until_complete(main)
-    finally:
+    async def with_signals() -> T:
+        loop = asyncio.get_running_loop()
         for sig in SIGNALS:
-            loop.remove_signal_handler(sig)
-        _close_loop(loop)
+            loop.add_signal_handler(sig, on_signal, sig)
+        try:
+            return await main
+        finally:
+            for sig in SIGNALS:
+                loop.remove_signal_handler(sig)
+
+    return run_bounded(with_signals())
 
 
 def stuck_threads(grace_s: float = THREAD_GRACE_S) -> list[threading.Thread]:

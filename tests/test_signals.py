@@ -202,3 +202,16 @@ def test_snapshot_window_is_honoured_whatever_the_nodes_do(hostile_layout: Path,
         assert b'"schema": "infertop.snapshot/1"' in running.output
     finally:
         running.kill()
+
+
+@pytest.mark.hostile
+def test_q_quits_the_tui_within_2_s_whatever_the_nodes_do(hostile_layout: Path, tmp_path: Path) -> None:
+    running = start("tui", hostile_layout, tmp_path)
+    try:
+        os.write(running._fd, b"q")
+        took = running.exits_within(STOP_WITHIN_S)
+        assert took is not None, f"the TUI still running {STOP_WITHIN_S} s after q: {running.output[-1500:]!r}"
+        assert running.proc.returncode == 0
+        assert b"\x1b[?1049l" in running.output.rsplit(b"\x1b[?1049h", 1)[-1]
+    finally:
+        running.kill()

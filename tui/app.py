@@ -22,7 +22,7 @@ from textual.widget import Widget
 from collectors.source import Source
 from infertop.feed import MonitorFeed, SnapshotFeed, can_mark_phase
 from infertop.session import PHASES
-from infertop.stopping import SIGNALS, arm_watchdog
+from infertop.stopping import SIGNALS, arm_watchdog, run_bounded
 from infertop.view import Snapshot
 from layouts.model import Layout
 from tui.columns import SORTS
@@ -212,7 +212,7 @@ class InfertopApp(App[int]):
 def run_feed(feed: SnapshotFeed) -> int:
     """Run the TUI on any feed (live, replay, demo) until the user quits. Returns an exit code."""
     app = InfertopApp(feed)
-    app.run()
+    run_bounded(app.run_async())  # not app.run(): its asyncio.run joins stuck worker threads
     return app.return_code or 0
 
 
