@@ -65,18 +65,10 @@ async def bad_lines(out: asyncssh.SSHWriter[bytes]) -> None:
                 await asyncio.sleep(0.35)
 
 
-async def good(out: asyncssh.SSHWriter[bytes]) -> None:
-    while True:
-        out.write(reading_line())
-        await out.drain()
-        await asyncio.sleep(0.5)
-
-
 BEHAVIOURS: dict[str, Callable[[asyncssh.SSHWriter[bytes]], Awaitable[None]]] = {
     "no-newline": no_newline,
     "flood": flood,
     "bad-lines": bad_lines,
-    "good": good,
 }
 
 
