@@ -120,7 +120,9 @@ async def test_ten_thousand_lines_a_second_are_coalesced_to_the_newest() -> None
     assert len(got) <= 10  # ~1.5 s / 0.25 s, plus the last line: not 10,000s
     assert seqs == sorted(seqs)  # always the newest line, never an old one
     assert json.loads(got[-1]).get("last") is True  # the final line is never lost
-    assert lines.superseded >= 5000
+    sent = seqs[-1] + 1
+    assert sent >= 1000  # thousands, even on a loaded machine
+    assert lines.superseded + len(got) == sent  # every line either read or counted
     assert any("came faster than the interval" in n for n in lines.dropped())
 
 
