@@ -8,7 +8,6 @@ before emitting, so the state is only ever touched from one thread.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
@@ -19,6 +18,7 @@ from collectors.sample import NodeSample
 from collectors.source import Source
 
 log = logging.getLogger(__name__)
+STOP_TIMEOUT_S = 1.0  # for every source to stop and close (quitting takes at most 2 s)
 
 
 @dataclass
@@ -135,21 +135,34 @@ class Fleet:
             for node in source.nodes:
                 self._emit(source.error_sample(node, f"{source.kind} crashed: {exc}"))
 
-    async def stop(self, timeout_s: float = 5.0) -> None:
-        """Cancel every source and close it; never waits on one source for long."""
+    async def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
+        """Cancel every source and close them all; within about `timeout_s` in all.
+
+        Bounded: a command must be gone within 2 s of SIGINT / SIGTERM, and a source stuck
+        past its cancellation (a blocking call in a thread that will not return) or a close
+        that hangs must not hold that up.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
         for task in self._tasks:
             task.cancel()
         if self._tasks:
-            # bounded: a source stuck past its cancellation (a blocking call in a thread
-            # that will not return) must not hold up quitting
-            _, stuck = await asyncio.wait(self._tasks, timeout=timeout_s)
+            _, stuck = await asyncio.wait(self._tasks, timeout=timeout_s / 2)
             for task in stuck:
-                log.warning("source %s did not stop within %g s", task.get_name(), timeout_s)
+                log.warning("source %s did not stop within %g s", task.get_name(), timeout_s / 2)
         for task in self._tasks:
             if task.done() and not task.cancelled():
                 task.exception()  # retrieved: no "exception never retrieved" noise
         self._tasks.clear()
-        for source in self.sources:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(source.close(), 5.0)
+        closing = [asyncio.ensure_future(self._close(source)) for source in self.sources]
+        if closing:
+            _, unclosed = await asyncio.wait(closing, timeout=max(deadline - loop.time(), 0.05))
+            for task in unclosed:
+                task.cancel()
 
+    @staticmethod
+    async def _close(source: Source) -> None:
+        try:
+            await source.close()
+        except Exception:  # closing is best effort: the process is going
+            log.debug("closing source %s failed", source.kind, exc_info=True)

@@ -61,11 +61,16 @@ import os
 import re
 import stat
 import time
+from collections import deque
 from typing import Any, BinaryIO
 
 LOG_MAX_LINE_BYTES = 64 * 1024  # a stats line is ~400 bytes; longer is not ours
 LOG_MAX_READ_BYTES = 4 * 1024 * 1024  # per poll: a burst is read over several polls
 LOG_SEED_BYTES = 64 * 1024  # tail read at start, to know the last gauges and interval
+# per poll, scanned and dropped (never kept) to find the end of an over-long line
+LOG_MAX_SKIP_BYTES = 512 * 1024 * 1024
+LOG_SKIP_CHUNK_BYTES = 1024 * 1024
+LOG_LAG_NOTE_BYTES = 1024 * 1024  # further behind the end of the file than this: a note says so
 LOG_DEFAULT_INTERVAL_S = 10.0  # vLLM's --log-stats-interval default
 LOG_PATTERN_KINDS = ("counter", "count", "rate", "gauge")
 # canonical quantities a user pattern may fill: counters, then gauges, then helpers
@@ -143,6 +148,64 @@ def _inside_own_directory(path: str, fd: int) -> bool:
     return os.path.dirname(real) == home or real.startswith(home.rstrip("/") + "/")
 
 
+class LineSplitter:
+    """Cuts a byte stream into lines, none longer than `max_line_bytes`.
+
+    A longer line is dropped whole and counted (`overlong_lines`). Inside one, nothing of
+    it is kept (`discarding` until its newline), so memory stays bounded whatever the
+    writer sends. The unfinished end waits in a bytearray (appending is amortised O(1):
+    a long line arriving in small pieces is not copied again on every piece). Shared by
+    the log followers and by the SSH source reading the probe's stream.
+    """
+
+    def __init__(self, max_line_bytes: int):
+        self.max_line_bytes = max_line_bytes
+        self.overlong_lines = 0
+        self.discarding = False  # inside an over-long line: drop until its newline
+        self._partial = bytearray()
+
+    def reset(self, discarding: bool = False) -> None:
+        self._partial = bytearray()
+        self.discarding = discarding
+
+    def _end_line(self, first: bytes) -> list[bytes]:
+        """The line that `first` (the data up to a newline) completes, if it is kept."""
+        if self.discarding:
+            self.discarding = False  # this newline ends the over-long line: drop it
+            return []
+        line = bytes(self._partial) + first if self._partial else first
+        self._partial = bytearray()
+        if len(line) > self.max_line_bytes:
+            self.overlong_lines += 1
+            return []
+        return [line]
+
+    def feed(self, data: bytes, final: bool = False) -> list[bytes]:
+        """The complete lines (without newlines) that `data` finishes. The unfinished end
+        waits for the next call, unless `final`: the stream ends there, so it is a line too."""
+        pieces = data.split(b"\n")
+        tail = pieces.pop()
+        out: list[bytes] = []
+        if pieces:
+            out = self._end_line(pieces[0])
+            middle = pieces[1:]
+            if len(data) > self.max_line_bytes:  # only then can a middle piece be too long
+                kept = [p for p in middle if len(p) <= self.max_line_bytes]
+                self.overlong_lines += len(middle) - len(kept)
+                middle = kept
+            out.extend(middle)
+        if not self.discarding:
+            self._partial += tail
+            if len(self._partial) > self.max_line_bytes:
+                self.overlong_lines += 1
+                self.reset(discarding=True)
+        if final:
+            if self._partial:
+                out.append(bytes(self._partial))
+            self.reset()
+        return out
+
+
 class LogFollower:
     """Follows one file from its end, across rotation and truncation (read-only).
 
@@ -157,25 +220,32 @@ class LogFollower:
         max_read_bytes: int = LOG_MAX_READ_BYTES,
         seed_bytes: int = LOG_SEED_BYTES,
         allow_symlink_out: bool = False,
+        max_skip_bytes: int = LOG_MAX_SKIP_BYTES,
     ):
         self.path = path
         self.allow_symlink_out = allow_symlink_out
-        self.max_line_bytes = max_line_bytes
         self.max_read_bytes = max_read_bytes
         self.seed_bytes = seed_bytes
+        self.max_skip_bytes = max_skip_bytes
         self._file: BinaryIO | None = None
         self._ident: tuple[int, int] | None = None  # (st_dev, st_ino) of the open file
         self._pos = 0
-        self._partial = b""
-        self._discarding = False  # inside an over-long line: drop until its newline
+        self._lines = LineSplitter(max_line_bytes)
         # the first file is joined at its end; any later one (rotated in, or created
         # after we started) is read from its start: all of it is new
         self._from_start = from_start
         self.error: str | None = None  # why the log cannot be read right now
-        self.overlong_lines = 0
         self.rotations = 0
         self.truncations = 0
         self.mtime: float | None = None  # of the file when last read: the time of its newest byte
+        self.lag_bytes = 0  # how far our offset is behind the end of the file after a poll
+        # (time seen, size) each time the file was seen larger, oldest first: when bytes
+        # at an offset were there at the latest (see `written_by`)
+        self._sizes: deque[tuple[float, int]] = deque(maxlen=4096)
+
+    @property
+    def overlong_lines(self) -> int:
+        return self._lines.overlong_lines
 
     def close(self) -> None:
         if self._file is not None:
@@ -191,8 +261,8 @@ class LogFollower:
         f = self._file = open_log_file(self.path, self.allow_symlink_out)  # kept open across polls
         st = os.fstat(f.fileno())
         self._ident = (st.st_dev, st.st_ino)
-        self._partial = b""
-        self._discarding = False
+        self._lines.reset()
+        self._sizes.clear()
         backlog: list[str] = []
         if self._from_start:
             self._pos = 0
@@ -205,11 +275,12 @@ class LogFollower:
             if start > 0:
                 lines = lines[1:]  # the first piece is the end of a line we did not see
             if not lines:  # no newline in the whole tail: we are inside an over-long line
-                self._discarding = True
+                self._lines.reset(discarding=True)
                 return backlog
             # a last piece without a newline is a line still being written: read it later
             self._pos = st.st_size - len(lines[-1])
-            backlog = [self._decode(b) for b in lines[:-1] if len(b) <= self.max_line_bytes]
+            limit = self._lines.max_line_bytes
+            backlog = [self._decode(b) for b in lines[:-1] if len(b) <= limit]
         self._from_start = True
         return backlog
 
@@ -217,38 +288,63 @@ class LogFollower:
     def _decode(raw: bytes) -> str:
         return raw.decode("utf-8", "replace").rstrip("\r")
 
-    def _split(self, data: bytes, final: bool) -> list[str]:
-        """Complete lines of `_partial + data`; keeps the unfinished end unless `final`."""
-        out = []
-        pieces = (self._partial + data).split(b"\n")
-        self._partial = b"" if final else pieces.pop()
-        for i, raw in enumerate(pieces):
-            if self._discarding:
-                self._discarding = False  # this piece ends the over-long line
-                continue
-            if len(raw) > self.max_line_bytes:
-                self.overlong_lines += 1
-                continue
-            if raw or i < len(pieces) - 1 or not final:
-                out.append(self._decode(raw))
-        if len(self._partial) > self.max_line_bytes:
-            if not self._discarding:
-                self.overlong_lines += 1
-            self._partial = b""
-            self._discarding = True
-        return out
+    def _skip_overlong(self) -> None:
+        """Inside an over-long line, move on to its newline reading 1 MiB at a time and
+        keeping nothing: a 100 MB line costs one poll, not 25 of `max_read_bytes` each."""
+        assert self._file is not None
+        skipped = 0
+        while skipped < self.max_skip_bytes:
+            chunk = self._file.read(LOG_SKIP_CHUNK_BYTES)
+            if not chunk:
+                break
+            end = chunk.find(b"\n")
+            if end >= 0:
+                self._pos += end  # the newline itself ends the line, in the splitter
+                break
+            self._pos += len(chunk)
+            skipped += len(chunk)
+        self._file.seek(self._pos)
 
     def _read_more(self, final: bool) -> list[str]:
         """Read on from our offset; `final`: the file will not grow (rotated away)."""
         assert self._file is not None
         self._file.seek(self._pos)
-        data = self._file.read(self.max_read_bytes)
-        self._pos += len(data)
-        at_end = self._pos >= os.fstat(self._file.fileno()).st_size
-        return self._split(data, final and at_end)
+        out: list[bytes] = []
+        # a read that ends inside an over-long line gets one more after the skip: the
+        # lines behind a 100 MB line arrive in this poll, not the next
+        for _ in range(2):
+            if self._lines.discarding:
+                self._skip_overlong()
+            data = self._file.read(self.max_read_bytes)
+            self._pos += len(data)
+            at_end = self._pos >= os.fstat(self._file.fileno()).st_size
+            out.extend(self._lines.feed(data, final and at_end))
+            if at_end or not self._lines.discarding:
+                break
+        return [self._decode(raw) for raw in out]
 
-    def poll(self) -> tuple[list[str], list[str]]:
+    def _note_size(self, now: float) -> None:
+        assert self._file is not None
+        size = os.fstat(self._file.fileno()).st_size
+        if not self._sizes or size > self._sizes[-1][1]:
+            self._sizes.append((now, size))
+        self.lag_bytes = max(size - self._pos, 0)
+
+    def written_by(self, now: float) -> float:
+        """When the newest byte we have read was in the file, at the latest.
+
+        `now` while we keep up. While behind (a log growing faster than we read), the
+        first time the file was seen reaching our offset: lines read now are at least
+        that old, and a figure parsed from them must not look fresh.
+        """
+        for seen_at, size in self._sizes:
+            if size >= self._pos:
+                return min(seen_at, now)
+        return now
+
+    def poll(self, now: float | None = None) -> tuple[list[str], list[str]]:
         """(new complete lines, backlog lines read once when first joining the file)."""
+        now = time.time() if now is None else now
         lines: list[str] = []
         backlog: list[str] = []
         try:
@@ -264,6 +360,7 @@ class LogFollower:
                 # rotated: finish the old file (its last line is complete now), then switch
                 lines.extend(self._read_more(final=True))
                 if self._pos < os.fstat(self._file.fileno()).st_size:
+                    self._note_size(now)
                     return lines, backlog  # more of the old file left: next poll
                 self.close()
                 self.rotations += 1
@@ -272,15 +369,17 @@ class LogFollower:
                     self._from_start = True  # a file that appears later is all new
                     return lines, backlog
                 backlog = self._open()
+                self._note_size(now)
             else:
                 size = os.fstat(self._file.fileno()).st_size
                 if size < self._pos:  # truncated in place (copytruncate)
                     self.truncations += 1
                     self._pos = 0
-                    self._partial = b""
-                    self._discarding = False
+                    self._lines.reset()
+                    self._sizes.clear()
             lines.extend(self._read_more(final=False))
             assert self._file is not None
+            self._note_size(now)
             self.mtime = os.fstat(self._file.fileno()).st_mtime
             self.error = None
         except OSError as exc:
@@ -336,14 +435,16 @@ class CommandFollower(LogFollower):
             self._proc = None
             self.error = "cannot run: " + (getattr(exc, "strerror", None) or type(exc).__name__)
 
-    def poll(self) -> tuple[list[str], list[str]]:
+    def poll(self, now: float | None = None) -> tuple[list[str], list[str]]:
         if self._proc is None:
             self._start()
             if self._proc is None:
                 return [], []
-        lines: list[str] = []
-        got = 0
-        while got < self.max_read_bytes:
+        raw_lines: list[bytes] = []
+        got = skipped = 0
+        # bounded per poll: `max_read_bytes` of lines, and `max_skip_bytes` dropped inside
+        # an over-long line (cheap: nothing of it is kept); the pipe makes the command wait
+        while got < self.max_read_bytes and skipped < self.max_skip_bytes:
             try:
                 data = os.read(self._proc.stdout.fileno(), 65536)
             except BlockingIOError:
@@ -352,15 +453,18 @@ class CommandFollower(LogFollower):
                 self.error = exc.strerror or type(exc).__name__
                 break
             if not data:  # EOF: the command ended
-                lines.extend(self._split(b"", final=True))
+                raw_lines.extend(self._lines.feed(b"", final=True))
                 status = self._proc.wait()
                 self.error = f"command exited with status {status}"
                 self._proc.stdout.close()
                 self._proc = None
                 break
-            got += len(data)
-            lines.extend(self._split(data, final=False))
-        return lines, []
+            if self._lines.discarding and b"\n" not in data:
+                skipped += len(data)
+            else:
+                got += len(data)
+            raw_lines.extend(self._lines.feed(data))
+        return [self._decode(raw) for raw in raw_lines], []
 
     def close(self) -> None:
         proc, self._proc = self._proc, None
@@ -797,18 +901,26 @@ class LogWatch:
     def read(self, now=None) -> tuple:
         """(engine reading dict, notes). Call once per probe interval."""
         now = time.time() if now is None else now
-        lines, backlog = self.follower.poll()
+        follower = self.follower
+        lines, backlog = follower.poll(now)
         if backlog:
             # lines that were there before we joined: their time is at most the file's
             # mtime; they give the gauges and the interval, their counts a baseline
-            seen = min(self.follower.mtime or now, now)
+            seen = min(follower.mtime or now, now)
             for line in backlog:
                 self.figures.feed(line, seen)
+        # while we are behind the end of the file, what we read now was written earlier
+        written = follower.written_by(now)
         for line in lines:
-            self.figures.feed(line, now)
+            self.figures.feed(line, written)
         notes = ["engine log: " + note for note in sorted(self.figures.notes)]
-        if self.follower.error:
-            notes.append(f"engine log {self.path[-120:]}: {self.follower.error}")
+        if follower.error:
+            notes.append(f"engine log {self.path[-120:]}: {follower.error}")
+        if follower.lag_bytes > LOG_LAG_NOTE_BYTES:
+            notes.append(
+                f"engine log {self.path[-120:]}: {follower.lag_bytes / 1e6:.1f} MB behind the end "
+                f"of the file; its figures are from lines written {now - written:.0f} s ago or earlier"
+            )
         engine = self.figures.engine(self.profile)
         engine["log_lines_skipped_total"] = self.figures.lines_skipped + self.follower.overlong_lines
         return engine, notes

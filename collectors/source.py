@@ -56,7 +56,12 @@ class PollingSource(Source):
     async def run(self, emit: Emit) -> None:
         while True:
             try:
-                samples = await asyncio.wait_for(self.poll(), self.timeout_s)
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for swallows a cancel
+                # that arrives as the poll finishes, and the source would never stop. The
+                # poll still runs as a task of its own, scheduled as it was under wait_for.
+                poll = asyncio.ensure_future(self.poll())
+                async with asyncio.timeout(self.timeout_s):
+                    samples = await poll
             except TimeoutError:
                 samples = [
                     self.error_sample(n, f"{self.kind}: timed out after {self.timeout_s:g} s")

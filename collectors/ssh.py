@@ -24,7 +24,7 @@ import socket
 import stat
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +32,9 @@ import asyncssh
 
 from collectors.log_source import log_watch_config
 from collectors.probe_bundle import BOOTSTRAP, bootstrap_payload
-from collectors.probe_schema import sample_from_reading
+from collectors.probe_engine import ENGINE_MAX_BYTES
+from collectors.probe_logs import LineSplitter
+from collectors.probe_schema import BadReading, parse_reading_line, reading_sample
 from collectors.safe_text import inert_text, redact_text, url_secrets
 from collectors.sample import EngineSample, NodeSample
 from collectors.source import Emit, Source
@@ -42,6 +44,15 @@ log = logging.getLogger(__name__)
 
 ENGINE_TIMEOUT_MAX_S = 2.0
 STARTUP_S = 30.0  # how long a fresh probe may take to its first reading
+# A reading carries the engine's metrics text (ENGINE_MAX_BYTES at most; JSON escapes
+# quotes and newlines, well under 2x for an exposition) besides GPUs, NICs and notes: a
+# longer line is not one (an engine sending binary would escape to 6 bytes per byte)
+PROBE_MAX_LINE_BYTES = 2 * ENGINE_MAX_BYTES + 1024 * 1024
+# Read up to a whole channel window (asyncssh's default, 2 MiB) at a time: asyncssh grants
+# the peer a fresh window whenever a read lets buffered data through, so reading 64 KiB
+# at a time from a peer that sends faster let it buffer without bound (hundreds of MB).
+PROBE_READ_BYTES = 2 * 1024 * 1024
+CLOSE_WAIT_S = 0.5  # for every connection together to close on quitting
 
 
 @dataclass(frozen=True)
@@ -143,6 +154,103 @@ def _load_engine_converter(custom_profiles: dict[str, Any] | None) -> EngineConv
     return run
 
 
+class ProbeLines:
+    """The probe's stdout as lines, bounded in length and in rate; only the newest waits.
+
+    `pump` (run as a task) reads whatever the channel holds, cuts it into lines of at most
+    `max_line_bytes` (a longer one is dropped and counted, and nothing of it is kept) and
+    keeps the newest complete line only: a probe flooding lines costs a split per line,
+    not a parse. It reads at most `max_bytes_per_s` (a token bucket holding one second's
+    worth); past that it stops reading and SSH flow control makes the node wait.
+    `next_line` hands out the newest line; `counts` says what was dropped, for a note.
+    `read` is any `read(n) -> bytes` coroutine: an SSH channel's, or a pipe's in tests.
+    """
+
+    def __init__(
+        self,
+        read: Callable[[int], Awaitable[bytes]],
+        max_line_bytes: int = PROBE_MAX_LINE_BYTES,
+        max_bytes_per_s: float = float(PROBE_MAX_LINE_BYTES),
+    ):
+        self._read = read
+        self._lines = LineSplitter(max_line_bytes)
+        self.max_bytes_per_s = max_bytes_per_s
+        self._allowance = max_bytes_per_s
+        self._refilled_at: float | None = None
+        self._newest: bytes | None = None
+        self._arrived = asyncio.Event()
+        self._failure: BaseException | None = None
+        self.ended = False
+        self.superseded = 0  # complete lines replaced by a newer one before they were used
+        self.bad = 0  # lines handed out that were not a reading (counted by the caller)
+        self.last_bad: str | None = None
+
+    @property
+    def overlong(self) -> int:
+        return self._lines.overlong_lines
+
+    async def _pace(self) -> None:
+        """Wait until the byte budget is positive again (refilled at max_bytes_per_s)."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        if self._refilled_at is not None:
+            self._allowance = min(
+                self.max_bytes_per_s, self._allowance + (now - self._refilled_at) * self.max_bytes_per_s
+            )
+        self._refilled_at = now
+        if self._allowance < 0:
+            await asyncio.sleep(-self._allowance / self.max_bytes_per_s)
+
+    async def pump(self) -> None:
+        """Read to the end of the stream (or its failure, raised from `next_line`)."""
+        try:
+            while True:
+                await self._pace()
+                data = await self._read(PROBE_READ_BYTES)
+                if not data:
+                    break
+                self._allowance -= len(data)
+                lines = self._lines.feed(data)
+                if lines:
+                    self.superseded += len(lines) - 1 + (self._newest is not None)
+                    self._newest = lines[-1]
+                    self._arrived.set()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the channel failed: the caller says how
+            self._failure = exc
+        finally:
+            self.ended = True
+            self._arrived.set()
+
+    async def next_line(self) -> bytes | None:
+        """The newest complete line, waiting for one; None once the stream has ended."""
+        while self._newest is None and not self.ended:
+            self._arrived.clear()
+            await self._arrived.wait()
+        line, self._newest = self._newest, None
+        if line is None and self._failure is not None:
+            raise self._failure
+        return line
+
+    def dropped(self) -> list[str]:
+        """One note per kind of line dropped so far (none when nothing was)."""
+        notes = []
+        if self.overlong:
+            notes.append(
+                f"probe stream: {self.overlong} over-long line(s) dropped "
+                f"(over {self._lines.max_line_bytes // 1_000_000} MB)"
+            )
+        if self.bad:
+            notes.append(f"probe stream: {self.bad} unreadable line(s) dropped (last: {self.last_bad})")
+        if self.superseded:
+            notes.append(
+                f"probe stream: {self.superseded} line(s) came faster than the interval; "
+                "only the newest was read"
+            )
+        return notes
+
+
 class SshSource(Source):
     kind = "ssh"
 
@@ -207,10 +315,9 @@ class SshSource(Source):
         async with self._semaphore:
             self.connects[node.name] += 1
             # connect_timeout covers TCP + handshake + auth; the outer bound is a backstop
-            return await asyncio.wait_for(
-                asyncssh.connect(target.host, **self._connect_kwargs(target)),
-                self.options.connect_timeout_s + 5.0,
-            )
+            # (asyncio.timeout: wait_for on 3.11 can swallow a cancel, see _read_readings)
+            async with asyncio.timeout(self.options.connect_timeout_s + 5.0):
+                return await asyncssh.connect(target.host, **self._connect_kwargs(target))
 
     def _config_json(self, node: SshNode) -> str:
         config: dict[str, Any] = {"interval_s": self.interval_s}
@@ -227,18 +334,14 @@ class SshSource(Source):
 
     # ------------------------------------------------------------------ streaming
 
-    def _sample(self, node: SshNode, line: bytes) -> NodeSample:
+    def _sample(self, node: SshNode, line: bytes, lines: ProbeLines) -> NodeSample | None:
+        """One line → a sample; a line that is not a reading is counted in `lines` and
+        dropped (None): one bad line from a node never ends its session."""
         now = time.time()
         try:
-            reading = json.loads(line)
-        except ValueError:
-            return NodeSample(
-                node=node.name, source=self.kind, taken_at=now,
-                error=f"bad probe line: {inert_text(line.decode('utf-8', 'replace'), 80)!r}",
-            )
-        notes: list[str] = []
-        engine: EngineSample | None = None
-        if isinstance(reading, dict):
+            reading = parse_reading_line(line)
+            notes: list[str] = []
+            engine: EngineSample | None = None
             text = reading.pop("engine_text", None)
             fetch_error = reading.pop("engine_error", None)
             if isinstance(fetch_error, str):
@@ -247,7 +350,12 @@ class SshSource(Source):
             if isinstance(text, str):
                 engine, engine_notes = self._convert_engine(text, node.engine_profile)
                 notes += engine_notes
-        sample = sample_from_reading(node.name, self.kind, reading, now)
+            sample = reading_sample(node.name, self.kind, reading, now)
+        except BadReading as exc:
+            lines.bad += 1
+            lines.last_bad = inert_text(str(exc), 80)
+            return None
+        notes.extend(lines.dropped())
         if sample.error is None and (engine is not None or notes):
             sample = sample.model_copy(
                 update={"engine": engine or sample.engine, "notes": [*sample.notes, *notes]}
@@ -272,31 +380,32 @@ class SshSource(Source):
         stderr_tail: deque[str] = deque(maxlen=5)
 
         async def drain_stderr() -> None:
-            async for raw in process.stderr:
-                text = inert_text(raw.decode("utf-8", "replace")).strip()
-                if text:
-                    stderr_tail.append(text)
+            # bounded like stdout: a probe's stderr is lines too, and only the last few matter
+            errors = ProbeLines(process.stderr.read, max_line_bytes=4096, max_bytes_per_s=64 * 1024)
+            pump = asyncio.create_task(errors.pump())
+            try:
+                while (raw := await errors.next_line()) is not None:
+                    text = inert_text(raw.decode("utf-8", "replace")).strip()
+                    if text:
+                        stderr_tail.append(text)
+            except (OSError, asyncssh.Error):
+                pass  # the channel went: stdout's reading says how
+            finally:
+                pump.cancel()
 
+        stdout = ProbeLines(process.stdout.read, max_bytes_per_s=PROBE_MAX_LINE_BYTES / self.interval_s)
+        pump = asyncio.create_task(stdout.pump())
         stderr_task = asyncio.create_task(drain_stderr())
         try:
             process.stdin.write(bootstrap_payload(self._config_json(node)))
-            # the first reading waits for interpreter start and nvmlInit (seconds on a big
-            # node, longer on a busy one); after that a silent probe is a stalled one
-            wait_s = max(self.stall_s, STARTUP_S)
-            while True:
-                try:
-                    line = await asyncio.wait_for(process.stdout.readline(), wait_s)
-                except TimeoutError:
-                    raise ProbeEnded(f"no reading from the probe for {wait_s:g} s") from None
-                if not line:
-                    break
-                wait_s = self.stall_s
-                emit(self._sample(node, line))
+            await self._read_readings(node, stdout, emit)
             # EOF on stdout: the probe exited; let stderr and the exit status arrive
             with contextlib.suppress(TimeoutError, asyncssh.Error):
-                await asyncio.wait_for(process.wait_closed(), 2.0)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stderr_task, 1.0)
+                async with asyncio.timeout(2.0):
+                    await process.wait_closed()
+            with contextlib.suppress(TimeoutError, asyncssh.Error):
+                async with asyncio.timeout(1.0):
+                    await stderr_task
             status = process.exit_status
             signal = process.exit_signal
             if status is None and not signal:
@@ -307,8 +416,41 @@ class SshSource(Source):
                 raise ProbeEnded(f"probe could not start ({how}): {last}")
             raise ProbeEnded(f"probe crashed ({how}): {last}")
         finally:
+            pump.cancel()
             stderr_task.cancel()
             process.close()
+
+    async def _read_readings(self, node: SshNode, lines: ProbeLines, emit: Emit) -> None:
+        """Emit the newest line's reading at most every half interval, until EOF.
+
+        The probe sends one line per interval; anything faster is coalesced by `lines`
+        (only the newest counts). A session with no valid reading for the stall time
+        (first: the start-up time) is over, whatever else the node sends.
+        """
+        # the first reading waits for interpreter start and nvmlInit (seconds on a big
+        # node, longer on a busy one); after that a silent probe is a stalled one
+        wait_s = max(self.stall_s, STARTUP_S)
+        loop = asyncio.get_running_loop()
+        last_reading_at = loop.time()
+        while True:
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for swallows a cancel
+            # that arrives as the line does, and a flooding probe always has a line ready
+            try:
+                async with asyncio.timeout_at(last_reading_at + wait_s):
+                    line = await lines.next_line()
+            except TimeoutError:
+                dropped = "; ".join(lines.dropped())
+                raise ProbeEnded(
+                    f"no reading from the probe for {wait_s:g} s" + (f" ({dropped})" if dropped else "")
+                ) from None
+            if line is None:
+                return
+            sample = self._sample(node, line, lines)
+            if sample is not None:
+                emit(sample)
+                wait_s = self.stall_s
+                last_reading_at = loop.time()
+            await asyncio.sleep(self.interval_s / 2)
 
     async def _node_loop(self, node: SshNode, index: int, emit: Emit) -> None:
         # staggered start: a burst of handshakes trips sshd MaxStartups on a shared jump host
@@ -368,9 +510,11 @@ class SshSource(Source):
         self._conns.clear()
         for conn in conns:
             conn.close()
-        for conn in conns:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(conn.wait_closed(), 2.0)
+        if conns:
+            # all at once and bounded: quitting must not wait 2 s per unresponsive node
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(CLOSE_WAIT_S):
+                    await asyncio.gather(*(conn.wait_closed() for conn in conns), return_exceptions=True)
 
 
 class _CountingEmit:

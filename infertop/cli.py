@@ -8,7 +8,6 @@ goes through `say` or the formatters here, and so through the one sanitiser
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import logging
 import sys
@@ -88,10 +87,14 @@ def cmd_tui(args: argparse.Namespace) -> int:
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
     from infertop.snapshot_cmd import take_snapshot
+    from infertop.stopping import Stop, run_stoppable
     from infertop.textreport import snapshot_table
 
     layout = _layout_or_local(args.layout)
-    snapshot = asyncio.run(take_snapshot(layout, args.window))
+    stop = Stop()
+    snapshot = run_stoppable(take_snapshot(layout, args.window, stop=stop), stop)
+    if snapshot is None:  # interrupted before the window ended: nothing to show
+        return stop.exit_code or EXIT_FAIL
     if args.json:
         # strict JSON: NaN / Infinity are not JSON (to_json_dict has made them null)
         json.dump(snapshot.to_json_dict(), sys.stdout, indent=2, allow_nan=False)
@@ -181,10 +184,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def entry() -> NoReturn:
     from infertop.gctune import tune_gc
+    from infertop.stopping import leave
 
     tune_gc()  # a process of its own: long-running commands collect garbage less often
     sys.excepthook = _inert_excepthook
-    sys.exit(main())
+    # not sys.exit alone: a worker thread stuck in a read would hold the exit forever
+    leave(main())
 
 
 if __name__ == "__main__":

@@ -101,7 +101,8 @@ class Monitor:
         if waiting:
             self.fleet.listeners.append(heard)
             try:
-                await asyncio.wait_for(everyone_heard.wait(), interval)
+                async with asyncio.timeout(interval):  # not wait_for: see PollingSource.run
+                    await everyone_heard.wait()
             except TimeoutError:
                 pass
             finally:

@@ -6,9 +6,6 @@ Imported by `infertop.cli` to register them; Textual loads only for `replay`.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
-import signal
 import sys
 import time
 from pathlib import Path
@@ -27,6 +24,7 @@ from infertop.cli import (
 from infertop.format import fmt_usd
 from infertop.report import write_report
 from infertop.session import PHASES
+from infertop.stopping import Stop, run_stoppable
 from infertop.store import Recorder, RecordError, Recording, add_phase_mark, default_record_path
 from infertop.view import Snapshot
 from layouts.model import Layout
@@ -62,7 +60,7 @@ def tick_line(snapshot: Snapshot) -> str:
     )
 
 
-async def _record(args: argparse.Namespace) -> int:
+async def _record(args: argparse.Namespace, stop: Stop) -> int:
     from infertop.runtime import Monitor
 
     layout = _layout_or_local(getattr(args, "layout", None))
@@ -81,18 +79,13 @@ async def _record(args: argparse.Namespace) -> int:
             say(tick_line(snapshot), sys.stdout)
 
         monitor.listeners.append(show)
-    done = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, done.set)
     await monitor.start()
     try:
+        # SIGINT / SIGTERM end a recording normally (exit 0), as --duration does
         if args.duration is not None:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(done.wait(), args.duration)
+            await stop.sleep(args.duration)
         else:
-            await done.wait()
+            await stop.wait()
     finally:
         await monitor.stop()  # closes the record
     lost = recorder.lost_ticks()
@@ -103,7 +96,8 @@ async def _record(args: argparse.Namespace) -> int:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    return asyncio.run(_record(args))
+    stop = Stop()
+    return run_stoppable(_record(args, stop), stop)
 
 
 def _add_record(p: argparse.ArgumentParser) -> None:

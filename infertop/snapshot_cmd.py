@@ -6,13 +6,18 @@ import asyncio
 
 from collectors.source import Source
 from infertop.runtime import Monitor
+from infertop.stopping import Stop
 from infertop.view import Snapshot
 from layouts.model import Layout
 
 
 async def take_snapshot(
-    layout: Layout, window_s: float | None = None, sources: list[Source] | None = None
-) -> Snapshot:
+    layout: Layout,
+    window_s: float | None = None,
+    sources: list[Source] | None = None,
+    stop: Stop | None = None,
+) -> Snapshot | None:
+    """The snapshot at the end of the window; None when `stop` was set before it ended."""
     window = window_s if window_s is not None else layout.cluster.window_s
     if window_s is not None:
         layout = layout.model_copy(
@@ -24,7 +29,11 @@ async def take_snapshot(
     await monitor.start(tick=True)
     try:
         # rates need two readings: wait at least two intervals even for a tiny window
-        await asyncio.sleep(max(window, 2 * layout.cluster.interval_s) + 0.2)
+        wait_s = max(window, 2 * layout.cluster.interval_s) + 0.2
+        if stop is None:
+            await asyncio.sleep(wait_s)
+        elif await stop.sleep(wait_s):
+            return None
         return monitor.tick()
     finally:
         await monitor.stop()

@@ -24,7 +24,7 @@ from collectors.probe_engine import fetch_engine
 from collectors.profiles import BUNDLED_PROFILES
 from collectors.sample import EngineSample
 from collectors.scrape import Endpoint, ScrapeSource
-from collectors.ssh import SshNode, SshSource
+from collectors.ssh import PROBE_MAX_LINE_BYTES, ProbeLines, SshNode, SshSource
 
 TRICKLE = Path(__file__).parent / "trickle_server.py"
 VLLM = BUNDLED_PROFILES["vllm"]
@@ -72,6 +72,10 @@ def assert_engine_matches(engine: EngineSample | None, truth: PageTruth) -> None
     finished = sum(sum(e.finished.values()) for e in truth.engines)
     assert engine.requests_finished_total == finished
     assert engine.itl_seconds_count == truth.total("steps")  # one observation per step
+
+
+async def _no_more(size: int) -> bytes:
+    return b""  # a stream with nothing left to read: _sample gets its one line directly
 
 
 PAGES = {"8 engines (~320 KB)": 8, "48 engines (~1.9 MB)": 48}
@@ -123,8 +127,10 @@ def test_probe_fetch_reads_a_trickled_page_whole(trickle: Callable[..., str], fr
     # the probe ships what the infertop side parses; the SSH side turns it into the figures
     source = SshSource([SshNode("n1", "n1", engine_url=url)], interval_s=1.0)
     line = json.dumps({"t": 1.0, "engine_text": fetched}).encode()
-    sample = source._sample(source.ssh_nodes[0], line)
-    assert sample.error is None, sample.error
+    assert len(line) < PROBE_MAX_LINE_BYTES  # the stream's line bound lets a real page through
+    sample = source._sample(source.ssh_nodes[0], line, ProbeLines(_no_more))
+    assert sample is not None and sample.error is None, sample
+    assert not sample.notes, sample.notes
     assert_engine_matches(sample.engine, truth)
     size = len(text.encode())
     refused, error = fetch_engine(url, 20.0, max_bytes=size - 1)

@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -226,3 +227,52 @@ def test_command_is_killed_on_close() -> None:
     assert proc is not None and proc.poll() is None
     watch.close()
     assert proc.poll() is not None
+
+
+# ---------------------------------------------------------------------------- hostile logs
+
+
+@pytest.mark.hostile
+def test_a_100_mb_line_is_skipped_in_one_poll(tmp_path: Path) -> None:
+    """An over-long line is stepped over cheaply (read, never kept), not 4 MB per poll."""
+    log = tmp_path / "engine.log"
+    log.write_text("")
+    watch = LogWatch({"path": str(log)})
+    watch.read(now=1000.0)
+    with log.open("ab") as f:
+        for _ in range(100):
+            f.write(b"x" * 1_000_000)
+        f.write(b"\n" + STATS.format(s=0, g=5.0).encode() + b"\n")
+    started = time.monotonic()
+    engine, _ = watch.read(now=1001.0)
+    assert time.monotonic() - started < 2.0
+    assert engine["requests_running"] == 1  # the stats line after it was read this poll
+    assert engine["log_lines_skipped_total"] == 1  # the 100 MB line, counted once
+    assert engine["log_last_line_at"] == 1001.0
+    watch.close()
+
+
+@pytest.mark.hostile
+def test_a_log_growing_faster_than_it_is_read_says_how_far_behind(tmp_path: Path) -> None:
+    """Behind the end of the file, lines read now are not fresh: the note gives the lag in
+    bytes and the newest line's time stays at when the file was seen holding it."""
+    log = tmp_path / "engine.log"
+    log.write_text("")
+    watch = LogWatch({"path": str(log)})
+    watch.read(now=1000.0)
+    burst = "".join(STATS.format(s=i % 60, g=5.0) + "\n" for i in range(60_000)).encode()  # ~19 MB
+    with log.open("ab") as f:
+        f.write(burst)
+    _, notes = watch.read(now=1001.0)
+    behind = [n for n in notes if "behind the end of the file" in n]
+    assert behind and f"{(len(burst) - 4 * 1024 * 1024) / 1e6:.1f} MB behind" in behind[0]
+    with log.open("ab") as f:
+        f.write(burst)  # it keeps growing: we fall further behind
+    engine, notes = watch.read(now=1002.0)
+    # read at 1002, written by 1001 at the latest: its age shows, it is not "just now"
+    assert engine["log_last_line_at"] == 1001.0
+    assert any(f"{(2 * len(burst) - 8 * 1024 * 1024) / 1e6:.1f} MB behind" in n for n in notes)
+    for _ in range(20):  # no more growth: it catches up and the note goes
+        engine, notes = watch.read(now=1003.0)
+    assert not any("behind" in n for n in notes)
+    watch.close()

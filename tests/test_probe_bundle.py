@@ -24,7 +24,7 @@ from collectors.probe_bundle import (
     probe_script,
 )
 from collectors.probe_engine import fetch_engine
-from collectors.ssh import SshNode, SshSource, parse_target, probe_command
+from collectors.ssh import ProbeLines, SshNode, SshSource, parse_target, probe_command
 
 PYTHON = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
 
@@ -187,22 +187,30 @@ def test_ssh_side_turns_engine_text_into_an_engine_sample(tmp_path: Path, engine
         tmp_path, {"interval_s": 0.05, "count": 1, "engine": {"url": engine_url, "timeout_s": 2}}
     )
     source = SshSource([SshNode("n1", "n1", engine_url=engine_url)], interval_s=1.0)
-    sample = source._sample(source.ssh_nodes[0], json.dumps(readings[0]).encode())
-    assert sample.error is None
+    lines = ProbeLines(_never_read)
+    sample = source._sample(source.ssh_nodes[0], json.dumps(readings[0]).encode(), lines)
+    assert sample is not None and sample.error is None
     assert sample.engine is not None
     assert sample.engine.steps_total == 77.0
     assert sample.engine.generation_tokens_total == 1234.0
     assert sample.engine.requests_running == 3.0
     garbage = dict(readings[0], engine_text="vllm:num_requests_running{{{ nonsense\n")
-    sample = source._sample(source.ssh_nodes[0], json.dumps(garbage).encode())
-    assert sample.error is None and sample.engine is None
+    sample = source._sample(source.ssh_nodes[0], json.dumps(garbage).encode(), lines)
+    assert sample is not None and sample.error is None and sample.engine is None
     assert any(note.startswith("engine metrics:") for note in sample.notes)
 
 
-def test_ssh_side_reports_a_bad_line_without_escapes() -> None:
+async def _never_read(n: int) -> bytes:
+    raise AssertionError("not read in these tests")
+
+
+def test_ssh_side_counts_a_bad_line_and_says_so_without_escapes() -> None:
     source = SshSource([SshNode("n1", "n1")], interval_s=1.0)
-    sample = source._sample(source.ssh_nodes[0], b"\x1b[31mnot json\n")
-    assert sample.error is not None and "\x1b" not in sample.error
+    lines = ProbeLines(_never_read)
+    assert source._sample(source.ssh_nodes[0], b"\x1b[31mnot json\n", lines) is None  # dropped
+    assert lines.bad == 1
+    notes = lines.dropped()
+    assert notes and "1 unreadable line(s) dropped" in notes[0] and "\x1b" not in notes[0]
 
 
 @pytest.mark.parametrize(

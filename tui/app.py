@@ -23,6 +23,7 @@ from collectors.safe_text import inert_text
 from collectors.source import Source
 from infertop.feed import MonitorFeed, PhaseMarkingFeed, SnapshotFeed, can_mark_phase
 from infertop.session import PHASES
+from infertop.stopping import SIGNALS, arm_watchdog, run_bounded
 from infertop.view import Snapshot
 from layouts.model import Layout
 from tui.announcer import VerdictAnnouncer
@@ -36,7 +37,7 @@ from tui.node_table import NodeTable
 from tui.overview import OverviewScreen
 
 log = logging.getLogger(__name__)
-FEED_STOP_TIMEOUT_S = 10.0
+FEED_STOP_TIMEOUT_S = 1.5  # quitting (q, SIGINT, SIGTERM) takes 2 s at most
 
 
 class InfertopApp(App[int]):
@@ -80,6 +81,19 @@ class InfertopApp(App[int]):
 
     # -- the feed -------------------------------------------------------------------
 
+    def on_mount(self) -> None:
+        # SIGINT / SIGTERM quit like `q` does (the terminal restored, the record closed);
+        # the watchdog ends the process if that is not done within 2 s
+        loop = asyncio.get_running_loop()
+        for sig in SIGNALS:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self._on_signal, sig)
+
+    def _on_signal(self, signum: int) -> None:
+        if self.return_code is None:
+            arm_watchdog(128 + signum)
+            self.exit(128 + signum)
+
     async def on_ready(self) -> None:
         # Ready comes once the overview and its panels exist: no frame can reach a widget
         # that has not composed yet
@@ -87,10 +101,15 @@ class InfertopApp(App[int]):
         self._feed_running = True
 
     async def on_unmount(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in SIGNALS:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)
         if self._feed_running:
             self._feed_running = False
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.feed.stop(), FEED_STOP_TIMEOUT_S)
+                async with asyncio.timeout(FEED_STOP_TIMEOUT_S):
+                    await self.feed.stop()
 
     def publish(self, snapshot: Snapshot) -> None:
         """Hand a frame to the app. Safe from any thread; never blocks the caller."""
@@ -201,7 +220,7 @@ class InfertopApp(App[int]):
 def run_feed(feed: SnapshotFeed) -> int:
     """Run the TUI on any feed (live, replay, demo) until the user quits. Returns an exit code."""
     app = InfertopApp(feed)
-    app.run()
+    run_bounded(app.run_async())  # not app.run(): its asyncio.run joins stuck worker threads
     return app.return_code or 0
 
 

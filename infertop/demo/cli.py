@@ -8,9 +8,7 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
-import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -19,6 +17,7 @@ from infertop.argtypes import positive_float, whole_number
 from infertop.cli import EXIT_OK, SUBCOMMANDS, UsageError
 from infertop.demo.scenario import RESTART_EVERY_S, pool_sizes, trouble_nodes
 from infertop.demo.server import DemoServer, ServerThread, write_layout
+from infertop.stopping import Stop, run_stoppable
 from layouts import load_layout
 
 MAX_NODES = 4096
@@ -63,11 +62,7 @@ def _describe(server: DemoServer, path: Path) -> str:
     )
 
 
-async def serve_until_signalled(server: DemoServer, path: Path) -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+async def serve_until_signalled(server: DemoServer, path: Path, stop: Stop) -> None:
     await server.start()
     try:
         write_layout(server, path)
@@ -83,8 +78,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     server = DemoServer(args.nodes, host=args.host, seed=args.seed, restart_every_s=args.restart_every,
                         platform=args.platform)
     if args.serve_only:
+        stop = Stop()
         try:
-            asyncio.run(serve_until_signalled(server, path))
+            run_stoppable(serve_until_signalled(server, path, stop), stop)
         except OSError as exc:
             raise UsageError(f"infertop demo: cannot serve on {args.host}: {exc.strerror or exc}") from None
         return EXIT_OK

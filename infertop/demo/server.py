@@ -103,8 +103,8 @@ class DemoServer:
         return self.addresses
 
     async def stop(self) -> None:
-        for runner in self._runners:
-            await runner.cleanup()
+        # together: each may wait its shutdown_timeout for requests in flight
+        await asyncio.gather(*(runner.cleanup() for runner in self._runners))
         self._runners.clear()
 
 

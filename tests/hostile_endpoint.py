@@ -1,0 +1,79 @@
+"""A hostile HTTP endpoint as a real process: ``python hostile_endpoint.py MODE PORT_FILE``.
+
+Modes: ``silent`` accepts connections and never answers; ``drip`` answers 200 with
+headers and then one byte of body every 0.2 s, forever (a per-read timeout never fires).
+The port is written to PORT_FILE once it listens. Stop it with SIGTERM; tests use
+`serving(mode, port_file)`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def silent(conn: socket.socket) -> None:
+    while conn.recv(65536):
+        pass
+
+
+def drip(conn: socket.socket) -> None:
+    conn.recv(65536)
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n")
+    while True:
+        conn.sendall(b" ")
+        time.sleep(0.2)
+
+
+MODES = {"silent": silent, "drip": drip}
+
+
+def serve(mode: str, port_file: Path) -> None:
+    handle = MODES[mode]
+    listener = socket.create_server(("127.0.0.1", 0), backlog=128)
+    tmp = port_file.with_suffix(".tmp")
+    tmp.write_text(str(listener.getsockname()[1]))
+    tmp.rename(port_file)
+
+    def run(conn: socket.socket) -> None:
+        try:
+            handle(conn)
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    while True:
+        conn, _ = listener.accept()
+        threading.Thread(target=run, args=(conn,), daemon=True).start()
+
+
+@contextlib.contextmanager
+def serving(mode: str, port_file: Path) -> Iterator[int]:
+    """The endpoint in its own process until the block ends; yields its port."""
+    port_file.unlink(missing_ok=True)
+    proc = subprocess.Popen([sys.executable, __file__, mode, str(port_file)])
+    try:
+        deadline = time.monotonic() + 30.0
+        while not port_file.exists():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"hostile http ({mode}) did not start")
+            time.sleep(0.05)
+        yield int(port_file.read_text())
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1], Path(sys.argv[2]))
