@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test bench lint typecheck pytest system-deps clean
+.PHONY: demo test bench lint typecheck imports pytest system-deps clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,10 +27,14 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# the rooms' import direction (contracts in pyproject.toml, docs/architecture.md)
+imports: $(STAMP)
+	$(BIN)/lint-imports
+
 pytest: $(STAMP)
 	$(BIN)/pytest -q
 
-test: $(STAMP) system-deps lint typecheck pytest
+test: $(STAMP) system-deps lint typecheck imports pytest
 
 bench: $(STAMP) system-deps
 	$(BIN)/python -m benchmarks.run_all

@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 from benchmarks.common import Row
-from collectors.probe_logs import LogWatch
-from collectors.probe_npu import parse_npu_smi_info
+from collectors.probe.logs import LogWatch
+from collectors.probe.npu import parse_npu_smi_info
 
 ROOT = Path(__file__).resolve().parent.parent
 STATS = (

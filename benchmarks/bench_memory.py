@@ -37,8 +37,8 @@ MB = 1024 * 1024
 def child(ticks: int, every: int) -> None:
     from benchmarks.synthetic import SimCluster, cluster_samples, demo_layout
     from infertop.gctune import tune_gc
-    from infertop.runtime import Monitor
-    from infertop.store import Recorder
+    from monitor.monitor import Monitor
+    from monitor.record.store import Recorder
     from tui.history import History
 
     tune_gc()  # as `infertop` does at its entry point

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from benchmarks.common import Row
 from collectors.cadence import TICK_PHASE, delay_to_boundary
-from collectors.probe_bundle import probe_script
+from collectors.probe.bundle import probe_script
 from collectors.sample import NodeSample
 from collectors.ssh import SshNode, SshSource
 from layouts.model import SshOptions

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from benchmarks.common import Row
 from collectors.sample import EngineSample, GpuSample, NodeSample
-from infertop.runtime import Monitor
-from infertop.store import Recorder
 from layouts.model import Layout
+from monitor.monitor import Monitor
+from monitor.record.store import Recorder
 
 NODES = 128
 TICKS = 30

@@ -40,11 +40,11 @@ from textual.screen import Screen  # noqa: E402
 import tui.app as tui_app  # noqa: E402
 from benchmarks.synthetic import SimSource, demo_layout  # noqa: E402
 from infertop.demo.scenario import SimCluster  # noqa: E402
-from infertop.feed import MonitorFeed  # noqa: E402
 from infertop.gctune import tune_gc  # noqa: E402
-from infertop.store import Recorder  # noqa: E402
-from infertop.view import Snapshot  # noqa: E402
 from layouts import load_layout  # noqa: E402
+from monitor.feeds import MonitorFeed  # noqa: E402
+from monitor.record.store import Recorder  # noqa: E402
+from monitor.snapshot import Snapshot  # noqa: E402
 from tui.app import InfertopApp  # noqa: E402
 
 

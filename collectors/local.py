@@ -15,8 +15,8 @@ from typing import Any
 
 import psutil
 
-from collectors import probe
-from collectors.probe_schema import sample_from_reading
+from collectors.probe import main as probe
+from collectors.probe.schema import sample_from_reading
 from collectors.sample import NodeSample
 from collectors.source import PollingSource
 

@@ -1,7 +1,7 @@
 """The log source: an engine's log on this machine, followed like the probe follows it.
 
 A node with `local = true` and `engine.log` has its engine figures read from that file
-by the same `LogWatch` the SSH probe runs on remote nodes (collectors/probe_logs.py), so
+by the same `LogWatch` the SSH probe runs on remote nodes (collectors/probe/logs.py), so
 local and remote logs are parsed by one code path. `log_watch_config` is also what the
 SSH source sends to the probe: plain JSON, no code.
 """
@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from collectors.probe_logs import LogWatch
+from collectors.probe.logs import LogWatch
 from collectors.sample import EngineSample, NodeSample
 from collectors.source import PollingSource
 from layouts.model import EngineConfig, Layout

@@ -13,7 +13,7 @@ Two jobs, one module, used by every room (collectors, the CLI, the report, the T
   ``access_token``, ``apikey``, ``key``, ``password``, ``secret``, ``auth…``) and,
   where the caller knows them (`url_secrets`), the exact secret strings.
 
-Stdlib only, Python 3.7+: the SSH probe bundles this file (collectors/probe_bundle.py)
+Stdlib only, Python 3.7+: the SSH probe bundles this file (collectors/probe/bundle.py)
 so that the node's own error lines are redacted before they travel.
 """
 

@@ -1,6 +1,6 @@
 """The SSH source: one asyncssh connection per node, one long-lived probe session on it.
 
-The probe (collectors/probe.py, bundled by collectors/probe_bundle.py) is sent on the
+The probe (collectors/probe/main.py, bundled by collectors/probe/bundle.py) is sent on the
 session's stdin behind a fixed bootstrap command and streams one JSON line per interval;
 each line becomes a `NodeSample`. Nothing from the layout reaches the remote shell: the
 command is a constant (plus the interpreter name, shell-quoted), and the per-node config
@@ -31,10 +31,10 @@ from typing import Any
 import asyncssh
 
 from collectors.log_source import log_watch_config
-from collectors.probe_bundle import BOOTSTRAP, bootstrap_payload
-from collectors.probe_engine import ENGINE_MAX_BYTES
-from collectors.probe_logs import LineSplitter
-from collectors.probe_schema import BadReading, parse_reading_line, reading_sample
+from collectors.probe.bundle import BOOTSTRAP, bootstrap_payload
+from collectors.probe.engine import ENGINE_MAX_BYTES
+from collectors.probe.logs import LineSplitter
+from collectors.probe.schema import BadReading, parse_reading_line, reading_sample
 from collectors.safe_text import inert_text, redact_text, url_secrets
 from collectors.sample import EngineSample, NodeSample
 from collectors.source import Emit, Source

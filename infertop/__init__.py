@@ -1,3 +1,5 @@
 """infertop: live terminal monitor for DeepSeek/DeepInfer-style inference clusters."""
 
-__version__ = "0.1.0"
+from monitor import VERSION as __version__  # one version: the installed distribution's
+
+__all__ = ["__version__"]

@@ -1,5 +1,5 @@
 """`python -m infertop` runs the CLI."""
 
-from infertop.cli import entry
+from infertop.cli.main import entry
 
 entry()

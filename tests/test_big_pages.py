@@ -20,7 +20,7 @@ import pytest
 from conftest import infertop_bin
 from fixtures.vllm_dp_page import PageTruth, vllm_dp_page
 
-from collectors.probe_engine import fetch_engine
+from collectors.probe.engine import fetch_engine
 from collectors.profiles import BUNDLED_PROFILES
 from collectors.sample import EngineSample
 from collectors.scrape import Endpoint, ScrapeSource

@@ -15,10 +15,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_server import PrometheusServer, Target, free_port, prometheus_available, wait_until
 
 from collectors.sample import EngineSample, GpuSample, NodeSample
-from infertop.exporter import SnapshotCollector, metric_names
-from infertop.runtime import Monitor
-from infertop.view import Snapshot
 from layouts import parse_layout
+from monitor.exporter import SnapshotCollector, metric_names
+from monitor.monitor import Monitor
+from monitor.snapshot import Snapshot
 
 LAYOUT = """
 [cluster]

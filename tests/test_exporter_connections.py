@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from infertop.exporter_cli import start_server
-from infertop.runtime import Monitor
 from layouts import parse_layout
+from monitor.exporter_http import start_server
+from monitor.monitor import Monitor
 
 LAYOUT = '[cluster]\nname = "conn-test"\ninterval_s = 0.5\n\n[[nodes]]\nname = "n1"\n'
 

@@ -62,7 +62,7 @@ def test_dcgm_newer_names_and_lowercase_hostname() -> None:
 
 def test_nvlink_rate_reaches_the_gpu_view() -> None:
     from collectors.sample import NodeSample
-    from infertop.evaluation.figures import gpu_views
+    from monitor.evaluation.figures import gpu_views
 
     gpus = gpu_samples_from_dcgm(page("dcgm_new.txt"))
     [v0, v1] = gpu_views([NodeSample(node="n", source="scrape", taken_at=1.0, gpus=gpus)])

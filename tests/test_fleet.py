@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collectors.fleet import FleetState
 from collectors.sample import NicSample, NodeSample
-from infertop.evaluation.figures import nic_views, part_window
+from monitor.evaluation.figures import nic_views, part_window
 
 
 def _sample(t: float, rx: float) -> NodeSample:

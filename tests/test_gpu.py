@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from collectors import probe
 from collectors.local import LocalSource
+from collectors.probe import main as probe
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.gpu

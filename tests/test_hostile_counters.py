@@ -14,7 +14,7 @@ from collections.abc import Callable
 import pytest
 from hostile_server import check_figure, growing, ib_page, snapshot_of, vllm_page
 
-from infertop.view import SessionView
+from monitor.snapshot import SessionView
 from tui.session_panel import session_lines
 
 CASES = [

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from hostile_server import check_figure, growing, serving, snapshot_of, vllm_page
 
-from collectors.probe_bundle import probe_script
+from collectors.probe.bundle import probe_script
 from collectors.ssh import SshNode, SshSource
 
 pytestmark = pytest.mark.hostile

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from hostile_server import NORMAL, Page, dcgm_page, growing, layout_text, serving, strict_json, vllm_page
 
-from infertop.view import ClusterView, RollupView, SessionView, Snapshot
+from monitor.snapshot import ClusterView, RollupView, SessionView, Snapshot
 from tui.sparkline import sparkline
 
 

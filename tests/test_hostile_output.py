@@ -25,7 +25,7 @@ from infertop_cmd import run_infertop
 from ssh_loopback import LoopbackSsh
 
 from collectors.safe_text import inert_text
-from infertop.cli import main
+from infertop.cli.main import main
 
 FIXTURES = Path(__file__).parent / "fixtures" / "exposition"
 
@@ -305,7 +305,7 @@ def test_record_and_report_print_and_write_inert_text(recorded: dict[str, str], 
 async def test_replay_shows_the_recorded_hostile_text_inert(recorded: dict[str, str]) -> None:
     from tui_helpers import screen_text, wait_for
 
-    from infertop.replay import ReplayFeed
+    from monitor.record.replay import ReplayFeed
     from tui.node_screen import NodeScreen
     from tui.replay_app import ReplayApp
 

@@ -35,10 +35,10 @@ from hostile_server import (
 from tui_helpers import screen_text, wait_for
 
 from collectors.fleet import Fleet, FleetState
-from collectors.probe_bundle import probe_script
+from collectors.probe.bundle import probe_script
 from collectors.ssh import SshNode, SshSource
-from infertop.feed import MonitorFeed
 from layouts import parse_layout
+from monitor.feeds import MonitorFeed
 from tui.app import InfertopApp
 
 pytestmark = pytest.mark.hostile

@@ -87,7 +87,7 @@ def test_cli_bad_layout_exit_2_one_line(tmp_path: Path, text: str) -> None:
     path = tmp_path / "bad.toml"
     path.write_text(text)
     proc = subprocess.run(
-        [sys.executable, "-m", "infertop.cli", "snapshot", "--layout", str(path), "--json"],
+        [sys.executable, "-m", "infertop", "snapshot", "--layout", str(path), "--json"],
         capture_output=True, text=True, timeout=60,
     )
     assert proc.returncode == 2
@@ -100,7 +100,7 @@ def test_cli_bad_layout_exit_2_one_line(tmp_path: Path, text: str) -> None:
 
 def test_cli_missing_layout_exit_2() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "infertop.cli", "--layout", "/nonexistent/x.toml", "snapshot"],
+        [sys.executable, "-m", "infertop", "--layout", "/nonexistent/x.toml", "snapshot"],
         capture_output=True, text=True, timeout=60,
     )
     assert proc.returncode == 2

@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from collectors import probe
 from collectors.local import LocalSource
-from collectors.probe_schema import sample_from_reading
+from collectors.probe import main as probe
+from collectors.probe.schema import sample_from_reading
 from collectors.rates import counter_rate
 from collectors.sample import NodeSample
 

@@ -1,4 +1,4 @@
-"""Engine log parsing and accumulation (collectors/probe_logs.py) on real-format lines."""
+"""Engine log parsing and accumulation (collectors/probe/logs.py) on real-format lines."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collectors.probe_logs import LogFigures, LogWatch, PatternParser, VllmParser
+from collectors.probe.logs import LogFigures, LogWatch, PatternParser, VllmParser
 from collectors.sample import EngineSample, NodeSample
-from infertop.evaluation.figures import engine_view
+from monitor.evaluation.figures import engine_view
 
 FIXTURES = Path(__file__).parent / "fixtures" / "logs"
 

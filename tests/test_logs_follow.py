@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collectors.probe_logs import LogFollower, LogWatch
+from collectors.probe.logs import LogFollower, LogWatch
 
 STATS = (
     "(APIServer pid=1) INFO 08-04 20:51:{s:02d} [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, "

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from layout_cli import run_infertop, toml_str
 
-from collectors.probe_bundle import probe_script
+from collectors.probe.bundle import probe_script
 
 # a stats line whose figures are unmistakable: if 4242 shows up, the file was read
 SECRET_LINE = (

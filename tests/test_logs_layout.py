@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from infertop.cli import main
+from infertop.cli.main import main
 from layouts import LayoutError
 from layouts.loader import parse_layout
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from collectors.probe_bundle import probe_script
-from collectors.probe_schema import sample_from_reading
+from collectors.probe.bundle import probe_script
+from collectors.probe.schema import sample_from_reading
 from collectors.ssh import ssh_source_for
 from layouts.loader import parse_layout
 

@@ -8,8 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infertop.evaluation.api_price import BUNDLED, api_cost, is_peak, peak_seconds, peak_share
-from infertop.evaluation.money import (
+from layouts.model import ApiPriceTable, NodeConfig, PricingConfig
+from monitor.evaluation.api_price import BUNDLED, api_cost, is_peak, peak_seconds, peak_share
+from monitor.evaluation.ledger import SessionLedger, TickFigures
+from monitor.evaluation.money import (
     break_even_ratio,
     budget_status,
     cluster_cost_per_hour_usd,
@@ -18,8 +20,6 @@ from infertop.evaluation.money import (
     node_cost_per_hour_usd,
     usd_per_million,
 )
-from infertop.session import SessionLedger, TickFigures
-from layouts.model import ApiPriceTable, NodeConfig, PricingConfig
 
 EPS = 1e-9
 H = 3600.0
@@ -188,7 +188,7 @@ def test_cost_weighted_idle() -> None:
 
 
 def test_usd_per_million_at_rate() -> None:
-    from infertop.evaluation.money import usd_per_million_at_rate
+    from monitor.evaluation.money import usd_per_million_at_rate
 
     # $36/h at 10 tokens/s = 36,000 tokens/h → $1,000 per 1M tokens
     assert usd_per_million_at_rate(36.0, 10.0) == pytest.approx(1000.0, rel=1e-12)

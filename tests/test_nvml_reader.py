@@ -26,7 +26,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from collectors import probe
+from collectors.probe import main as probe
 
 ALL_LINKS = 0xFFFFFFFF
 
@@ -268,7 +268,7 @@ def test_energy_counter_is_read_on_its_own_slow_cadence(use_pynvml: Any) -> None
 
 
 def test_readings_become_valid_samples(use_pynvml: Any) -> None:
-    from collectors.probe_schema import sample_from_reading
+    from collectors.probe.schema import sample_from_reading
 
     use_pynvml(recorded_pynvml([RecordedGpu(nvlinks=18, tx_kib=5), RecordedGpu(lost=True)]))
     reading = {"gpus": probe.NvmlReader().read(), "nics": [], "host": {}}

@@ -18,8 +18,8 @@ from textual.app import App, ComposeResult
 from collectors.fleet import FleetState
 from collectors.rates import counter_rate
 from collectors.sample import EngineSample, NodeSample
-from infertop.runtime import Monitor
 from layouts.model import Layout
+from monitor.monitor import Monitor
 from tui.row_table import Column, RowTable
 
 

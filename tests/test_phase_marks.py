@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from infertop.feed import MonitorFeed
-from infertop.store import Recorder
 from layouts import parse_layout
+from monitor.feeds import MonitorFeed
+from monitor.record.store import Recorder
 
 LAYOUT = """
 [cluster]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.probe_bundle import (
+from collectors.probe.bundle import (
     BOOTSTRAP,
     STRIP_BEGIN,
     STRIP_END,
@@ -23,7 +23,7 @@ from collectors.probe_bundle import (
     build_script,
     probe_script,
 )
-from collectors.probe_engine import fetch_engine
+from collectors.probe.engine import fetch_engine
 from collectors.ssh import ProbeLines, SshNode, SshSource, parse_target, probe_command
 
 PYTHON = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable

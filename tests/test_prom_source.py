@@ -13,9 +13,9 @@ from prometheus_server import PrometheusServer, SimNode, prometheus_available
 
 from collectors.prom import PromSource
 from collectors.sample import NodeSample
-from infertop.runtime import Monitor
-from infertop.view import NodeView, Snapshot
 from layouts import parse_layout
+from monitor.monitor import Monitor
+from monitor.snapshot import NodeView, Snapshot
 
 pytestmark = [
     pytest.mark.integration,

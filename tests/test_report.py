@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from collectors.sample import EngineSample, GpuSample, NodeSample
-from infertop.cli import main
-from infertop.report import split_by_hour
-from infertop.runtime import Monitor
-from infertop.store import Recorder, Recording, TickRow
-from infertop.view import Snapshot
+from infertop.cli.main import main
 from layouts import load_layout
+from monitor.monitor import Monitor
+from monitor.record.report import split_by_hour
+from monitor.record.store import Recorder, Recording, TickRow
+from monitor.snapshot import Snapshot
 
 H = 3600.0
 MONDAY = dt.datetime(2026, 11, 30, tzinfo=dt.UTC).timestamp()

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from collectors.safe_text import inert_text, redact_text, redact_url, url_secrets
-from infertop.cli import InertFormatter
+from infertop.cli.common import InertFormatter
 
 # every character a terminal obeys or that reorders a line, by class
 CONTROLS = {

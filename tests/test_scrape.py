@@ -14,8 +14,8 @@ from collectors.fleet import FleetState
 from collectors.profiles import BUNDLED_PROFILES
 from collectors.registry import build_sources
 from collectors.scrape import Endpoint, ScrapeSource, scrape_targets
-from infertop.evaluation.figures import engine_view, part_window
 from layouts import LayoutError, parse_layout
+from monitor.evaluation.figures import engine_view, part_window
 
 FIXTURES = Path(__file__).parent / "fixtures" / "exposition"
 VLLM = BUNDLED_PROFILES["vllm"]

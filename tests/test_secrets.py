@@ -25,8 +25,8 @@ from hostile_http import HttpServer, Reply, dead_port
 from infertop_cmd import finish, run_infertop, start_infertop
 from ssh_loopback import LoopbackSsh
 
-from infertop.cli import main
-from infertop.store import state_dir
+from infertop.cli.main import main
+from monitor.record.store import state_dir
 
 # one distinct secret per form in which a URL carries one
 SECRETS: dict[str, tuple[str, str]] = {
@@ -158,8 +158,8 @@ def exporter_page(record: Path) -> str:
     """The exporter's /metrics text for the last recorded snapshot."""
     from prometheus_client import CollectorRegistry, generate_latest
 
-    from infertop.exporter import SnapshotCollector
-    from infertop.store import Recording
+    from monitor.exporter import SnapshotCollector
+    from monitor.record.store import Recording
 
     rec = Recording.load(record)
     try:

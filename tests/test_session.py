@@ -9,9 +9,9 @@ import json
 import pytest
 
 from collectors.sample import EngineSample, GpuSample, NodeSample
-from infertop.runtime import Monitor
-from infertop.session import CounterTally, SessionLedger, TickFigures, TokenDeltas
 from layouts import parse_layout
+from monitor.evaluation.ledger import CounterTally, SessionLedger, TickFigures, TokenDeltas
+from monitor.monitor import Monitor
 
 EPS = 1e-9
 H = 3600.0

@@ -9,11 +9,11 @@ from pathlib import Path
 
 from tui_helpers import FrozenFeed, NodeSpec, SyntheticSource, make_layout, screen_text, wait_for
 
-from infertop.replay import ReplayFeed
-from infertop.runtime import Monitor
-from infertop.session_cli import recorded_feed
-from infertop.store import Recorder, Recording
-from infertop.view import Snapshot
+from infertop.cli.tui import live_feed
+from monitor.monitor import Monitor
+from monitor.record.replay import ReplayFeed
+from monitor.record.store import Recorder, Recording
+from monitor.snapshot import Snapshot
 from tui.app import InfertopApp
 from tui.replay_app import ReplayApp
 from tui.session_panel import PhasePicker, SessionPanel, budget_bar, session_lines
@@ -63,7 +63,7 @@ async def test_session_panel_in_the_overview() -> None:
 
 async def test_phase_key_marks_the_live_session(tmp_path: Path) -> None:
     layout = make_layout(specs(), interval_s=0.25)
-    feed = recorded_feed(layout, str(tmp_path / "live.sqlite"))
+    feed = live_feed(layout, str(tmp_path / "live.sqlite"))
     feed.monitor.sources[:] = []  # replaced below by the in-memory source
     feed.monitor.fleet.sources = [SyntheticSource(specs(), 0.25)]
     app = InfertopApp(feed)
@@ -148,6 +148,6 @@ def test_replay_refuses_a_record_without_ticks(tmp_path: Path) -> None:
     conn.execute("DELETE FROM ticks")
     conn.commit()
     conn.close()
-    from infertop.cli import main
+    from infertop.cli.main import main
 
     assert main(["replay", str(path)]) == 2

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from collectors.sample import EngineSample, NodeSample
-from infertop.cli import main
-from infertop.runtime import Monitor
-from infertop.store import (
+from infertop.cli.main import main
+from layouts import load_layout, parse_layout
+from monitor.monitor import Monitor
+from monitor.record.store import (
     Recorder,
     RecordError,
     Recording,
@@ -22,7 +23,6 @@ from infertop.store import (
     default_record_path,
     state_dir,
 )
-from layouts import load_layout, parse_layout
 
 LAYOUT = """
 [cluster]

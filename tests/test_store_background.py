@@ -7,9 +7,9 @@ import threading
 from pathlib import Path
 
 from collectors.sample import EngineSample, NodeSample
-from infertop.runtime import Monitor
-from infertop.store import Recorder, Recording, add_phase_mark
 from layouts import parse_layout
+from monitor.monitor import Monitor
+from monitor.record.store import Recorder, Recording, add_phase_mark
 
 LAYOUT = """
 [cluster]

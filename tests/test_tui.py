@@ -6,7 +6,7 @@ import pytest
 from textual.widgets import Input
 from tui_helpers import FrozenFeed, NodeSpec, SyntheticSource, make_layout, screen_text, wait_for
 
-from infertop.feed import MonitorFeed
+from monitor.feeds import MonitorFeed
 from tui.app import InfertopApp
 from tui.columns import GREY, SORTS
 from tui.help_screen import HelpScreen, bindings_of, key_label

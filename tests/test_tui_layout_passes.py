@@ -11,7 +11,7 @@ import datetime as dt
 
 from tui_helpers import FrozenFeed, NodeSpec, wait_for
 
-from infertop.view import Snapshot
+from monitor.snapshot import Snapshot
 from tui.app import InfertopApp
 from tui.session_panel import SessionPanel, session_lines
 

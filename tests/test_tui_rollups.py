@@ -11,7 +11,7 @@ from rich.style import Style
 from rich.table import Table
 from textual.app import App, ComposeResult
 
-from infertop.view import ClusterView, RollupView, SessionView, Snapshot
+from monitor.snapshot import ClusterView, RollupView, SessionView, Snapshot
 from tui.rollups import _HEADERS, RollupStrip, rollup_rows, rollup_text
 from tui.text import inert
 

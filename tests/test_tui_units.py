@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from collectors.safe_text import inert_text
-from infertop.format import fmt_bytes_pair, fmt_power_w
-from infertop.view import EngineView, GpuView, NodeView, VerdictView
+from monitor.format import fmt_bytes_pair, fmt_power_w
+from monitor.snapshot import EngineView, GpuView, NodeView, VerdictView
 from tui.columns import GREY, SORTS, TROUBLE, SortSpec, render_row, sort_order
 from tui.filtering import NodeFilter
 from tui.sparkline import sparkline

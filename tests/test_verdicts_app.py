@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 from tui_helpers import NodeSpec, make_layout, make_sample, wait_for
 
-from infertop.feed import Publish
-from infertop.runtime import Monitor
-from infertop.view import Snapshot
+from monitor.feeds import Publish
+from monitor.monitor import Monitor
+from monitor.snapshot import Snapshot
 from tui.app import InfertopApp
 from tui.hunt_list import HuntList
 from tui.hunt_panel import HuntPanel

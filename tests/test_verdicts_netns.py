@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterator
 import pytest
 from netns import PYTHON, NetnsCluster, missing_requirements
 
-from infertop.runtime import Monitor
-from infertop.view import NodeView, Snapshot
 from layouts import parse_layout
+from monitor.monitor import Monitor
+from monitor.snapshot import NodeView, Snapshot
 
 pytestmark = [pytest.mark.netns, pytest.mark.integration]
 

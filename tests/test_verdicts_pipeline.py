@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from collectors.sample import EngineSample, GpuSample, NicSample, NodeSample
-from infertop.runtime import Monitor
 from layouts import parse_layout
+from monitor.monitor import Monitor
 
 LAYOUT = """
 [cluster]
@@ -156,7 +156,7 @@ async def test_snapshot_command_shows_verdicts_held_within_its_window() -> None:
     the hold time inside it is a verdict in the one frame it prints."""
     from tui_helpers import NodeSpec, SyntheticSource, make_layout
 
-    from infertop.snapshot_cmd import take_snapshot
+    from monitor.take_snapshot import take_snapshot
 
     specs = [NodeSpec("decode-01", gpus=1), NodeSpec("decode-02", gpus=1, down_nics=("mlx5_1",))]
     lay = make_layout(specs, interval_s=0.25)

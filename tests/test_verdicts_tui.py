@@ -7,7 +7,7 @@ from typing import Any
 
 from textual.app import App, ComposeResult
 
-from infertop.view import ClusterView, NodeView, RollupView, SessionView, Snapshot, VerdictView
+from monitor.snapshot import ClusterView, NodeView, RollupView, SessionView, Snapshot, VerdictView
 from tui.announcer import VerdictAnnouncer
 from tui.hunt_list import HuntList
 from tui.messages import OpenNode

@@ -16,10 +16,10 @@ from collectors.bounds import counter_trust
 from collectors.fleet import FleetState
 from collectors.rates import CounterTrust, checked_counter_rate, counter_rate
 from collectors.sample import EngineSample, GpuSample, NicSample, NodeSample
-from infertop.evaluation.cluster import evaluate_nodes
-from infertop.evaluation.figures import engine_counters, idle_counts, idle_fraction, nic_counters
-from infertop.evaluation.window_rates import RateCache, WindowRates, WindowSums
-from infertop.runtime import Monitor
+from monitor.evaluation.cluster import evaluate_nodes
+from monitor.evaluation.figures import engine_counters, idle_counts, idle_fraction, nic_counters
+from monitor.evaluation.window_rates import RateCache, WindowRates, WindowSums
+from monitor.monitor import Monitor
 
 PORTS = ("mlx5_0", "mlx5_1", "eth0")
 NIC_FIELDS = ("rx_bytes_total", "tx_bytes_total", "xmit_wait_total", "errors_total")

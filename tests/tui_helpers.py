@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 
 from collectors.sample import EngineSample, GpuSample, HostSample, NicSample, NodeSample
 from collectors.source import PollingSource
-from infertop.feed import Publish
-from infertop.runtime import Monitor
 from layouts.model import ClusterConfig, Layout, NicExpectation, NodeConfig, PricingConfig
+from monitor.feeds import Publish
+from monitor.monitor import Monitor
 
 GIB = 1024**3
 

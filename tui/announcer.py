@@ -10,9 +10,9 @@ from typing import Any
 from textual.app import App
 from textual.notifications import SeverityLevel
 
-from collectors.safe_text import inert_text
-from infertop.evaluation.verdicts import hunt_order
-from infertop.view import NodeView, VerdictView
+from monitor.evaluation.verdicts import hunt_order
+from monitor.format import inert_text
+from monitor.snapshot import NodeView, VerdictView
 
 Key = tuple[str, str]
 NOTIFY_SEVERITY: dict[str, SeverityLevel] = {

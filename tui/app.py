@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from functools import partial
 
 from textual.app import App, SystemCommand
@@ -19,13 +19,11 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widget import Widget
 
-from collectors.safe_text import inert_text
-from collectors.source import Source
-from infertop.feed import MonitorFeed, PhaseMarkingFeed, SnapshotFeed, can_mark_phase
-from infertop.session import PHASES
-from infertop.stopping import SIGNALS, arm_watchdog, run_bounded
-from infertop.view import Snapshot
-from layouts.model import Layout
+from monitor.evaluation.ledger import PHASES
+from monitor.feeds import PhaseMarkingFeed, SnapshotFeed, can_mark_phase
+from monitor.format import inert_text
+from monitor.snapshot import Snapshot
+from monitor.stopping import SIGNALS, arm_watchdog, run_bounded
 from tui.announcer import VerdictAnnouncer
 from tui.columns import SORTS
 from tui.frames import FrameScreen, FrameState
@@ -222,8 +220,3 @@ def run_feed(feed: SnapshotFeed) -> int:
     app = InfertopApp(feed)
     run_bounded(app.run_async())  # not app.run(): its asyncio.run joins stuck worker threads
     return app.return_code or 0
-
-
-def run_tui(layout: Layout, sources: Sequence[Source] | None = None) -> int:
-    """The live TUI over `layout` (its own sources unless `sources` is given)."""
-    return run_feed(MonitorFeed(layout, sources=sources))

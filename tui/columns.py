@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
-from infertop.format import (
+from monitor.format import (
     UNKNOWN,
     fmt_age,
     fmt_bytes_pair,
@@ -21,8 +21,7 @@ from infertop.format import (
     fmt_rate_gbps,
     fmt_usd,
 )
-from infertop.view import LinksView, NodeView
-from tui.node_figures import gpu_memory, gpu_power, mean_util
+from monitor.snapshot import LinksView, NodeView
 from tui.text import inert
 
 # Calm at 3 a.m.: plain text for normal figures, grey for old ones, yellow for worth a
@@ -120,10 +119,10 @@ COLUMNS: tuple[Column, ...] = (
     # what the operator hunts stays in view on a narrow terminal: right after the status
     Column("verdicts", "VERDICTS", 22, verdicts_cell),
     Column("gpus", "GPUS", 5, gpus_cell),
-    Column("util", "UTIL", 5, lambda n: _cell(fmt_num(mean_util(n.gpus), 0, "%")),
-           lambda n: mean_util(n.gpus)),
-    Column("mem", "GPU MEM", 13, lambda n: _cell(fmt_bytes_pair(*gpu_memory(n.gpus)))),
-    Column("power", "POWER", 8, lambda n: _cell(fmt_power_w(gpu_power(n.gpus))), lambda n: gpu_power(n.gpus)),
+    Column("util", "UTIL", 5, lambda n: _cell(fmt_num(n.gpu_util_pct, 0, "%")), lambda n: n.gpu_util_pct),
+    Column("mem", "GPU MEM", 13,
+           lambda n: _cell(fmt_bytes_pair(n.gpu_mem_used_bytes, n.gpu_mem_total_bytes))),
+    Column("power", "POWER", 8, lambda n: _cell(fmt_power_w(n.gpu_power_w)), lambda n: n.gpu_power_w),
     Column("rx", "NET RX", 10, lambda n: _cell(fmt_rate_gbps(_rx(n))), _rx),
     Column("tx", "NET TX", 10, lambda n: _cell(fmt_rate_gbps(_tx(n))), _tx),
     Column("links", "LINKS", 12, links_cell),

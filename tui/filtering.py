@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from infertop.view import NodeView
+from monitor.snapshot import NodeView
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from textual.screen import Screen
 
-from infertop.view import Snapshot
+from monitor.snapshot import Snapshot
 
 
 @dataclass

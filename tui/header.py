@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from infertop.format import fmt_duration, fmt_pct, fmt_usd
-from infertop.view import Snapshot
+from monitor.format import fmt_duration, fmt_pct, fmt_usd
+from monitor.snapshot import Snapshot
 from tui.columns import TROUBLE, WARN
 from tui.text import inert
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections import deque
 from typing import TypeVar
 
-from infertop.view import Snapshot
-from tui.node_figures import mean_util
+from monitor.snapshot import Snapshot
 
 Series = deque[float | None]
 K = TypeVar("K")
@@ -47,7 +46,7 @@ class History:
             nodes.add(node.name)
             # a stale node's values are old: a gap, not a repeated point
             fresh = node.status == "ok"
-            self._push(self.node_util, node.name, mean_util(node.gpus) if fresh else None)
+            self._push(self.node_util, node.name, node.gpu_util_pct if fresh else None)
             steps = node.engine.decode_steps_per_s if node.engine is not None and fresh else None
             self._push(self.node_steps, node.name, steps)
             for gpu in node.gpus:

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from rich.text import Text
 from textual.binding import Binding
 
-from infertop.evaluation.verdicts import hunt_order
-from infertop.format import fmt_age, fmt_usd
-from infertop.view import NodeView, Snapshot, VerdictView
+from monitor.evaluation.verdicts import hunt_order
+from monitor.format import fmt_age, fmt_usd
+from monitor.snapshot import NodeView, Snapshot, VerdictView
 from tui.messages import OpenNode
 from tui.row_table import RowTable
 from tui.text import inert

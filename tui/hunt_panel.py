@@ -9,8 +9,8 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
-from infertop.evaluation.verdicts import hunt_order
-from infertop.view import Snapshot
+from monitor.evaluation.verdicts import hunt_order
+from monitor.snapshot import Snapshot
 from tui.hunt_list import HuntList
 from tui.panels import register_panel
 

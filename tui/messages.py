@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from infertop.view import Snapshot
+from monitor.snapshot import Snapshot
 
 
 class SnapshotArrived(Message):

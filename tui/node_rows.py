@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
-from infertop.format import (
+from monitor.format import (
     UNKNOWN,
     fmt_age,
     fmt_bytes_pair,
@@ -19,7 +19,7 @@ from infertop.format import (
     fmt_rate_gbps,
     fmt_usd,
 )
-from infertop.view import EngineView, GpuView, HostView, NicView, NodeView
+from monitor.snapshot import EngineView, GpuView, HostView, NicView, NodeView
 from tui.columns import GREY, SEVERITY_STYLE, TROUBLE, WARN, status_cell
 from tui.sparkline import sparkline
 from tui.text import inert

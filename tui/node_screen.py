@@ -9,7 +9,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Static
 
-from infertop.view import NodeView, Snapshot
+from monitor.snapshot import NodeView, Snapshot
 from tui.frames import FrameScreen, FrameState
 from tui.history import History
 from tui.node_rows import (

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from textual.binding import Binding
 
-from infertop.view import NodeView
+from monitor.snapshot import NodeView
 from tui.columns import COLUMNS, SortSpec, render_row, sort_order
 from tui.row_table import RowTable
 

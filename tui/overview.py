@@ -8,7 +8,7 @@ from textual.containers import Horizontal
 from textual.widget import Widget
 from textual.widgets import Footer, Input, Static
 
-from infertop.view import Snapshot
+from monitor.snapshot import Snapshot
 from tui.columns import SORTS, SortSpec
 from tui.filtering import NodeFilter
 from tui.frames import FrameScreen, FrameState

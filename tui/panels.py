@@ -18,7 +18,7 @@ from typing import Protocol, runtime_checkable
 
 from textual.widget import Widget
 
-from infertop.view import Snapshot
+from monitor.snapshot import Snapshot
 
 
 @runtime_checkable

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from textual.binding import Binding, BindingType
 
-from infertop.replay import ReplayFeed
+from monitor.record.replay import ReplayFeed
 from tui.app import InfertopApp
 
 

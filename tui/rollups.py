@@ -13,9 +13,8 @@ from rich.cells import cell_len
 from rich.text import Text
 from textual.widgets import Static
 
-from collectors.safe_text import inert_text
-from infertop.format import fmt_num, fmt_pct, fmt_usd
-from infertop.view import RollupView, Snapshot
+from monitor.format import fmt_num, fmt_pct, fmt_usd, inert_text
+from monitor.snapshot import RollupView, Snapshot
 
 _HEADERS = ("POOL", "NODES", "GPUS", "UTIL", "STEPS/S", "ACCEPT", "TOK/S", "FULL TOK/S",
             "RUN", "WAIT", "$/H", "IDLE")

@@ -19,9 +19,9 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from infertop.format import fmt_num, fmt_pct, fmt_span, fmt_usd
-from infertop.session import PHASES
-from infertop.view import SessionView, Snapshot
+from monitor.evaluation.ledger import PHASES
+from monitor.format import fmt_num, fmt_pct, fmt_span, fmt_usd
+from monitor.snapshot import SessionView, Snapshot
 from tui.panels import register_panel
 from tui.sparkline import sparkline
 from tui.text import inert

@@ -7,7 +7,7 @@ What it shows, in one run (see BENCHMARKS.md for the figures and the exact comma
   3. idle, then ~20 s under a bf16 matmul loop (benchmarks/gpu/load.py): util, power,
      SM clock over time from the local source, with the per-tick sampling cost, and the
      same figures read through pynvml directly right after each tick;
-  4. the probe script itself (`python3 collectors/probe.py 1 N`) run during the load,
+  4. the probe script itself (`python3 collectors/probe/main.py 1 N`) run during the load,
      its lines compared with direct NVML readings taken at the same moments;
   5. per-sample cost side by side: infertop's GPU reading, direct NVML (the same six
      figures), nvitop's and gpustat's Python APIs, and an `nvidia-smi --query-gpu`
@@ -209,14 +209,14 @@ def under_load(handles: list[Any], load_s: float, sample_s: float, probe_ticks: 
         # no access to this repository (PYTHONPATH dropped), JSON lines on stdout
         script = Path("/tmp/infertop-probe-bundle.py")
         try:
-            from collectors.probe_bundle import probe_script
+            from collectors.probe.bundle import probe_script
 
             script.write_text(probe_script())
             argv = [sys.executable, str(script), "1", str(probe_ticks)]
             env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
             print("probe: bundled single file", script, flush=True)
         except Exception as exc:  # no bundler in this checkout: the module file itself
-            print(f"probe: bundle unavailable ({exc}); running collectors/probe.py", flush=True)
+            print(f"probe: bundle unavailable ({exc}); running collectors/probe/main.py", flush=True)
             argv = [sys.executable, str(ROOT / "collectors" / "probe.py"), "1", str(probe_ticks)]
             env = dict(os.environ)
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env)

@@ -4,7 +4,7 @@ real NCCL all-reduce loop (one process per GPU, torch.distributed).
 NVLink multicast (NVLS) stays off: a program that uses it can put the host's shared GPUs out
 of service, so NCCL_NVLS_ENABLE=0 (and the PyTorch / NVSHMEM equivalents) are forced here
 before any worker starts. While the loop runs, the parent samples every GPU once a second
-through `collectors.probe.NvmlReader` and prints, per GPU: links present, links up, NVLink
+through `collectors.probe.main.NvmlReader` and prints, per GPU: links present, links up, NVLink
 TX/RX bytes/s (reset-aware rates from the cumulative counters) and error counters.
 
 On one GPU it still runs (an all-reduce of one rank moves nothing over NVLink) and shows

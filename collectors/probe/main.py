@@ -1,0 +1,683 @@
+#!/usr/bin/env python3
+"""infertop probe: reads one node, read-only, and prints one JSON object per reading.
+
+Self-contained on purpose: standard library only (plus `pynvml` when the node has it),
+so that infertop can send this file's text with the SSH command and nothing has to be
+installed on the node. The same reading functions serve the local source (imported as a
+module), so local and remote nodes are read by one code path.
+
+Every figure that cannot be read is left out or null; the probe never writes anything.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+
+# Stdlib-only helpers; the SSH bundle pastes their text above this file instead.
+# bundle: strip-begin
+from collectors.probe.engine import ENGINE_MAX_BYTES, fetch_engine
+from collectors.probe.logs import LogWatch
+from collectors.probe.npu import open_npus
+
+# bundle: strip-end
+
+PROBE_VERSION = 1
+SYS_NET = "/sys/class/net"
+SYS_IB = "/sys/class/infiniband"
+PROC_BONDING = "/proc/net/bonding"
+
+
+def _read(path, default=None):
+    # raw os.open/os.read: a sysfs read is the probe's hot path (about 30 per tick), and
+    # the buffered text layer of open() costs more than the read itself
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except (OSError, ValueError):
+        return default
+    chunks = []
+    try:
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except OSError:
+        return default
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("utf-8", "replace").strip()
+
+
+def _read_int(path):
+    text = _read(path)
+    if text is None:
+        return None
+    try:
+        return int(text.split()[0])
+    except (ValueError, IndexError):
+        return None
+
+
+def _listdir(path):
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
+
+
+# ---------------------------------------------------------------------------- NICs
+
+
+def _net_kind(name, root):
+    if name == "lo":
+        return "loopback"
+    if os.path.isdir(os.path.join(root, name, "bonding")):
+        return "bond"
+    arp_type = _read_int(os.path.join(root, name, "type"))
+    if arp_type == 32:  # ARPHRD_INFINIBAND: IPoIB
+        return "infiniband"
+    if arp_type == 1:
+        return "ethernet"
+    return "other"
+
+
+def read_net(root=SYS_NET):
+    """Every interface in /sys/class/net: state, speed, byte counters, bond members."""
+    nics = []
+    for name in _listdir(root):
+        base = os.path.join(root, name)
+        speed = _read_int(os.path.join(base, "speed"))
+        nic = {
+            "name": name,
+            "kind": _net_kind(name, root),
+            "state": _read(os.path.join(base, "operstate")),
+            # speed is Mbit/s; -1 or unreadable when the link is down or virtual
+            "speed_gbps": speed / 1000.0 if speed is not None and speed > 0 else None,
+            "rx_bytes_total": _read_int(os.path.join(base, "statistics", "rx_bytes")),
+            "tx_bytes_total": _read_int(os.path.join(base, "statistics", "tx_bytes")),
+        }
+        errors = [
+            _read_int(os.path.join(base, "statistics", c)) for c in ("rx_errors", "tx_errors")
+        ]
+        if all(e is not None for e in errors):
+            nic["errors_total"] = sum(errors)
+        if nic["kind"] == "bond":
+            members = (_read(os.path.join(base, "bonding", "slaves")) or "").split()
+            nic["members"] = members
+            up = 0
+            for member in members:
+                if _read(os.path.join(root, member, "operstate")) == "up":
+                    up += 1
+            nic["members_up"] = up
+        nics.append(nic)
+    return nics
+
+
+def parse_bonding(text):
+    """/proc/net/bonding/<bond>: members and how many have MII status up."""
+    members = []
+    status: dict = {}  # member -> its MII status; the bond's own status comes before any member
+    current = None
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key, value = key.strip(), value.strip()
+        if key == "Slave Interface":
+            current = value
+            if value not in status:
+                members.append(value)
+            status[value] = None
+        elif key == "MII Status" and current is not None and status[current] is None:
+            status[current] = value
+    return {"members": members, "members_up": sum(1 for m in members if status[m] == "up")}
+
+
+_RATE = re.compile(r"([\d.]+)\s*Gb/sec")
+
+
+def read_ib(root=SYS_IB):
+    """InfiniBand / RoCE ports: state, rate, data counters (octets ÷ 4 → ×4), waits."""
+    ports = []
+    for dev in _listdir(root):
+        ports_dir = os.path.join(root, dev, "ports")
+        for port in _listdir(ports_dir):
+            base = os.path.join(ports_dir, port)
+            counters = os.path.join(base, "counters")
+            state = _read(os.path.join(base, "state")) or ""  # "4: ACTIVE"
+            rate = _RATE.search(_read(os.path.join(base, "rate")) or "")
+            link_layer = (_read(os.path.join(base, "link_layer")) or "").lower()
+            xmit = _read_int(os.path.join(counters, "port_xmit_data"))
+            rcv = _read_int(os.path.join(counters, "port_rcv_data"))
+            netdevs = _listdir(os.path.join(root, dev, "device", "net"))
+            name = dev if len(_listdir(ports_dir)) == 1 else f"{dev}/{port}"
+            ports.append(
+                {
+                    "name": name,
+                    "kind": "roce" if link_layer == "ethernet" else "infiniband",
+                    "state": state.split(":", 1)[-1].strip().lower() or None,
+                    "phys_state": (_read(os.path.join(base, "phys_state")) or "").split(":", 1)[-1].strip() or None,
+                    "speed_gbps": float(rate.group(1)) if rate else None,
+                    # port_{xmit,rcv}_data count octets divided by 4
+                    "tx_bytes_total": xmit * 4 if xmit is not None else None,
+                    "rx_bytes_total": rcv * 4 if rcv is not None else None,
+                    "xmit_wait_total": _read_int(os.path.join(counters, "port_xmit_wait")),
+                    "link_downed_total": _read_int(os.path.join(counters, "link_downed")),
+                    "errors_total": _read_int(os.path.join(counters, "symbol_error")),
+                    "netdev": netdevs[0] if netdevs else None,
+                }
+            )
+    return ports
+
+
+def read_nics(net_root=SYS_NET, ib_root=SYS_IB, bonding_root=PROC_BONDING):
+    """Every NIC, bond and IB/RoCE port. The roots are arguments so tests can use fixture trees."""
+    nics = read_net(net_root)
+    by_name = {n["name"]: n for n in nics}
+    for bond in _listdir(bonding_root):
+        text = _read(os.path.join(bonding_root, bond))
+        if text and bond in by_name:
+            by_name[bond].update(parse_bonding(text))
+    return nics + read_ib(ib_root)
+
+
+# ---------------------------------------------------------------------------- host
+
+
+def read_host(prev_cpu=None):
+    """CPU % since the previous call (from /proc/stat) and memory (from /proc/meminfo)."""
+    host = {}
+    stat = _read("/proc/stat") or ""
+    cpu = None
+    for line in stat.splitlines():
+        if line.startswith("cpu "):
+            fields = [int(x) for x in line.split()[1:]]
+            idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+            cpu = (sum(fields), idle)
+            break
+    if cpu and prev_cpu:
+        total = cpu[0] - prev_cpu[0]
+        host["cpu_pct"] = 100.0 * (1 - (cpu[1] - prev_cpu[1]) / total) if total > 0 else None
+    mem = {}
+    for line in (_read("/proc/meminfo") or "").splitlines():
+        key, _, value = line.partition(":")
+        parts = value.split()
+        if parts and parts[0].isdigit():
+            mem[key] = int(parts[0]) * 1024
+    if "MemTotal" in mem and "MemAvailable" in mem:
+        host["mem_total_bytes"] = mem["MemTotal"]
+        host["mem_used_bytes"] = mem["MemTotal"] - mem["MemAvailable"]
+    return host, cpu
+
+
+# ---------------------------------------------------------------------------- GPUs (NVML)
+
+# NVML field ids and codes from nvml.h, spelled out so that an older pynvml that lacks
+# the names still reads what the driver has.
+_FI_NVLINK_TX_KIB = 138  # NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX: KiB, cumulative
+_FI_NVLINK_RX_KIB = 139  # NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX
+# NVML_FI_DEV_NVLINK_ERROR_DL_{REPLAY,RECOVERY,CRC} (Hopper and later drivers), and the
+# older per-device totals (CRC flit, CRC data, replay, recovery) used when those fail.
+_FI_NVLINK_ERRORS = (161, 162, 163)
+_FI_NVLINK_ERRORS_LEGACY = (38, 45, 52, 59)
+_SCOPE_ALL_LINKS = 0xFFFFFFFF  # a field's scope: UINT_MAX sums every link; a bare id reads link 0 only
+_NVML_SUCCESS = 0
+_NVML_ERROR_NOT_SUPPORTED = 3
+_NVLINK_MAX_LINKS = 18  # used only when pynvml does not name NVML_NVLINK_MAX_LINKS
+_VALUE_MEMBERS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
+
+
+def _field_number(fv):
+    """The number in an nvmlFieldValue_t, or None when the driver answered an error for it."""
+    if getattr(fv, "nvmlReturn", _NVML_SUCCESS) != _NVML_SUCCESS:
+        return None
+    member = _VALUE_MEMBERS.get(getattr(fv, "valueType", 3), "ullVal")
+    return getattr(fv.value, member, None)
+
+
+class NvmlReader:
+    """Reads GPUs through pynvml. Handles are looked up once; only cheap calls per tick.
+
+    Never calls nvmlDeviceGetPcieThroughput (it blocks ~20 ms sampling). What a GPU does
+    not support is learnt once and not asked again: a single GPU without NVLink must not
+    pay for 18 failing link queries every tick.
+
+    The total-energy counter is read only every `energy_every_s`: on an H200 it costs
+    2.4 ms median, 16 ms p99 per call, against ~13 µs for all the other figures together
+    (BENCHMARKS.md). In between, `energy_j_total` is left out (unknown at that instant);
+    rates skip unknown points, so a window's energy rate stays right.
+    """
+
+    def __init__(self, energy_every_s=10.0):
+        import pynvml  # optional on the node
+
+        self.nvml = pynvml
+        pynvml.nvmlInit()
+        self.count = pynvml.nvmlDeviceGetCount()
+        self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(self.count)]
+        self.static = []
+        for h in self.handles:
+            self.static.append(
+                {
+                    "name": self._try(pynvml.nvmlDeviceGetName, h),
+                    "uuid": self._try(pynvml.nvmlDeviceGetUUID, h),
+                }
+            )
+        # which optional calls this driver supports, learnt on first use
+        self.unsupported = set()
+        # per GPU: None = not probed yet; [] = no NVLink; else the link indices present
+        self.nvlinks = [None] * self.count
+        # per GPU: the NVLink field ids this GPU answered, learnt on the first read
+        self.nvlink_fields = [None] * self.count
+        self.energy_every_s = energy_every_s
+        self.energy_read_at = [float("-inf")] * self.count  # monotonic time of each GPU's last energy read
+
+    def _try(self, fn, *args):
+        try:
+            value = fn(*args)
+        except Exception:
+            return None
+        if isinstance(value, bytes):
+            value = value.decode(errors="replace")
+        return value
+
+    def _opt(self, key, fn, *args):
+        if key in self.unsupported:
+            return None
+        try:
+            return fn(*args)
+        except self.nvml.NVMLError_NotSupported:
+            self.unsupported.add(key)
+        except Exception:
+            pass
+        return None
+
+    # -- NVLink
+
+    def _probe_links(self, h):
+        """The link indices this GPU has ([] when NVLink is not supported at all)."""
+        nv = self.nvml
+        present = []
+        for link in range(getattr(nv, "NVML_NVLINK_MAX_LINKS", _NVLINK_MAX_LINKS)):
+            try:
+                nv.nvmlDeviceGetNvLinkState(h, link)
+            except nv.NVMLError_NotSupported:
+                if link == 0:
+                    return []  # no NVLink on this GPU (e.g. a single H200, or PCIe cards)
+                continue
+            except nv.NVMLError:
+                continue  # InvalidArgument past the last link, or a link not wired
+            present.append(link)
+        return present
+
+    def _probe_fields(self, h):
+        """Which NVLink field ids answer on this GPU; the others are never asked again."""
+        wanted = (_FI_NVLINK_TX_KIB, _FI_NVLINK_RX_KIB, *_FI_NVLINK_ERRORS, *_FI_NVLINK_ERRORS_LEGACY)
+        try:
+            values = self.nvml.nvmlDeviceGetFieldValues(h, [(f, _SCOPE_ALL_LINKS) for f in wanted])
+        except Exception:
+            return ()
+        # indexing, not zip(strict=…): the probe must run on Pythons older than 3.10
+        ok = [f for k, f in enumerate(wanted) if _field_number(values[k]) is not None]
+        if any(f in ok for f in _FI_NVLINK_ERRORS):  # the newer counters supersede the old ones
+            ok = [f for f in ok if f not in _FI_NVLINK_ERRORS_LEGACY]
+        return tuple(ok)
+
+    def _read_nvlink(self, i, h, gpu):
+        nv = self.nvml
+        if self.nvlinks[i] is None:
+            self.nvlinks[i] = self._probe_links(h)
+            self.nvlink_fields[i] = self._probe_fields(h) if self.nvlinks[i] else ()
+        links = self.nvlinks[i]
+        if not links:
+            return  # fields stay absent: unknown, never 0
+        up = 0
+        known = 0
+        for link in links:
+            state = self._try(nv.nvmlDeviceGetNvLinkState, h, link)
+            if state is None:
+                continue
+            known += 1
+            up += state == getattr(nv, "NVML_FEATURE_ENABLED", 1)
+        gpu["nvlink_links_total"] = len(links)
+        gpu["nvlink_links_up"] = up if known else None
+        fields = self.nvlink_fields[i]
+        if not fields:
+            return
+        try:
+            values = nv.nvmlDeviceGetFieldValues(h, [(f, _SCOPE_ALL_LINKS) for f in fields])
+        except Exception:
+            return
+        got = {f: _field_number(values[k]) for k, f in enumerate(fields)}
+        tx, rx = got.get(_FI_NVLINK_TX_KIB), got.get(_FI_NVLINK_RX_KIB)
+        gpu["nvlink_tx_bytes_total"] = tx * 1024.0 if tx is not None else None
+        gpu["nvlink_rx_bytes_total"] = rx * 1024.0 if rx is not None else None
+        errors = [v for f, v in got.items() if f not in (_FI_NVLINK_TX_KIB, _FI_NVLINK_RX_KIB) and v is not None]
+        gpu["nvlink_errors_total"] = int(sum(errors)) if errors else None
+
+    def _energy_due(self, i):
+        if self.energy_every_s is None or "energy" in self.unsupported:
+            return False
+        now = time.monotonic()
+        if now - self.energy_read_at[i] < self.energy_every_s:
+            return False
+        self.energy_read_at[i] = now
+        return True
+
+    # -- one reading
+
+    def read(self):
+        nv = self.nvml
+        gpus = []
+        for i, h in enumerate(self.handles):
+            gpu = {"index": i, "kind": "gpu"}
+            gpu.update(self.static[i])
+            try:
+                util = nv.nvmlDeviceGetUtilizationRates(h)
+                gpu["util_pct"] = float(util.gpu)
+            except nv.NVMLError_GpuIsLost:
+                gpu["healthy"] = False
+                gpu["error"] = "GPU is lost"
+                gpus.append(gpu)
+                continue
+            except Exception:
+                pass
+            mem = self._try(nv.nvmlDeviceGetMemoryInfo, h)
+            if mem is not None:
+                gpu["mem_used_bytes"] = int(mem.used)
+                gpu["mem_total_bytes"] = int(mem.total)
+            power_mw = self._try(nv.nvmlDeviceGetPowerUsage, h)
+            gpu["power_w"] = power_mw / 1000.0 if power_mw is not None else None
+            gpu["temp_c"] = self._try(nv.nvmlDeviceGetTemperature, h, nv.NVML_TEMPERATURE_GPU)
+            gpu["sm_clock_mhz"] = self._try(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_SM)
+            reasons_fn = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
+                nv, "nvmlDeviceGetCurrentClocksThrottleReasons", None
+            )
+            if reasons_fn is not None:
+                gpu["clock_event_reasons"] = self._opt("reasons", reasons_fn, h)
+            ecc = self._opt(
+                "ecc",
+                nv.nvmlDeviceGetTotalEccErrors,
+                h,
+                nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+                nv.NVML_VOLATILE_ECC,
+            )
+            gpu["ecc_uncorrected_total"] = ecc
+            if self._energy_due(i):
+                energy = self._opt("energy", nv.nvmlDeviceGetTotalEnergyConsumption, h)
+                gpu["energy_j_total"] = energy / 1000.0 if energy is not None else None
+            self._read_nvlink(i, h, gpu)
+            gpu["healthy"] = True
+            gpus.append(gpu)
+        return gpus
+
+    def close(self):
+        try:
+            self.nvml.nvmlShutdown()
+        except Exception:
+            pass
+
+
+# ---------------------------------------------------------------------------- GPUs (nvidia-smi)
+
+# Fixed argument list: nothing from a layout or a metric ever reaches this command line.
+NVIDIA_SMI_QUERY = (
+    "index,name,uuid,utilization.gpu,memory.used,memory.total,power.draw,temperature.gpu,clocks.sm"
+)
+NVIDIA_SMI_ARGS = ("nvidia-smi", "--query-gpu=" + NVIDIA_SMI_QUERY, "--format=csv,noheader,nounits")
+_SMI_MISSING = ("", "n/a", "[n/a]", "[not supported]", "not supported", "[unknown error]", "[gpu is lost]")
+
+
+def _smi_number(text):
+    text = text.strip()
+    if text.lower() in _SMI_MISSING:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if value == value else None  # NaN is unknown too
+
+
+def parse_nvidia_smi_csv(text):
+    """`nvidia-smi --query-gpu=<NVIDIA_SMI_QUERY> --format=csv,noheader,nounits` → GPU dicts.
+
+    Defensive: "[N/A]" / "[Not Supported]" become None, a name holding a comma is
+    rejoined, and a line that does not parse is skipped rather than guessed at.
+    """
+    gpus = []
+    for line in text.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) < 9:
+            continue
+        # index, name…, uuid, then 6 numbers: a comma inside the name leaves extra parts
+        tail = parts[-7:]
+        name = ", ".join(parts[1:-7]).strip()
+        index = _smi_number(parts[0])
+        if index is None or index < 0 or index != int(index):
+            continue
+        mem_used_mib = _smi_number(tail[2])
+        mem_total_mib = _smi_number(tail[3])
+        uuid = tail[0]
+        gpus.append(
+            {
+                "index": int(index),
+                "kind": "gpu",
+                "name": None if name.lower() in _SMI_MISSING else name,
+                "uuid": None if uuid.lower() in _SMI_MISSING else uuid,
+                "util_pct": _smi_number(tail[1]),
+                "mem_used_bytes": int(mem_used_mib * 1048576) if mem_used_mib is not None else None,
+                "mem_total_bytes": int(mem_total_mib * 1048576) if mem_total_mib is not None else None,
+                "power_w": _smi_number(tail[4]),
+                "temp_c": _smi_number(tail[5]),
+                "sm_clock_mhz": _smi_number(tail[6]),
+            }
+        )
+    return gpus
+
+
+class NvidiaSmiReader:
+    """The fallback when pynvml is missing: one `nvidia-smi` run per reading.
+
+    About a thousand times dearer than NVML (a process start per tick), so only used
+    when nothing better exists on the node. Same read()/close() shape as NvmlReader.
+    """
+
+    def __init__(self, path, timeout_s=5.0):
+        self.path = path
+        self.timeout_s = timeout_s
+        self.last = []  # the GPUs seen last, to mark them failed when a run breaks
+        first = self.run()
+        if first is None:
+            raise RuntimeError("nvidia-smi gave no readable answer")
+        self.last = first
+
+    def run(self):
+        import subprocess
+
+        try:
+            done = subprocess.run(
+                (self.path, *NVIDIA_SMI_ARGS[1:]),
+                capture_output=True,
+                timeout=self.timeout_s,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        if done.returncode != 0:
+            return None
+        return parse_nvidia_smi_csv(done.stdout.decode("utf-8", errors="replace"))
+
+    def read(self):
+        gpus = self.run()
+        if gpus is None:
+            # keep the GPUs on screen as failed rather than dropping them silently
+            return [
+                {"index": g["index"], "kind": "gpu", "name": g.get("name"), "error": "nvidia-smi failed"}
+                for g in self.last
+            ]
+        self.last = gpus
+        return gpus
+
+    def close(self):
+        pass
+
+
+def open_gpus():
+    """(reader, note): a GPU reader (NVML, else nvidia-smi), or None and a note saying why not."""
+    try:
+        return NvmlReader(), None
+    except ImportError:
+        import shutil
+
+        smi = shutil.which("nvidia-smi")
+        if smi is None:
+            return None, "pynvml not installed: no GPU figures"
+        try:
+            return NvidiaSmiReader(smi), "pynvml not installed: GPU figures from nvidia-smi (slow)"
+        except Exception as exc:
+            return None, "pynvml not installed and nvidia-smi failed: no GPU figures (%s)" % (
+                exc.__class__.__name__,
+            )
+    except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, …
+        return None, "no NVIDIA driver: no GPU figures (%s)" % (exc.__class__.__name__,)
+
+
+# ---------------------------------------------------------------------------- main loop
+
+
+def reading(gpu_reader, gpu_note, prev_cpu, engine=None):
+    host, cpu = read_host(prev_cpu)
+    out = {
+        "v": PROBE_VERSION,
+        "t": time.time(),
+        "gpus": gpu_reader.read() if gpu_reader is not None else [],
+        "nics": read_nics(),
+        "host": host,
+        "notes": [gpu_note] if gpu_note else [],
+    }
+    if engine and engine.get("url"):
+        text, error = fetch_engine(
+            engine["url"],
+            float(engine.get("timeout_s") or 1.0),
+            int(engine.get("max_bytes") or ENGINE_MAX_BYTES),
+        )
+        if text is not None:
+            out["engine_text"] = text
+        else:
+            out["engine_error"] = error
+    # the probe's own CPU time, so its cost per tick can be measured where it runs
+    times = os.times()
+    out["probe_cpu_s"] = times[0] + times[1]
+    return out, cpu
+
+
+def open_log_watch(log_config):
+    """(LogWatch, None) for the config's engine log, (None, note) if it is unusable."""
+    if not log_config:
+        return None, None
+    try:
+        return LogWatch(log_config), None
+    except Exception as exc:  # a bad pattern must not stop the GPU and NIC figures
+        return None, "engine log not followed: %s" % (str(exc)[:150],)
+
+
+def add_npus_and_log(out, npu_reader, log_watch, log_note):
+    """Put NPU figures (npu-smi) and parsed engine-log figures into a reading, in place."""
+    if npu_reader is not None:
+        out["gpus"] = npu_reader.read()
+        out["nics"] = out["nics"] + npu_reader.read_ports()
+        if npu_reader.note:
+            out["notes"].append(npu_reader.note)
+    if log_note:
+        out["notes"].append(log_note)
+    if log_watch is not None:
+        try:
+            out["engine"], notes = log_watch.read()
+            out["notes"].extend(notes)
+        except Exception as exc:  # never: the watch swallows bad input; but never die for it
+            out["notes"].append("engine log: %s" % (exc.__class__.__name__,))
+
+
+def parse_config(argv):
+    """The probe's one argument: a JSON object (or, for hand use, `INTERVAL [COUNT]`)."""
+    if len(argv) > 1 and argv[1].lstrip().startswith("{"):
+        config = json.loads(argv[1])
+        if not isinstance(config, dict):
+            raise ValueError("probe config must be a JSON object")
+        return config
+    config = {}
+    if len(argv) > 1:
+        config["interval_s"] = float(argv[1])
+    if len(argv) > 2:
+        config["count"] = int(argv[2])
+    return config
+
+
+def _exit_on_eof(stream):
+    """infertop keeps the probe's stdin open; EOF means the session is gone: stop now."""
+    try:
+        while stream.read(4096):
+            pass
+    except Exception:
+        pass
+    os._exit(0)  # the probe only reads: nothing to flush or clean up
+
+
+def run_from_stdin(stream):
+    """Entry for the SSH bootstrap: the config is the next line on stdin after the script."""
+    import threading
+
+    line = stream.readline()
+    config = json.loads(line.decode("utf-8") if isinstance(line, bytes) else line)
+    if not isinstance(config, dict):
+        raise ValueError("probe config must be a JSON object")
+    threading.Thread(target=_exit_on_eof, args=(stream,), daemon=True).start()
+    return run(config)
+
+
+def run(config):
+    interval = float(config.get("interval_s") or 1.0)
+    count = int(config.get("count") or 0)  # 0 = until the session closes
+    engine = config.get("engine") or None
+    gpu_reader, gpu_note = open_gpus()
+    # no NVIDIA GPU: an Ascend node is read through npu-smi, unless an exporter covers it
+    npu_reader = None
+    if gpu_reader is None and config.get("npu_smi", True):
+        npu_reader, npu_note = open_npus()
+        if npu_reader is not None or npu_note:
+            gpu_note = npu_note
+    log_watch, log_note = open_log_watch(config.get("engine_log"))
+    prev_cpu = None
+    n = 0
+    try:
+        while True:
+            out, prev_cpu = reading(gpu_reader, gpu_note, prev_cpu, engine)
+            add_npus_and_log(out, npu_reader, log_watch, log_note)
+            sys.stdout.write(json.dumps(out, separators=(",", ":")) + "\n")
+            sys.stdout.flush()
+            n += 1
+            if count and n >= count:
+                return 0
+            # read at wall-clock multiples of the interval, as infertop's own sources do,
+            # so every node's reading describes the same moment (collectors/cadence.py); a
+            # slow tick (engine timeout) goes on at the next boundary, never in a burst
+            delay = interval - time.time() % interval
+            if delay < 0.05 * interval:
+                delay += interval
+            time.sleep(delay)
+    except (BrokenPipeError, KeyboardInterrupt):
+        return 0
+    finally:
+        if gpu_reader is not None:
+            gpu_reader.close()
+
+
+def main(argv):
+    return run(parse_config(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,80 @@
+"""The one entry point, `infertop`. Exit codes: 0 ok, 2 bad input, 1 anything else.
+
+The program is assembled here, in one place: the subcommands are the modules listed in
+`SUBCOMMANDS`, each with `NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`;
+no subcommand is the live TUI (`infertop.cli.tui`). Textual loads only for the commands
+that draw.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+from typing import NoReturn
+
+from infertop import __version__
+from infertop.cli import demo, export, phase, record, replay, report, snapshot, tui
+from infertop.cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_OK,
+    LOG_FORMAT,
+    InertFormatter,
+    Parser,
+    UsageError,
+    inert_excepthook,
+    say,
+)
+from layouts import LayoutError
+
+SUBCOMMANDS: tuple[ModuleType, ...] = (snapshot, record, phase, report, replay, export, demo)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(
+        prog="infertop",
+        description="Live terminal monitor for DeepSeek/DeepInfer-style inference clusters.",
+    )
+    parser.add_argument("--version", action="version", version=f"infertop {__version__}")
+    parser.add_argument("--layout", metavar="FILE", help="layout file (default: this machine)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging to stderr")
+    parser.add_argument("--record", metavar="FILE", default=None,
+                        help="session record (default: one per layout in $INFERTOP_STATE_DIR or "
+                             "$XDG_STATE_HOME/infertop)")
+    parser.add_argument("--no-record", action="store_true", help="do not record the session")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    for command in SUBCOMMANDS:
+        command.add_arguments(sub.add_parser(command.NAME, help=command.HELP, description=command.HELP))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    by_name = {command.NAME: command for command in SUBCOMMANDS}
+    try:
+        args = parser.parse_args(argv)
+        handler = logging.StreamHandler()
+        handler.setFormatter(InertFormatter(LOG_FORMAT))
+        logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, handlers=[handler])
+        command = tui if args.command is None else by_name[args.command]
+        return int(command.run(args))
+    except (UsageError, LayoutError) as exc:
+        say(f"infertop: {exc}" if isinstance(exc, LayoutError) else exc)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+def entry() -> NoReturn:
+    """The installed `infertop` command and `python -m infertop`."""
+    from infertop.gctune import tune_gc
+    from monitor.stopping import leave
+
+    tune_gc()  # a process of its own: long-running commands collect garbage less often
+    sys.excepthook = inert_excepthook
+    # not sys.exit alone: a worker thread stuck in a read would hold the exit forever
+    leave(main())

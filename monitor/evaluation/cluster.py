@@ -1,0 +1,176 @@
+"""Fleet state + layout → node views and per-role roll-ups. Pure."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+from collectors.bounds import counter_trust
+from collectors.fleet import FleetState, NodeState
+from collectors.rates import mean, total
+from collectors.sample import NodeSample
+from layouts.model import Layout, NodeConfig
+from monitor.evaluation.figures import (
+    doubt_notes,
+    engine_counters,
+    engine_view,
+    gpu_counters,
+    gpu_views,
+    host_view,
+    idle_counts,
+    idle_fraction,
+    nic_counters,
+    nic_views,
+    node_status,
+    part_window,
+)
+from monitor.evaluation.link_summary import gpu_sums, links_view, nic_traffic
+from monitor.evaluation.logs import log_silence_note
+from monitor.evaluation.money import cluster_cost_per_hour_usd, node_cost_per_hour_usd
+from monitor.evaluation.window_rates import Extract, RateCache, WindowRates
+from monitor.snapshot import ClusterView, NodeView, RollupView
+
+
+def evaluate_node(
+    state: NodeState,
+    config: NodeConfig | None,
+    layout: Layout,
+    now: float,
+    cache: RateCache | None = None,
+) -> NodeView:
+    """`cache`: rates kept from the previous tick (the same figures, derived cheaper)."""
+    window = layout.cluster.window_s
+    status, age = node_status(state, now, layout.cluster.interval_s, layout.thresholds)
+    gpu_samples = part_window(state, "gpus", now, window)
+    nic_samples = part_window(state, "nics", now, window)
+    engine_samples = part_window(state, "engine", now, window)
+    name = state.name
+    idle_pct = layout.thresholds.idle_util_pct
+
+    def rates(part: str, extract: Extract, samples: list[NodeSample]) -> WindowRates:
+        if cache is not None:
+            return cache.rates(name, part, extract, samples, counter_trust)
+        return WindowRates(extract, counter_trust).update(samples)
+
+    gpu_rates = rates("gpus", gpu_counters, gpu_samples)
+    nic_rates = rates("nics", nic_counters, nic_samples)
+    engine_rates = rates("engine", engine_counters, engine_samples)
+    gpus = gpu_views(gpu_samples, gpu_rates)
+    power = total(g.power_w for g in gpus)
+    cost = (
+        node_cost_per_hour_usd(config, layout.pricing, len(gpus) if gpu_samples else None, power)
+        if config is not None
+        else None
+    )
+    notes: list[str] = []
+    for sample in state.latest():
+        notes.extend(n for n in sample.notes if n not in notes)
+    engine = engine_view(engine_samples, now, engine_rates)
+    nics = nic_views(nic_samples, config, nic_rates, layout.thresholds.link_rate_ratio)
+    rx_bytes_per_s, tx_bytes_per_s = nic_traffic(nics)
+    # rates not trusted over this window (asked for above, by the views)
+    for part, part_rates in (("GPU", gpu_rates), ("port", nic_rates), ("engine", engine_rates)):
+        notes.extend(n for n in doubt_notes(part, part_rates) if n not in notes)
+    silence = log_silence_note(engine, gpus, layout.thresholds)
+    if silence is not None:
+        notes.append(silence)
+    return NodeView(
+        name=state.name,
+        role=config.role if config else "mixed",
+        status=status,
+        error=state.error if status != "ok" else None,
+        cost_per_hour_usd=cost,
+        idle_fraction=idle_fraction(
+            gpu_samples,
+            idle_pct,
+            cache.sums(name, ("idle", idle_pct), lambda s: idle_counts(s, idle_pct), gpu_samples)
+            if cache
+            else None,
+        ),
+        gpus=gpus,
+        nics=nics,
+        links=links_view(nics),
+        rx_bytes_per_s=rx_bytes_per_s,
+        tx_bytes_per_s=tx_bytes_per_s,
+        **gpu_sums(gpus),
+        engine=engine,
+        age_s=age,
+        sources=sorted(state.by_source),
+        notes=notes,
+        host=host_view(state),
+        gpus_expected=config.gpus if config else None,
+    )
+
+
+def rollup(nodes: Sequence[NodeView], layout: Layout, *, whole_cluster: bool) -> RollupView:
+    engines = [n.engine for n in nodes if n.engine is not None]
+    all_gpus = [g for n in nodes for g in n.gpus]
+    gpu_count = sum(n.gpus_expected if n.gpus_expected is not None else len(n.gpus) for n in nodes)
+    # a pool's acceptance weights each node by the tokens it produces, so that a busy node
+    # counts for more than an idle one; an unweighted mean when nobody produced tokens
+    weighted = [
+        (e.draft_acceptance, e.accepted_tokens_per_s)
+        for e in engines
+        if e.draft_acceptance is not None and e.accepted_tokens_per_s
+    ]
+    weight = sum(w for _, w in weighted)
+    acceptance = (
+        sum(a * w for a, w in weighted) / weight
+        if weight > 0
+        else mean(e.draft_acceptance for e in engines)
+    )
+    node_costs = [n.cost_per_hour_usd for n in nodes]
+    if whole_cluster:
+        cost = cluster_cost_per_hour_usd(node_costs, layout.pricing) if nodes else None
+    else:
+        cost = total(node_costs)  # extras are billed to the cluster, not to a role
+    return RollupView(
+        nodes=len(nodes),
+        gpus=gpu_count,
+        cost_per_hour_usd=cost,
+        decode_steps_per_s=mean(e.decode_steps_per_s for e in engines),
+        draft_acceptance=acceptance,
+        accepted_tokens_per_s=total(e.accepted_tokens_per_s for e in engines),
+        full_acceptance_tokens_per_s=total(e.full_acceptance_tokens_per_s for e in engines),
+        requests_running=total(e.requests_running for e in engines),
+        requests_waiting=total(e.requests_waiting for e in engines),
+        util_pct=mean(g.util_pct for g in all_gpus),
+        idle_fraction=mean(n.idle_fraction for n in nodes),
+    )
+
+
+def evaluate_nodes(
+    state: FleetState, layout: Layout, now: float, cache: RateCache | None = None
+) -> list[NodeView]:
+    """`cache`: kept by the caller from tick to tick (`Monitor` does) to derive each
+    tick's rates from the last tick's instead of from the whole window."""
+    configs = {n.name: n for n in layout.nodes}
+    order = [n.name for n in layout.nodes if n.name is not None]
+    order += sorted(name for name in state.nodes if name not in configs)
+    order = [name for name in order if name in state.nodes]
+    if cache is not None:
+        cache.forget_except(set(order))
+    return [evaluate_node(state.nodes[name], configs.get(name), layout, now, cache) for name in order]
+
+
+def evaluate_cluster(nodes: Sequence[NodeView], layout: Layout) -> ClusterView:
+    roles = sorted({n.role for n in nodes})
+    whole = rollup(nodes, layout, whole_cluster=True)
+    return ClusterView(
+        name=layout.cluster.name,
+        interval_s=layout.cluster.interval_s,
+        total=whole,
+        roles={
+            r: rollup([n for n in nodes if n.role == r], layout, whole_cluster=False) for r in roles
+        },
+        insecure_ssh=layout.ssh.insecure_no_host_key_check,
+    )
+
+
+def role_median(nodes: Sequence[NodeView], role: str, attr: str) -> float | None:
+    values = [
+        getattr(n.engine, attr)
+        for n in nodes
+        if n.role == role and n.engine is not None and getattr(n.engine, attr) is not None
+    ]
+    return statistics.median(values) if values else None

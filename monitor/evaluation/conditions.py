@@ -1,0 +1,204 @@
+"""Momentary conditions behind the verdicts: pure functions of node views and the layout.
+
+A condition says "this is true of the node right now, and here is the evidence". It is
+not yet a verdict: `verdicts.VerdictTracker` turns conditions into verdicts once they
+have held for their hold time (and drops them once false for the clear time), so a
+noisy figure never makes a verdict flap. Nothing here keeps state or reads a clock.
+
+Money at stake (the hunt list's second sort key):
+- idle, throttled, gpu-error, link-starved, stale/unreachable/error: what the node (or
+  its affected share) costs per hour — paid for, not delivering.
+- straggler: in expert parallelism every rank waits for the slowest, so the whole role
+  pool runs at the straggler's pace: pool $/h × (1 − its steps/s ÷ the median).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from collectors.rates import total
+from layouts.model import Thresholds
+from monitor.evaluation.clock_events import POWER_CAP, THROTTLE_MASK, throttle_names
+from monitor.snapshot import NodeView, Severity
+
+IDLE = "idle"
+LINK_STARVED = "link-starved"
+STRAGGLER = "straggler"
+THROTTLED = "throttled"
+GPU_ERROR = "gpu-error"
+STATUS_KINDS = ("stale", "unreachable", "error")
+HEALTH_KINDS = (IDLE, LINK_STARVED, STRAGGLER, THROTTLED, GPU_ERROR)
+
+SEVERITY_RANK: dict[str, int] = {"critical": 0, "warning": 1, "info": 2}
+
+
+
+@dataclass(frozen=True)
+class Condition:
+    kind: str
+    detail: str
+    severity: Severity
+    usd_per_hour_at_stake: float | None = None
+    # when the evidence itself dates the condition (a status: the last good sample)
+    since: float | None = None
+
+
+def accel_label(kind: str) -> str:
+    return "NPU" if kind == "npu" else "GPU"
+
+
+def _indices(label: str, indices: Sequence[int]) -> str:
+    plural = "s" if len(indices) > 1 else ""
+    return f"{label}{plural} {','.join(str(i) for i in indices)}"
+
+
+def status_condition(node: NodeView, now: float) -> Condition | None:
+    if node.status == "ok":
+        return None
+    age = f"no fresh sample for {node.age_s:.0f} s" if node.age_s is not None else "never answered"
+    detail = f"{age}: {node.error}" if node.error else age
+    severity: Severity = "warning" if node.status == "stale" else "critical"
+    since = now - node.age_s if node.age_s is not None else None
+    return Condition(node.status, detail, severity, node.cost_per_hour_usd, since)
+
+
+def engine_busy(node: NodeView) -> bool:
+    """The engine shows work in flight or done over the window."""
+    e = node.engine
+    if e is None:
+        return False
+    return any(
+        v is not None and v > 0
+        for v in (e.requests_running, e.decode_steps_per_s, e.accepted_tokens_per_s,
+                  e.prompt_tokens_per_s)
+    )
+
+
+def idle_condition(node: NodeView, th: Thresholds) -> Condition | None:
+    utils = [g.util_pct for g in node.gpus if g.util_pct is not None]
+    e = node.engine
+    if engine_busy(node):
+        return None
+    if utils:
+        if max(utils) >= th.idle_util_pct:
+            return None
+        label = accel_label(node.gpus[0].kind)
+        evidence = f"{len(utils)} {label}s at ≤ {max(utils):.0f} % util"
+    elif e is not None and e.requests_running is not None:
+        # no GPU figures: only an engine that is demonstrably doing nothing counts
+        evidence = "engine reports no work"
+    else:
+        return None
+    if e is not None and e.requests_running is not None:
+        evidence += f", {e.requests_running:.0f} running requests"
+    cost = node.cost_per_hour_usd
+    if cost is not None:
+        evidence += f"; ${cost:,.2f}/h idle"
+    return Condition(IDLE, evidence, "warning", cost)
+
+
+def _steps(node: NodeView) -> float | None:
+    return node.engine.decode_steps_per_s if node.engine is not None else None
+
+
+@dataclass(frozen=True)
+class RolePool:
+    """What a straggler is measured against: its role's busy nodes, computed once a tick."""
+
+    median_steps_per_s: float | None
+    reporting: int  # busy, answering nodes with a steps/s figure
+    cost_per_hour_usd: float | None  # the whole pool's, idle nodes included
+
+
+def role_pools(nodes: Sequence[NodeView]) -> dict[str, RolePool]:
+    """Per role: the median decode steps/s of its busy nodes and the pool's $/h.
+
+    An engine with nothing to do is idle, not slow: it stays out of the median.
+    """
+    steps: dict[str, list[float]] = {}
+    costs: dict[str, list[float | None]] = {}
+    for n in nodes:
+        costs.setdefault(n.role, []).append(n.cost_per_hour_usd)
+        mine = _steps(n)
+        if n.status == "ok" and mine is not None and engine_busy(n):
+            steps.setdefault(n.role, []).append(mine)
+    return {
+        role: RolePool(
+            median_steps_per_s=statistics.median(steps[role]) if steps.get(role) else None,
+            reporting=len(steps.get(role, ())),
+            cost_per_hour_usd=total(role_costs),
+        )
+        for role, role_costs in costs.items()
+    }
+
+
+# Decode ranks of an expert-parallel group step together, so a slow one holds back all;
+# a prefill node's step rate follows its prompt arrivals and says nothing of its health.
+STRAGGLER_ROLES = ("decode", "mixed")
+
+
+def straggler_condition(node: NodeView, pool: RolePool | None, th: Thresholds) -> Condition | None:
+    """Decode steps/s well below the median of the node's role peers (never an idle one)."""
+    mine = _steps(node)
+    if node.role not in STRAGGLER_ROLES or pool is None or node.status != "ok":
+        return None
+    if mine is None or not engine_busy(node):
+        return None
+    median = pool.median_steps_per_s
+    if pool.reporting < th.straggler_min_nodes or median is None or median <= 0:
+        return None
+    ratio = mine / median
+    if ratio >= th.straggler_ratio:
+        return None
+    cost = pool.cost_per_hour_usd
+    stake = cost * (1 - ratio) if cost is not None else None
+    detail = (
+        f"{mine:.1f} decode steps/s, {ratio * 100:.0f} % of the {node.role} median "
+        f"{median:.1f} ({pool.reporting} nodes)"
+    )
+    return Condition(STRAGGLER, detail, "warning", stake)
+
+
+def throttled_condition(node: NodeView, th: Thresholds) -> Condition | None:
+    mask = THROTTLE_MASK if th.throttle_on_power_cap else THROTTLE_MASK & ~POWER_CAP
+    by_reasons: dict[str, list[int]] = {}
+    for gpu in node.gpus:
+        bits = (gpu.clock_event_reasons or 0) & mask
+        if bits:
+            names = "+".join(throttle_names(bits))
+            by_reasons.setdefault(names, []).append(gpu.index)
+    if not by_reasons:
+        return None
+    label = accel_label(node.gpus[0].kind)
+    detail = "; ".join(f"{_indices(label, idx)} {names}" for names, idx in by_reasons.items())
+    affected = sum(len(idx) for idx in by_reasons.values())
+    cost = node.cost_per_hour_usd
+    stake = cost * affected / len(node.gpus) if cost is not None else None
+    return Condition(THROTTLED, detail, "warning", stake)
+
+
+def gpu_error_condition(node: NodeView, ecc_baseline: Mapping[int, int]) -> Condition | None:
+    """XID, uncorrected ECC errors since watching began, a lost or missing GPU.
+
+    `ecc_baseline` maps a GPU index to its uncorrected-ECC total when first seen: errors
+    counted before infertop watched are history, a rise during the session is news.
+    """
+    reasons: list[str] = []
+    for gpu in node.gpus:
+        label = f"{accel_label(gpu.kind)} {gpu.index}"
+        if gpu.healthy is False or gpu.error:
+            reasons.append(f"{label} lost" + (f" ({gpu.error})" if gpu.error else ""))
+        if gpu.xid_last:  # dcgm-exporter reports 0 for "no XID"
+            reasons.append(f"{label} XID {gpu.xid_last}")
+        base = ecc_baseline.get(gpu.index)
+        if gpu.ecc_uncorrected_total is not None and base is not None and gpu.ecc_uncorrected_total > base:
+            reasons.append(f"{label} +{gpu.ecc_uncorrected_total - base} uncorrected ECC")
+    expected = node.gpus_expected
+    if expected and 0 < len(node.gpus) < expected:
+        label = accel_label(node.gpus[0].kind)
+        reasons.append(f"{len(node.gpus)} of {expected} {label}s visible")
+    if not reasons:
+        return None
+    return Condition(GPU_ERROR, "; ".join(reasons), "critical", node.cost_per_hour_usd)

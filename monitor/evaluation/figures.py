@@ -1,0 +1,282 @@
+"""Per-node figures over a window, from fleet state. Pure: no I/O, no clock of its own.
+
+A node may be covered by several sources (an SSH probe for GPUs and NICs, a scrape of
+its engine, …). For each part of a sample the freshest source reporting that part wins,
+and rates of that part are taken over that one source's samples, so that two sources'
+counters are never subtracted from each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from collectors.bounds import counter_trust
+from collectors.fleet import NodeState
+from collectors.rates import ratio
+from collectors.sample import EngineSample, NodeSample
+from layouts.model import NodeConfig, Thresholds
+from monitor.evaluation.clock_events import describe as describe_clock_events
+from monitor.evaluation.window_rates import Values, WindowRates, WindowSums
+from monitor.snapshot import EngineView, GpuView, HostView, NicView, NodeStatus
+
+
+def part_window(
+    state: NodeState, part: str, now: float, window_s: float
+) -> list[NodeSample]:
+    """Samples, oldest first, of the freshest source that reports `part`, within the window.
+
+    The newest sample is always included even when older than the window, so that a
+    stale node still shows its last values (greyed, with their age).
+    """
+    best: NodeSample | None = None
+    for sample in state.latest():
+        if getattr(sample, part) is not None:
+            best = sample
+            break
+    if best is None:
+        return []
+    samples = state.window(best.source, now - window_s, min_count=2)
+    samples = [s for s in samples if getattr(s, part) is not None]
+    return samples or [best]
+
+
+def gpu_counters(sample: NodeSample) -> Values:
+    """The known GPU counters a view derives rates from, keyed (GPU index, field)."""
+    return {
+        (g.index, attr): value
+        for g in sample.gpus or ()
+        for attr in ("nvlink_tx_bytes_total", "nvlink_rx_bytes_total")
+        if (value := getattr(g, attr)) is not None
+    }
+
+
+def nic_counters(sample: NodeSample) -> Values:
+    """The known port counters a view derives rates from, keyed (port name, field)."""
+    return {
+        (n.name, attr): value
+        for n in sample.nics or ()
+        for attr in ("rx_bytes_total", "tx_bytes_total", "xmit_wait_total", "errors_total")
+        if (value := getattr(n, attr)) is not None
+    }
+
+
+ENGINE_RATE_FIELDS = (
+    "steps_total", "drafts_total", "draft_tokens_total", "accepted_tokens_total",
+    "generation_tokens_total", "prompt_tokens_total", "requests_finished_total",
+)
+
+
+def engine_counters(sample: NodeSample) -> Values:
+    """The known engine counters a view derives rates from, keyed by field."""
+    e = sample.engine
+    if e is None:
+        return {}
+    return {attr: value for attr in ENGINE_RATE_FIELDS if (value := getattr(e, attr)) is not None}
+
+
+def gpu_views(samples: Sequence[NodeSample], rates: WindowRates | None = None) -> list[GpuView]:
+    """`rates`: the window's rates kept from the previous tick (`RateCache`); the same
+    figures are derived from `samples` alone without it."""
+    if not samples:
+        return []
+    latest = samples[-1]
+    assert latest.gpus is not None
+    views = []
+    for gpu in latest.gpus:
+        has_nvlink = gpu.nvlink_tx_bytes_total is not None or gpu.nvlink_rx_bytes_total is not None
+        clock_labels, clock_level = describe_clock_events(gpu.clock_event_reasons)
+        if has_nvlink and rates is None:
+            rates = WindowRates(gpu_counters, counter_trust).update(samples)
+        views.append(
+            GpuView(
+                index=gpu.index,
+                name=gpu.name,
+                kind=gpu.kind,
+                util_pct=gpu.util_pct,
+                mem_used_bytes=gpu.mem_used_bytes,
+                mem_total_bytes=gpu.mem_total_bytes,
+                power_w=gpu.power_w,
+                temp_c=gpu.temp_c,
+                sm_clock_mhz=gpu.sm_clock_mhz,
+                clock_event_reasons=gpu.clock_event_reasons,
+                clock_events=clock_labels if gpu.clock_event_reasons is not None else None,
+                clock_event_level=clock_level,
+                xid_last=gpu.xid_last,
+                ecc_uncorrected_total=gpu.ecc_uncorrected_total,
+                healthy=gpu.healthy,
+                error=gpu.error,
+                nvlink_links_total=gpu.nvlink_links_total,
+                nvlink_links_up=gpu.nvlink_links_up,
+                # a rate from NVML's cumulative counters, else one an exporter read as a rate
+                nvlink_tx_bytes_per_s=rates.rate((gpu.index, "nvlink_tx_bytes_total"))
+                if has_nvlink and rates is not None
+                else gpu.nvlink_tx_bytes_per_s,
+                nvlink_rx_bytes_per_s=rates.rate((gpu.index, "nvlink_rx_bytes_total"))
+                if has_nvlink and rates is not None
+                else gpu.nvlink_rx_bytes_per_s,
+            )
+        )
+    return views
+
+
+def _slow(speed_gbps: float | None, expected_gbps: float | None, rate_ratio: float) -> bool | None:
+    if speed_gbps is None or not expected_gbps:
+        return None
+    return speed_gbps < expected_gbps * rate_ratio
+
+
+def nic_views(
+    samples: Sequence[NodeSample],
+    config: NodeConfig | None,
+    rates: WindowRates | None = None,
+    rate_ratio: float = Thresholds().link_rate_ratio,
+) -> list[NicView]:
+    expected = {n.name: n.expected_gbps for n in config.nics} if config else {}
+    if not samples:
+        # ports the layout expects but nobody reported: shown as unknown, not as fine
+        return [NicView(name=name, kind="other", expected_gbps=gbps) for name, gbps in expected.items()]
+    latest = samples[-1]
+    assert latest.nics is not None
+    if rates is None:
+        rates = WindowRates(nic_counters, counter_trust).update(samples)
+    views = []
+    for nic in latest.nics:
+        name = nic.name
+        expected_gbps = expected.get(nic.name) or (expected.get(nic.netdev) if nic.netdev else None)
+        views.append(
+            NicView(
+                name=nic.name,
+                kind=nic.kind,
+                state=nic.state,
+                slow=_slow(nic.speed_gbps, expected_gbps, rate_ratio),
+                speed_gbps=nic.speed_gbps,
+                expected_gbps=expected_gbps,
+                rx_bytes_per_s=rates.rate((name, "rx_bytes_total")),
+                tx_bytes_per_s=rates.rate((name, "tx_bytes_total")),
+                xmit_wait_per_s=rates.rate((name, "xmit_wait_total"))
+                if nic.xmit_wait_total is not None
+                else None,
+                link_downed_total=nic.link_downed_total,
+                errors_per_s=rates.rate((name, "errors_total")) if nic.errors_total is not None else None,
+                members=nic.members,
+                members_up=nic.members_up,
+                accelerator_index=nic.accelerator_index,
+            )
+        )
+    seen = {nic.name for nic in latest.nics}
+    for name, gbps in expected.items():
+        if name not in seen:
+            # expected by the layout, absent on the node: that is itself news
+            views.append(NicView(name=name, kind="other", state="missing", expected_gbps=gbps))
+    return views
+
+
+def engine_view(
+    samples: Sequence[NodeSample], now: float, rates: WindowRates | None = None
+) -> EngineView | None:
+    engines = [s for s in samples if s.engine is not None]
+    if not engines:
+        return None
+    latest_at, latest = engines[-1].taken_at, engines[-1].engine
+    assert latest is not None
+    # `rates`, when given, is already over these samples (`RateCache.rates`)
+    rate = (WindowRates(engine_counters, counter_trust).update(engines) if rates is None else rates).rate
+
+    # all rates share one Δt, so their ratios are ratios of the deltas
+    accepted = rate("accepted_tokens_total")
+    draft_tokens = rate("draft_tokens_total")
+    drafts = rate("drafts_total")
+    acceptance_length = None if accepted is None or not drafts else 1 + accepted / drafts
+    full = None if drafts is None or draft_tokens is None else drafts + draft_tokens
+    age = now - (latest.log_last_line_at if latest.log_last_line_at is not None else latest_at)
+    return EngineView(
+        decode_steps_per_s=rate("steps_total"),
+        draft_acceptance=ratio(accepted, draft_tokens),
+        mean_acceptance_length=acceptance_length,
+        accepted_tokens_per_s=rate("generation_tokens_total"),
+        full_acceptance_tokens_per_s=full,
+        requests_running=latest.requests_running,
+        requests_waiting=latest.requests_waiting,
+        kv_cache_usage=latest.kv_cache_usage,
+        prompt_tokens_per_s=rate("prompt_tokens_total"),
+        requests_finished_per_s=rate("requests_finished_total"),
+        source=latest.source,
+        profile=latest.profile,
+        age_s=max(age, 0.0),
+    )
+
+
+def doubt_notes(part: str, rates: WindowRates | None) -> list[str]:
+    """One note per counter whose rate over the window was not trusted (see
+    `collectors.rates.step_doubt`): `part` names where it is ("GPU", "port", "engine")."""
+    if rates is None:
+        return []
+    notes = []
+    for key, doubt in rates.doubts.items():
+        if isinstance(key, tuple):
+            where = f"{part} {key[0]} {key[-1]}"  # (GPU index | port name, field)
+        else:
+            where = f"{part} {key}"
+        notes.append(f"{where} {doubt}: rate unknown")
+    return notes
+
+
+def engine_window(state: NodeState, now: float, window_s: float) -> list[NodeSample]:
+    return part_window(state, "engine", now, window_s)
+
+
+def latest_engine(state: NodeState) -> EngineSample | None:
+    for sample in state.latest():
+        if sample.engine is not None:
+            return sample.engine
+    return None
+
+
+def idle_counts(sample: NodeSample, idle_util_pct: float) -> tuple[int, int]:
+    """GPU readings of one sample below the idle threshold, and GPU readings known."""
+    below = known = 0
+    for gpu in sample.gpus or ():
+        if gpu.util_pct is None:
+            continue
+        known += 1
+        below += gpu.util_pct < idle_util_pct
+    return below, known
+
+
+def idle_fraction(
+    samples: Sequence[NodeSample], idle_util_pct: float, sums: WindowSums | None = None
+) -> float | None:
+    """Share of GPU-time in the window below the idle threshold; None without GPU figures.
+    `sums`: the window's `idle_counts` kept from the previous tick (the same figure)."""
+    if sums is None:
+        sums = WindowSums(lambda s: idle_counts(s, idle_util_pct)).update(samples)
+    below, known = sums.totals
+    return below / known if known else None
+
+
+def host_view(state: NodeState) -> HostView | None:
+    for sample in state.latest():
+        if sample.host is not None:
+            h = sample.host
+            return HostView(
+                cpu_pct=h.cpu_pct, mem_used_bytes=h.mem_used_bytes, mem_total_bytes=h.mem_total_bytes
+            )
+    return None
+
+
+def node_status(
+    state: NodeState, now: float, interval_s: float, thresholds: Thresholds
+) -> tuple[NodeStatus, float | None]:
+    """ok / stale / unreachable / error, and the age of the newest good sample."""
+    ok_at = state.last_ok_at
+    age = None if ok_at is None else max(now - ok_at, 0.0)
+    if age is None:
+        # never heard from: an error if a source said why, else still connecting (stale)
+        return ("error" if state.last_error is not None else "stale"), None
+    if age > interval_s * thresholds.unreachable_intervals:
+        return "unreachable", age
+    if age > interval_s * thresholds.stale_intervals:
+        return "stale", age
+    if state.error is not None:
+        return "error", age
+    return "ok", age

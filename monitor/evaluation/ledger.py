@@ -1,0 +1,524 @@
+"""The running account of a session: spend integrated tick by tick from the reservation start.
+
+The bill runs from the reservation start whether or not infertop was watching, so the
+first tick charges the whole stretch since that start at the then-current rate, and the
+first tick after a crash charges the gap since the last recorded tick. Idle spend and
+tokens are only counted over stretches infertop watched: nobody knows how idle the
+cluster was before it looked.
+
+Tokens and finished requests come from counter increases (reset-aware, like Prometheus'
+`increase()`), summed per node from one engine source, never from rate × Δt: a rate over a
+sliding window would count the same tokens in several ticks. A step that no engine could
+make (a rise faster than `collectors.bounds.COUNTER_MAX_PER_S`, a counter going down again
+within a minute of its last reset) is not counted, and the session says so in its notes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, ClassVar
+
+from collectors.bounds import counter_trust
+from collectors.rates import step_doubt
+from collectors.sample import NodeSample
+from layouts.model import ApiPriceTable, Layout
+from monitor.evaluation.api_price import BUNDLED, api_cost, describe
+from monitor.evaluation.money import (
+    break_even_ratio,
+    budget_status,
+    usd_per,
+    usd_per_million,
+    usd_per_million_at_rate,
+)
+from monitor.record import checks as check
+from monitor.snapshot import PhaseSpend, SessionView
+
+PHASES = ("build", "load", "warmup", "run", "failed", "idle")
+MAX_TALLY_NOTES = 8  # distinct (node, counter) notes kept on the session
+STATE_VERSION = 1
+ZERO = Decimal(0)
+CLUSTER_ROW = "(cluster)"  # spend_by_node's row for what is billed to no node (extras)
+_HOUR_S = Decimal(3600)
+
+
+def charge(rate_usd_per_hour: float, seconds: float) -> Decimal:
+    """$/h × s, exactly. Money adds up in Decimal: summed per tick in binary floats, $200/h
+    over 10,800 one-second ticks comes to $599.999999…, which is not $600 and does not
+    trip the 100 % budget alert."""
+    return Decimal(rate_usd_per_hour) * Decimal(seconds) / _HOUR_S
+
+# engine counters the ledger integrates, by canonical EngineSample field
+TALLIED = (
+    "generation_tokens_total",
+    "prompt_tokens_total",
+    "prompt_cached_tokens_total",
+    "requests_finished_total",
+)
+
+
+def _finite(value: float | None) -> float | None:
+    # a NaN or infinite figure from a broken source must not poison an exact sum forever
+    return value if value is not None and math.isfinite(value) else None
+
+
+@dataclass
+class TokenDeltas:
+    """Counter increases since the previous tick, summed over nodes. None: nothing seen."""
+
+    output_tokens: float | None = None
+    prompt_tokens: float | None = None
+    # cache hits among `prompt_tokens`, from nodes that expose a prefix-cache counter
+    prompt_cached_tokens: float | None = None
+    # prompt tokens from nodes that expose no cache counter (billed all as cache miss)
+    prompt_tokens_without_cache_figure: float = 0.0
+    requests_finished: float | None = None
+
+
+def _add(a: float | None, b: float | None) -> float | None:
+    if b is None:
+        return a
+    return b if a is None else a + b
+
+
+class CounterTally:
+    """Reset-aware increases of the engine counters, as samples arrive.
+
+    Keyed by (node, source) so that two sources' counters are never subtracted from each
+    other; when a node has several engine sources, the one heard from last counts.
+    """
+
+    def __init__(self) -> None:
+        self.last: dict[tuple[str, str], dict[str, float]] = {}
+        self.heard_at: dict[tuple[str, str], float] = {}
+        self.pending: dict[tuple[str, str], dict[str, float]] = {}
+        # when each counter last went down: a second reset soon after is not trusted
+        self.reset_at: dict[tuple[str, str, str], float] = {}
+        # steps not counted, by (node, counter): the newest reason
+        self.doubts: dict[tuple[str, str], str] = {}
+
+    def observe(self, sample: NodeSample) -> None:
+        engine = sample.engine
+        if sample.error is not None or engine is None:
+            return
+        key = (sample.node, sample.source)
+        last = self.last.setdefault(key, {})
+        pending = self.pending.setdefault(key, {})
+        prev_at = self.heard_at.get(key)
+        self.heard_at[key] = sample.taken_at
+        for name in TALLIED:
+            value = getattr(engine, name)
+            if value is None:
+                continue
+            prev = last.get(name)
+            last[name] = value
+            if prev is None:
+                continue
+            if prev_at is not None and not self._trusted(key, name, prev_at, prev, sample.taken_at, value):
+                continue
+            # a counter that went down restarted from zero: it counted `value` since
+            pending[name] = pending.get(name, 0.0) + (value - prev if value >= prev else value)
+
+    def _trusted(
+        self, key: tuple[str, str], name: str, prev_at: float, prev: float, at: float, value: float
+    ) -> bool:
+        trust = counter_trust(name)
+        if trust is None:
+            return True
+        reset_key = (*key, name)
+        doubt = step_doubt(prev_at, prev, at, value, trust, self.reset_at.get(reset_key))
+        if value < prev:
+            self.reset_at[reset_key] = at
+        if doubt is None:
+            return True
+        note_key = (key[0], name)
+        if note_key in self.doubts or len(self.doubts) < MAX_TALLY_NOTES:
+            self.doubts[note_key] = f"{key[0]} {name} {doubt}: not counted"
+        return False
+
+    def drain(self) -> TokenDeltas:
+        """Increases since the last drain, one source per node, summed over nodes."""
+        chosen: dict[str, tuple[float, tuple[str, str]]] = {}
+        for key, at in self.heard_at.items():
+            if key[0] not in chosen or at > chosen[key[0]][0]:
+                chosen[key[0]] = (at, key)
+        out = TokenDeltas()
+        for _, key in chosen.values():
+            got = self.pending.get(key, {})
+            out.output_tokens = _add(out.output_tokens, got.get("generation_tokens_total"))
+            out.requests_finished = _add(out.requests_finished, got.get("requests_finished_total"))
+            prompt = got.get("prompt_tokens_total")
+            out.prompt_tokens = _add(out.prompt_tokens, prompt)
+            if prompt is None:
+                continue
+            if "prompt_cached_tokens_total" in self.last.get(key, {}):
+                out.prompt_cached_tokens = _add(
+                    out.prompt_cached_tokens, got.get("prompt_cached_tokens_total", 0.0)
+                )
+            else:
+                out.prompt_tokens_without_cache_figure += prompt
+        self.pending = {}
+        return out
+
+    # a resumed session continues from the counters it last saw, so the tokens produced
+    # while infertop was down are still counted (a restarted engine reads as a reset)
+    def to_state(self) -> list[dict[str, Any]]:
+        return [
+            {"node": n, "source": s, "at": self.heard_at.get((n, s)), "last": v}
+            for (n, s), v in self.last.items()
+        ]
+
+    def load_state(self, rows: object) -> None:
+        """Rows from `to_state`, read back from a record: raises BadValue on a bad one."""
+        for i, row in enumerate(check.sequence(rows, "tally", check.MAX_TALLY_ROWS)):
+            where = f"tally[{i}]"
+            row = check.mapping(row, where, 4)
+            key = (check.text(row.get("node"), f"{where}.node"),
+                   check.text(row.get("source"), f"{where}.source"))
+            last = check.mapping(row.get("last"), f"{where}.last", len(TALLIED))
+            # counters are whatever the engine last said: finite, no more is known of them
+            self.last[key] = {
+                check.choice(k, f"{where}.last", TALLIED):
+                    check.bounded(v, f"{where}.last.{k}", -sys.float_info.max, sys.float_info.max)
+                for k, v in last.items()
+            }
+            at = check.optional(check.time_s)(row.get("at"), f"{where}.at")
+            if at is not None:
+                self.heard_at[key] = at
+
+
+@dataclass
+class TickFigures:
+    """What one tick tells the ledger: rates now, and counter increases since the last tick."""
+
+    now: float
+    cost_per_hour_usd: float | None
+    idle_fraction: float | None = None  # of the bill (cost-weighted over nodes)
+    node_cost_per_hour_usd: Mapping[str, float | None] = field(default_factory=dict)
+    deltas: TokenDeltas = field(default_factory=TokenDeltas)
+    accepted_tokens_per_s: float | None = None
+
+
+@dataclass
+class SessionLedger:
+    started_at: float  # unix seconds: the reservation start
+    budget_usd: float | None = None
+    acceptable_tasks: int | None = None
+    prices: ApiPriceTable = BUNDLED
+    phase: str = "run"
+    spend_usd: Decimal = ZERO
+    idle_spend_usd: Decimal = ZERO
+    output_tokens: float = 0.0
+    prompt_tokens: float = 0.0
+    prompt_cached_tokens: float = 0.0
+    prompt_tokens_without_cache_figure: float = 0.0
+    requests_finished: float = 0.0
+    api_output_usd: Decimal = ZERO
+    api_input_cache_hit_usd: Decimal = ZERO
+    api_input_cache_miss_usd: Decimal = ZERO
+    spend_by_phase: dict[str, Decimal] = field(default_factory=dict)
+    seconds_by_phase: dict[str, float] = field(default_factory=dict)
+    spend_by_node: dict[str, Decimal] = field(default_factory=dict)
+    last_at: float | None = None
+    cost_per_hour_usd: float | None = None
+    idle_fraction: float | None = None
+    accepted_tokens_per_s: float | None = None
+    tokens_known: bool = False
+    requests_known: bool = False
+    priced: bool = False  # some stretch had a known $/h
+    unwatched_s: float = 0.0  # charged stretches infertop did not see (before start, crashes)
+    ticks: int = 0
+    # phase changes not yet charged: (at, phase), oldest first
+    pending_marks: list[tuple[float, str]] = field(default_factory=list)
+    # the phase each mark switched to, with when: the record of the session's phases
+    marks: list[tuple[float, str]] = field(default_factory=list)
+    tally: CounterTally = field(default_factory=CounterTally)
+    resumed: bool = False  # set when restored from a record: the next stretch was unwatched
+
+    @classmethod
+    def for_layout(cls, layout: Layout, now: float) -> SessionLedger:
+        """A new session's ledger: from the layout's reservation start, else from `now`."""
+        start = layout.session.reservation_start
+        return cls(
+            started_at=start.timestamp() if start else now,
+            budget_usd=layout.session.budget_usd,
+            acceptable_tasks=layout.session.acceptable_tasks,
+            prices=layout.pricing.api,
+        )
+
+    # ------------------------------------------------------------------ phases
+
+    def mark_phase(self, phase: str, at: float) -> None:
+        """From `at` on, spend belongs to `phase`. Marks before the last tick apply now."""
+        if phase not in PHASES:
+            raise ValueError(f"unknown phase {phase!r}: expected one of {', '.join(PHASES)}")
+        self.pending_marks.append((at, phase))
+        self.pending_marks.sort()
+        self.marks.append((at, phase))
+
+    def _phase_pieces(self, since: float, now: float) -> list[tuple[str, float]]:
+        """Split [since, now] at pending marks: (phase, seconds) pieces, applying the marks."""
+        pieces: list[tuple[str, float]] = []
+        cursor = since
+        while self.pending_marks and self.pending_marks[0][0] <= now:
+            at, phase = self.pending_marks.pop(0)
+            cut = min(max(at, cursor), now)
+            if cut > cursor:
+                pieces.append((self.phase, cut - cursor))
+                cursor = cut
+            self.phase = phase
+        if now > cursor:
+            pieces.append((self.phase, now - cursor))
+        return pieces
+
+    # ------------------------------------------------------------------ integration
+
+    def advance(self, tick: TickFigures) -> None:
+        """Charge the time since the previous tick (or since the start) at the current rate."""
+        now = tick.now
+        watched = self.last_at is not None and not self.resumed
+        since = self.started_at if self.last_at is None else self.last_at
+        since = min(since, now)
+        seconds = now - since
+        rate = _finite(tick.cost_per_hour_usd)
+        idle = _finite(tick.idle_fraction)
+        for phase, piece_s in self._phase_pieces(since, now):
+            self.seconds_by_phase[phase] = self.seconds_by_phase.get(phase, 0.0) + piece_s
+            if rate is not None:
+                cost = charge(rate, piece_s)
+                self.spend_by_phase[phase] = self.spend_by_phase.get(phase, ZERO) + cost
+        if rate is not None:
+            cost = charge(rate, seconds)
+            self.spend_usd += cost
+            self.priced = True
+            if watched and idle is not None:
+                self.idle_spend_usd += cost * Decimal(idle)
+            node_total = ZERO
+            for node, node_rate_usd in tick.node_cost_per_hour_usd.items():
+                node_rate = _finite(node_rate_usd)
+                if node_rate is not None:
+                    node_cost = charge(node_rate, seconds)
+                    node_total += node_cost
+                    self.spend_by_node[node] = self.spend_by_node.get(node, ZERO) + node_cost
+            # extras, amortised hardware: billed to the cluster, not to a node
+            self.spend_by_node[CLUSTER_ROW] = self.spend_by_node.get(CLUSTER_ROW, ZERO) + (
+                cost - node_total
+            )
+        if not watched:
+            self.unwatched_s += seconds
+        self._count_tokens(since, now, tick.deltas)
+        self.last_at = now
+        self.resumed = False
+        self.ticks += 1
+        self.cost_per_hour_usd = rate
+        self.idle_fraction = idle
+        self.accepted_tokens_per_s = _finite(tick.accepted_tokens_per_s)
+
+    def _count_tokens(self, since: float, now: float, d: TokenDeltas) -> None:
+        # a NaN or infinite increase (a bug upstream) must not stick in the sums forever
+        d = TokenDeltas(
+            output_tokens=_finite(d.output_tokens),
+            prompt_tokens=_finite(d.prompt_tokens),
+            prompt_cached_tokens=_finite(d.prompt_cached_tokens),
+            prompt_tokens_without_cache_figure=_finite(d.prompt_tokens_without_cache_figure) or 0.0,
+            requests_finished=_finite(d.requests_finished),
+        )
+        if d.output_tokens is not None:
+            self.output_tokens += d.output_tokens
+            self.tokens_known = True
+        if d.requests_finished is not None:
+            self.requests_finished += d.requests_finished
+            self.requests_known = True
+        prompt = d.prompt_tokens or 0.0
+        self.prompt_tokens += prompt
+        self.prompt_cached_tokens += d.prompt_cached_tokens or 0.0
+        self.prompt_tokens_without_cache_figure += d.prompt_tokens_without_cache_figure
+        cost = api_cost(
+            since,
+            now,
+            d.output_tokens or 0.0,
+            prompt,
+            d.prompt_cached_tokens or 0.0,
+            self.prices,
+        )
+        self.api_output_usd += Decimal(cost.output_usd)
+        self.api_input_cache_hit_usd += Decimal(cost.input_cache_hit_usd)
+        self.api_input_cache_miss_usd += Decimal(cost.input_cache_miss_usd)
+
+    # ------------------------------------------------------------------ figures
+
+    @property
+    def api_equivalent_usd(self) -> Decimal:
+        return self.api_output_usd + self.api_input_cache_hit_usd + self.api_input_cache_miss_usd
+
+    def cache_note(self) -> str | None:
+        """Says how prompt tokens were split into cache hits and misses, when it matters."""
+        if self.prompt_tokens <= 0:
+            return None
+        if self.prompt_tokens_without_cache_figure <= 0:
+            return "prompt tokens split by the engine's prefix-cache counter"
+        share = self.prompt_tokens_without_cache_figure / self.prompt_tokens
+        return (
+            f"{share:.0%} of prompt tokens came from engines with no prefix-cache counter: "
+            "billed as cache misses"
+        )
+
+    def view(self, now: float, record_path: str | None = None) -> SessionView:
+        spend = float(self.spend_usd) if self.priced else None
+        tokens = self.output_tokens if self.tokens_known else None
+        requests = self.requests_finished if self.requests_known else None
+        api = float(self.api_equivalent_usd) if self.tokens_known else None
+        used, left_s, alert = budget_status(spend, self.budget_usd, self.cost_per_hour_usd)
+        return SessionView(
+            started_at=dt.datetime.fromtimestamp(self.started_at, dt.UTC).isoformat(),
+            elapsed_s=max(now - self.started_at, 0.0),
+            cost_per_hour_usd=self.cost_per_hour_usd,
+            spend_usd=spend,
+            idle_spend_usd=float(self.idle_spend_usd) if self.priced else None,
+            budget_usd=self.budget_usd,
+            usd_per_million_output_tokens=usd_per_million(spend, tokens),
+            api_equivalent_usd=api,
+            phase=self.phase,
+            spend_by_phase=[
+                PhaseSpend(phase=p, spend_usd=float(self.spend_by_phase.get(p, ZERO)), seconds=s)
+                for p, s in self.seconds_by_phase.items()
+            ],
+            accepted_tokens=tokens,
+            requests_finished=requests,
+            usd_per_request=usd_per(spend, requests),
+            usd_per_acceptable_task=usd_per(spend, self.acceptable_tasks),
+            api_break_even_ratio=break_even_ratio(spend, api),
+            budget_used_fraction=used,
+            budget_exhausted_in_s=left_s,
+            budget_alert=alert,
+            prompt_tokens=self.prompt_tokens if self.tokens_known else None,
+            prompt_cached_tokens=self.prompt_cached_tokens if self.tokens_known else None,
+            api_prices=describe(self.prices),
+            api_cache_note=self.cache_note(),
+            idle_fraction=self.idle_fraction,
+            accepted_tokens_per_s=self.accepted_tokens_per_s,
+            unwatched_s=self.unwatched_s,
+            record_path=record_path,
+            usd_per_million_output_tokens_now=usd_per_million_at_rate(
+                self.cost_per_hour_usd, self.accepted_tokens_per_s
+            ),
+            notes=list(self.tally.doubts.values()),
+        )
+
+    # ------------------------------------------------------------------ persistence
+
+    _SCALARS = (
+        "started_at", "budget_usd", "acceptable_tasks", "phase",
+        "output_tokens", "prompt_tokens", "prompt_cached_tokens",
+        "prompt_tokens_without_cache_figure", "requests_finished", "last_at", "cost_per_hour_usd",
+        "idle_fraction", "accepted_tokens_per_s", "tokens_known", "requests_known", "priced",
+        "unwatched_s", "ticks",
+    )
+    # Decimal sums, stored as strings so that no digit is lost on the way through JSON
+    _MONEY = (
+        "spend_usd", "idle_spend_usd", "api_output_usd", "api_input_cache_hit_usd",
+        "api_input_cache_miss_usd",
+    )
+
+    def to_state(self) -> dict[str, Any]:
+        """Everything needed to continue this ledger after a restart (JSON-ready)."""
+        state: dict[str, Any] = {"version": STATE_VERSION}
+        state.update({k: getattr(self, k) for k in self._SCALARS})
+        state.update({k: str(getattr(self, k)) for k in self._MONEY})
+        state["spend_by_phase"] = {k: str(v) for k, v in self.spend_by_phase.items()}
+        state["seconds_by_phase"] = dict(self.seconds_by_phase)
+        state["spend_by_node"] = {k: str(v) for k, v in self.spend_by_node.items()}
+        state["pending_marks"] = [list(m) for m in self.pending_marks]
+        state["marks"] = [list(m) for m in self.marks]
+        state["tally"] = self.tally.to_state()
+        return state
+
+    # how each scalar of the state is checked when read back (started_at: see from_state)
+    _SCALAR_CHECKS: ClassVar[dict[str, Callable[[object, str], object]]] = {
+        "budget_usd": check.optional(check.usd),
+        "acceptable_tasks": check.optional(lambda v, f: check.integer(v, f, 10**15)),
+        "phase": lambda v, f: check.choice(v, f, PHASES),
+        "output_tokens": check.count,
+        "prompt_tokens": check.count,
+        "prompt_cached_tokens": check.count,
+        "prompt_tokens_without_cache_figure": check.count,
+        "requests_finished": check.count,
+        "last_at": check.optional(check.time_s),
+        "cost_per_hour_usd": check.optional(check.usd_per_hour),
+        "idle_fraction": check.optional(check.fraction),
+        "accepted_tokens_per_s": check.optional(check.rate_per_s),
+        "tokens_known": check.flag,
+        "requests_known": check.flag,
+        "priced": check.flag,
+        "unwatched_s": check.duration_s,
+        "ticks": lambda v, f: check.integer(v, f, 10**12),
+    }
+
+    @classmethod
+    def from_state(cls, state: object, prices: ApiPriceTable = BUNDLED) -> SessionLedger:
+        """Rebuild a ledger; raises ValueError (naming what is wrong) on a malformed state.
+
+        The state comes from a record file, which anyone who could write it could have
+        crafted: every value is checked for its type and bounds (times within the session,
+        amounts finite and bounded, containers bounded) before the ledger takes it.
+        """
+        if not isinstance(state, Mapping):
+            raise ValueError("ledger state is malformed (not a JSON object)")
+        if state.get("version") != STATE_VERSION:
+            version = check.shown(state.get("version"))
+            raise ValueError(f"ledger state version {version} is not {STATE_VERSION}")
+        try:
+            return cls._checked(state, prices)
+        except check.BadValue as exc:
+            raise ValueError(f"ledger state is malformed ({exc})") from None
+
+    @classmethod
+    def _checked(cls, state: Mapping[str, Any], prices: ApiPriceTable) -> SessionLedger:
+        def need(key: str) -> object:
+            if key not in state:
+                raise check.BadValue(f"{key}: missing")
+            return state[key]
+
+        start = check.time_s(need("started_at"), "started_at")
+        ledger = cls(started_at=start, prices=prices)
+        for key, checked in cls._SCALAR_CHECKS.items():
+            if key in state:
+                setattr(ledger, key, checked(state[key], key))
+        if ledger.last_at is not None:
+            check.near(ledger.last_at, start, "last_at")
+        for key in cls._MONEY:
+            setattr(ledger, key, check.amount(need(key), key))
+        by_phase = check.mapping(need("spend_by_phase"), "spend_by_phase", len(PHASES))
+        ledger.spend_by_phase = {
+            check.choice(k, "spend_by_phase", PHASES): check.amount(v, f"spend_by_phase.{k}")
+            for k, v in by_phase.items()
+        }
+        seconds = check.mapping(need("seconds_by_phase"), "seconds_by_phase", len(PHASES))
+        ledger.seconds_by_phase = {
+            check.choice(k, "seconds_by_phase", PHASES): check.duration_s(v, f"seconds_by_phase.{k}")
+            for k, v in seconds.items()
+        }
+        by_node = check.mapping(need("spend_by_node"), "spend_by_node", check.MAX_NODES)
+        ledger.spend_by_node = {
+            check.text(k, "spend_by_node"): check.amount(v, f"spend_by_node.{k}")
+            for k, v in by_node.items()
+        }
+        ledger.pending_marks = cls._checked_marks(state.get("pending_marks", []), "pending_marks", start)
+        ledger.marks = cls._checked_marks(state.get("marks", []), "marks", start)
+        ledger.tally.load_state(state.get("tally", []))
+        return ledger
+
+    @staticmethod
+    def _checked_marks(value: object, field: str, start: float) -> list[tuple[float, str]]:
+        marks = []
+        for i, mark in enumerate(check.sequence(value, field, check.MAX_MARKS)):
+            where = f"{field}[{i}]"
+            if not isinstance(mark, list) or len(mark) != 2:
+                raise check.BadValue(f"{where}: not a [time, phase] pair")
+            at = check.near(check.time_s(mark[0], where), start, where)
+            marks.append((at, check.choice(mark[1], where, PHASES)))
+        return marks

@@ -1,0 +1,184 @@
+"""Verdicts: what the operator is hunting. Conditions are pure; the tracker adds hold/clear.
+
+A condition (see `conditions` and `links`) is what the figures say right now. A verdict
+is a condition that has held for its hold time (`thresholds.hold_s`, idle:
+`idle_hold_s`); it clears only once the condition has been false for `clear_s`. A
+condition that toggles faster than its hold time therefore never shows, and one that
+dips for less than the clear time never blinks out.
+
+Status verdicts (stale / unreachable / error) need no hold of their own: the status is
+already derived from how many intervals went by without a sample.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from layouts.model import Layout, NodeConfig, Thresholds
+from monitor.evaluation.conditions import (
+    HEALTH_KINDS,
+    IDLE,
+    SEVERITY_RANK,
+    STATUS_KINDS,
+    Condition,
+    RolePool,
+    gpu_error_condition,
+    idle_condition,
+    role_pools,
+    status_condition,
+    straggler_condition,
+    throttled_condition,
+)
+from monitor.evaluation.links import link_condition
+from monitor.snapshot import NodeView, VerdictView
+
+ALL_KINDS = STATUS_KINDS + HEALTH_KINDS
+
+
+def node_conditions(
+    node: NodeView,
+    pools: Mapping[str, RolePool],
+    config: NodeConfig | None,
+    th: Thresholds,
+    now: float,
+    ecc_baseline: Mapping[int, int] | None = None,
+) -> list[Condition]:
+    """Every condition true of `node` now. A node that is not `ok` yields only its status:
+    its figures are old, and what they say is no longer evidence. `pools`: `role_pools`
+    of every node this tick (computed once, not per node)."""
+    status = status_condition(node, now)
+    if status is not None:
+        return [status]
+    found = [
+        idle_condition(node, th),
+        link_condition(node, config, th),
+        straggler_condition(node, pools.get(node.role), th),
+        throttled_condition(node, th),
+        gpu_error_condition(node, ecc_baseline or {}),
+    ]
+    return [c for c in found if c is not None]
+
+
+def verdict_sort_key(v: VerdictView) -> tuple[int, float]:
+    """Worst first, then the most money at stake (unknown money last)."""
+    stake = v.usd_per_hour_at_stake
+    return SEVERITY_RANK.get(v.severity, len(SEVERITY_RANK)), -(stake if stake is not None else -1.0)
+
+
+def hunt_order(nodes: Sequence[NodeView]) -> list[tuple[NodeView, VerdictView]]:
+    """Every verdict of every node, in the order the operator should look at them."""
+    pairs = [(n, v) for n in nodes for v in n.verdicts]
+    pairs.sort(key=lambda p: (*verdict_sort_key(p[1]), p[0].name, p[1].kind))
+    return pairs
+
+
+def hold_and_clear_s(kind: str, th: Thresholds) -> tuple[float, float]:
+    if kind in STATUS_KINDS:
+        return 0.0, 0.0
+    return (th.idle_hold_s if kind == IDLE else th.hold_s), th.clear_s
+
+
+@dataclass
+class _Track:
+    seen_at: float  # first tick of the current run of "true": the hold counts from here
+    last: Condition
+    active: bool = False
+    false_since: float | None = None
+
+    @property
+    def since(self) -> float:
+        return self.last.since if self.last.since is not None else self.seen_at
+
+
+class VerdictTracker:
+    """Holds the state that turns momentary conditions into verdicts (hold / clear times).
+
+    Also remembers each GPU's uncorrected-ECC total when first seen, so that a rise
+    during the session is told apart from errors counted before infertop watched.
+    """
+
+    def __init__(self) -> None:
+        self._tracks: dict[tuple[str, str], _Track] = {}
+        self._ecc_baseline: dict[str, dict[int, int]] = {}
+        #: (node, verdict) pairs that became active on the latest `apply`
+        self.started: list[tuple[str, VerdictView]] = []
+
+    def _update_ecc(self, node: NodeView) -> dict[int, int]:
+        base = self._ecc_baseline.setdefault(node.name, {})
+        for gpu in node.gpus:
+            total = gpu.ecc_uncorrected_total
+            if total is None:
+                continue
+            # a total below the baseline means the counter was reset (driver reload)
+            if gpu.index not in base or total < base[gpu.index]:
+                base[gpu.index] = total
+        return base
+
+    def _observe(self, key: tuple[str, str], cond: Condition | None, th: Thresholds, now: float) -> None:
+        hold, clear = hold_and_clear_s(key[1], th)
+        track = self._tracks.get(key)
+        if cond is not None:
+            if track is None:
+                track = self._tracks[key] = _Track(seen_at=now, last=cond)
+            track.last = cond
+            track.false_since = None
+            if not track.active and now - track.seen_at >= hold:
+                track.active = True
+                self.started.append((key[0], self._view(track)))
+            return
+        if track is None:
+            return
+        if not track.active:
+            del self._tracks[key]  # toggled off before the hold: never shown
+            return
+        if track.false_since is None:
+            track.false_since = now
+        if now - track.false_since >= clear:
+            del self._tracks[key]
+
+    @staticmethod
+    def _view(track: _Track) -> VerdictView:
+        c = track.last
+        return VerdictView(
+            kind=c.kind,
+            detail=c.detail,
+            severity=c.severity,
+            since=track.since,
+            usd_per_hour_at_stake=c.usd_per_hour_at_stake,
+        )
+
+    def apply(self, nodes: Sequence[NodeView], layout: Layout, now: float) -> list[NodeView]:
+        th = layout.thresholds
+        configs = {n.name: n for n in layout.nodes}
+        self.started = []
+        present = {n.name for n in nodes}
+        for key in [k for k in self._tracks if k[0] not in present]:
+            del self._tracks[key]
+        out = []
+        pools = role_pools(nodes)
+        for node in nodes:
+            baseline = self._update_ecc(node)
+            found = node_conditions(node, pools, configs.get(node.name), th, now, baseline)
+            conds = {c.kind: c for c in found}
+            ok = node.status == "ok"
+            for kind in STATUS_KINDS:
+                self._observe((node.name, kind), conds.get(kind), th, now)
+            for kind in HEALTH_KINDS:
+                if ok:
+                    self._observe((node.name, kind), conds.get(kind), th, now)
+                    continue
+                # a node that is not answering tells nothing either way: keep what was
+                # established (hidden until it answers), forget what was only pending
+                track = self._tracks.get((node.name, kind))
+                if track is not None and not track.active:
+                    del self._tracks[(node.name, kind)]
+            shown = ALL_KINDS if ok else STATUS_KINDS
+            verdicts = [
+                self._view(t)
+                for kind in shown
+                if (t := self._tracks.get((node.name, kind))) is not None and t.active
+            ]
+            verdicts.sort(key=verdict_sort_key)
+            out.append(node.model_copy(update={"verdicts": verdicts}))
+        return out

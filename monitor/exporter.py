@@ -1,0 +1,139 @@
+"""infertop's derived figures as Prometheus metrics, read from the latest Snapshot.
+
+A prometheus_client custom collector: each scrape renders whatever `Snapshot` the monitor
+published last (an immutable object swapped by reference, so the HTTP thread never sees
+one half-built). Unknown figures are left out, never exported as 0. Verdicts and node
+status are labelled gauges (`infertop_node_verdict{node,kind,severity} 1`), the usual
+Prometheus shape for a state that alerting rules match on.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterator
+
+from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily
+from prometheus_client.registry import Collector
+
+from monitor import VERSION
+from monitor.snapshot import EngineView, NodeView, RollupView, SessionView, Snapshot
+
+STATUSES = ("ok", "stale", "unreachable", "error")
+
+# (metric suffix, help, how to read it off a node) — engine figures
+_NODE_ENGINE: tuple[tuple[str, str, Callable[[EngineView], float | None]], ...] = (
+    ("decode_steps_per_second", "Engine decode steps per second", lambda e: e.decode_steps_per_s),
+    ("draft_acceptance_ratio", "Accepted / drafted speculative tokens", lambda e: e.draft_acceptance),
+    ("mean_acceptance_length", "1 + accepted / drafts (includes the bonus token)",
+     lambda e: e.mean_acceptance_length),
+    ("accepted_tokens_per_second", "Accepted output tokens per second", lambda e: e.accepted_tokens_per_s),
+    ("full_acceptance_tokens_per_second", "(drafts + draft tokens) per second, DeepInfer's convention",
+     lambda e: e.full_acceptance_tokens_per_s),
+    ("requests_running", "Requests running in the engine", lambda e: e.requests_running),
+    ("requests_waiting", "Requests waiting in the engine queue", lambda e: e.requests_waiting),
+    ("kv_cache_usage_ratio", "KV cache usage, 0-1", lambda e: e.kv_cache_usage),
+)
+_NODE_OTHER: tuple[tuple[str, str, Callable[[NodeView], float | None]], ...] = (
+    ("idle_ratio", "Share of the node's GPU-time in the window below the idle threshold",
+     lambda n: n.idle_fraction),
+    ("cost_usd_per_hour", "What the node costs per hour, USD", lambda n: n.cost_per_hour_usd),
+    ("sample_age_seconds", "Age of the node's newest good sample", lambda n: n.age_s),
+    ("gpus", "GPUs reporting on the node", lambda n: float(len(n.gpus)) if n.gpus else None),
+)
+_SESSION: tuple[tuple[str, str, Callable[[SessionView], float | None]], ...] = (
+    ("spend_usd", "Spend since the reservation start, USD", lambda s: s.spend_usd),
+    ("idle_spend_usd", "Spend on idle GPU-time, USD", lambda s: s.idle_spend_usd),
+    ("cost_usd_per_hour", "Cluster cost per hour now, USD", lambda s: s.cost_per_hour_usd),
+    ("usd_per_million_output_tokens", "Spend per 1M accepted output tokens, USD",
+     lambda s: s.usd_per_million_output_tokens),
+    ("api_equivalent_usd", "What the same tokens would have cost at the API, USD",
+     lambda s: s.api_equivalent_usd),
+    ("budget_usd", "The session budget, USD", lambda s: s.budget_usd),
+    ("budget_used_ratio", "Spend / budget", lambda s: s.budget_used_fraction),
+    ("accepted_tokens", "Accepted output tokens counted this session", lambda s: s.accepted_tokens),
+    ("elapsed_seconds", "Seconds since the reservation start", lambda s: s.elapsed_s),
+)
+_ROLLUP: tuple[tuple[str, str, Callable[[RollupView], float | None]], ...] = (
+    ("decode_steps_per_second", "Mean decode steps per second over the role's nodes",
+     lambda r: r.decode_steps_per_s),
+    ("accepted_tokens_per_second", "Accepted output tokens per second, summed",
+     lambda r: r.accepted_tokens_per_s),
+    ("full_acceptance_tokens_per_second", "Full-acceptance tokens per second, summed",
+     lambda r: r.full_acceptance_tokens_per_s),
+    ("draft_acceptance_ratio", "Pooled draft acceptance", lambda r: r.draft_acceptance),
+    ("idle_ratio", "Mean idle fraction", lambda r: r.idle_fraction),
+    ("cost_usd_per_hour", "Cost per hour, USD", lambda r: r.cost_per_hour_usd),
+    ("nodes", "Nodes", lambda r: float(r.nodes)),
+)
+
+
+def snapshot_families(snapshot: Snapshot) -> Iterator[GaugeMetricFamily | InfoMetricFamily]:
+    """Every metric family for one snapshot (pure: used by the collector and by tests)."""
+    info = InfoMetricFamily("infertop", "infertop build and the cluster it watches")
+    info.add_metric([], {"version": VERSION, "cluster": snapshot.cluster.name})
+    yield info
+    taken = dt.datetime.fromisoformat(snapshot.taken_at).timestamp()
+    yield GaugeMetricFamily("infertop_snapshot_timestamp_seconds", "When the snapshot was taken",
+                            value=taken)
+    nodes = snapshot.nodes
+    for suffix, text, get_e in _NODE_ENGINE:
+        fam = GaugeMetricFamily(f"infertop_node_{suffix}", text, labels=["node", "role"])
+        for n in nodes:
+            value = get_e(n.engine) if n.engine is not None else None
+            if value is not None:
+                fam.add_metric([n.name, n.role], value)
+        yield fam
+    for suffix, text, get_n in _NODE_OTHER:
+        fam = GaugeMetricFamily(f"infertop_node_{suffix}", text, labels=["node", "role"])
+        for n in nodes:
+            value = get_n(n)
+            if value is not None:
+                fam.add_metric([n.name, n.role], value)
+        yield fam
+    status = GaugeMetricFamily("infertop_node_status", "1 for the node's current status",
+                               labels=["node", "role", "status"])
+    verdicts = GaugeMetricFamily("infertop_node_verdict", "1 for each verdict active on a node",
+                                 labels=["node", "kind", "severity"])
+    for n in nodes:
+        for s in STATUSES:
+            status.add_metric([n.name, n.role, s], 1.0 if n.status == s else 0.0)
+        for v in n.verdicts:
+            verdicts.add_metric([n.name, v.kind, v.severity], 1.0)
+    yield status
+    yield verdicts
+    session = snapshot.session
+    for suffix, text, get_s in _SESSION:
+        value = get_s(session)
+        if value is not None:
+            yield GaugeMetricFamily(f"infertop_session_{suffix}", text, value=value)
+    pools = {"all": snapshot.cluster.total, **snapshot.cluster.roles}
+    for suffix, text, get_r in _ROLLUP:
+        fam = GaugeMetricFamily(f"infertop_role_{suffix}", text, labels=["role"])
+        for role, rollup in pools.items():
+            value = get_r(rollup)
+            if value is not None:
+                fam.add_metric([role], value)
+        yield fam
+
+
+class SnapshotCollector(Collector):
+    """Renders `latest()` on every scrape; nothing at all before the first snapshot."""
+
+    def __init__(self, latest: Callable[[], Snapshot | None]):
+        self.latest = latest
+
+    def collect(self) -> Iterator[GaugeMetricFamily | InfoMetricFamily]:
+        snapshot = self.latest()
+        if snapshot is not None:
+            yield from snapshot_families(snapshot)
+
+
+def metric_names() -> set[str]:
+    """Every family name the exporter may serve (dashboards and tests check against it)."""
+    names = {"infertop_info", "infertop_snapshot_timestamp_seconds", "infertop_node_status",
+             "infertop_node_verdict"}
+    names |= {f"infertop_node_{s}" for s, _, _ in _NODE_ENGINE}
+    names |= {f"infertop_node_{s}" for s, _, _ in _NODE_OTHER}
+    names |= {f"infertop_session_{s}" for s, _, _ in _SESSION}
+    names |= {f"infertop_role_{s}" for s, _, _ in _ROLLUP}
+    return names

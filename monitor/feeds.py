@@ -1,0 +1,88 @@
+"""Where a view's snapshots come from: the `SnapshotFeed` protocol and the live feed.
+
+A view (the TUI) is handed a feed and never learns what is behind it: the live
+`Monitor` (`MonitorFeed`), a recorded session being replayed, a simulated cluster.
+The feed calls `publish(snapshot)` once per frame; `publish` is thread-safe on the
+TUI's side, so a feed may call it from its own thread or from the event loop.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from collectors.source import Source
+from layouts.model import Layout
+from monitor.monitor import Monitor
+from monitor.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from monitor.record.store import Recorder
+
+Publish = Callable[[Snapshot], None]
+
+
+@runtime_checkable
+class SnapshotFeed(Protocol):
+    """A stream of immutable `Snapshot`s for one layout."""
+
+    layout: Layout
+
+    async def start(self, publish: Publish) -> None:
+        """Begin publishing. Returns promptly; frames arrive later through `publish`."""
+
+    async def stop(self) -> None:
+        """Stop publishing and release what `start` acquired. Safe to call twice."""
+
+
+@runtime_checkable
+class PhaseMarkingFeed(Protocol):
+    """A feed whose session phase (build, load, warmup, run, failed, idle) can be marked.
+
+    Optional: a replay cannot change a recorded past, so only live feeds implement it.
+    """
+
+    def mark_phase(self, phase: str) -> None: ...
+
+
+def can_mark_phase(feed: object) -> bool:
+    return isinstance(feed, PhaseMarkingFeed)
+
+
+class MonitorFeed:
+    """The live feed: runs a `Monitor` over the layout's sources (or the given ones)."""
+
+    def __init__(
+        self,
+        layout: Layout,
+        sources: Sequence[Source] | None = None,
+        clock: Callable[[], float] = time.time,
+        recorder: Recorder | None = None,
+    ):
+        """`recorder`: the session record, written each tick and closed on `stop`."""
+        self.layout = layout
+        self.monitor = Monitor(layout, sources=sources, clock=clock, recorder=recorder)
+        self._publish: Publish | None = None
+        self._running = False
+
+    async def start(self, publish: Publish) -> None:
+        if self._running:
+            return
+        self._publish = publish
+        self.monitor.listeners.append(publish)
+        self._running = True
+        await self.monitor.start()
+
+    async def stop(self) -> None:
+        if not self._running:
+            return
+        self._running = False
+        if self._publish is not None and self._publish in self.monitor.listeners:
+            self.monitor.listeners.remove(self._publish)
+        await self.monitor.stop()
+
+    def mark_phase(self, phase: str) -> None:
+        """Spend from now on counts to `phase` (split at this instant, recorded or not).
+        ValueError for a name that is not a phase."""
+        self.monitor.mark_phase(phase)

@@ -1,0 +1,103 @@
+"""Human formatting of figures, shared by the text table, the report and the TUI.
+Unknown → "—"; text from outside (names, notes, evidence) → `inert_text`."""
+
+from __future__ import annotations
+
+from collectors import safe_text
+
+UNKNOWN = "—"
+
+
+def inert_text(value: object, max_len: int = 200) -> str:
+    """Text a node, a record or a layout supplied, safe to print: one line, every control
+    written out visibly, at most `max_len` characters. The one sanitiser
+    (`collectors.safe_text`), offered here to the viewers, which never import collectors."""
+    return safe_text.inert_text(value, max_len)
+
+
+def fmt_num(value: float | None, digits: int = 1, unit: str = "") -> str:
+    if value is None:
+        return UNKNOWN
+    return f"{value:,.{digits}f}{unit}"
+
+
+def fmt_pct(fraction: float | None, digits: int = 0) -> str:
+    """A 0–1 fraction as a percentage."""
+    return UNKNOWN if fraction is None else f"{fraction * 100:.{digits}f}%"
+
+
+def fmt_bytes(n: float | None) -> str:
+    if n is None:
+        return UNKNOWN
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return UNKNOWN  # pragma: no cover
+
+
+def fmt_bytes_pair(used: float | None, total: float | None) -> str:
+    """Used / total in the total's unit, e.g. "568/1128 GiB" (one unit keeps columns narrow)."""
+    if used is None and total is None:
+        return UNKNOWN
+    if total is None:
+        return fmt_bytes(used)
+    scale, unit = 1.0, "B"
+    for candidate in ("KiB", "MiB", "GiB", "TiB"):
+        if total < scale * 1024:
+            break
+        scale, unit = scale * 1024, candidate
+    digits = 1 if total / scale < 10 else 0  # "0.1/2.0 TiB", not "0/2 TiB"
+    used_text = UNKNOWN if used is None else f"{used / scale:.{digits}f}"
+    return f"{used_text}/{total / scale:.{digits}f} {unit}"
+
+
+def fmt_power_w(watts: float | None) -> str:
+    if watts is None:
+        return UNKNOWN
+    return f"{watts:.0f} W" if abs(watts) < 10_000 else f"{watts / 1000:.1f} kW"
+
+
+def fmt_rate_gbps(bytes_per_s: float | None) -> str:
+    """Bytes/s as Gb/s (links are rated in bits)."""
+    if bytes_per_s is None:
+        return UNKNOWN
+    gbps = bytes_per_s * 8 / 1e9
+    return f"{gbps:.2f} Gb/s" if gbps < 10 else f"{gbps:.0f} Gb/s"
+
+
+def fmt_usd(value: float | None, digits: int = 2) -> str:
+    return UNKNOWN if value is None else f"${value:,.{digits}f}"
+
+
+def fmt_age(seconds: float | None) -> str:
+    if seconds is None:
+        return UNKNOWN
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.1f}h"
+
+
+def fmt_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return UNKNOWN
+    s = int(seconds)
+    return f"{s // 3600:d}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def fmt_span(seconds: float | None, precise: bool = False) -> str:
+    """A length of time for people: "1d02h", "2h05m", "3m07s" ("2h05m09s" when precise)."""
+    if seconds is None:
+        return UNKNOWN
+    s = round(seconds)
+    days, s = divmod(s, 86400)
+    h, s = divmod(s, 3600)
+    m, s = divmod(s, 60)
+    if days and not precise:
+        return f"{days}d{h:02d}h"
+    h += days * 24
+    if h:
+        return f"{h}h{m:02d}m{s:02d}s" if precise else f"{h}h{m:02d}m"
+    return f"{m}m{s:02d}s"

@@ -1,0 +1,189 @@
+"""The monitor: runs the sources, and once per interval turns fleet state into a Snapshot.
+
+Every view (TUI, `snapshot --json`, the session store, the exporter) subscribes to the
+same stream of immutable `Snapshot`s; none of them touches sources or fleet state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from collectors.cadence import TICK_PHASE, delay_to_boundary
+from collectors.fleet import Fleet, FleetState
+from collectors.registry import build_sources
+from collectors.sample import NodeSample
+from collectors.source import Source
+from monitor.evaluation.cluster import evaluate_cluster, evaluate_nodes
+from monitor.evaluation.ledger import SessionLedger, TickFigures
+from monitor.evaluation.money import cost_weighted_idle_fraction
+from monitor.evaluation.verdicts import VerdictTracker
+from monitor.evaluation.window_rates import RateCache
+
+if TYPE_CHECKING:
+    from monitor.record.store import Recorder
+from layouts.model import Layout, NodeConfig
+from monitor.snapshot import Snapshot
+
+log = logging.getLogger(__name__)
+Listener = Callable[[Snapshot], None]
+
+
+class Monitor:
+    def __init__(
+        self,
+        layout: Layout,
+        sources: Sequence[Source] | None = None,
+        clock: Callable[[], float] = time.time,
+        recorder: Recorder | None = None,
+    ):
+        """`recorder`: the session record (monitor.record.store.Recorder): the ledger resumes from
+        it, phase marks made elsewhere are taken from it before each tick, and each tick is
+        written to it before the listeners see the snapshot. `stop()` closes it."""
+        self.layout = layout
+        self.clock = clock
+        names = [n.name for n in layout.nodes if n.name is not None]
+        # keep one window of samples (plus two intervals of slack), `history` at most:
+        # evaluation reads no further back, and each node sample is tens of KiB
+        cluster_cfg = layout.cluster
+        self.state = FleetState(
+            names, cluster_cfg.history, retain_s=cluster_cfg.window_s + 2 * cluster_cfg.interval_s
+        )
+        self.sources = list(sources) if sources is not None else build_sources(layout)
+        self.fleet = Fleet(self.state, self.sources)
+        self.recorder = recorder
+        self.ledger = recorder.ledger if recorder is not None else SessionLedger.for_layout(layout, clock())
+        # the ledger counts tokens from counter increases as samples arrive
+        self.fleet.listeners.append(self.ledger.tally.observe)
+        self.verdicts = VerdictTracker()
+        # each tick's rates from the last tick's: a window only slides by a sample or two
+        self.rates = RateCache()
+        self.listeners: list[Listener] = []
+        self.record_path = str(recorder.path) if recorder is not None else None
+        self.latest: Snapshot | None = None
+        self._ticker: asyncio.Task[None] | None = None
+        if layout.prometheus is not None and layout.prometheus.discover:
+            self._named = set(names)
+            self.fleet.listeners.append(self._adopt_discovered)
+
+    async def start(self, tick: bool = True) -> None:
+        await self.fleet.start()
+        if tick:
+            self._ticker = asyncio.create_task(self._tick_loop(), name="monitor:tick")
+
+    async def stop(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._ticker
+            self._ticker = None
+        await self.fleet.stop()
+        if self.recorder is not None:
+            self.recorder.close()
+
+    async def _tick_loop(self) -> None:
+        interval = self.layout.cluster.interval_s
+        # the first frame as soon as every node has answered once (or failed), at most one
+        # interval in: nobody should stare at an empty screen waiting for a boundary
+        waiting = {name for name, node in self.state.nodes.items() if not node.samples_seen}
+        everyone_heard = asyncio.Event()
+
+        def heard(sample: NodeSample) -> None:
+            waiting.discard(sample.node)
+            if not waiting:
+                everyone_heard.set()
+
+        if waiting:
+            self.fleet.listeners.append(heard)
+            try:
+                async with asyncio.timeout(interval):  # not wait_for: see PollingSource.run
+                    await everyone_heard.wait()
+            except TimeoutError:
+                pass
+            finally:
+                self.fleet.listeners.remove(heard)
+        self._safe_tick()
+        while True:
+            # half an interval after the sources' wall-clock reading instants
+            await asyncio.sleep(
+                delay_to_boundary(
+                    interval, time.time(), offset_s=TICK_PHASE * interval, min_delay_s=0.2 * interval
+                )
+            )
+            self._safe_tick()
+
+    def _safe_tick(self) -> None:
+        try:
+            self.tick()
+        except Exception:  # a bug in evaluation must not stop collection
+            log.exception("tick failed")
+
+    def tick(self, now: float | None = None) -> Snapshot:
+        """Evaluate the fleet at `now`, advance the ledger, publish the snapshot."""
+        now = self.clock() if now is None else now
+        layout = self.layout
+        if self.recorder is not None:
+            self._take_phase_marks(self.recorder)
+        nodes = evaluate_nodes(self.state, layout, now, self.rates)
+        nodes = self.verdicts.apply(nodes, layout, now)
+        cluster = evaluate_cluster(nodes, layout)
+        self.ledger.advance(
+            TickFigures(
+                now=now,
+                cost_per_hour_usd=cluster.total.cost_per_hour_usd,
+                idle_fraction=cost_weighted_idle_fraction(
+                    [(n.cost_per_hour_usd, n.idle_fraction) for n in nodes]
+                ),
+                node_cost_per_hour_usd={n.name: n.cost_per_hour_usd for n in nodes},
+                deltas=self.ledger.tally.drain(),
+                accepted_tokens_per_s=cluster.total.accepted_tokens_per_s,
+            )
+        )
+        snapshot = Snapshot(
+            taken_at=dt.datetime.fromtimestamp(now, dt.UTC).isoformat(),
+            window_s=layout.cluster.window_s,
+            cluster=cluster,
+            session=self.ledger.view(now, self.record_path),
+            nodes=nodes,
+        )
+        self.latest = snapshot
+        if self.recorder is not None:
+            self.recorder.write(snapshot, now)
+        for listener in self.listeners:
+            try:
+                listener(snapshot)
+            except Exception:
+                log.exception("snapshot listener failed")
+        return snapshot
+
+    def _take_phase_marks(self, recorder: Recorder) -> None:
+        """Phases marked by `infertop phase` (into the record) count from their instant.
+        A record that cannot be read now must not stop the tick: the marks wait."""
+        try:
+            marks = recorder.take_phase_marks()
+        except Exception:
+            log.exception("phase marks could not be read from the session record")
+            return
+        for at, phase in marks:
+            try:
+                self.ledger.mark_phase(phase, at)
+            except ValueError as exc:  # a bad name from an old CLI: say so, keep going
+                log.warning("phase mark ignored: %s", exc)
+
+    def _adopt_discovered(self, sample: NodeSample) -> None:
+        """A node found in Prometheus joins the layout: its role, priced per GPU seen."""
+        if not sample.ok or sample.node in self._named:
+            return
+        self._named.add(sample.node)
+        assert self.layout.prometheus is not None
+        node = NodeConfig(name=sample.node, role=self.layout.prometheus.discover_role)
+        self.layout = self.layout.model_copy(update={"nodes": [*self.layout.nodes, node]})
+
+    def mark_phase(self, phase: str, at: float | None = None) -> None:
+        """Attribute spend from `at` (default: now) on to `phase` (build, load, run, …)."""
+        self.ledger.mark_phase(phase, self.clock() if at is None else at)

@@ -1,0 +1,230 @@
+"""The immutable picture of the cluster at one instant: what every view renders.
+
+Its JSON form is the stable `infertop.snapshot/1` interface of DESIGN.md: the field
+names here are that contract. Unknown values are `None` (JSON null), never 0.
+Fields beyond DESIGN.md's list are additions (allowed); none of the listed ones may be
+renamed or dropped.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+from collectors.sample import port_is_up
+
+SCHEMA = "infertop.snapshot/1"
+NodeStatus = Literal["ok", "stale", "unreachable", "error"]
+Severity = Literal["info", "warning", "critical"]
+ClockEventLevel = Literal["none", "warning", "critical"]
+
+
+class _View(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class GpuView(_View):
+    index: int
+    name: str | None = None
+    util_pct: float | None = None
+    mem_used_bytes: int | None = None
+    mem_total_bytes: int | None = None
+    power_w: float | None = None
+    temp_c: float | None = None
+    sm_clock_mhz: float | None = None
+    # additions
+    kind: str = "gpu"
+    clock_event_reasons: int | None = None
+    xid_last: int | None = None
+    ecc_uncorrected_total: int | None = None
+    healthy: bool | None = None
+    error: str | None = None
+    nvlink_links_total: int | None = None
+    nvlink_links_up: int | None = None
+    nvlink_tx_bytes_per_s: float | None = None
+    nvlink_rx_bytes_per_s: float | None = None
+    # judged by the evaluation (clock_events.py), so every viewer agrees with the verdicts
+    clock_events: list[str] | None = None  # labels of the set reasons; None: unknown
+    clock_event_level: ClockEventLevel | None = None  # worst of them; None: unknown
+
+
+class NicView(_View):
+    name: str
+    kind: str
+    state: str | None = None
+    speed_gbps: float | None = None
+    expected_gbps: float | None = None
+    rx_bytes_per_s: float | None = None
+    tx_bytes_per_s: float | None = None
+    # additions
+    xmit_wait_per_s: float | None = None
+    link_downed_total: float | None = None
+    errors_per_s: float | None = None
+    members: list[str] | None = None
+    members_up: int | None = None
+    accelerator_index: int | None = None
+    # judged by the evaluation against the layout's `link_rate_ratio` of the expected speed
+    slow: bool | None = None  # None: speed or expectation unknown
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def up(self) -> bool | None:
+        """Up by the one rule every part of infertop uses (`collectors.sample.port_is_up`)."""
+        return port_is_up(self.state)
+
+
+class EngineView(_View):
+    decode_steps_per_s: float | None = None
+    draft_acceptance: float | None = None
+    mean_acceptance_length: float | None = None
+    accepted_tokens_per_s: float | None = None
+    full_acceptance_tokens_per_s: float | None = None
+    requests_running: float | None = None
+    requests_waiting: float | None = None
+    kv_cache_usage: float | None = None
+    # additions
+    prompt_tokens_per_s: float | None = None
+    requests_finished_per_s: float | None = None
+    source: str | None = None  # "endpoint" or "log"
+    profile: str | None = None
+    age_s: float | None = None  # age of the newest engine figure (log line or scrape)
+
+
+class VerdictView(_View):
+    kind: str
+    detail: str
+    severity: Severity = "warning"
+    since: float | None = None  # unix seconds when the verdict started
+    usd_per_hour_at_stake: float | None = None
+
+
+class LinksView(_View):
+    """A node's ports at a glance: those the layout expects, else every real port."""
+
+    up: int
+    down: int  # ports with a known state that is not up ("down", "missing", …)
+    total: int
+    expected: bool  # the ports are ones the layout expects (a down one is trouble)
+    degraded: bool  # an expected port is slower than expected, or a bond lost a member
+    trouble: bool  # expected ports down or degraded
+
+
+class HostView(_View):
+    cpu_pct: float | None = None
+    mem_used_bytes: int | None = None
+    mem_total_bytes: int | None = None
+
+
+class NodeView(_View):
+    name: str
+    role: str
+    status: NodeStatus
+    error: str | None = None
+    cost_per_hour_usd: float | None = None
+    idle_fraction: float | None = None
+    verdicts: list[VerdictView] = Field(default_factory=list)
+    gpus: list[GpuView] = Field(default_factory=list)
+    nics: list[NicView] = Field(default_factory=list)
+    engine: EngineView | None = None
+    # additions
+    age_s: float | None = None  # age of the newest good sample
+    sources: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    host: HostView | None = None
+    gpus_expected: int | None = None
+    links: LinksView | None = None
+    rx_bytes_per_s: float | None = None  # over the counted ports, bond members folded in
+    tx_bytes_per_s: float | None = None
+    # over the node's GPUs (None when none reports the figure)
+    gpu_util_pct: float | None = None  # mean
+    gpu_mem_used_bytes: float | None = None  # sum
+    gpu_mem_total_bytes: float | None = None  # sum
+    gpu_power_w: float | None = None  # sum
+
+
+class RollupView(_View):
+    """Sum / mean of engine and GPU figures over a set of nodes (a role pool or all)."""
+
+    nodes: int
+    gpus: int
+    cost_per_hour_usd: float | None = None
+    decode_steps_per_s: float | None = None  # mean over nodes reporting it
+    draft_acceptance: float | None = None  # pooled: Σaccepted / Σdrafted
+    accepted_tokens_per_s: float | None = None  # sum
+    full_acceptance_tokens_per_s: float | None = None  # sum
+    requests_running: float | None = None  # sum
+    requests_waiting: float | None = None  # sum
+    util_pct: float | None = None  # mean over GPUs
+    idle_fraction: float | None = None  # mean over nodes reporting it
+
+
+class ClusterView(_View):
+    name: str
+    interval_s: float
+    total: RollupView
+    roles: dict[str, RollupView] = Field(default_factory=dict)
+    insecure_ssh: bool = False
+
+
+class PhaseSpend(_View):
+    phase: str
+    spend_usd: float
+    seconds: float
+
+
+class SessionView(_View):
+    started_at: str  # ISO 8601, UTC
+    elapsed_s: float
+    cost_per_hour_usd: float | None
+    spend_usd: float | None
+    idle_spend_usd: float | None
+    budget_usd: float | None
+    usd_per_million_output_tokens: float | None
+    api_equivalent_usd: float | None
+    # additions
+    phase: str = "run"
+    spend_by_phase: list[PhaseSpend] = Field(default_factory=list)
+    accepted_tokens: float | None = None
+    requests_finished: float | None = None
+    usd_per_request: float | None = None
+    usd_per_acceptable_task: float | None = None
+    api_break_even_ratio: float | None = None  # spend / API-equivalent
+    budget_used_fraction: float | None = None
+    budget_exhausted_in_s: float | None = None
+    budget_alert: str | None = None  # None, "80%", "100%"
+    prompt_tokens: float | None = None
+    prompt_cached_tokens: float | None = None  # cache hits among prompt_tokens
+    api_prices: str | None = None  # which price table, and its date
+    api_cache_note: str | None = None  # how prompt tokens were split hit / miss
+    idle_fraction: float | None = None  # idle share of the bill now (cost-weighted)
+    accepted_tokens_per_s: float | None = None
+    unwatched_s: float = 0.0  # charged time infertop did not see (before start, crashes)
+    record_path: str | None = None  # the session record being written, if any
+    # $/h ÷ accepted tokens/h right now: the marginal cost, meaningful even when the session
+    # figure above is inflated by spend from before infertop started counting tokens
+    usd_per_million_output_tokens_now: float | None = None
+    # counter steps the ledger did not count, and why (an engine no engine could be)
+    notes: list[str] = Field(default_factory=list)
+
+
+class Snapshot(_View):
+    """One frame: the whole cluster at `taken_at`."""
+
+    schema_: str = Field(default=SCHEMA, alias="schema")
+    taken_at: str  # ISO 8601, UTC
+    window_s: float
+    cluster: ClusterView
+    session: SessionView
+    nodes: list[NodeView]
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    def to_json_dict(self) -> dict[str, object]:
+        """The snapshot as plain JSON data: every NaN or infinity is None (JSON null).
+        Values are bounded where samples enter (`collectors.bounds`); this is the last
+        guard, so that `json.dumps(..., allow_nan=False)` can never fail on a figure.
+        pydantic's JSON writer maps non-finite floats to null (its `model_dump` does not)."""
+        data: dict[str, object] = json.loads(self.model_dump_json(by_alias=True))
+        return data

@@ -1,0 +1,62 @@
+"""Plain-text table of a Snapshot for `infertop snapshot` without --json.
+
+Everything from nodes (names, notes, errors, verdict kinds) passes through the one
+sanitiser, `inert_text`: a node cannot set the terminal's title, clear the screen,
+reorder a line with bidi overrides or forge a line of its own.
+"""
+
+from __future__ import annotations
+
+from collectors.safe_text import inert_text
+from monitor.format import fmt_num, fmt_pct, fmt_rate_gbps, fmt_usd
+from monitor.snapshot import NodeView, Snapshot
+
+MAX_CELL_CHARS = 80
+MAX_LINE_CHARS = 500
+_COLUMNS = ("NODE", "ROLE", "STATUS", "GPUS", "UTIL", "POWER", "NET RX", "NET TX",
+            "STEPS/S", "ACCEPT", "TOK/S", "$/H", "IDLE", "VERDICTS")
+
+
+def _row(n: NodeView) -> tuple[str, ...]:
+    utils = [g.util_pct for g in n.gpus if g.util_pct is not None]
+    power = [g.power_w for g in n.gpus if g.power_w is not None]
+    rx = [x.rx_bytes_per_s for x in n.nics if x.rx_bytes_per_s is not None and x.kind != "loopback"]
+    tx = [x.tx_bytes_per_s for x in n.nics if x.tx_bytes_per_s is not None and x.kind != "loopback"]
+    e = n.engine
+    return (
+        inert_text(n.name, MAX_CELL_CHARS),
+        inert_text(n.role, MAX_CELL_CHARS),
+        inert_text(n.status, MAX_CELL_CHARS),
+        str(len(n.gpus)),
+        fmt_num(sum(utils) / len(utils), 0, "%") if utils else "—",
+        fmt_num(sum(power), 0, " W") if power else "—",
+        fmt_rate_gbps(sum(rx)) if rx else "—",
+        fmt_rate_gbps(sum(tx)) if tx else "—",
+        fmt_num(e.decode_steps_per_s if e else None, 1),
+        fmt_pct(e.draft_acceptance if e else None),
+        fmt_num(e.accepted_tokens_per_s if e else None, 0),
+        fmt_usd(n.cost_per_hour_usd),
+        fmt_pct(n.idle_fraction),
+        inert_text(", ".join(v.kind for v in n.verdicts) or "—", MAX_LINE_CHARS),
+    )
+
+
+def snapshot_table(snapshot: Snapshot) -> str:
+    rows = [_COLUMNS] + [_row(n) for n in snapshot.nodes]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(_COLUMNS))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    s = snapshot.session
+    lines.append("")
+    lines.append(
+        f"cluster {inert_text(snapshot.cluster.name, MAX_CELL_CHARS)}: "
+        f"{fmt_usd(snapshot.cluster.total.cost_per_hour_usd)}/h, "
+        f"spend {fmt_usd(s.spend_usd)} (idle {fmt_usd(s.idle_spend_usd)}), "
+        f"$/1M tokens {fmt_usd(s.usd_per_million_output_tokens)}"
+    )
+    for node in snapshot.nodes:
+        name = inert_text(node.name, MAX_CELL_CHARS)
+        for note in node.notes:
+            lines.append(f"note {name}: {inert_text(note, MAX_LINE_CHARS)}")
+        if node.error:
+            lines.append(f"error {name}: {inert_text(node.error, MAX_LINE_CHARS)}")
+    return "\n".join(lines) + "\n"
