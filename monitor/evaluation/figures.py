@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pydantic import BaseModel
+
 from collectors.bounds import counter_trust
 from collectors.fleet import NodeState
 from collectors.rates import ratio
-from collectors.sample import EngineSample, NodeSample
+from collectors.sample import EngineSample, GpuSample, NicSample, NodeSample
 from layouts.model import NodeConfig, Thresholds
 from monitor.evaluation.clock_events import describe as describe_clock_events
 from monitor.evaluation.window_rates import Values, WindowRates, WindowSums
@@ -74,6 +76,16 @@ def engine_counters(sample: NodeSample) -> Values:
     return {attr: value for attr in ENGINE_RATE_FIELDS if (value := getattr(e, attr)) is not None}
 
 
+def _as_read(view: type[BaseModel], sample: type[BaseModel], derived: set[str]) -> tuple[str, ...]:
+    """The fields a view shows as the sample read them: every field of the same name,
+    less those the evaluation derives. A new figure is a field on both, nothing here."""
+    return tuple(sorted((set(view.model_fields) & set(sample.model_fields)) - derived))
+
+
+GPU_AS_READ = _as_read(GpuView, GpuSample, {"nvlink_tx_bytes_per_s", "nvlink_rx_bytes_per_s"})
+NIC_AS_READ = _as_read(NicView, NicSample, set())
+
+
 def gpu_views(samples: Sequence[NodeSample], rates: WindowRates | None = None) -> list[GpuView]:
     """`rates`: the window's rates kept from the previous tick (`RateCache`); the same
     figures are derived from `samples` alone without it."""
@@ -89,24 +101,9 @@ def gpu_views(samples: Sequence[NodeSample], rates: WindowRates | None = None) -
             rates = WindowRates(gpu_counters, counter_trust).update(samples)
         views.append(
             GpuView(
-                index=gpu.index,
-                name=gpu.name,
-                kind=gpu.kind,
-                util_pct=gpu.util_pct,
-                mem_used_bytes=gpu.mem_used_bytes,
-                mem_total_bytes=gpu.mem_total_bytes,
-                power_w=gpu.power_w,
-                temp_c=gpu.temp_c,
-                sm_clock_mhz=gpu.sm_clock_mhz,
-                clock_event_reasons=gpu.clock_event_reasons,
+                **{f: getattr(gpu, f) for f in GPU_AS_READ},
                 clock_events=clock_labels if gpu.clock_event_reasons is not None else None,
                 clock_event_level=clock_level,
-                xid_last=gpu.xid_last,
-                ecc_uncorrected_total=gpu.ecc_uncorrected_total,
-                healthy=gpu.healthy,
-                error=gpu.error,
-                nvlink_links_total=gpu.nvlink_links_total,
-                nvlink_links_up=gpu.nvlink_links_up,
                 # a rate from NVML's cumulative counters, else one an exporter read as a rate
                 nvlink_tx_bytes_per_s=rates.rate((gpu.index, "nvlink_tx_bytes_total"))
                 if has_nvlink and rates is not None
@@ -145,22 +142,15 @@ def nic_views(
         expected_gbps = expected.get(nic.name) or (expected.get(nic.netdev) if nic.netdev else None)
         views.append(
             NicView(
-                name=nic.name,
-                kind=nic.kind,
-                state=nic.state,
+                **{f: getattr(nic, f) for f in NIC_AS_READ},
                 slow=_slow(nic.speed_gbps, expected_gbps, rate_ratio),
-                speed_gbps=nic.speed_gbps,
                 expected_gbps=expected_gbps,
                 rx_bytes_per_s=rates.rate((name, "rx_bytes_total")),
                 tx_bytes_per_s=rates.rate((name, "tx_bytes_total")),
                 xmit_wait_per_s=rates.rate((name, "xmit_wait_total"))
                 if nic.xmit_wait_total is not None
                 else None,
-                link_downed_total=nic.link_downed_total,
                 errors_per_s=rates.rate((name, "errors_total")) if nic.errors_total is not None else None,
-                members=nic.members,
-                members_up=nic.members_up,
-                accelerator_index=nic.accelerator_index,
             )
         )
     seen = {nic.name for nic in latest.nics}
