@@ -58,17 +58,6 @@ def label_hostname(labels: dict[str, str]) -> str | None:
     return None
 
 
-def dcgm_hostnames(families: Exposition) -> set[str]:
-    """The hosts a dcgm page speaks for (one, unless it was federated)."""
-    hosts: set[str] = set()
-    for name in ("DCGM_FI_DEV_GPU_UTIL", _DCGM_UTIL_RATIO, "DCGM_FI_DEV_POWER_USAGE"):
-        for labels, _ in families.series(name):
-            host = label_hostname(labels)
-            if host:
-                hosts.add(host)
-    return hosts
-
-
 def _per_gpu(
     families: Exposition, names: Sequence[str], hostname: str | None
 ) -> dict[int, tuple[dict[str, str], float]]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
@@ -39,8 +39,6 @@ from collectors.safe_text import inert_text, redact_url
 MAX_EXPOSITION_BYTES = 32 * 1024 * 1024
 # Label values end up on screen (GPU model names, hostnames): cap them.
 MAX_LABEL_CHARS = 200
-
-Labels = Mapping[str, str]
 
 
 class ExpositionError(ValueError):

@@ -409,7 +409,6 @@ class PromSource(PollingSource):
         self._executor.shutdown(wait=False, cancel_futures=True)
 
 
-
 def prom_source_for(layout: Layout) -> PromSource | None:
     """The layout's Prometheus source: every node no other source reads, plus discovered ones.
 

@@ -47,7 +47,6 @@ _METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 # virtual interfaces that would only clutter a node's port list
 VIRTUAL_NICS = "lo|veth.*|docker.*|br-.*|cali.*|flannel.*|cni.*|virbr.*|tun.*|tap.*|vxlan.*|kube-.*"
 
-TIERS = ("engine", "gpu", "node")
 
 # several engines on one node (data parallel): KV usage is averaged, the rest summed, and
 # steps are summed per engine then averaged over engines (they step in lockstep) — the
@@ -196,7 +195,6 @@ def number(text: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
-Point = tuple[float, float | None]  # (unix seconds, value)
 # node label value → {key → {sub-key (gpu / device…) → value}}
 Grouped = dict[str, dict[str, dict[tuple[str, ...], float | None]]]
 

@@ -51,21 +51,6 @@ def step_doubt(
     return None
 
 
-def counter_increase(values: Iterable[float | None]) -> float | None:
-    """Total increase over a series of cumulative readings, reset-aware. None if < 2 known."""
-    total = 0.0
-    prev: float | None = None
-    known = 0
-    for value in values:
-        if value is None:
-            continue
-        known += 1
-        if prev is not None:
-            total += value - prev if value >= prev else value
-        prev = value
-    return total if known >= 2 else None
-
-
 def counter_rate(
     points: Sequence[tuple[float, float | None]], trust: CounterTrust | None = None
 ) -> float | None:

@@ -48,10 +48,6 @@ class Endpoint:
     url: str
     profile: Profile | None = None  # set for the engine endpoint
 
-    @property
-    def is_engine(self) -> bool:
-        return self.profile is not None
-
 
 class ScrapeError(Exception):
     """One endpoint could not be read; `str()` is a short line naming the URL."""

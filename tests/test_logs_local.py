@@ -81,8 +81,6 @@ async def test_log_source_samples_give_the_lines_figures(tmp_path: Path) -> None
     assert view.kv_cache_usage == pytest.approx(0.25)
 
 
-
-
 def test_snapshot_json_reports_what_the_log_implies(tmp_path: Path) -> None:
     log = tmp_path / "engine.log"
     log.write_text("INFO 08-04 20:50:00 [api_server.py:1] starting\n")

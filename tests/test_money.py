@@ -121,7 +121,7 @@ def test_api_cost_splits_exactly_at_boundaries() -> None:
     # → 2/3 × $1.20 + 1/3 × $0.60 = $1.00
     cost = api_cost(MONDAY + 0.5 * H, MONDAY + 11 * H, 1_000_000)
     assert cost.output_usd == pytest.approx(1.0, abs=EPS)
-    assert cost.total_usd == pytest.approx(1.0, abs=EPS)
+    assert cost.output_usd + cost.input_cache_hit_usd + cost.input_cache_miss_usd == pytest.approx(1.0, abs=EPS)
     # all peak, all off-peak
     assert api_cost(MONDAY + 7 * H, MONDAY + 8 * H, 1e6).output_usd == pytest.approx(1.2, abs=EPS)
     assert api_cost(SATURDAY + 7 * H, SATURDAY + 8 * H, 1e6).output_usd == pytest.approx(0.6, abs=EPS)

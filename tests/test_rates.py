@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from hypothesis import given
-from hypothesis import strategies as st
-
 from collectors.rates import (
     CounterTrust,
     checked_counter_rate,
-    counter_increase,
     counter_rate,
     ratio,
     step_doubt,
@@ -37,20 +33,6 @@ def test_ratio() -> None:
     assert ratio(1.0, 4.0) == 0.25
     assert ratio(1.0, 0.0) is None
     assert ratio(None, 1.0) is None
-
-
-@given(st.lists(st.floats(min_value=0, max_value=1e15, allow_nan=False), min_size=2, max_size=50))
-def test_increase_never_negative(values: list[float]) -> None:
-    inc = counter_increase(values)
-    assert inc is not None and inc >= 0
-
-
-@given(st.lists(st.floats(min_value=0, max_value=1e12, allow_nan=False), min_size=2, max_size=50))
-def test_increase_of_monotonic_is_last_minus_first(values: list[float]) -> None:
-    values = sorted(values)
-    inc = counter_increase(values)
-    assert inc is not None
-    assert abs(inc - (values[-1] - values[0])) <= 1e-6 * max(1.0, values[-1])
 
 
 TRUST = CounterTrust(max_per_s=100.0, reset_repeat_s=60.0)

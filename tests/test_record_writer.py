@@ -130,7 +130,6 @@ def test_the_lock_file_is_not_followed_through_a_symlink(tmp_path: Path) -> None
     assert victim.read_text() == "keep me\n"
 
 
-
 # ---------------------------------------------------------------------- a full disk
 
 

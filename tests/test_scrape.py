@@ -220,7 +220,7 @@ def test_registry_builds_one_scrape_source_for_http_nodes() -> None:
     layout = parse_layout(LAYOUT.format(profile="mine", steps="my_steps_total"), "x.toml")
     targets = scrape_targets(layout)
     assert list(targets) == ["a"]  # b has ssh (its probe reads it), c has nothing to scrape
-    assert [e.is_engine for e in targets["a"]] == [True, False]
+    assert [e.profile is not None for e in targets["a"]] == [True, False]
     assert targets["a"][0].profile is not None and targets["a"][0].profile.name == "mine"
     sources = [s for s in build_sources(layout) if isinstance(s, ScrapeSource)]
     assert len(sources) == 1 and sources[0].nodes == ["a"]

@@ -32,7 +32,7 @@ def cluster() -> list[NodeSpec]:
 
 
 def rows(app: InfertopApp) -> list[str]:
-    return app.overview.table.node_order
+    return app.overview.table.displayed_order()
 
 
 async def test_overview_enter_node_screen_and_back() -> None:

@@ -24,11 +24,6 @@ class NodeTable(RowTable):
     def __init__(self, **kwargs: object) -> None:
         super().__init__([(c.key, c.label, c.width) for c in COLUMNS], **kwargs)
 
-    @property
-    def node_order(self) -> list[str]:
-        """Node names as displayed, top to bottom."""
-        return self.displayed_order()
-
     def show(self, nodes: Sequence[NodeView], sort: SortSpec) -> None:
         """Make the table show exactly `nodes` (already filtered), sorted by `sort`."""
         self.sync((node.name, render_row(node)) for node in nodes)

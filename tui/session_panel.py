@@ -29,8 +29,6 @@ from tui.text import inert
 CHART_POINTS = 240  # frames kept for the chart: 4 minutes at 1 s
 
 
-
-
 def budget_bar(used: float | None, width: int = 20) -> Text:
     """█ for spent, ░ for left; yellow from 80 %, red at 100 %."""
     if used is None:

@@ -72,10 +72,6 @@ class ApiCost:
     input_cache_hit_usd: float
     input_cache_miss_usd: float
 
-    @property
-    def total_usd(self) -> float:
-        return self.output_usd + self.input_cache_hit_usd + self.input_cache_miss_usd
-
 
 def _blend(share: float, offpeak: float, peak: float) -> float:
     return share * peak + (1.0 - share) * offpeak

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 
 from collectors.bounds import counter_trust
@@ -165,12 +164,3 @@ def evaluate_cluster(nodes: Sequence[NodeView], layout: Layout) -> ClusterView:
         },
         insecure_ssh=layout.ssh.insecure_no_host_key_check,
     )
-
-
-def role_median(nodes: Sequence[NodeView], role: str, attr: str) -> float | None:
-    values = [
-        getattr(n.engine, attr)
-        for n in nodes
-        if n.role == role and n.engine is not None and getattr(n.engine, attr) is not None
-    ]
-    return statistics.median(values) if values else None

@@ -34,7 +34,6 @@ HEALTH_KINDS = (IDLE, LINK_STARVED, STRAGGLER, THROTTLED, GPU_ERROR)
 SEVERITY_RANK: dict[str, int] = {"critical": 0, "warning": 1, "info": 2}
 
 
-
 @dataclass(frozen=True)
 class Condition:
     kind: str

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from collectors.bounds import counter_trust
 from collectors.fleet import NodeState
 from collectors.rates import ratio
-from collectors.sample import EngineSample, GpuSample, NicSample, NodeSample
+from collectors.sample import GpuSample, NicSample, NodeSample
 from layouts.model import NodeConfig, Thresholds
 from monitor.evaluation.clock_events import describe as describe_clock_events
 from monitor.evaluation.window_rates import Values, WindowRates, WindowSums
@@ -209,17 +209,6 @@ def doubt_notes(part: str, rates: WindowRates | None) -> list[str]:
             where = f"{part} {key}"
         notes.append(f"{where} {doubt}: rate unknown")
     return notes
-
-
-def engine_window(state: NodeState, now: float, window_s: float) -> list[NodeSample]:
-    return part_window(state, "engine", now, window_s)
-
-
-def latest_engine(state: NodeState) -> EngineSample | None:
-    for sample in state.latest():
-        if sample.engine is not None:
-            return sample.engine
-    return None
 
 
 def idle_counts(sample: NodeSample, idle_util_pct: float) -> tuple[int, int]:

@@ -20,7 +20,6 @@ MIB = 1 << 20
 # the biggest layout infertop builds (100,000 hosts) dumps to about 40 MB of JSON, and its
 # ledger (a tally row and a spend per node) to about 30 MB: anything past these is not one
 MAX_TEXT_BYTES = 64 * MIB
-MAX_LEDGER_BYTES = 64 * MIB
 # a snapshot of 1,024 GPUs is about 300 kB of JSON; a tick cannot write 64 MiB a second
 MAX_SNAPSHOT_BYTES = 64 * MIB
 # a tick a second for 46 days; the report holds every tick in memory (~600 bytes each)

@@ -41,8 +41,6 @@ def iso(t: float | None) -> str:
     return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-
-
 @dataclass
 class HourRow:
     hour_start: float
