@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from collectors.probe.npu import NpuSmiReader, parse_hccn_link, parse_npu_smi_info
 from collectors.probe.schema import sample_from_reading
 
-FIXTURES = Path(__file__).parent / "fixtures" / "npu"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "npu"
 MIB = 1024 * 1024
 
 

@@ -19,7 +19,7 @@ import pytest
 from collectors.local import LocalSource
 from collectors.probe import main as probe
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 pytestmark = pytest.mark.gpu
 
 

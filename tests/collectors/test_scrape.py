@@ -17,7 +17,7 @@ from collectors.scrape import Endpoint, ScrapeSource, scrape_targets
 from layouts import LayoutError, parse_layout
 from monitor.evaluation.figures import engine_view, part_window
 
-FIXTURES = Path(__file__).parent / "fixtures" / "exposition"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "exposition"
 VLLM = BUNDLED_PROFILES["vllm"]
 
 

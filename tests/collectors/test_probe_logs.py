@@ -16,7 +16,7 @@ from collectors.probe.schema import sample_from_reading
 from collectors.ssh import ssh_source_for
 from layouts.loader import parse_layout
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parent.parent / "fixtures"
 STATS = (
     "INFO 08-04 20:51:{s:02d} [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
     "Avg generation throughput: 20.0 tokens/s, Running: 3 reqs, Waiting: 1 reqs, GPU KV cache usage: 9.0%\n"

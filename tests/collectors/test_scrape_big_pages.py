@@ -26,7 +26,7 @@ from collectors.sample import EngineSample
 from collectors.scrape import Endpoint, ScrapeSource
 from collectors.ssh import PROBE_MAX_LINE_BYTES, ProbeLines, SshNode, SshSource
 
-TRICKLE = Path(__file__).parent / "trickle_server.py"
+TRICKLE = Path(__file__).parent.parent / "trickle_server.py"
 VLLM = BUNDLED_PROFILES["vllm"]
 PYTHON = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
 

@@ -11,7 +11,7 @@ from collectors.exporters import parts_from_exporter
 from collectors.exposition import ExpositionError, parse_exposition
 from collectors.profiles import BUNDLED_PROFILES, engine_sample_from_exposition, engine_sample_from_text
 
-FIXTURES = Path(__file__).parent / "fixtures" / "exposition"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "exposition"
 PAGES = [p.read_text(encoding="utf-8") for p in sorted(FIXTURES.glob("*.txt"))]
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

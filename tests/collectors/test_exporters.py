@@ -13,7 +13,7 @@ from collectors.exporters import (
 )
 from collectors.exposition import parse_exposition
 
-FIXTURES = Path(__file__).parent / "fixtures" / "exposition"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "exposition"
 
 
 def page(name: str):  # type: ignore[no-untyped-def]

@@ -27,7 +27,7 @@ from ssh_loopback import LoopbackSsh
 from collectors.safe_text import inert_text
 from infertop.cli.main import main
 
-FIXTURES = Path(__file__).parent / "fixtures" / "exposition"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "exposition"
 
 # one entry per class of terminal control; the tag makes each findable in the output
 HOSTILE: dict[str, str] = {

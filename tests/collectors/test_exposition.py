@@ -15,7 +15,7 @@ from collectors.profiles import (
     resolve_profile,
 )
 
-FIXTURES = Path(__file__).parent / "fixtures" / "exposition"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "exposition"
 
 
 def fixture(name: str) -> str:

@@ -310,7 +310,7 @@ async def test_an_eight_engine_page_trickled_on_the_node_arrives_whole(
     """Issue 14 through the real probe and sshd: a ~320 KB vLLM page (8 DP engines),
     served on the node's own loopback in 4 KB pieces, reaches the monitor whole."""
     from fixtures.vllm_dp_page import vllm_dp_page
-    from test_big_pages import TRICKLE, assert_engine_matches
+    from test_scrape_big_pages import TRICKLE, assert_engine_matches
 
     host = cluster.hosts[3]
     text, truth = vllm_dp_page(8)
@@ -344,7 +344,7 @@ async def test_snapshot_cli_reads_the_cluster_from_a_layout(cluster: NetnsCluste
         f"known_hosts = {json.dumps(str(cluster.known_hosts))}\npython = \"{PYTHON}\"\n\n"
         "[[nodes]]\nhosts = \"h[0-1]\"\nrole = \"decode\"\nssh = \"{host}\"\n"
     )
-    venv_bin = Path(__file__).resolve().parent.parent / ".venv" / "bin" / "infertop"
+    venv_bin = Path(__file__).resolve().parent.parent.parent / ".venv" / "bin" / "infertop"
     command = str(venv_bin) if venv_bin.exists() else shutil.which("infertop") or "infertop"
     proc = await asyncio.create_subprocess_exec(
         command, "snapshot", "--layout", str(layout), "--window", "1.5", "--json",

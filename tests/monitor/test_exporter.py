@@ -167,7 +167,7 @@ def test_grafana_dashboard_uses_only_exported_series() -> None:
     import json
     import re
 
-    dashboard = json.loads((Path(__file__).resolve().parent.parent / "docs" / "grafana-dashboard.json").read_text())
+    dashboard = json.loads((Path(__file__).resolve().parent.parent.parent / "docs" / "grafana-dashboard.json").read_text())
     exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
     used = {name for e in exprs for name in re.findall(r"\binfertop_[a-z_]+", e)}
     assert used and used <= metric_names(), used - metric_names()

@@ -13,7 +13,7 @@ from collectors.exporters import EXPORTER_WANTED, parts_from_exporter
 from collectors.exposition import Exposition, parse_exposition
 from collectors.sample import GpuSample, NicSample
 
-FIXTURES = Path(__file__).parent / "fixtures" / "npu"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "npu"
 MIB = 1024 * 1024
 
 

@@ -43,7 +43,7 @@ role = "prefill"
 gpus = 1
 """
 RATE = 3 * 36.0 + 3.6
-INFERTOP = str(Path(__file__).resolve().parent.parent / ".venv" / "bin" / "infertop")
+INFERTOP = str(Path(__file__).resolve().parent.parent.parent / ".venv" / "bin" / "infertop")
 
 
 def infertop_bin() -> str:

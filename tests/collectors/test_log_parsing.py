@@ -12,7 +12,7 @@ from collectors.probe.logs import LogFigures, LogWatch, PatternParser, VllmParse
 from collectors.sample import EngineSample, NodeSample
 from monitor.evaluation.figures import engine_view
 
-FIXTURES = Path(__file__).parent / "fixtures" / "logs"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "logs"
 
 
 def figures_from(name: str, parsers: list | None = None, interval_s: float | None = None) -> LogFigures:
