@@ -36,7 +36,7 @@ from tui_helpers import screen_text, wait_for
 
 from collectors.fleet import Fleet, FleetState
 from collectors.probe.bundle import probe_script
-from collectors.ssh import SshNode, SshSource
+from collectors.ssh import ProbeLines, SshNode, SshSource
 from layouts import parse_layout
 from monitor.feeds import MonitorFeed
 from tui.app import InfertopApp
@@ -162,6 +162,10 @@ async def test_owned_spend_stays_sane_after_one_absurd_power_reading(bad_power: 
 PYTHON = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
 
 
+
+async def _no_more(size: int) -> bytes:
+    return b""  # the stream behind the one line handed to _sample directly
+
 def probe_reading(tmp_path: Path, engine_url: str) -> dict[str, Any]:
     """One reading of the real bundled probe, which fetched `engine_url` on its side."""
     (tmp_path / "empty").mkdir()
@@ -208,7 +212,7 @@ def test_probe_line_values_are_bounded_where_samples_enter(
         line = line.replace('"name": "ib0"', '"name": "ib0", ' + value)
     source = SshSource([SshNode("n1", "n1", engine_url=server.url("engine"))], interval_s=1.0)
     state = FleetState(["n1"])
-    Fleet(state, [])._emit(source._sample(source.ssh_nodes[0], line.encode()))
+    Fleet(state, [])._emit(source._sample(source.ssh_nodes[0], line.encode(), ProbeLines(_no_more)))
     assert state.nodes["n1"].last_error is None, state.nodes["n1"].last_error
     [sample] = state.nodes["n1"].latest()
     got = getattr(sample.host, field) if part == "host" else getattr(getattr(sample, part)[0], field)

@@ -16,7 +16,7 @@ import pytest
 from hostile_server import check_figure, growing, serving, snapshot_of, vllm_page
 
 from collectors.probe.bundle import probe_script
-from collectors.ssh import SshNode, SshSource
+from collectors.ssh import ProbeLines, SshNode, SshSource
 
 pytestmark = pytest.mark.hostile
 
@@ -46,6 +46,10 @@ async def test_a_counter_exposed_twice_is_not_counted_twice() -> None:
 PYTHON = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
 
 
+
+async def _no_more(size: int) -> bytes:
+    return b""  # the stream behind the one line handed to _sample directly
+
 def probe_reading(tmp_path: Path, engine_url: str) -> dict[str, Any]:
     """One reading of the real bundled probe, which fetched `engine_url` on its side."""
     (tmp_path / "empty").mkdir()
@@ -64,7 +68,7 @@ def test_duplicate_series_fetched_by_the_probe_are_not_summed(tmp_path: Path) ->
     with serving({"engine": lambda n, t: vllm_page(running=5, extra=RUNNING_TWICE)}) as server:
         reading = probe_reading(tmp_path, server.url("engine"))
     source = SshSource([SshNode("n1", "n1", engine_url=server.url("engine"))], interval_s=1.0)
-    sample = source._sample(source.ssh_nodes[0], json.dumps(reading).encode())
-    assert sample.error is None and sample.engine is not None
+    sample = source._sample(source.ssh_nodes[0], json.dumps(reading).encode(), ProbeLines(_no_more))
+    assert sample is not None and sample.error is None and sample.engine is not None
     assert sample.engine.requests_running == 5.0
     assert any("duplicate series of vllm:num_requests_running" in n for n in sample.notes), sample.notes
