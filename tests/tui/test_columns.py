@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from collectors.safe_text import inert_text
+from monitor.evaluation.link_summary import gpu_sums
 from monitor.format import fmt_bytes_pair, fmt_power_w
 from monitor.snapshot import EngineView, GpuView, NodeView, VerdictView
 from tui.columns import GREY, SORTS, TROUBLE, SortSpec, render_row, sort_order
@@ -17,8 +18,11 @@ from tui.text import inert
 
 
 def node(name: str = "n1", **kw: object) -> NodeView:
+    """A node view as the evaluation makes it: its GPU sums from its GPUs."""
     base: dict[str, object] = {"name": name, "role": "decode", "status": "ok"}
     base.update(kw)
+    gpus = [g if isinstance(g, GpuView) else GpuView.model_validate(g) for g in base.get("gpus", [])]  # type: ignore[attr-defined]
+    base.update(gpu_sums(gpus))
     return NodeView.model_validate(base)
 
 
