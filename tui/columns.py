@@ -37,6 +37,10 @@ def _cell(text: str, style: str = "", justify: str = "right") -> Text:
     return Text(text, style=style, justify=justify, no_wrap=True)  # type: ignore[arg-type]
 
 
+def name_cell(node: NodeView) -> Text:
+    return inert(node.name, max_len=64)
+
+
 def status_cell(node: NodeView) -> Text:
     age = fmt_age(node.age_s) if node.age_s is not None else "never"
     if node.status == "ok":
@@ -112,7 +116,7 @@ def _tx(node: NodeView) -> float | None:
 
 
 COLUMNS: tuple[Column, ...] = (
-    Column("name", "NODE", None, lambda n: inert(n.name, max_len=64), lambda n: n.name, descending=False),
+    Column("name", "NODE", None, name_cell, lambda n: n.name, descending=False),
     Column("role", "ROLE", 7, lambda n: _cell(n.role, justify="left")),
     Column("status", "STATUS", 11, status_cell,
            lambda n: STATUS_ORDER.get(n.status, 9), descending=False),

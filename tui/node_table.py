@@ -7,11 +7,12 @@ changes, and the cursor stays on the node it was on.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 from textual.binding import Binding
 
 from monitor.snapshot import NodeView
-from tui.columns import COLUMNS, SortSpec, render_row, sort_order
+from tui.columns import COLUMNS, SortSpec, name_cell, render_row, sort_order
 from tui.row_table import RowTable
 
 
@@ -25,6 +26,12 @@ class NodeTable(RowTable):
         super().__init__([(c.key, c.label, c.width) for c in COLUMNS], **kwargs)
 
     def show(self, nodes: Sequence[NodeView], sort: SortSpec) -> None:
-        """Make the table show exactly `nodes` (already filtered), sorted by `sort`."""
-        self.sync((node.name, render_row(node)) for node in nodes)
-        self.set_order(sort_order(list(nodes), sort))
+        """Make the table show exactly `nodes` (already filtered), sorted by `sort`. Only
+        the rows on screen are rendered (`sync_lazy`): the name column's width is known
+        from the names alone."""
+        by_name = {node.name: node for node in nodes}
+        order = sort_order(list(nodes), sort)
+        self.sync_lazy(
+            [(name, partial(render_row, by_name[name])) for name in order],
+            widths={"name": max((name_cell(n).cell_len for n in nodes), default=0)},
+        )

@@ -15,8 +15,9 @@ moves the cursor there, clicking the row under the cursor again selects it (as E
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from rich.segment import Segment
 from rich.style import Style
@@ -31,6 +32,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 Cells = tuple[Text, ...]
+RowMaker = Callable[[], Sequence[Text]]  # makes a row's cells when the row is drawn
+T = TypeVar("T")
 Signature = tuple[tuple[object, ...], ...]
 GAP = 1  # blank cells between columns
 
@@ -47,14 +50,14 @@ def cell_signature(cell: Text) -> tuple[object, ...]:
     return (cell.plain, str(cell.style), tuple(cell.spans), cell.justify)
 
 
-def unique_keys(rows: Iterable[tuple[str, Sequence[Text]]]) -> list[tuple[str, Cells]]:
+def unique_keys(rows: Iterable[tuple[str, T]]) -> list[tuple[str, T]]:
     """Two rows with one key (two ports a broken source names alike) must not crash us."""
     seen: dict[str, int] = {}
     out = []
-    for key, cells in rows:
+    for key, row in rows:
         n = seen.get(key, 0)
         seen[key] = n + 1
-        out.append((key if n == 0 else f"{key}#{n + 1}", tuple(cells)))
+        out.append((key if n == 0 else f"{key}#{n + 1}", row))
     return out
 
 
@@ -137,9 +140,11 @@ class RowTable(ScrollView, can_focus=True):
         self._cells: dict[str, Cells] = {}
         self._shown: dict[str, Signature] = {}
         self._order: list[str] = []
+        self._pending: dict[str, RowMaker] = {}  # rows whose cells are made when drawn
+        self._width_hints: dict[int, int] = {}  # content widths given with lazy rows
         self._widths = [c.width if c.width is not None else len(c.label) for c in self.columns]
         self._lines: LRUCache[tuple[object, ...], Strip] = LRUCache(1024)
-        self.cells_updated = 0  # cells rewritten so far (tests and benchmarks read it)
+        self._cells_updated = 0
         self.lines_rendered = 0  # row lines rendered through Rich so far (the cache's misses)
 
     # -- contents ---------------------------------------------------------------------
@@ -155,11 +160,18 @@ class RowTable(ScrollView, can_focus=True):
     def displayed_order(self) -> list[str]:
         return list(self._order)
 
+    @property
+    def cells_updated(self) -> int:
+        """Cells rewritten so far (tests read it; it makes every row not yet made)."""
+        for key in list(self._pending):
+            self._made(key)
+        return self._cells_updated
+
     def get_cell(self, key: str, column: str) -> Text:
-        return self._cells[key][self._column_index[column]]
+        return self._made(key)[self._column_index[column]]
 
     def get_row(self, key: str) -> Cells:
-        return self._cells[key]
+        return self._made(key)
 
     def row_index(self, key: str) -> int:
         return self._order.index(key)
@@ -167,11 +179,43 @@ class RowTable(ScrollView, can_focus=True):
     def current_key(self) -> str | None:
         return self._order[self.cursor_row] if self._order else None
 
+    def sync_lazy(self, rows: Sequence[tuple[str, RowMaker]], widths: Mapping[str, int]) -> None:
+        """Hold exactly `rows`, in this order; a row's cells are made only when it is drawn
+        (or read), so a frame of 128 changed rows costs the ~40 on screen. `widths`: the
+        content widths of the columns that fit their content, known without making every
+        row's cells."""
+        keep = self.current_key()
+        fresh = unique_keys(rows)
+        order = [key for key, _ in fresh]
+        wanted = set(order)
+        for gone in [k for k in self._cells if k not in wanted]:
+            del self._cells[gone]
+            del self._shown[gone]
+        self._pending = dict(fresh)
+        self._width_hints = {self._column_index[c]: w for c, w in widths.items()}
+        self._order = order
+        self._contents_changed(keep)
+
+    def _made(self, key: str) -> Cells:
+        """The row's cells, made now if they were left for when it is drawn."""
+        maker = self._pending.pop(key, None)
+        if maker is not None:
+            cells = tuple(maker())
+            signature = tuple(cell_signature(c) for c in cells)
+            previous = self._shown.get(key)
+            if previous != signature:
+                self._cells_updated += len(cells) if previous is None else sum(
+                    a != b for a, b in zip(previous, signature, strict=False))
+                self._cells[key] = cells
+                self._shown[key] = signature
+        return self._cells[key]
+
     def sync(self, rows: Iterable[tuple[str, Sequence[Text]]]) -> None:
         """Hold exactly `rows`: rows that left go, new ones are appended, and only cells
         whose look changed count as changed (a repaint happens only then)."""
         keep = self.current_key()
-        fresh = unique_keys(rows)
+        self._pending.clear()
+        fresh = [(key, tuple(cells)) for key, cells in unique_keys(rows)]
         wanted = {key for key, _ in fresh}
         changed = False
         if len(wanted) != len(self._order) or any(k not in wanted for k in self._order):
@@ -187,9 +231,9 @@ class RowTable(ScrollView, can_focus=True):
                 continue
             if previous is None:
                 self._order.append(key)
-                self.cells_updated += len(cells)
+                self._cells_updated += len(cells)
             else:
-                self.cells_updated += sum(a != b for a, b in zip(previous, signature, strict=False))
+                self._cells_updated += sum(a != b for a, b in zip(previous, signature, strict=False))
             self._cells[key] = cells
             self._shown[key] = signature
             changed = True
@@ -201,12 +245,13 @@ class RowTable(ScrollView, can_focus=True):
         if list(keys) == self._order:
             return
         keep = self.current_key()
-        named = [k for k in keys if k in self._cells]
+        named = [k for k in keys if k in self._cells or k in self._pending]
         rest = [k for k in self._order if k not in set(named)]
         self._order = named + rest
         self._contents_changed(keep)
 
     def clear(self) -> None:
+        self._pending.clear()
         self._cells.clear()
         self._shown.clear()
         self._order = []
@@ -222,10 +267,13 @@ class RowTable(ScrollView, can_focus=True):
 
     def _fit_widths(self) -> None:
         for i, column in enumerate(self.columns):
-            if column.width is None:
+            if column.width is not None:
+                continue
+            widest = self._width_hints.get(i) if self._pending else None
+            if widest is None:
                 widest = max((cells[i].cell_len for cells in self._cells.values() if i < len(cells)),
                              default=0)
-                self._widths[i] = max(len(column.label), widest)
+            self._widths[i] = max(len(column.label), widest)
 
     def _table_width(self) -> int:
         return sum(self._widths) + GAP * max(len(self._widths) - 1, 0)
@@ -233,7 +281,7 @@ class RowTable(ScrollView, can_focus=True):
     # -- cursor -----------------------------------------------------------------------
 
     def keep_cursor_on(self, key: str | None) -> None:
-        if key is not None and key in self._cells:
+        if key is not None and (key in self._cells or key in self._pending):
             row = self._order.index(key)
             if row != self.cursor_row:
                 self.move_cursor(row)
@@ -321,7 +369,8 @@ class RowTable(ScrollView, can_focus=True):
             if row == self.cursor_row:
                 cursor = "row-table--cursor" if self.has_focus else "row-table--cursor-blurred"
                 style = style + self.get_component_rich_style(cursor)
-            strip = self._cached((key, self._shown[key]), self._cells[key], style)
+            cells = self._made(key)
+            strip = self._cached((key, self._shown[key]), cells, style)
         else:
             return Strip.blank(width, self.rich_style)
         # the header and the cursor keep their background to the right edge

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -111,6 +112,31 @@ async def test_table_renders_only_the_rows_on_screen() -> None:
         await pilot.press("home", "end")
         await pilot.pause()
         assert "r127" in _line(table, 8)
+
+
+async def test_lazy_rows_are_made_only_when_drawn() -> None:
+    """The node table's path: 128 rows handed over as makers; a 10-line widget makes the
+    ~9 on screen, and a cell read makes its own row only."""
+    app = _TableApp()
+    async with app.run_test(size=(40, 10)) as pilot:
+        table = app.query_one(RowTable)
+        table.styles.height = 10
+        made: list[str] = []
+
+        def maker(key: str, value: str) -> Callable[[], list[Text]]:
+            def make() -> list[Text]:
+                made.append(key)
+                return [Text(key), Text(value)]
+            return make
+
+        for frame in ("0", "1"):
+            made.clear()
+            table.sync_lazy([(f"r{i}", maker(f"r{i}", frame)) for i in range(128)], widths={"name": 4})
+            await pilot.pause()
+            assert 0 < len(made) <= 10 and made[0] == "r0"
+            assert "r0" in _line(table, 1) and frame in _line(table, 1)
+        assert table.get_cell("r100", "value").plain == "1" and made[-1] == "r100"
+        assert table.row_count == 128
 
 
 def _reference_rate(points: list[tuple[float, float | None]]) -> float | None:
