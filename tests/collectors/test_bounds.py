@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hostile_server import (
@@ -32,10 +29,10 @@ from hostile_server import (
     snapshot_of,
     vllm_page,
 )
+from probe_run import no_more, probe_reading
 from tui_helpers import screen_text, wait_for
 
 from collectors.fleet import Fleet, FleetState
-from collectors.probe.bundle import probe_script
 from collectors.ssh import ProbeLines, SshNode, SshSource
 from layouts import parse_layout
 from monitor.feeds import MonitorFeed
@@ -159,26 +156,6 @@ async def test_owned_spend_stays_sane_after_one_absurd_power_reading(bad_power: 
 # ---------------------------------------------------------------------------- the SSH probe
 
 
-PYTHON = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
-
-
-
-async def _no_more(size: int) -> bytes:
-    return b""  # the stream behind the one line handed to _sample directly
-
-def probe_reading(tmp_path: Path, engine_url: str) -> dict[str, Any]:
-    """One reading of the real bundled probe, which fetched `engine_url` on its side."""
-    (tmp_path / "empty").mkdir()
-    script = tmp_path / "probe.py"
-    script.write_text(probe_script())
-    config = {"interval_s": 0.05, "count": 1, "engine": {"url": engine_url, "timeout_s": 2}}
-    result = subprocess.run([PYTHON, "-I", str(script), json.dumps(config)],
-                            cwd=tmp_path / "empty", capture_output=True, text=True, timeout=30)
-    assert result.returncode == 0, result.stderr
-    reading: dict[str, Any] = json.loads(result.stdout.splitlines()[0])
-    return reading
-
-
 # what a hostile node's probe line may carry: (part, field, the value's JSON text)
 PROBE_VALUES = [
     pytest.param("gpus", "power_w", "NaN", id="gpu-power-NaN"),
@@ -212,7 +189,7 @@ def test_probe_line_values_are_bounded_where_samples_enter(
         line = line.replace('"name": "ib0"', '"name": "ib0", ' + value)
     source = SshSource([SshNode("n1", "n1", engine_url=server.url("engine"))], interval_s=1.0)
     state = FleetState(["n1"])
-    Fleet(state, [])._emit(source._sample(source.ssh_nodes[0], line.encode(), ProbeLines(_no_more)))
+    Fleet(state, [])._emit(source._sample(source.ssh_nodes[0], line.encode(), ProbeLines(no_more)))
     assert state.nodes["n1"].last_error is None, state.nodes["n1"].last_error
     [sample] = state.nodes["n1"].latest()
     got = getattr(sample.host, field) if part == "host" else getattr(getattr(sample, part)[0], field)
