@@ -34,7 +34,6 @@ from pathlib import Path
 T0_WALL = float(os.environ.get("INFERTOP_BENCH_T0") or time.time())
 
 from rich.console import RenderableType  # noqa: E402
-from textual._compositor import CompositorUpdate  # noqa: E402
 from textual.screen import Screen  # noqa: E402
 
 import tui.app as tui_app  # noqa: E402
@@ -107,9 +106,11 @@ class BenchApp(InfertopApp):
         super()._display(screen, renderable)
         if renderable is None or self._batch_count:
             return
-        if isinstance(renderable, CompositorUpdate):
-            # what a terminal driver would write; headless mode skips it
-            renderable.render_segments(self.console)
+        render_segments = getattr(renderable, "render_segments", None)
+        if render_segments is not None:
+            # what a terminal driver would write for a compositor update; headless mode
+            # skips it (duck-typed: the update's class is private to Textual)
+            render_segments(self.console)
         if self._frame_start is not None:
             self.latency_ms.append((time.perf_counter() - self._frame_start) * 1e3)
             self._frame_start = None
