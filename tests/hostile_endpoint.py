@@ -17,6 +17,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from port_file_process import stop, wait_for_port
+
 
 def silent(conn: socket.socket) -> None:
     while conn.recv(65536):
@@ -60,19 +62,9 @@ def serving(mode: str, port_file: Path) -> Iterator[int]:
     port_file.unlink(missing_ok=True)
     proc = subprocess.Popen([sys.executable, __file__, mode, str(port_file)])
     try:
-        deadline = time.monotonic() + 30.0
-        while not port_file.exists():
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"hostile http ({mode}) did not start")
-            time.sleep(0.05)
-        yield int(port_file.read_text())
+        yield wait_for_port(proc, port_file, f"hostile http ({mode})")
     finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 if __name__ == "__main__":

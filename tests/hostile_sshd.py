@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import asyncssh
+from port_file_process import stop, wait_for_port
 
 GOOD = {"gpus": [{"index": i, "util_pct": 50.0, "power_w": 300.0} for i in range(8)], "notes": []}
 # a real engine's exposition rides along, as the probe ships it: each line costs a parse
@@ -119,21 +120,11 @@ def serving(mode: str, where: Path) -> Iterator[int]:
     (where / "port").unlink(missing_ok=True)
     proc = subprocess.Popen([sys.executable, __file__, mode, str(where)], stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 30.0
-        while not (where / "port").exists():
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"hostile sshd ({mode}) did not start")
-            time.sleep(0.05)
-        port = int((where / "port").read_text())
+        port = wait_for_port(proc, where / "port", f"hostile sshd ({mode})")
         (where / "layout.toml").write_text(layout_text(where, port))
         yield port
     finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 if __name__ == "__main__":
