@@ -55,6 +55,7 @@ GPU_BOUNDS: Bounds = {
     "nvlink_errors_total": _COUNTER,
     "nvlink_tx_bytes_per_s": (0.0, 4e12),  # NVLink 5 carries 0.9 TB/s each way
     "nvlink_rx_bytes_per_s": (0.0, 4e12),
+    "nvlink_bytes_per_s": (0.0, 8e12),
 }
 NIC_BOUNDS: Bounds = {
     "speed_gbps": (0.0, 3200.0),  # 3.2 Tb/s: four times today's fastest port

@@ -58,6 +58,9 @@ class GpuSample(_Frozen):
     # used where no cumulative counter is available
     nvlink_tx_bytes_per_s: float | None = None
     nvlink_rx_bytes_per_s: float | None = None
+    # NVLink throughput of both directions together, where the source does not split them
+    # (dcgm-exporter's default DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, payload only)
+    nvlink_bytes_per_s: float | None = None
 
 
 class NicSample(_Frozen):

@@ -45,6 +45,7 @@ class GpuView(_View):
     nvlink_links_up: int | None = None
     nvlink_tx_bytes_per_s: float | None = None
     nvlink_rx_bytes_per_s: float | None = None
+    nvlink_bytes_per_s: float | None = None  # both directions, where not split (dcgm default)
     # judged by the evaluation (clock_events.py), so every viewer agrees with the verdicts
     clock_events: list[str] | None = None  # labels of the set reasons; None: unknown
     clock_event_level: ClockEventLevel | None = None  # worst of them; None: unknown

@@ -76,13 +76,17 @@ def health_cell(gpu: GpuView) -> Text:
 
 
 def nvlink_cell(gpu: GpuView) -> Text:
+    rates = [r for r in (gpu.nvlink_rx_bytes_per_s, gpu.nvlink_tx_bytes_per_s) if r is not None]
+    if not rates and gpu.nvlink_bytes_per_s is not None:
+        rates = [gpu.nvlink_bytes_per_s]  # both directions together (dcgm-exporter default)
+    traffic = fmt_rate_gbps(sum(rates)) if rates else None
     if gpu.nvlink_links_total is None:
-        return _l(UNKNOWN)
+        # an exporter gives traffic without a link count: still worth showing
+        return _l(traffic or UNKNOWN)
     up = gpu.nvlink_links_up
     text = f"{UNKNOWN if up is None else up}/{gpu.nvlink_links_total} up"
-    rates = [r for r in (gpu.nvlink_rx_bytes_per_s, gpu.nvlink_tx_bytes_per_s) if r is not None]
-    if rates:
-        text += f" {fmt_rate_gbps(sum(rates))}"
+    if traffic:
+        text += f" {traffic}"
     down = up is not None and up < gpu.nvlink_links_total
     return _l(text, TROUBLE if down else "")
 
