@@ -64,6 +64,12 @@ NIC_BOUNDS: Bounds = {
     "xmit_wait_total": _COUNTER,
     "link_downed_total": _COUNTER,
     "errors_total": _COUNTER,
+    "rx_errors_total": _COUNTER,
+    "tx_errors_total": _COUNTER,
+    "rx_drops_total": _COUNTER,
+    "tx_drops_total": _COUNTER,
+    "link_recoveries_total": _COUNTER,
+    "link_integrity_errors_total": _COUNTER,
     "members_up": (0.0, 1024.0),
     "accelerator_index": (0.0, 1024.0),
 }
@@ -102,6 +108,12 @@ COUNTER_MAX_PER_S: Mapping[str, float] = {
     "tx_bytes_total": 4e11,
     "xmit_wait_total": 1e10,  # IB ticks waited: bounded by the port's clock
     "errors_total": 1e10,  # bounded by the packet rate
+    "rx_errors_total": 1e10,
+    "tx_errors_total": 1e10,
+    "rx_drops_total": 1e10,
+    "tx_drops_total": 1e10,
+    "link_recoveries_total": 1e6,  # each takes link retraining: far fewer than packets
+    "link_integrity_errors_total": 1e6,
     "nvlink_tx_bytes_total": 4e12,
     "nvlink_rx_bytes_total": 4e12,
 }

@@ -241,6 +241,26 @@ def _put_nvlink_traffic(
 
 # /sys/class/infiniband/<dev>/ports/<n>/state ids
 _IB_STATES = {0: "nop", 1: "down", 2: "init", 3: "armed", 4: "active", 5: "active_defer"}
+# …/phys_state ids (node_exporter 1.12.1's HELP text of node_infiniband_physical_state_id)
+_IB_PHYS_STATES = {
+    0: "no_change", 1: "sleep", 2: "polling", 3: "disabled", 4: "shift", 5: "link_up",
+    6: "link_error_recover", 7: "phytest",
+}
+# NicSample counter field → node_exporter names (netdev: the default "legacy" names, then
+# those of --collector.netdev.enable-detailed-metrics)
+_NETDEV_ERRORS: dict[str, tuple[str, ...]] = {
+    "rx_errors_total": ("node_network_receive_errs_total", "node_network_receive_errors_total"),
+    "tx_errors_total": ("node_network_transmit_errs_total", "node_network_transmit_errors_total"),
+    "rx_drops_total": ("node_network_receive_drop_total", "node_network_receive_dropped_total"),
+    "tx_drops_total": ("node_network_transmit_drop_total", "node_network_transmit_dropped_total"),
+}
+_IB_ERRORS: dict[str, str] = {
+    "rx_errors_total": "node_infiniband_port_errors_received_total",
+    "link_recoveries_total": "node_infiniband_link_error_recovery_total",
+    "link_integrity_errors_total": "node_infiniband_local_link_integrity_errors_total",
+    "rx_drops_total": "node_infiniband_port_discards_received_total",
+    "tx_drops_total": "node_infiniband_port_discards_transmitted_total",
+}
 # ARPHRD_* of /sys/class/net/<if>/type
 _ARPHRD_KINDS: dict[int, NicKind] = {1: "ethernet", 32: "infiniband", 772: "loopback"}
 
@@ -274,6 +294,8 @@ def _ib_ports(families: Exposition) -> list[NicSample]:
     wait = per_port("node_infiniband_port_transmit_wait_total")
     downed = per_port("node_infiniband_link_downed_total")
     symbol = per_port("node_infiniband_symbol_error_total")
+    phys = per_port("node_infiniband_physical_state_id")
+    ib_errors = {field: per_port(name) for field, name in _IB_ERRORS.items()}
     keys = sorted({*state, *rate, *rx, *tx})
     ports_per_dev: dict[str, int] = {}
     for dev, _ in keys:
@@ -294,6 +316,9 @@ def _ib_ports(families: Exposition) -> list[NicSample]:
                 xmit_wait_total=wait.get(key),
                 link_downed_total=downed.get(key),
                 errors_total=symbol.get(key),
+                physical_state=None if key not in phys
+                else _IB_PHYS_STATES.get(int(phys[key]), "unknown"),
+                **{field: table.get(key) for field, table in ib_errors.items()},
             )
         )
     return nics
@@ -328,6 +353,10 @@ def nic_samples_from_node_exporter(families: Exposition) -> list[NicSample]:
     arp_type = _by_label(families, "node_network_protocol_type", "device")
     slaves = _by_label(families, "node_bonding_slaves", "master")
     active = _by_label(families, "node_bonding_active", "master")
+    netdev_errors = {
+        field: _by_label(families, families.first_present(names) or names[0], "device")
+        for field, names in _NETDEV_ERRORS.items()
+    }
     devices = sorted({*rx, *tx, *up, *info, *slaves})
     nics: list[NicSample] = []
     for dev in devices:
@@ -364,9 +393,24 @@ def nic_samples_from_node_exporter(families: Exposition) -> list[NicSample]:
                 tx_bytes_total=value(tx),
                 members=members,
                 members_up=members_up,
+                **{field: value(table) for field, table in netdev_errors.items()},
             )
         )
     return nics + _ib_ports(families)
+
+
+def node_exporter_unseen(families: Exposition, nics: Sequence[NicSample]) -> dict[str, str]:
+    """What a node_exporter page does not let infertop see about its ports' errors."""
+    ib = [n for n in nics if n.kind == "infiniband" and n.rx_bytes_total is not None]
+    if ib and all(n.rx_errors_total is None and n.link_recoveries_total is None for n in ib):
+        return {"nic_errors": "node_exporter reports no InfiniBand error counters "
+                "(node_infiniband_port_errors_received_total): is the infiniband collector's "
+                "counters directory readable?"}
+    netdev = [n for n in nics if n.kind != "infiniband" and n.rx_bytes_total is not None]
+    if netdev and all(n.rx_errors_total is None for n in netdev):
+        return {"nic_errors": "node_exporter reports no network device error counters "
+                "(node_network_receive_errs_total)"}
+    return {}
 
 
 def bond_notes(families: Exposition, nics: Sequence[NicSample]) -> list[str]:
@@ -401,7 +445,11 @@ def _node_parts(families: Exposition) -> dict[str, object]:
     if not (families.has_prefix("node_network_") or families.has_prefix("node_infiniband_")):
         return {}
     nics = nic_samples_from_node_exporter(families)
-    return {"nics": nics, "notes": bond_notes(families, nics)}
+    parts: dict[str, object] = {"nics": nics, "notes": bond_notes(families, nics)}
+    unseen = node_exporter_unseen(families, nics)
+    if unseen:
+        parts["unseen"] = unseen
+    return parts
 
 
 #: Recognisers for exporter pages, tried in order on every `metrics` URL of a node. Each
@@ -425,7 +473,8 @@ EXPORTER_WANTED: set[str] = {
     "node_infiniband_state_id", "node_infiniband_rate_bytes_per_second",
     "node_infiniband_port_data_received_bytes_total", "node_infiniband_port_data_transmitted_bytes_total",
     "node_infiniband_port_transmit_wait_total", "node_infiniband_link_downed_total",
-    "node_infiniband_symbol_error_total",
+    "node_infiniband_symbol_error_total", "node_infiniband_physical_state_id",
+    *(n for names in _NETDEV_ERRORS.values() for n in names), *_IB_ERRORS.values(),
 }
 
 

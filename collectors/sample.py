@@ -75,6 +75,16 @@ class NicSample(_Frozen):
     xmit_wait_total: float | None = None  # counter (IB port_xmit_wait)
     link_downed_total: float | None = None  # counter
     errors_total: float | None = None  # counter (symbol errors, RoCE error packets, …)
+    # node_exporter's per-port error counters (netdev *_errs / *_drop; IB port_errors_received,
+    # link_error_recovery, local_link_integrity_errors), each a counter
+    rx_errors_total: float | None = None
+    tx_errors_total: float | None = None
+    rx_drops_total: float | None = None
+    tx_drops_total: float | None = None
+    link_recoveries_total: float | None = None  # IB: the link recovered from an error state
+    link_integrity_errors_total: float | None = None  # IB: local physical errors over threshold
+    # IB physical state ("link_up", "polling", "disabled", "link_error_recover", …)
+    physical_state: str | None = None
     netdev: str | None = None  # the Ethernet device of an IB/RoCE port, when known
     members: list[str] | None = None  # bond members
     members_up: int | None = None  # bond members whose MII status is up

@@ -63,6 +63,14 @@ class NicView(_View):
     xmit_wait_per_s: float | None = None
     link_downed_total: float | None = None
     errors_per_s: float | None = None
+    # per-port error rates from node_exporter's counters (reset-aware, like every rate)
+    rx_errors_per_s: float | None = None
+    tx_errors_per_s: float | None = None
+    rx_drops_per_s: float | None = None
+    tx_drops_per_s: float | None = None
+    link_recoveries_per_s: float | None = None
+    link_integrity_errors_per_s: float | None = None
+    physical_state: str | None = None
     members: list[str] | None = None
     members_up: int | None = None
     accelerator_index: int | None = None

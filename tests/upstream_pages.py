@@ -241,6 +241,10 @@ _IB_HELP = {
     "symbol_error_total": "Number of minor link errors detected on one or more physical lanes.",
     "port_transmit_wait_total": "Number of ticks during which the port had data to transmit "
     "but no data was sent during the entire tick",
+    "port_discards_received_total": "Number of inbound packets discarded by the port because "
+    "the port is down or congested",
+    "port_discards_transmitted_total": "Number of outbound packets discarded by the port "
+    "because the port is down or congested",
 }
 _IB_GAUGES = {"state_id", "physical_state_id", "rate_bytes_per_second"}
 

@@ -112,6 +112,18 @@ def gpu_row(
     )
 
 
+def port_errors_per_s(nic: NicView) -> float | None:
+    """Every known error rate of a port together (symbol / RoCE errors, received and sent
+    errors, link integrity errors, link recoveries); None when none is known. Drops are
+    not errors (a full queue, a down port) and are left to the JSON snapshot."""
+    known = [
+        r for r in (nic.errors_per_s, nic.rx_errors_per_s, nic.tx_errors_per_s,
+                    nic.link_integrity_errors_per_s, nic.link_recoveries_per_s)
+        if r is not None
+    ]
+    return sum(known) if known else None
+
+
 def nic_row(nic: NicView) -> tuple[Text, ...]:
     up = nic.up
     expected = nic.expected_gbps is not None
@@ -131,6 +143,7 @@ def nic_row(nic: NicView) -> tuple[Text, ...]:
                                                                     for m in nic.members[:8]),
                   TROUBLE if short else "")
     waits = nic.xmit_wait_per_s
+    errors = port_errors_per_s(nic)
     return (
         inert(nic.name, max_len=40),
         inert(nic.kind, max_len=10),
@@ -139,7 +152,7 @@ def nic_row(nic: NicView) -> tuple[Text, ...]:
         _r(fmt_rate_gbps(nic.rx_bytes_per_s)),
         _r(fmt_rate_gbps(nic.tx_bytes_per_s)),
         _r(fmt_num(waits, 0), WARN if waits else ""),
-        _r(fmt_num(nic.errors_per_s, 1), WARN if nic.errors_per_s else ""),
+        _r(fmt_num(errors, 1), WARN if errors else ""),
         bond,
     )
 

@@ -52,14 +52,27 @@ def gpu_counters(sample: NodeSample) -> Values:
     }
 
 
+#: port error counters → the view's rate of each (node_exporter's netdev and IB counters)
+NIC_ERROR_RATES: dict[str, str] = {
+    "rx_errors_total": "rx_errors_per_s",
+    "tx_errors_total": "tx_errors_per_s",
+    "rx_drops_total": "rx_drops_per_s",
+    "tx_drops_total": "tx_drops_per_s",
+    "link_recoveries_total": "link_recoveries_per_s",
+    "link_integrity_errors_total": "link_integrity_errors_per_s",
+}
+
+
 def nic_counters(sample: NodeSample) -> Values:
     """The known port counters a view derives rates from, keyed (port name, field)."""
     return {
         (n.name, attr): value
         for n in sample.nics or ()
-        for attr in ("rx_bytes_total", "tx_bytes_total", "xmit_wait_total", "errors_total")
+        for attr in ("rx_bytes_total", "tx_bytes_total", "xmit_wait_total", "errors_total",
+                     *NIC_ERROR_RATES)
         if (value := getattr(n, attr)) is not None
     }
+
 
 
 ENGINE_RATE_FIELDS = (
@@ -151,6 +164,10 @@ def nic_views(
                 if nic.xmit_wait_total is not None
                 else None,
                 errors_per_s=rates.rate((name, "errors_total")) if nic.errors_total is not None else None,
+                **{
+                    rate: rates.rate((name, counter)) if getattr(nic, counter) is not None else None
+                    for counter, rate in NIC_ERROR_RATES.items()
+                },
             )
         )
     seen = {nic.name for nic in latest.nics}
