@@ -64,6 +64,8 @@ NIC_BOUNDS: Bounds = {
     "xmit_wait_total": _COUNTER,
     "link_downed_total": _COUNTER,
     "errors_total": _COUNTER,
+    "rx_bytes_per_s": (0.0, 4e11),  # 3.2 Tb/s in bytes
+    "tx_bytes_per_s": (0.0, 4e11),
     "rx_errors_total": _COUNTER,
     "tx_errors_total": _COUNTER,
     "rx_drops_total": _COUNTER,

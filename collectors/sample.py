@@ -75,6 +75,10 @@ class NicSample(_Frozen):
     xmit_wait_total: float | None = None  # counter (IB port_xmit_wait)
     link_downed_total: float | None = None  # counter
     errors_total: float | None = None  # counter (symbol errors, RoCE error packets, …)
+    # traffic as a rate read directly, where the source has no byte counter (npu-exporter's
+    # npu_chip_info_bandwidth_rx/tx gauges); a counter's rate wins where both are known
+    rx_bytes_per_s: float | None = None
+    tx_bytes_per_s: float | None = None
     # node_exporter's per-port error counters (netdev *_errs / *_drop; IB port_errors_received,
     # link_error_recovery, local_link_integrity_errors), each a counter
     rx_errors_total: float | None = None

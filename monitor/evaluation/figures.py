@@ -96,7 +96,7 @@ def _as_read(view: type[BaseModel], sample: type[BaseModel], derived: set[str]) 
 
 
 GPU_AS_READ = _as_read(GpuView, GpuSample, {"nvlink_tx_bytes_per_s", "nvlink_rx_bytes_per_s"})
-NIC_AS_READ = _as_read(NicView, NicSample, set())
+NIC_AS_READ = _as_read(NicView, NicSample, {"rx_bytes_per_s", "tx_bytes_per_s"})
 
 
 def gpu_views(samples: Sequence[NodeSample], rates: WindowRates | None = None) -> list[GpuView]:
@@ -158,8 +158,13 @@ def nic_views(
                 **{f: getattr(nic, f) for f in NIC_AS_READ},
                 slow=_slow(nic.speed_gbps, expected_gbps, rate_ratio),
                 expected_gbps=expected_gbps,
-                rx_bytes_per_s=rates.rate((name, "rx_bytes_total")),
-                tx_bytes_per_s=rates.rate((name, "tx_bytes_total")),
+                # a rate from the byte counters, else one the exporter read as a rate
+                rx_bytes_per_s=rates.rate((name, "rx_bytes_total"))
+                if nic.rx_bytes_total is not None
+                else nic.rx_bytes_per_s,
+                tx_bytes_per_s=rates.rate((name, "tx_bytes_total"))
+                if nic.tx_bytes_total is not None
+                else nic.tx_bytes_per_s,
                 xmit_wait_per_s=rates.rate((name, "xmit_wait_total"))
                 if nic.xmit_wait_total is not None
                 else None,
