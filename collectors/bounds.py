@@ -41,6 +41,7 @@ GPU_BOUNDS: Bounds = {
     "util_pct": (0.0, 100.0),
     "mem_used_bytes": (0.0, 16 * TIB),
     "mem_total_bytes": (0.0, 16 * TIB),
+    "mem_info_version": (1.0, 2.0),
     "power_w": (0.0, 5000.0),  # a whole GB300 superchip draws well under 2 kW
     "temp_c": (-50.0, 200.0),
     "sm_clock_mhz": (0.0, 10_000.0),

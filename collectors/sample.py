@@ -37,6 +37,9 @@ class GpuSample(_Frozen):
     util_pct: float | None = None
     mem_used_bytes: int | None = None
     mem_total_bytes: int | None = None
+    # which NVML memory call gave the two above: 2 (driver-reserved memory apart, as
+    # nvidia-smi shows it) or 1 (older drivers: reserved memory counted as used)
+    mem_info_version: int | None = None
     power_w: float | None = None
     temp_c: float | None = None
     sm_clock_mhz: float | None = None

@@ -36,6 +36,7 @@ class GpuView(_View):
     sm_clock_mhz: float | None = None
     # additions
     kind: str = "gpu"
+    mem_info_version: int | None = None  # NVML memory call: 2 as nvidia-smi, 1 older (see sample)
     clock_event_reasons: int | None = None
     xid_last: int | None = None
     ecc_uncorrected_total: int | None = None

@@ -224,6 +224,13 @@ def notes_text(node: NodeView) -> Text:
         out.append("error: ", TROUBLE)
         out.append(inert(node.error, max_len=300))
         out.append("\n")
+    old_memory = [str(g.index) for g in node.gpus if g.mem_info_version == 1]
+    if old_memory:
+        # drawn from the view, not judged: which NVML call the MEM figures come from
+        out.append("note: ", GREY)
+        out.append(f"GPU {', '.join(old_memory)} memory from NVML v1 (this driver has no v2): "
+                   "used includes the driver's reserved memory, nvidia-smi shows less")
+        out.append("\n")
     for note in node.notes:
         out.append("note: ", GREY)
         out.append(inert(note, max_len=300))
