@@ -79,12 +79,13 @@ _DCGM_UNSEEN: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("clock_events", _DCGM_CLOCK_REASONS,
      "dcgm-exporter does not collect DCGM_FI_DEV_CLOCKS_EVENT_REASONS"),
     ("ecc", _DCGM_ECC_DBE, "dcgm-exporter does not collect DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"),
+    # a GPU without NVLink (PCIe cards) has these blank, and dcgm-exporter skips blanks
     ("nvlink_errors", (*_DCGM_NVLINK_ERRORS, *_DCGM_NVLINK_ERRORS_PER_LINK),
      "dcgm-exporter does not collect the NVLink error counters "
-     "(DCGM_FI_DEV_NVLINK_*_ERROR_COUNT_TOTAL)"),
+     "(DCGM_FI_DEV_NVLINK_*_ERROR_COUNT_TOTAL), or the GPUs have no NVLink"),
     ("nvlink", (*(n for t in _DCGM_NVLINK_DIRECTED for n in t[:2]), *_DCGM_NVLINK_TOTAL),
-     "dcgm-exporter collects no NVLink traffic field (DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL "
-     "or DCGM_FI_PROF_NVLINK_{TX,RX}_BYTES)"),
+     "dcgm-exporter does not collect NVLink traffic (DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL), "
+     "or the GPUs have no NVLink"),
 )
 
 
@@ -146,7 +147,7 @@ def _per_gpu_sum(
 def dcgm_unseen(families: Exposition) -> dict[str, str]:
     """What a dcgm-exporter page does not let infertop see, and why (`NodeSample.unseen`)."""
     return {
-        key: f"{reason}; add the lines of {DCGM_COUNTERS_DOC} to its counters CSV"
+        key: f"{reason} (add it: {DCGM_COUNTERS_DOC})"
         for key, names, reason in _DCGM_UNSEEN
         if families.first_present(names) is None
     }
