@@ -40,12 +40,12 @@ _DCGM_ECC_DBE = ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL
 # takes the first entry it has a series for. The profiling fields are bytes/s per GPU;
 # their per-link twins (label `nvlink`, one series per link) are summed over the links.
 # DCGM_FI_DEV_NVLINK_{TX,RX}_THROUGHPUT_TOTAL share the unit of the total below.
-_NVLINK_KIB_PER_UNIT = 1000.0 * 1024.0
+NVLINK_TOTAL_BYTES_PER_UNIT = 1000.0 * 1024.0
 _DCGM_NVLINK_DIRECTED: tuple[tuple[str, str, float], ...] = (
     ("DCGM_FI_PROF_NVLINK_TX_BYTES", "DCGM_FI_PROF_NVLINK_RX_BYTES", 1.0),
     ("DCGM_FI_PROF_NVLINK_TX_BYTES_PER_LINK", "DCGM_FI_PROF_NVLINK_RX_BYTES_PER_LINK", 1.0),
     ("DCGM_FI_DEV_NVLINK_TX_THROUGHPUT_TOTAL", "DCGM_FI_DEV_NVLINK_RX_THROUGHPUT_TOTAL",
-     _NVLINK_KIB_PER_UNIT),
+     NVLINK_TOTAL_BYTES_PER_UNIT),
 )
 # The one NVLink traffic field in dcgm-exporter's default counters (4.5.3-4.8.2):
 # DCGM field 449, alias of DCGM_FI_DEV_NVLINK_THROUGHPUT_TOTAL. Declared a "counter" in
@@ -235,7 +235,7 @@ def _put_nvlink_traffic(
                     put(index, labels, field, value * factor)
     for index, (labels, value) in _per_gpu(families, _DCGM_NVLINK_TOTAL, hostname).items():
         if index not in done:
-            put(index, labels, "nvlink_bytes_per_s", value * _NVLINK_KIB_PER_UNIT)
+            put(index, labels, "nvlink_bytes_per_s", value * NVLINK_TOTAL_BYTES_PER_UNIT)
 
 
 # ---------------------------------------------------------------------------- node_exporter
@@ -264,6 +264,11 @@ _IB_ERRORS: dict[str, str] = {
 }
 # ARPHRD_* of /sys/class/net/<if>/type
 _ARPHRD_KINDS: dict[int, NicKind] = {1: "ethernet", 32: "infiniband", 772: "loopback"}
+
+
+def ib_physical_state(state_id: float | None) -> str | None:
+    """node_infiniband_physical_state_id → its name (None when not reported)."""
+    return None if state_id is None else _IB_PHYS_STATES.get(int(state_id), "unknown")
 
 
 def _by_label(families: Exposition, name: str, label: str) -> dict[str, tuple[dict[str, str], float]]:
@@ -317,8 +322,7 @@ def _ib_ports(families: Exposition) -> list[NicSample]:
                 xmit_wait_total=wait.get(key),
                 link_downed_total=downed.get(key),
                 errors_total=symbol.get(key),
-                physical_state=None if key not in phys
-                else _IB_PHYS_STATES.get(int(phys[key]), "unknown"),
+                physical_state=ib_physical_state(phys.get(key)),
                 **{field: table.get(key) for field, table in ib_errors.items()},
             )
         )
