@@ -138,6 +138,17 @@ def parse_bonding(text):
 _RATE = re.compile(r"([\d.]+)\s*Gb/sec")
 
 
+# …/ports/<n>/phys_state ids, named as collectors.exporters names node_exporter's
+_PHYS_STATES = {0: "no_change", 1: "sleep", 2: "polling", 3: "disabled", 4: "shift", 5: "link_up",
+                6: "link_error_recover", 7: "phytest"}
+
+
+def _phys_state_name(text):
+    """ "5: LinkUp" → "link_up" (None when unreadable)."""
+    head = (text or "").split(":", 1)[0].strip()
+    return _PHYS_STATES.get(int(head), "unknown") if head.isdigit() else None
+
+
 def read_ib(root=SYS_IB):
     """InfiniBand / RoCE ports: state, rate, data counters (octets ÷ 4 → ×4), waits."""
     ports = []
@@ -166,6 +177,12 @@ def read_ib(root=SYS_IB):
                     "xmit_wait_total": _read_int(os.path.join(counters, "port_xmit_wait")),
                     "link_downed_total": _read_int(os.path.join(counters, "link_downed")),
                     "errors_total": _read_int(os.path.join(counters, "symbol_error")),
+                    # the counters node_exporter's infiniband collector reads from here too
+                    "rx_errors_total": _read_int(os.path.join(counters, "port_rcv_errors")),
+                    "link_recoveries_total": _read_int(os.path.join(counters, "link_error_recovery")),
+                    "link_integrity_errors_total": _read_int(
+                        os.path.join(counters, "local_link_integrity_errors")),
+                    "physical_state": _phys_state_name(_read(os.path.join(base, "phys_state"))),
                     "netdev": netdevs[0] if netdevs else None,
                 }
             )
