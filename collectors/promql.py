@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collectors.bounds import whole
+from collectors.exporters import NVLINK_TOTAL_BYTES_PER_UNIT, ib_physical_state
 from collectors.profiles import ENGINE_LABELS, CustomProfiles, ProfileError, resolve_profile
 from collectors.sample import (
     ENGINE_COUNTER_FIELDS,
@@ -150,6 +151,13 @@ class QueryBuilder:
                 "max", self._alts(("DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_XID_ERROR")), by)),
             Query("gpu", "energy_mj_total", self.agg(
                 "max", self.sel("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"), by)),
+            # the default CSV's NVLink field: a rate in 1000-KiB/s units (collectors.exporters)
+            Query("gpu", "nvlink_total", self.agg(
+                "max", self.sel("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"), by)),
+            Query("gpu", "clock_event_reasons", self.agg("max", self._alts(
+                ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")), by)),
+            Query("gpu", "ecc_dbe", self.agg("max", self._alts(
+                ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL")), by)),
             Query("gpu", "timestamp", self.agg(
                 "max", self._alts(("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_UTIL_RATIO"), wrap="timestamp"))),
         ]
@@ -172,6 +180,22 @@ class QueryBuilder:
                 "max", self.sel("node_infiniband_rate_bytes_per_second"), ib)),
             Query("node", "ib_wait", self.agg(
                 "sum", self.sel("node_infiniband_port_transmit_wait_total"), ib)),
+            # per-port error counters (node_exporter 1.12.1 names; see collectors.exporters)
+            Query("node", "ib_rx_errors", self.agg(
+                "sum", self.sel("node_infiniband_port_errors_received_total"), ib)),
+            Query("node", "ib_recoveries", self.agg(
+                "sum", self.sel("node_infiniband_link_error_recovery_total"), ib)),
+            Query("node", "ib_integrity", self.agg(
+                "sum", self.sel("node_infiniband_local_link_integrity_errors_total"), ib)),
+            Query("node", "ib_phys", self.agg("max", self.sel("node_infiniband_physical_state_id"), ib)),
+            Query("node", "eth_rx_errors", self.agg("sum", self.sel(
+                "node_network_receive_errs_total", real), eth)),
+            Query("node", "eth_tx_errors", self.agg("sum", self.sel(
+                "node_network_transmit_errs_total", real), eth)),
+            Query("node", "eth_rx_drops", self.agg("sum", self.sel(
+                "node_network_receive_drop_total", real), eth)),
+            Query("node", "eth_tx_drops", self.agg("sum", self.sel(
+                "node_network_transmit_drop_total", real), eth)),
             Query("node", "mem_total", self.agg("max", self.sel("node_memory_MemTotal_bytes"))),
             Query("node", "mem_avail", self.agg("max", self.sel("node_memory_MemAvailable_bytes"))),
             Query("node", "load1", self.agg("max", self.sel("node_load1"))),
@@ -244,9 +268,11 @@ SUBKEYS: dict[str, tuple[str, ...]] = {
     "eth_rx": ("device",), "eth_tx": ("device",), "eth_up": ("device",), "eth_speed": ("device",),
     "ib_rx": ("device", "port"), "ib_tx": ("device", "port"), "ib_state": ("device", "port"),
     "ib_rate": ("device", "port"), "ib_wait": ("device", "port"),
+    **{k: ("device", "port") for k in ("ib_rx_errors", "ib_recoveries", "ib_integrity", "ib_phys")},
+    **{k: ("device",) for k in ("eth_rx_errors", "eth_tx_errors", "eth_rx_drops", "eth_tx_drops")},
 }
 _GPU_KEYS = ("mem_used_mib", "mem_free_mib", "power_w", "temp_c", "sm_clock_mhz", "xid_last",
-             "energy_mj_total")
+             "energy_mj_total", "nvlink_total", "clock_event_reasons", "ecc_dbe")
 
 
 def subkeys(tier: str, key: str) -> tuple[str, ...]:
@@ -301,6 +327,10 @@ def gpu_sample(node: str, taken_at: float, fig: Mapping[str, Mapping[tuple[str, 
             power_w=f.get("power_w"), temp_c=f.get("temp_c"), sm_clock_mhz=f.get("sm_clock_mhz"),
             xid_last=_int(f.get("xid_last")),
             energy_j_total=None if energy is None else energy / 1000.0,
+            nvlink_bytes_per_s=None if f.get("nvlink_total") is None
+            else f["nvlink_total"] * NVLINK_TOTAL_BYTES_PER_UNIT,  # type: ignore[operator]
+            clock_event_reasons=_int(f.get("clock_event_reasons")),
+            ecc_uncorrected_total=_int(f.get("ecc_dbe")),
         ))
     if not gpus:
         return None
@@ -320,6 +350,10 @@ def node_sample(node: str, taken_at: float, fig: Mapping[str, Mapping[tuple[str,
             state=None if up is None else ("up" if up >= 1 else "down"),
             speed_gbps=speed * 8 / 1e9 if speed else None,
             rx_bytes_total=eth.get(sub), tx_bytes_total=(fig.get("eth_tx") or {}).get(sub),
+            rx_errors_total=(fig.get("eth_rx_errors") or {}).get(sub),
+            tx_errors_total=(fig.get("eth_tx_errors") or {}).get(sub),
+            rx_drops_total=(fig.get("eth_rx_drops") or {}).get(sub),
+            tx_drops_total=(fig.get("eth_tx_drops") or {}).get(sub),
         ))
     ib = fig.get("ib_rx") or {}
     ports = sorted(set(ib) | set(fig.get("ib_state") or {}))
@@ -337,6 +371,10 @@ def node_sample(node: str, taken_at: float, fig: Mapping[str, Mapping[tuple[str,
             speed_gbps=rate * 8 / 1e9 if rate else None,
             rx_bytes_total=ib.get(sub), tx_bytes_total=(fig.get("ib_tx") or {}).get(sub),
             xmit_wait_total=(fig.get("ib_wait") or {}).get(sub),
+            rx_errors_total=(fig.get("ib_rx_errors") or {}).get(sub),
+            link_recoveries_total=(fig.get("ib_recoveries") or {}).get(sub),
+            link_integrity_errors_total=(fig.get("ib_integrity") or {}).get(sub),
+            physical_state=ib_physical_state((fig.get("ib_phys") or {}).get(sub)),
         ))
     total, avail = single(fig, "mem_total"), single(fig, "mem_avail")
     load1 = single(fig, "load1")

@@ -37,6 +37,9 @@ class GpuSample(_Frozen):
     util_pct: float | None = None
     mem_used_bytes: int | None = None
     mem_total_bytes: int | None = None
+    # which NVML memory call gave the two above: 2 (driver-reserved memory apart, as
+    # nvidia-smi shows it) or 1 (older drivers: reserved memory counted as used)
+    mem_info_version: int | None = None
     power_w: float | None = None
     temp_c: float | None = None
     sm_clock_mhz: float | None = None
@@ -58,6 +61,9 @@ class GpuSample(_Frozen):
     # used where no cumulative counter is available
     nvlink_tx_bytes_per_s: float | None = None
     nvlink_rx_bytes_per_s: float | None = None
+    # NVLink throughput of both directions together, where the source does not split them
+    # (dcgm-exporter's default DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, payload only)
+    nvlink_bytes_per_s: float | None = None
 
 
 class NicSample(_Frozen):
@@ -72,6 +78,20 @@ class NicSample(_Frozen):
     xmit_wait_total: float | None = None  # counter (IB port_xmit_wait)
     link_downed_total: float | None = None  # counter
     errors_total: float | None = None  # counter (symbol errors, RoCE error packets, …)
+    # traffic as a rate read directly, where the source has no byte counter (npu-exporter's
+    # npu_chip_info_bandwidth_rx/tx gauges); a counter's rate wins where both are known
+    rx_bytes_per_s: float | None = None
+    tx_bytes_per_s: float | None = None
+    # node_exporter's per-port error counters (netdev *_errs / *_drop; IB port_errors_received,
+    # link_error_recovery, local_link_integrity_errors), each a counter
+    rx_errors_total: float | None = None
+    tx_errors_total: float | None = None
+    rx_drops_total: float | None = None
+    tx_drops_total: float | None = None
+    link_recoveries_total: float | None = None  # IB: the link recovered from an error state
+    link_integrity_errors_total: float | None = None  # IB: local physical errors over threshold
+    # IB physical state ("link_up", "polling", "disabled", "link_error_recover", …)
+    physical_state: str | None = None
     netdev: str | None = None  # the Ethernet device of an IB/RoCE port, when known
     members: list[str] | None = None  # bond members
     members_up: int | None = None  # bond members whose MII status is up
@@ -138,6 +158,12 @@ class NodeSample(_Frozen):
     engine: EngineSample | None = None
     host: HostSample | None = None
     notes: list[str] = Field(default_factory=list)
+    # What this source could not see on this node although it covers the part, and why:
+    # a capability key ("clock_events", "nvlink", "ecc", "nic_errors", "npu_link_speed", …)
+    # mapped to a one-line reason, e.g. {"clock_events": "dcgm-exporter does not collect
+    # DCGM_FI_DEV_CLOCKS_EVENT_REASONS"}. A blind spot is a finding, not silence: the
+    # coverage evaluation reads this to say what is unknown and why.
+    unseen: dict[str, str] = Field(default_factory=dict)
     # Set when this source failed for this node; the other parts are then None.
     error: str | None = None
 
@@ -147,6 +173,11 @@ class NodeSample(_Frozen):
         # the last net for secrets: a source's message may quote a URL or an exception
         # that holds one; what a sample says is shown, exported and recorded
         return [redact_text(n) for n in notes]
+
+    @field_validator("unseen")
+    @classmethod
+    def _redact_unseen(cls, unseen: dict[str, str]) -> dict[str, str]:
+        return {k: redact_text(v) for k, v in unseen.items()}
 
     @field_validator("error")
     @classmethod

@@ -36,6 +36,7 @@ class GpuView(_View):
     sm_clock_mhz: float | None = None
     # additions
     kind: str = "gpu"
+    mem_info_version: int | None = None  # NVML memory call: 2 as nvidia-smi, 1 older (see sample)
     clock_event_reasons: int | None = None
     xid_last: int | None = None
     ecc_uncorrected_total: int | None = None
@@ -45,6 +46,7 @@ class GpuView(_View):
     nvlink_links_up: int | None = None
     nvlink_tx_bytes_per_s: float | None = None
     nvlink_rx_bytes_per_s: float | None = None
+    nvlink_bytes_per_s: float | None = None  # both directions, where not split (dcgm default)
     # judged by the evaluation (clock_events.py), so every viewer agrees with the verdicts
     clock_events: list[str] | None = None  # labels of the set reasons; None: unknown
     clock_event_level: ClockEventLevel | None = None  # worst of them; None: unknown
@@ -62,6 +64,14 @@ class NicView(_View):
     xmit_wait_per_s: float | None = None
     link_downed_total: float | None = None
     errors_per_s: float | None = None
+    # per-port error rates from node_exporter's counters (reset-aware, like every rate)
+    rx_errors_per_s: float | None = None
+    tx_errors_per_s: float | None = None
+    rx_drops_per_s: float | None = None
+    tx_drops_per_s: float | None = None
+    link_recoveries_per_s: float | None = None
+    link_integrity_errors_per_s: float | None = None
+    physical_state: str | None = None
     members: list[str] | None = None
     members_up: int | None = None
     accelerator_index: int | None = None

@@ -52,14 +52,27 @@ def gpu_counters(sample: NodeSample) -> Values:
     }
 
 
+#: port error counters → the view's rate of each (node_exporter's netdev and IB counters)
+NIC_ERROR_RATES: dict[str, str] = {
+    "rx_errors_total": "rx_errors_per_s",
+    "tx_errors_total": "tx_errors_per_s",
+    "rx_drops_total": "rx_drops_per_s",
+    "tx_drops_total": "tx_drops_per_s",
+    "link_recoveries_total": "link_recoveries_per_s",
+    "link_integrity_errors_total": "link_integrity_errors_per_s",
+}
+
+
 def nic_counters(sample: NodeSample) -> Values:
     """The known port counters a view derives rates from, keyed (port name, field)."""
     return {
         (n.name, attr): value
         for n in sample.nics or ()
-        for attr in ("rx_bytes_total", "tx_bytes_total", "xmit_wait_total", "errors_total")
+        for attr in ("rx_bytes_total", "tx_bytes_total", "xmit_wait_total", "errors_total",
+                     *NIC_ERROR_RATES)
         if (value := getattr(n, attr)) is not None
     }
+
 
 
 ENGINE_RATE_FIELDS = (
@@ -83,7 +96,7 @@ def _as_read(view: type[BaseModel], sample: type[BaseModel], derived: set[str]) 
 
 
 GPU_AS_READ = _as_read(GpuView, GpuSample, {"nvlink_tx_bytes_per_s", "nvlink_rx_bytes_per_s"})
-NIC_AS_READ = _as_read(NicView, NicSample, set())
+NIC_AS_READ = _as_read(NicView, NicSample, {"rx_bytes_per_s", "tx_bytes_per_s"})
 
 
 def gpu_views(samples: Sequence[NodeSample], rates: WindowRates | None = None) -> list[GpuView]:
@@ -145,12 +158,21 @@ def nic_views(
                 **{f: getattr(nic, f) for f in NIC_AS_READ},
                 slow=_slow(nic.speed_gbps, expected_gbps, rate_ratio),
                 expected_gbps=expected_gbps,
-                rx_bytes_per_s=rates.rate((name, "rx_bytes_total")),
-                tx_bytes_per_s=rates.rate((name, "tx_bytes_total")),
+                # a rate from the byte counters, else one the exporter read as a rate
+                rx_bytes_per_s=rates.rate((name, "rx_bytes_total"))
+                if nic.rx_bytes_total is not None
+                else nic.rx_bytes_per_s,
+                tx_bytes_per_s=rates.rate((name, "tx_bytes_total"))
+                if nic.tx_bytes_total is not None
+                else nic.tx_bytes_per_s,
                 xmit_wait_per_s=rates.rate((name, "xmit_wait_total"))
                 if nic.xmit_wait_total is not None
                 else None,
                 errors_per_s=rates.rate((name, "errors_total")) if nic.errors_total is not None else None,
+                **{
+                    rate: rates.rate((name, counter)) if getattr(nic, counter) is not None else None
+                    for counter, rate in NIC_ERROR_RATES.items()
+                },
             )
         )
     seen = {nic.name for nic in latest.nics}
