@@ -60,8 +60,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, handlers=[handler])
         command = tui if args.command is None else by_name[args.command]
         return int(command.run(args))
-    except (UsageError, LayoutError) as exc:
-        say(f"infertop: {exc}" if isinstance(exc, LayoutError) else exc)
+    except LayoutError as exc:
+        for line in exc.lines():  # every problem of the layout, one line each
+            say(f"infertop: {line}")
+        return EXIT_BAD_INPUT
+    except UsageError as exc:
+        say(exc)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130
