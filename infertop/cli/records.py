@@ -42,7 +42,8 @@ def _row(r: RecordSummary) -> tuple[str, ...]:
 
 
 def _table(records: list[RecordSummary]) -> str:
-    rows: list[tuple[str, ...]] = [("RECORD", "CLUSTER", "STARTED (UTC)", "LAST TICK", "TICKS", "SIZE", "STATE")]
+    header = ("RECORD", "CLUSTER", "STARTED (UTC)", "LAST TICK", "TICKS", "SIZE", "STATE")
+    rows: list[tuple[str, ...]] = [header]
     rows += [_row(r) for r in records]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
