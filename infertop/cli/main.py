@@ -24,6 +24,7 @@ from infertop.cli.common import (
     InertFormatter,
     Parser,
     UsageError,
+    add_interval_arg,
     inert_excepthook,
     say,
 )
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"infertop {__version__}")
     parser.add_argument("--layout", metavar="FILE", help="layout file (default: this machine)")
+    add_interval_arg(parser)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging to stderr")
     parser.add_argument("--record", metavar="FILE", default=None,
                         help="session record (default: one per layout in $INFERTOP_STATE_DIR or "

@@ -400,7 +400,7 @@ MAX_INCIDENT_LINES = 50
 def _node_rows(rec: Recording, found: Scan) -> list[tuple[object, ...]]:
     """One row per node: the ledger's spend, the rest from the recorded snapshots. Work
     billed to no node (extras) gets its own row only when there is some."""
-    config = {n.name: n for n in rec.layout.nodes} if rec.layout else {}
+    config = {n.name: n for n in rec.layout.nodes if n.name is not None} if rec.layout else {}
     spend = dict(rec.ledger.spend_by_node) if rec.ledger is not None else {}
     extras = spend.pop(CLUSTER_ROW, ZERO)
     rows: list[tuple[object, ...]] = []

@@ -216,7 +216,7 @@ def test_report_lists_incidents_and_real_per_node_figures(tmp_path: Path) -> Non
 
 
 def test_chart_axes_fit_the_data_and_mark_phases_and_incidents(tmp_path: Path) -> None:
-    path, idle_from, _ = record_idle_run(tmp_path)
+    path, _, _ = record_idle_run(tmp_path)
     out = tmp_path / "out"
     assert main(["report", str(path), "--out", str(out)]) == 0
     ns = "{http://www.w3.org/2000/svg}"
