@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import NoReturn
 
 from infertop import __version__
-from infertop.cli import demo, export, phase, record, records, replay, report, snapshot, tui
+from infertop.cli import completion, demo, export, phase, record, records, replay, report, snapshot, tui
 from infertop.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_OK,
@@ -30,14 +30,13 @@ from infertop.cli.common import (
 )
 from layouts import LayoutError
 
-SUBCOMMANDS: tuple[ModuleType, ...] = (snapshot, record, phase, report, replay, export, demo, records)
+SUBCOMMANDS: tuple[ModuleType, ...] = (
+    snapshot, record, phase, report, replay, export, demo, records, completion,
+)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(
-        prog="infertop",
-        description="Live terminal monitor for DeepSeek/DeepInfer-style inference clusters.",
-    )
+def add_global_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags before any subcommand (the live TUI's)."""
     parser.add_argument("--version", action="version", version=f"infertop {__version__}")
     parser.add_argument("--layout", metavar="FILE", help="layout file (default: this machine)")
     add_interval_arg(parser)
@@ -46,6 +45,14 @@ def build_parser() -> argparse.ArgumentParser:
                         help="session record (default: one per layout in $INFERTOP_STATE_DIR or "
                              "$XDG_STATE_HOME/infertop)")
     parser.add_argument("--no-record", action="store_true", help="do not record the session")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(
+        prog="infertop",
+        description="Live terminal monitor for DeepSeek/DeepInfer-style inference clusters.",
+    )
+    add_global_arguments(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for command in SUBCOMMANDS:
         command.add_arguments(sub.add_parser(command.NAME, help=command.HELP, description=command.HELP))
