@@ -9,7 +9,8 @@ renamed or dropped.
 from __future__ import annotations
 
 import json
-from typing import Literal
+from datetime import UTC, datetime
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
@@ -106,8 +107,12 @@ class VerdictView(_View):
     kind: str
     detail: str
     severity: Severity = "warning"
-    since: float | None = None  # unix seconds when the verdict started
+    since: float | None = None  # unix seconds when the verdict started (JSON: ISO 8601)
     usd_per_hour_at_stake: float | None = None
+    # a condition seen but not yet held for its hold time: only reported when asked
+    # (`infertop snapshot`, whose window may be shorter than the hold), never in the TUI
+    pending: bool = False
+    held_s: float | None = None  # how long a pending condition has held so far
 
 
 class LinksView(_View):
@@ -235,6 +240,36 @@ class Snapshot(_View):
         """The snapshot as plain JSON data: every NaN or infinity is None (JSON null).
         Values are bounded where samples enter (`collectors.bounds`); this is the last
         guard, so that `json.dumps(..., allow_nan=False)` can never fail on a figure.
-        pydantic's JSON writer maps non-finite floats to null (its `model_dump` does not)."""
+        pydantic's JSON writer maps non-finite floats to null (its `model_dump` does not).
+
+        The public JSON also follows two conventions the in-memory model does not need:
+        times are ISO 8601 strings like `taken_at` (a verdict's `since`), and money is
+        rounded to the cent (`1354.5`, never `1354.4959999999996`)."""
         data: dict[str, object] = json.loads(self.model_dump_json(by_alias=True))
-        return data
+        return _public_json(data)
+
+
+def _iso_utc(epoch_s: float) -> str:
+    return datetime.fromtimestamp(epoch_s, UTC).isoformat()  # the form of `taken_at`
+
+
+# session totals counted in whole tokens / requests (the ledger sums them as floats)
+_COUNT_KEYS = frozenset({"accepted_tokens", "requests_finished", "prompt_tokens", "prompt_cached_tokens"})
+
+
+def _public_json(value: Any, key: str = "") -> Any:
+    """Money to the cent, counts as integers, epoch `since` as ISO 8601, recursively."""
+    if isinstance(value, dict):
+        return {k: _public_json(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_public_json(v, key) for v in value]
+    if isinstance(value, float):
+        if key == "since":
+            return _iso_utc(value)
+        if key.endswith("_usd") or key.startswith(("usd_per_hour", "usd_per_million")):
+            return round(value, 2)
+        if key.startswith("usd_per_"):  # per request / task: can be well under a cent
+            return round(value, 6)
+        if key in _COUNT_KEYS:
+            return round(value)
+    return value

@@ -184,5 +184,6 @@ def test_layout_accepts_matchers_and_label_lists() -> None:
     layout = parse_layout(
         '[prometheus]\nurl = "http://p:9090"\nnode_label = ["Hostname", "instance"]\n'
         'selector = \'cluster="a", job=~"vllm.*"\'\n'
+        '[[nodes]]\nname = "decode-01"\n'  # a layout without nodes (and no discover) is refused
     )
     assert layout.prometheus is not None and layout.prometheus.selector == 'cluster="a", job=~"vllm.*"'
