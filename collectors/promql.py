@@ -51,7 +51,9 @@ VIRTUAL_NICS = "lo|veth.*|docker.*|br-.*|cali.*|flannel.*|cni.*|virbr.*|tun.*|ta
 # several engines on one node (data parallel): KV usage is averaged, the rest summed, and
 # steps are summed per engine then averaged over engines (they step in lockstep) — the
 # same aggregation collectors/profiles.py applies to a scraped page
-_ENGINE_AVG = frozenset({"kv_cache_usage"})
+_ENGINE_AVG = frozenset({"kv_cache_usage", "spec_accept_rate", "spec_accept_length"})
+# read from a page only to weigh other figures (collectors/profiles.py), not a sample field
+_ENGINE_HELPERS = frozenset({"spec_verify_calls"})
 _ENGINE_STEPS = "steps_total"
 
 _MIB = 1024 * 1024
@@ -77,9 +79,37 @@ def profile_metrics(
             pairs += [(f"{hist}{sfx}", f"{b}{sfx}") for b in bases for sfx in ("_sum", "_count")]
         for field_name, metric in pairs:
             names = merged.setdefault(field_name, [])
-            if _METRIC_NAME.fullmatch(metric) and metric not in names:
+            if _METRIC_NAME.fullmatch(metric) and metric not in names and metric not in _PROM_SKIP:
                 names.append(metric)
-    return {k: tuple(v) for k, v in merged.items() if v}
+    return {k: tuple(v) for k, v in merged.items() if v and k not in _ENGINE_HELPERS}
+
+
+# PromQL's `a or b` is a union of series with different label sets, not "the first name
+# present": a name that has labelled series beside another name's would be added to it
+_PROM_SKIP = frozenset({"sglang:realtime_tokens_total"})
+
+
+def profile_matchers(
+    profile_names: Iterable[str] = (), custom: CustomProfiles | None = None
+) -> dict[tuple[str, str], str]:
+    """(field, metric name) → label matchers from the profiles' series filters (vLLM's
+    finished_reason, SGLang's decode modes, `priority=""` totals). `label=~""` also
+    matches a series without the label, as the filters mean. SGLang's TP-rank copies
+    are not merged here (docs/engines.md)."""
+    out: dict[tuple[str, str], str] = {}
+    for name in dict.fromkeys([*profile_names, "vllm", "sglang"]):
+        try:
+            profile = resolve_profile(name, custom)
+        except ProfileError:
+            continue
+        for field_name, names in profile.scalars.items():
+            for metric in names:
+                keep = profile.filter_for(field_name, metric)
+                if keep and (field_name, metric) not in out:
+                    out[(field_name, metric)] = ", ".join(
+                        f'{label}=~"{"|".join(sorted(keep[label]))}"' for label in sorted(keep)
+                    )
+    return out
 
 
 @dataclass(frozen=True)
@@ -97,6 +127,7 @@ class QueryBuilder:
     strip_port: bool = True
     selector: str | None = None
     engine_metrics: Mapping[str, tuple[str, ...]] = field(default_factory=profile_metrics)
+    engine_matchers: Mapping[tuple[str, str], str] = field(default_factory=profile_matchers)
 
     def sel(self, metric: str, extra: str = "") -> str:
         matchers = ", ".join(m for m in (self.selector, extra) if m)
@@ -118,15 +149,22 @@ class QueryBuilder:
         labels = ", ".join((NODE, *by))
         return f"{op} by ({labels}) ({self.with_node(expr)})"
 
+    def _engine_alts(self, key: str, names: Sequence[str]) -> str:
+        parts = [self.sel(n, self.engine_matchers.get((key, n), "")) for n in names]
+        return parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"
+
     def engine(self) -> list[Query]:
         out = []
         for key, names in self.engine_metrics.items():
             if key == _ENGINE_STEPS:
-                per_engine = self.agg("sum", self._alts(names), ENGINE_LABELS)
+                per_engine = self.agg("sum", self._engine_alts(key, names), ENGINE_LABELS)
                 out.append(Query("engine", key, f"avg by ({NODE}) ({per_engine})"))
             else:
                 op = "avg" if key in _ENGINE_AVG else "sum"
-                out.append(Query("engine", key, self.agg(op, self._alts(names))))
+                alts = self._engine_alts(key, names)
+                if key in _ENGINE_AVG - {"kv_cache_usage"}:
+                    alts = f"({alts} > 0)"  # SGLang writes 0 until it has a figure
+                out.append(Query("engine", key, self.agg(op, alts)))
         stamp = [*self.engine_metrics.get("generation_tokens_total", ()),
                  *self.engine_metrics.get("requests_running", ())]
         out.append(Query("engine", "timestamp", self.agg("max", self._alts(stamp, wrap="timestamp"))))
