@@ -65,6 +65,7 @@ def nic_counters(sample: NodeSample) -> Values:
 ENGINE_RATE_FIELDS = (
     "steps_total", "drafts_total", "draft_tokens_total", "accepted_tokens_total",
     "generation_tokens_total", "prompt_tokens_total", "requests_finished_total",
+    "requests_aborted_total",
 )
 
 
@@ -177,11 +178,15 @@ def engine_view(
     draft_tokens = rate("draft_tokens_total")
     drafts = rate("drafts_total")
     acceptance_length = None if accepted is None or not drafts else 1 + accepted / drafts
+    acceptance = ratio(accepted, draft_tokens)
+    if acceptance is None and acceptance_length is None:
+        # no draft counters (SGLang): the engine's own figures over its last stats interval
+        acceptance, acceptance_length = latest.spec_accept_rate, latest.spec_accept_length
     full = None if drafts is None or draft_tokens is None else drafts + draft_tokens
     age = now - (latest.log_last_line_at if latest.log_last_line_at is not None else latest_at)
     return EngineView(
         decode_steps_per_s=rate("steps_total"),
-        draft_acceptance=ratio(accepted, draft_tokens),
+        draft_acceptance=acceptance,
         mean_acceptance_length=acceptance_length,
         accepted_tokens_per_s=rate("generation_tokens_total"),
         full_acceptance_tokens_per_s=full,
@@ -190,6 +195,7 @@ def engine_view(
         kv_cache_usage=latest.kv_cache_usage,
         prompt_tokens_per_s=rate("prompt_tokens_total"),
         requests_finished_per_s=rate("requests_finished_total"),
+        requests_aborted_per_s=rate("requests_aborted_total"),
         source=latest.source,
         profile=latest.profile,
         age_s=max(age, 0.0),
