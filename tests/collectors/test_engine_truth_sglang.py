@@ -1,0 +1,73 @@
+"""SGLang figures against the truth a page built from SGLang 0.5.23's definitions was driven
+with (tests/fixtures/sglang_page.py): every figure within 2 %."""
+
+from __future__ import annotations
+
+import pytest
+from fixtures.sglang_page import SglangServer
+
+from collectors.profiles import engine_sample_from_text
+from collectors.sample import NodeSample
+from monitor.evaluation.figures import engine_view
+
+DT = 10.0
+
+
+def _views(server: SglangServer, **advance: object):
+    before = engine_sample_from_text(server.page(), "sglang")
+    truth_before = [(r.decode_passes, r.decode_tokens) for r in server.truth.ranks]
+    server.advance(DT, **advance)  # type: ignore[arg-type]
+    after = engine_sample_from_text(server.page(), "sglang")
+    samples = [NodeSample(node="n", source="scrape", taken_at=t, engine=e)
+               for t, e in ((1000.0, before), (1000.0 + DT, after))]
+    view = engine_view(samples, now=1000.0 + DT)
+    assert view is not None
+    steps = [(r.decode_passes - p) / DT for r, (p, _) in zip(server.truth.ranks, truth_before, strict=True)]
+    tokens = sum(r.decode_tokens - t for r, (_, t) in zip(server.truth.ranks, truth_before, strict=True)) / DT
+    return view, after, steps, tokens
+
+
+@pytest.mark.parametrize(("dp", "tp", "all_schedulers", "priority"), [
+    (8, 8, False, False),  # DP attention, wide EP: one scheduler per DP rank
+    (8, 8, True, True),  # … with priority scheduling and metrics for all schedulers
+    (1, 8, False, False),  # plain TP 8: every rank counts its passes
+    (1, 8, True, True),  # plain TP 8, every rank exports, priority scheduling
+])
+def test_sglang_figures_match_truth(dp: int, tp: int, all_schedulers: bool, priority: bool) -> None:
+    server = SglangServer(dp=dp, tp=tp, priority=priority, all_schedulers=all_schedulers, seed=dp + tp)
+    server.advance(30.0)  # history before the window
+    view, sample, steps, tokens = _views(server)
+    ranks = server.truth.ranks
+    # decode passes only (prefill passes are not decode steps), one TP rank per engine,
+    # averaged over DP engines that step in lockstep
+    assert view.decode_steps_per_s == pytest.approx(sum(steps) / len(steps), rel=0.02)
+    # live decode tokens, not the tokens of requests that happened to finish
+    assert view.accepted_tokens_per_s == pytest.approx(tokens, rel=0.02)
+    assert view.requests_running == pytest.approx(sum(r.running for r in ranks), rel=0.02)
+    assert view.requests_waiting == pytest.approx(sum(r.waiting for r in ranks), rel=0.02)
+    assert view.kv_cache_usage == pytest.approx(sum(r.token_usage for r in ranks) / len(ranks), rel=0.02)
+    # acceptance: the engines' gauges, weighted (every DP rank verified as many drafts)
+    rate = sum(r.accept_rate for r in ranks) / len(ranks)
+    length = sum(r.accept_length for r in ranks) / len(ranks)
+    assert view.draft_acceptance == pytest.approx(rate, rel=0.02)
+    assert view.mean_acceptance_length == pytest.approx(length, rel=0.02)
+    assert sample.spec_accept_length is not None and sample.spec_accept_length > 1
+
+
+def test_sglang_acceptance_unknown_without_speculative_decoding() -> None:
+    server = SglangServer(dp=4, tp=4, spec=False)
+    server.advance(10.0)
+    view, sample, _, _ = _views(server)
+    # SGLang writes 0 into both gauges with speculative decoding off: unknown, not 0 %
+    assert sample.spec_accept_rate is None and sample.spec_accept_length is None
+    assert view.draft_acceptance is None and view.mean_acceptance_length is None
+
+
+def test_sglang_idle_rank_keeps_its_stale_gauge_out_of_nothing() -> None:
+    # an idle DP rank still shows the gauges of its last busy interval; its passes stop
+    server = SglangServer(dp=4, tp=4)
+    server.advance(10.0)
+    view, _, steps, _ = _views(server, idle_ranks=(3,))
+    assert steps[3] == 0
+    # mean over engines: the lockstep rate times the share of engines that stepped
+    assert view.decode_steps_per_s == pytest.approx(sum(steps) / 4, rel=0.02)
