@@ -153,11 +153,14 @@ _VLLM = Profile(
     },
     series_filters={
         # request_success counts every finish: only stop / length are finished work
-        # ($ per finished request); abort / error are shown apart
+        # ($ per finished request); abort / error / repetition (a degenerate answer the
+        # engine cut) are shown apart
         "vllm:request_success_total": {"finished_reason": frozenset({"stop", "length"})},
     },
     # the same counter, read a second time for the requests that did not finish normally
-    field_filters={"requests_aborted_total": {"finished_reason": frozenset({"abort", "error"})}},
+    field_filters={
+        "requests_aborted_total": {"finished_reason": frozenset({"abort", "error", "repetition"})},
+    },
 )
 
 # SGLang names as of SGLang 0.5.23 (python/sglang/srt/observability/metrics_collector.py)

@@ -114,7 +114,7 @@ class EngineSample(_Frozen):
     prompt_tokens_total: float | None = None
     prompt_cached_tokens_total: float | None = None
     requests_finished_total: float | None = None  # ended normally (vLLM: stop / length)
-    requests_aborted_total: float | None = None  # aborted or failed (vLLM: abort / error)
+    requests_aborted_total: float | None = None  # vLLM: abort / error / repetition
     ttft_seconds_sum: float | None = None
     ttft_seconds_count: float | None = None
     itl_seconds_sum: float | None = None
