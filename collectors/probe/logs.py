@@ -520,7 +520,11 @@ class VllmParser:
     _GEN = re.compile(r"Avg generation throughput: " + _LOG_NUM + r" tokens/s")
     _RUNNING = re.compile(r"\bRunning: (\d+) reqs")
     _WAITING = re.compile(r"\b(?:Waiting|Pending): (\d+) reqs")
-    _KV = re.compile(r"(?:\bGPU |(?<![A-Za-z] ))KV cache usage: " + _LOG_NUM + "%")
+    # "%s KV cache usage": GPU on CUDA, else the device type in capitals (NPU under
+    # vLLM-Ascend, XPU, CPU); very old lines print no device
+    _KV = re.compile(r"(?:\b[A-Z]{2,8} |(?<![A-Za-z] ))KV cache usage: " + _LOG_NUM + "%")
+    # --enable-logging-iteration-details: one line per engine step (vLLM 0.33 loggers.py)
+    _ITERATION = re.compile(r"\bIteration\((\d+)\): \d+ context requests")
 
     _SPEC_MARK = re.compile(r"\b(?:SpecDecoding|Speculative) metrics:")
     _MEAN_LEN = re.compile(r"Mean acceptance length: " + _LOG_NUM)
@@ -538,7 +542,22 @@ class VllmParser:
         if self._SPEC_MARK.search(text):
             self._spec(text, figures)
             return True
+        if self._ITERATION.search(text):
+            self._iteration(text, figures)
+            return True
         return False
+
+    def _iteration(self, text: str, figures: LogFigures) -> None:
+        """One engine step. Every DP engine prints its own (idle ones their dummy steps,
+        taken in lockstep), so each line counts 1 / engines: the node's decode steps are
+        one engine's. Tokens are left to the stats line (counting both would double)."""
+        engine_m = self._ENGINE.search(text)
+        engine = engine_m.group(1) if engine_m else "-"
+        figures.step_engines.add(engine)
+        figures.add("steps", 1.0 / len(figures.step_engines))
+        kv_pct = _log_check(_log_num(self._KV.search(text)), 0, 100.5, "KV cache usage")
+        if kv_pct is not None:
+            figures.engine_gauges.setdefault(engine, {})["kv_cache_usage"] = min(kv_pct / 100.0, 1.0)
 
     def _stats(self, text: str, figures: LogFigures) -> None:
         engine_m = self._ENGINE.search(text)
@@ -652,6 +671,98 @@ class VllmParser:
         if k > 0:
             figures.spec_positions = k
             figures.set_counter("drafts", drafted / k)
+
+
+_SGLANG_STAMP = re.compile(r"\b(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?\b")
+
+
+class SglangParser:
+    """SGLang's scheduler line, printed every `--decode-log-interval` decode passes (40 by
+    default) by each DP rank's logging scheduler (SGLang 0.5.23 metrics_reporter.py):
+
+    ``[2026-11-30 10:00:01 DP3 TP3 EP3] Decode batch, #running-req: 48, #token: 9120,
+    token usage: 0.41, accept len: 3.21, accept rate: 0.74, cuda graph: True,
+    gen throughput (token/s): 4567.89, #queue-req: 2``
+
+    Steps: the interval's passes, counted 1 / engines per engine line (the node's decode
+    steps are one engine's). Tokens: throughput × the time since that engine's previous
+    line (its stamps; to the millisecond with SGLANG_LOG_MS). Speculative counts from the
+    interval's tokens G, accept len L and rate r: drafts = G ÷ L, accepted = drafts ×
+    (L − 1), draft tokens = accepted ÷ r, so the derived acceptance and length are L and r.
+    """
+
+    name = "sglang"
+    decode_log_interval = 40
+
+    _MARK = re.compile(r"\bDecode batch\b")
+    _DP = re.compile(r"\bDP(\d{1,6})\b")
+    _RUNNING = re.compile(r"#running-req: (\d+)")
+    _QUEUE = re.compile(r"#queue-req: (\d+)")
+    _USAGE = re.compile(r"(?<![a-z] )(?<!swa )\btoken usage: " + _LOG_NUM)
+    _ACCEPT_LEN = re.compile(r"\baccept len: " + _LOG_NUM)
+    _ACCEPT_RATE = re.compile(r"\baccept rate: " + _LOG_NUM)
+    _GEN = re.compile(r"gen throughput \(token/s\): " + _LOG_NUM)
+
+    def __init__(self) -> None:
+        self._last: dict[str, float] = {}  # engine → stamp of its previous line
+        self._gaps: list[float] = []
+
+    @staticmethod
+    def _stamp(text: str):
+        m = _SGLANG_STAMP.search(text)
+        if m is None:
+            return None
+        whole = _log_stamp_s(f"{m.group(2)}-{m.group(3)} {m.group(4)}:{m.group(5)}:{m.group(6)}")
+        if whole is None:
+            return None
+        frac = m.group(7)
+        return whole + (int(frac) / 10 ** len(frac) if frac else 0.0)
+
+    def _gap(self, engine: str, stamp) -> float | None:
+        if stamp is None:
+            return None
+        prev = self._last.get(engine)
+        self._last[engine] = stamp
+        if prev is not None and 0 < stamp - prev <= 600:
+            self._gaps = [*self._gaps, stamp - prev][-9:]
+            return stamp - prev
+        return None
+
+    def parse(self, text: str, figures: LogFigures) -> bool:
+        if not self._MARK.search(text):
+            return False
+        dp = self._DP.search(text)
+        engine = "dp" + dp.group(1) if dp else "-"
+        running = _log_check(_log_num(self._RUNNING.search(text)), 0, 1e7, "running")
+        waiting = _log_check(_log_num(self._QUEUE.search(text)), 0, 1e8, "queue")
+        usage = _log_check(_log_num(self._USAGE.search(text)), 0, 1.005, "token usage")
+        gen_tps = _log_check(_log_num(self._GEN.search(text)), 0, 1e9, "gen throughput")
+        length = _log_check(_log_num(self._ACCEPT_LEN.search(text)), 0, 1e4, "accept len")
+        rate = _log_check(_log_num(self._ACCEPT_RATE.search(text)), 0, 1.005, "accept rate")
+        if gen_tps is None and running is None:
+            raise LogLineError("decode line without running requests or throughput")
+        figures.step_engines.add(engine)
+        figures.add("steps", self.decode_log_interval / len(figures.step_engines))
+        gap = self._gap(engine, self._stamp(text))
+        gauges = figures.engine_gauges.setdefault(engine, {})
+        if running is not None:
+            gauges["requests_running"] = running
+        if waiting is not None:
+            gauges["requests_waiting"] = waiting
+        if usage is not None:
+            gauges["kv_cache_usage"] = min(usage, 1.0)
+        if gen_tps is None or gap is None:
+            return True  # an engine's first line: the time it covers is not known yet
+        tokens = gen_tps * gap
+        figures.add("generation_tokens", tokens)
+        if length is not None and length >= 1 and tokens > 0:
+            drafts = tokens / length
+            accepted = drafts * (length - 1)
+            figures.add("drafts", drafts)
+            figures.add("accepted_tokens", accepted)
+            if rate:
+                figures.add("draft_tokens", accepted / rate)
+        return True
 
 
 class PatternParser:
@@ -772,6 +883,8 @@ def _log_parser(name: str, user_sets: dict):
         return PatternParser(name, user_sets[name])
     if name == "vllm":
         return VllmParser()
+    if name == "sglang":
+        return SglangParser()
     if name == "deepinfer-offline":
         return PatternParser(name, DEEPINFER_OFFLINE_PATTERNS)
     raise ValueError(f"unknown log pattern set {name!r}")
@@ -793,6 +906,7 @@ class LogFigures:
         self.last_line_at: float | None = None
         self.spec_positions = 0  # k, speculative tokens per draft, once known
         self.pending_generation_tokens: float | None = None  # of the latest stats line, for old spec lines
+        self.step_engines: set[str] = set()  # engines whose step lines were seen
         self.notes: set[str] = set()
         self._stamps: dict[str, int] = {}  # engine → last stamp (s)
         self._gaps: list[int] = []  # recent gaps between consecutive stats lines (s)
