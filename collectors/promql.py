@@ -84,6 +84,8 @@ def profile_metrics(
     return {k: tuple(v) for k, v in merged.items() if v and k not in _ENGINE_HELPERS}
 
 
+# labels of copies of one figure (SGLang's TP ranks; see collectors/profiles.py)
+_REPLICA_LABELS = ("tp_rank", "moe_ep_rank", "pp_rank")
 # PromQL's `a or b` is a union of series with different label sets, not "the first name
 # present": a name that has labelled series beside another name's would be added to it
 _PROM_SKIP = frozenset({"sglang:realtime_tokens_total"})
@@ -94,8 +96,7 @@ def profile_matchers(
 ) -> dict[tuple[str, str], str]:
     """(field, metric name) → label matchers from the profiles' series filters (vLLM's
     finished_reason, SGLang's decode modes, `priority=""` totals). `label=~""` also
-    matches a series without the label, as the filters mean. SGLang's TP-rank copies
-    are not merged here (docs/engines.md)."""
+    matches a series without the label, as the filters mean."""
     out: dict[tuple[str, str], str] = {}
     for name in dict.fromkeys([*profile_names, "vllm", "sglang"]):
         try:
@@ -150,8 +151,11 @@ class QueryBuilder:
         return f"{op} by ({labels}) ({self.with_node(expr)})"
 
     def _engine_alts(self, key: str, names: Sequence[str]) -> str:
+        """The names of one field with their label filters, SGLang's TP-rank copies merged
+        into one series (`max`: copies are equal), as collectors/profiles.py does."""
         parts = [self.sel(n, self.engine_matchers.get((key, n), "")) for n in names]
-        return parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"
+        alts = parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"
+        return f"max without ({', '.join(_REPLICA_LABELS)}) ({alts})"
 
     def engine(self) -> list[Query]:
         out = []
