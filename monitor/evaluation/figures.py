@@ -179,8 +179,10 @@ def engine_view(
     drafts = rate("drafts_total")
     acceptance_length = None if accepted is None or not drafts else 1 + accepted / drafts
     acceptance = ratio(accepted, draft_tokens)
-    if acceptance is None and acceptance_length is None:
-        # no draft counters (SGLang): the engine's own figures over its last stats interval
+    generated = rate("generation_tokens_total")
+    if acceptance is None and acceptance_length is None and generated != 0:
+        # no draft counters (SGLang): the engine's own figures over its last stats
+        # interval; they hold their last value while the engine idles, so not then
         acceptance, acceptance_length = latest.spec_accept_rate, latest.spec_accept_length
     full = None if drafts is None or draft_tokens is None else drafts + draft_tokens
     age = now - (latest.log_last_line_at if latest.log_last_line_at is not None else latest_at)
@@ -188,7 +190,7 @@ def engine_view(
         decode_steps_per_s=rate("steps_total"),
         draft_acceptance=acceptance,
         mean_acceptance_length=acceptance_length,
-        accepted_tokens_per_s=rate("generation_tokens_total"),
+        accepted_tokens_per_s=generated,
         full_acceptance_tokens_per_s=full,
         requests_running=latest.requests_running,
         requests_waiting=latest.requests_waiting,

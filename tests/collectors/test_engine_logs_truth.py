@@ -10,12 +10,17 @@ joined by ", ", ``"%s KV cache usage: %.1f%%"`` with the device in capitals;
 
 from __future__ import annotations
 
+import json
 import random
+import subprocess
 from pathlib import Path
 
 import pytest
+from probe_run import PYTHON
 
+from collectors.probe.bundle import probe_script
 from collectors.probe.logs import LogWatch
+from collectors.probe.schema import sample_from_reading
 from collectors.sample import EngineSample, NodeSample
 from monitor.evaluation.figures import engine_view
 
@@ -141,3 +146,24 @@ def test_vllm_iteration_lines_give_decode_steps(tmp_path: Path) -> None:
     assert view is not None
     assert view.decode_steps_per_s == pytest.approx(25.0, rel=0.02)
     assert view.kv_cache_usage == pytest.approx(0.40)
+
+
+def test_bundled_probe_reads_sglang_lines(tmp_path: Path) -> None:
+    # the probe sent to nodes is one stdlib file: the SGLang set must be in it
+    log = tmp_path / "sglang.log"
+    log.write_text("".join(sglang_decode_line(0.5 * n, dp, 40 + dp, 9000, 0.5, 3.0, 0.67, 5000.0, dp)
+                           for n in range(4) for dp in range(2)))
+    script = tmp_path / "probe.py"
+    script.write_text(probe_script())
+    (tmp_path / "empty").mkdir()
+    config = {"interval_s": 0.05, "count": 1, "engine_log": {"path": str(log), "pattern_sets": ["sglang"]}}
+    out = subprocess.run([PYTHON, "-I", str(script), json.dumps(config)], cwd=tmp_path / "empty",
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 0, out.stderr
+    reading = json.loads(out.stdout.splitlines()[0])
+    sample = sample_from_reading("n1", "ssh", reading, reading["t"])
+    assert sample.engine is not None
+    assert sample.engine.requests_running == 40 + 41
+    assert sample.engine.requests_waiting == 0 + 1
+    assert sample.engine.kv_cache_usage == pytest.approx(0.5)
+    assert sample.engine.steps_total is not None and sample.engine.steps_total > 0

@@ -71,3 +71,12 @@ def test_sglang_idle_rank_keeps_its_stale_gauge_out_of_nothing() -> None:
     assert steps[3] == 0
     # mean over engines: the lockstep rate times the share of engines that stepped
     assert view.decode_steps_per_s == pytest.approx(sum(steps) / 4, rel=0.02)
+
+
+def test_sglang_acceptance_unknown_while_the_engine_idles() -> None:
+    # the gauges keep the figures of the last busy interval: not a figure of an idle window
+    server = SglangServer(dp=2, tp=2)
+    server.advance(10.0)
+    view, sample, _, tokens = _views(server, idle_ranks=(0, 1))
+    assert tokens == 0 and sample.spec_accept_rate is not None
+    assert view.draft_acceptance is None and view.mean_acceptance_length is None
