@@ -22,12 +22,11 @@ SGLang's `dp_rank`, `tp_rank`, `priority`, `mode`, …) become one figure:
 - counters and the running / waiting gauges are then summed — each series counts its
   own requests and tokens;
 - `steps_total` is summed within each data-parallel engine (series told apart by
-  `ENGINE_LABELS`) and then *averaged* over engines: in wide expert parallelism every
-  DP engine steps in lockstep with its peers, so the node's decode steps/s is one
-  engine's rate, not the sum (which would grow with the number of engines). vLLM
-  observes its step histogram only for steps that produced output, so an engine idle
-  for part of the window counts fewer steps: the mean is then the lockstep rate times
-  the share of engines busy (docs/engines.md);
+  `ENGINE_LABELS`), kept per engine (`steps_by_engine_total`) and *averaged* over
+  engines: in wide expert parallelism every DP engine steps in lockstep with its peers,
+  so the node's decode steps/s is one engine's rate, not the sum (which would grow with
+  the number of engines). Neither engine counts the steps of an idle engine, so the
+  evaluation takes the fastest engine's rate over its window (docs/engines.md);
 - `kv_cache_usage` is the mean (each engine has its own KV pool of the same size);
 - `spec_accept_rate` / `spec_accept_length` (SGLang's gauges) are averaged over the
   engines that report a length, weighted by the verify calls
@@ -305,13 +304,14 @@ def _engine_key(labels: Mapping[str, str]) -> tuple[str | None, ...]:
     return tuple(labels.get(label) for label in ENGINE_LABELS)
 
 
-def _per_engine_mean(series: Series) -> float | None:
-    """Sum the series of each DP engine, then average over engines."""
-    per_engine: dict[tuple[str | None, ...], float] = {}
+def _per_engine(series: Series) -> dict[str, float]:
+    """The series of each DP engine summed, by engine ("engine=3", "dp_rank=1", "-")."""
+    per_engine: dict[str, float] = {}
     for labels, value in series:
-        key = _engine_key(labels)
+        key = ",".join(f"{k}={v}" for k, v in zip(ENGINE_LABELS, _engine_key(labels), strict=True)
+                       if v is not None) or "-"
         per_engine[key] = per_engine.get(key, 0.0) + value
-    return _aggregate(list(per_engine.values()), "mean")
+    return per_engine
 
 
 def _verify_weighted(gauge: Series, lengths: Series, verify: Series) -> float | None:
@@ -346,6 +346,7 @@ def engine_sample_from_exposition(
     metrics is present (a wrong URL or a wrong profile should say so, not show blanks)."""
     values: dict[str, float | None] = {}
     counted: dict[str, Series] = {}
+    engine_steps: dict[str, float] | None = None
     for field_name, names in profile.scalars.items():
         found = index.first_present(names)
         if found is None:
@@ -355,7 +356,9 @@ def engine_sample_from_exposition(
         if field_name == _SPEC_WEIGHT_FIELD or field_name in _SPEC_GAUGE_FIELDS:
             continue
         if field_name == "steps_total":
-            values[field_name] = _per_engine_mean(series)
+            per_engine = _per_engine(series)
+            values[field_name] = _aggregate(list(per_engine.values()), "mean")
+            engine_steps = per_engine or None
             continue
         how: Aggregate = "mean" if field_name in _MEAN_FIELDS else "sum"
         values[field_name] = _aggregate([v for _, v in series], how)
@@ -374,7 +377,9 @@ def engine_sample_from_exposition(
         values[sum_field] = _aggregate([v for _, v in index.series(f"{base}_sum")], "sum")
     if not any(v is not None for v in values.values()):
         raise ExpositionError(f"no {profile.name} engine metrics in {redact_url(where)}")
-    return EngineSample(source=source, profile=profile.name, **values)  # type: ignore[arg-type]
+    return EngineSample(
+        source=source, profile=profile.name, steps_by_engine_total=engine_steps, **values  # type: ignore[arg-type]
+    )
 
 
 def engine_sample_from_text(

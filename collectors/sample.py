@@ -119,6 +119,10 @@ class EngineSample(_Frozen):
     ttft_seconds_count: float | None = None
     itl_seconds_sum: float | None = None
     itl_seconds_count: float | None = None
+    # steps counted per data-parallel engine (vLLM `engine`, SGLang `dp_rank`, a log's
+    # engine id), where the source tells engines apart: the node's decode steps/s is the
+    # fastest engine's (docs/engines.md); `steps_total` is their mean
+    steps_by_engine_total: dict[str, float] | None = None
     # gauges
     requests_running: float | None = None
     requests_waiting: float | None = None
@@ -131,6 +135,19 @@ class EngineSample(_Frozen):
     # when the figures came from a log: the time of the newest parsed line
     log_last_line_at: float | None = None
     log_lines_skipped_total: int | None = None
+
+
+    @field_validator("steps_by_engine_total")
+    @classmethod
+    def _sane_engines(cls, steps: dict[str, float] | None) -> dict[str, float] | None:
+        # a page or a probe may send anything: finite counters of at most 4096 engines
+        if steps is None:
+            return None
+        kept = {k[:64]: v for k, v in list(steps.items())[:MAX_ENGINES] if 0 <= v <= 2.0**64}
+        return kept or None
+
+
+MAX_ENGINES = 4096
 
 
 class NodeSample(_Frozen):

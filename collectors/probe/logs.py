@@ -553,8 +553,7 @@ class VllmParser:
         one engine's. Tokens are left to the stats line (counting both would double)."""
         engine_m = self._ENGINE.search(text)
         engine = engine_m.group(1) if engine_m else "-"
-        figures.step_engines.add(engine)
-        figures.add("steps", 1.0 / len(figures.step_engines))
+        figures.add_steps(engine, 1.0)
         kv_pct = _log_check(_log_num(self._KV.search(text)), 0, 100.5, "KV cache usage")
         if kv_pct is not None:
             figures.engine_gauges.setdefault(engine, {})["kv_cache_usage"] = min(kv_pct / 100.0, 1.0)
@@ -741,8 +740,7 @@ class SglangParser:
         rate = _log_check(_log_num(self._ACCEPT_RATE.search(text)), 0, 1.005, "accept rate")
         if gen_tps is None and running is None:
             raise LogLineError("decode line without running requests or throughput")
-        figures.step_engines.add(engine)
-        figures.add("steps", self.decode_log_interval / len(figures.step_engines))
+        figures.add_steps(engine, self.decode_log_interval)
         gap = self._gap(engine, self._stamp(text))
         gauges = figures.engine_gauges.setdefault(engine, {})
         if running is not None:
@@ -907,6 +905,7 @@ class LogFigures:
         self.spec_positions = 0  # k, speculative tokens per draft, once known
         self.pending_generation_tokens: float | None = None  # of the latest stats line, for old spec lines
         self.step_engines: set[str] = set()  # engines whose step lines were seen
+        self.engine_steps: dict[str, float] = {}  # engine → its steps (lines × passes each)
         self.notes: set[str] = set()
         self._stamps: dict[str, int] = {}  # engine → last stamp (s)
         self._gaps: list[int] = []  # recent gaps between consecutive stats lines (s)
@@ -916,6 +915,12 @@ class LogFigures:
 
     def add(self, quantity: str, amount: float) -> None:
         self.counters[quantity] = self.counters.get(quantity, 0.0) + amount
+
+    def add_steps(self, engine: str, steps: float) -> None:
+        """Steps of one engine: counted for it, and as 1 / engines of the node's mean."""
+        self.step_engines.add(engine)
+        self.engine_steps[engine] = self.engine_steps.get(engine, 0.0) + steps
+        self.add("steps", steps / len(self.step_engines))
 
     def set_counter(self, quantity: str, value: float) -> None:
         self.counters[quantity] = float(value)
@@ -972,6 +977,8 @@ class LogFigures:
             if values:
                 # one line per data-parallel engine: queues add up, KV usage is a mean
                 out[gauge] = sum(values) / len(values) if gauge == "kv_cache_usage" else sum(values)
+        if self.engine_steps:
+            out["steps_by_engine_total"] = dict(self.engine_steps)
         out["log_last_line_at"] = self.last_line_at
         out["log_lines_skipped_total"] = self.lines_skipped
         return out

@@ -8,14 +8,14 @@ counters are never subtracted from each other.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 from pydantic import BaseModel
 
 from collectors.bounds import counter_trust
 from collectors.fleet import NodeState
 from collectors.rates import ratio
-from collectors.sample import GpuSample, NicSample, NodeSample
+from collectors.sample import EngineSample, GpuSample, NicSample, NodeSample
 from layouts.model import NodeConfig, Thresholds
 from monitor.evaluation.clock_events import describe as describe_clock_events
 from monitor.evaluation.window_rates import Values, WindowRates, WindowSums
@@ -74,7 +74,26 @@ def engine_counters(sample: NodeSample) -> Values:
     e = sample.engine
     if e is None:
         return {}
-    return {attr: value for attr in ENGINE_RATE_FIELDS if (value := getattr(e, attr)) is not None}
+    out: dict[Hashable, float] = {
+        attr: value for attr in ENGINE_RATE_FIELDS if (value := getattr(e, attr)) is not None
+    }
+    for engine, steps in (e.steps_by_engine_total or {}).items():
+        out[(engine, "steps_total")] = steps  # keyed like a GPU's counters: (which, field)
+    return out
+
+
+def decode_steps_per_s(sample: EngineSample, rate: Callable[[Hashable], float | None]) -> float | None:
+    """The fastest engine's step rate over the window, where steps are known per engine;
+    else the rate of the mean step count.
+
+    In wide expert parallelism the DP engines step in lockstep, idle ones with dummy
+    batches; neither vLLM (steps with output) nor SGLang (decode passes) counts those, so
+    the mean over engines would be the lockstep rate times the share of engines busy.
+    The fastest engine is the lockstep rate while any engine is busy (docs/engines.md).
+    """
+    per_engine = [r for engine in sample.steps_by_engine_total or ()
+                  if (r := rate((engine, "steps_total"))) is not None]
+    return max(per_engine) if per_engine else rate("steps_total")
 
 
 def _as_read(view: type[BaseModel], sample: type[BaseModel], derived: set[str]) -> tuple[str, ...]:
@@ -187,7 +206,7 @@ def engine_view(
     full = None if drafts is None or draft_tokens is None else drafts + draft_tokens
     age = now - (latest.log_last_line_at if latest.log_last_line_at is not None else latest_at)
     return EngineView(
-        decode_steps_per_s=rate("steps_total"),
+        decode_steps_per_s=decode_steps_per_s(latest, rate),
         draft_acceptance=acceptance,
         mean_acceptance_length=acceptance_length,
         accepted_tokens_per_s=generated,

@@ -84,10 +84,12 @@ def test_sglang_decode_lines_give_every_engine_figure(tmp_path: Path) -> None:
     truth = {"tokens": 0.0, "drafts": 0.0, "accepted": 0.0, "proposed": 0.0}
     last: dict[int, tuple[int, int, float]] = {}
 
-    def lines(start: float, count: int, record: bool) -> str:
+    def lines(start: float, count: int, record: bool, idle: tuple[int, ...] = ()) -> str:
         out = []
         for n in range(count):
             for dp in range(engines):
+                if dp in idle:
+                    continue
                 at = start + n * gap + dp * 0.01
                 accept_len = round(rng.uniform(2.5, 3.5), 2)
                 accept_rate = round((accept_len - 1) / 3, 2)
@@ -108,7 +110,8 @@ def test_sglang_decode_lines_give_every_engine_figure(tmp_path: Path) -> None:
     # the window: 10 s of log time after the lines already read
     def window() -> None:
         with log.open("a") as f:
-            f.write(lines(5 * gap, round(10 / gap), True))
+            # rank 3 idles: it prints no decode lines, the others go on in lockstep
+            f.write(lines(5 * gap, round(10 / gap), True, idle=(3,)))
 
     _, view = _view(log, "sglang", window)
     assert view is not None
@@ -116,6 +119,7 @@ def test_sglang_decode_lines_give_every_engine_figure(tmp_path: Path) -> None:
     assert view.accepted_tokens_per_s == pytest.approx(truth["tokens"] / 10.0, rel=0.02)
     assert view.draft_acceptance == pytest.approx(truth["accepted"] / truth["proposed"], rel=0.02)
     assert view.mean_acceptance_length == pytest.approx(1 + truth["accepted"] / truth["drafts"], rel=0.02)
+    # an idle rank keeps the gauges of its last line
     assert view.requests_running == sum(r for r, _, _ in last.values())
     assert view.requests_waiting == sum(q for _, q, _ in last.values())
     assert view.kv_cache_usage == pytest.approx(sum(u for _, _, u in last.values()) / engines, rel=0.02)
