@@ -55,6 +55,7 @@ _ENGINE_AVG = frozenset({"kv_cache_usage", "spec_accept_rate", "spec_accept_leng
 # read from a page only to weigh other figures (collectors/profiles.py), not a sample field
 _ENGINE_HELPERS = frozenset({"spec_verify_calls"})
 _ENGINE_STEPS = "steps_total"
+_ENGINE_STEPS_BY_ENGINE = "steps_by_engine"
 
 _MIB = 1024 * 1024
 
@@ -163,6 +164,8 @@ class QueryBuilder:
             if key == _ENGINE_STEPS:
                 per_engine = self.agg("sum", self._engine_alts(key, names), ENGINE_LABELS)
                 out.append(Query("engine", key, f"avg by ({NODE}) ({per_engine})"))
+                # and per engine: the node's decode steps/s is its fastest engine's
+                out.append(Query("engine", _ENGINE_STEPS_BY_ENGINE, per_engine))
             else:
                 op = "avg" if key in _ENGINE_AVG else "sum"
                 alts = self._engine_alts(key, names)
@@ -282,6 +285,7 @@ def group_range(
 
 
 SUBKEYS: dict[str, tuple[str, ...]] = {
+    _ENGINE_STEPS_BY_ENGINE: ENGINE_LABELS,
     "util_pct": ("gpu", "modelName"),
     "eth_rx": ("device",), "eth_tx": ("device",), "eth_up": ("device",), "eth_speed": ("device",),
     "ib_rx": ("device", "port"), "ib_tx": ("device", "port"), "ib_state": ("device", "port"),
@@ -309,8 +313,15 @@ def engine_sample(node: str, taken_at: float, fig: Mapping[str, Mapping[tuple[st
     values = {k: single(fig, k) for k in (*ENGINE_COUNTER_FIELDS, *ENGINE_GAUGE_FIELDS)}
     if all(v is None for v in values.values()):
         return None
+    # named as collectors/profiles.py names them ("engine=3", "dp_rank=1", "-")
+    per_engine = {
+        ",".join(f"{label}={v}" for label, v in zip(ENGINE_LABELS, sub, strict=False) if v) or "-": value
+        for sub, value in (fig.get(_ENGINE_STEPS_BY_ENGINE) or {}).items()
+        if value is not None
+    }
     return NodeSample(node=node, source=source, taken_at=taken_at,
-                      engine=EngineSample(source="endpoint", profile="prom", **values))
+                      engine=EngineSample(source="endpoint", profile="prom",
+                                          steps_by_engine_total=per_engine or None, **values))
 
 
 def _int(value: float | None) -> int | None:
