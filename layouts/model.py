@@ -260,6 +260,8 @@ class EngineConfig(_Strict):
     log_patterns: str | list[str] | None = None
     # the engine's stats interval (vLLM --log-stats-interval); learnt from the log if unset
     log_interval_s: PositiveFloat | None = None
+    # SGLang's --decode-log-interval: decode passes per "Decode batch" line (40 if unset)
+    log_decode_passes: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
     # read `log` even when it resolves (through symlinks) outside its own directory; off,
     # because the reader is often root and the log directory the engine user's
     log_follow_symlink_out: bool = False

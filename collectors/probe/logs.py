@@ -702,7 +702,9 @@ class SglangParser:
     _ACCEPT_RATE = re.compile(r"\baccept rate: " + _LOG_NUM)
     _GEN = re.compile(r"gen throughput \(token/s\): " + _LOG_NUM)
 
-    def __init__(self) -> None:
+    def __init__(self, decode_passes=None) -> None:
+        if decode_passes:
+            self.decode_log_interval = int(decode_passes)
         self._last: dict[str, float] = {}  # engine → stamp of its previous line
         self._gaps: list[float] = []
 
@@ -876,13 +878,13 @@ DEEPINFER_OFFLINE_PATTERNS = [
 ]
 
 
-def _log_parser(name: str, user_sets: dict):
+def _log_parser(name: str, user_sets: dict, decode_passes=None):
     if name in user_sets:
         return PatternParser(name, user_sets[name])
     if name == "vllm":
         return VllmParser()
     if name == "sglang":
-        return SglangParser()
+        return SglangParser(decode_passes)
     if name == "deepinfer-offline":
         return PatternParser(name, DEEPINFER_OFFLINE_PATTERNS)
     raise ValueError(f"unknown log pattern set {name!r}")
@@ -991,7 +993,8 @@ class LogWatch:
     file) or ``command`` (an argv whose output is the log); ``pattern_sets`` (names,
     default ``["vllm"]``); ``user_patterns`` (name → list of entries, see
     `PatternParser`); ``interval_s`` (the engine's stats interval, optional);
-    ``follow_symlink_out`` (read the file even if it resolves outside its directory).
+    ``follow_symlink_out`` (read the file even if it resolves outside its directory);
+    ``decode_passes`` (SGLang's --decode-log-interval, 40 if unset).
     """
 
     def __init__(self, config: dict):
@@ -1001,7 +1004,8 @@ class LogWatch:
         user_sets = dict(config.get("user_patterns") or {})
         self.profile = "+".join(names)
         self.figures = LogFigures(
-            [_log_parser(name, user_sets) for name in names], config.get("interval_s")
+            [_log_parser(name, user_sets, config.get("decode_passes")) for name in names],
+            config.get("interval_s"),
         )
         self.follower: LogFollower
         if command:

@@ -18,10 +18,12 @@ from pathlib import Path
 import pytest
 from probe_run import PYTHON
 
+from collectors.log_source import log_watch_config
 from collectors.probe.bundle import probe_script
 from collectors.probe.logs import LogWatch
 from collectors.probe.schema import sample_from_reading
 from collectors.sample import EngineSample, NodeSample
+from layouts.loader import parse_layout
 from monitor.evaluation.figures import engine_view
 
 T0 = 1_790_000_000.0
@@ -171,3 +173,25 @@ def test_bundled_probe_reads_sglang_lines(tmp_path: Path) -> None:
     assert sample.engine.requests_waiting == 0 + 1
     assert sample.engine.kv_cache_usage == pytest.approx(0.5)
     assert sample.engine.steps_total is not None and sample.engine.steps_total > 0
+
+
+def test_sglang_decode_log_interval_from_the_layout(tmp_path: Path) -> None:
+    # --decode-log-interval 20: each line is 20 passes; lines every 0.5 s → 40 steps/s
+    layout = parse_layout(
+        f'[[nodes]]\nname = "a"\nlocal = true\n'
+        f'engine = {{ log = "{tmp_path / "s.log"}", log_patterns = ["sglang"], log_decode_passes = 20 }}\n'
+    )
+    engine = layout.nodes[0].engine
+    assert engine is not None
+    config = log_watch_config(engine, layout)
+    assert config is not None and config["decode_passes"] == 20
+    log = tmp_path / "s.log"
+    log.write_text(sglang_decode_line(0.0, 0, 10, 100, 0.1, 2.0, 0.33, 100.0, 0))
+    watch = LogWatch({**config, "from_start": True})
+    first, _ = watch.read(now=T0)
+    with log.open("a") as f:
+        f.write("".join(sglang_decode_line(0.5 * (n + 1), 0, 10, 100, 0.1, 2.0, 0.33, 100.0, 0)
+                        for n in range(20)))
+    second, _ = watch.read(now=T0 + 10.0)
+    watch.close()
+    assert (second["steps_total"] - first["steps_total"]) / 10.0 == pytest.approx(40.0, rel=0.02)
