@@ -174,7 +174,9 @@ _SGLANG = Profile(
         "generation_tokens_total": ("sglang:realtime_tokens_total", "sglang:generation_tokens_total"),
         "prompt_tokens_total": ("sglang:prompt_tokens_total",),
         "prompt_cached_tokens_total": ("sglang:cached_tokens_total",),
+        # every finished request, aborted ones included (SGLang splits no finish reason)
         "requests_finished_total": ("sglang:num_requests_total",),
+        "requests_aborted_total": ("sglang:num_aborted_requests_total",),
         "requests_running": ("sglang:num_running_reqs",),
         "requests_waiting": ("sglang:num_queue_reqs",),
         "kv_cache_usage": ("sglang:token_usage",),

@@ -16,6 +16,7 @@ DT = 10.0
 def _views(server: SglangServer, **advance: object):
     before = engine_sample_from_text(server.page(), "sglang")
     truth_before = [(r.decode_passes, r.decode_tokens) for r in server.truth.ranks]
+    requests_before = (server.truth.requests_finished, server.truth.requests_aborted)
     server.advance(DT, **advance)  # type: ignore[arg-type]
     after = engine_sample_from_text(server.page(), "sglang")
     samples = [NodeSample(node="n", source="scrape", taken_at=t, engine=e)
@@ -24,6 +25,10 @@ def _views(server: SglangServer, **advance: object):
     assert view is not None
     steps = [(r.decode_passes - p) / DT for r, (p, _) in zip(server.truth.ranks, truth_before, strict=True)]
     tokens = sum(r.decode_tokens - t for r, (_, t) in zip(server.truth.ranks, truth_before, strict=True)) / DT
+    finished = (server.truth.requests_finished - requests_before[0]) / DT
+    aborted = (server.truth.requests_aborted - requests_before[1]) / DT
+    assert view.requests_finished_per_s == pytest.approx(finished, rel=0.02)
+    assert view.requests_aborted_per_s == pytest.approx(aborted, rel=0.02, abs=1e-9)
     return view, after, steps, tokens
 
 
