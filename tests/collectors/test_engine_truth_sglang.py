@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from fixtures.sglang_page import SglangServer
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from collectors.profiles import engine_sample_from_text
 from collectors.sample import NodeSample
@@ -84,3 +85,25 @@ def test_sglang_acceptance_unknown_while_the_engine_idles() -> None:
     view, sample, _, tokens = _views(server, idle_ranks=(0, 1))
     assert tokens == 0 and sample.spec_accept_rate is not None
     assert view.draft_acceptance is None and view.mean_acceptance_length is None
+
+
+def test_spec_gauges_are_weighted_by_the_verify_calls_of_their_labels() -> None:
+    # one page with two servers told apart by --extra-metric-labels (a federating page):
+    # each server's gauges weigh as many verify calls as that server made
+    reg = CollectorRegistry()
+    sched = ["model_name", "engine_type", "tp_rank", "pp_rank", "moe_ep_rank", "replica"]
+    rate = Gauge("sglang:spec_accept_rate", "rate", sched, registry=reg, multiprocess_mode="mostrecent")
+    length = Gauge("sglang:spec_accept_length", "length", sched, registry=reg, multiprocess_mode="mostrecent")
+    verify = Counter("sglang:spec_verify_calls_total", "verify", ["model_name", "engine_type", "replica"],
+                     registry=reg)
+    running = Gauge("sglang:num_running_reqs", "running", sched, registry=reg)
+    for replica, (r, n, calls) in {"a": (0.8, 3.4, 3000), "b": (0.5, 2.5, 1000)}.items():
+        labels = {"model_name": "m", "engine_type": "unified", "tp_rank": "0", "pp_rank": "0",
+                  "moe_ep_rank": "0", "replica": replica}
+        rate.labels(**labels).set(r)
+        length.labels(**labels).set(n)
+        running.labels(**labels).set(1)
+        verify.labels(model_name="m", engine_type="unified", replica=replica).inc(calls)
+    sample = engine_sample_from_text(generate_latest(reg).decode(), "sglang")
+    assert sample.spec_accept_rate == pytest.approx((0.8 * 3000 + 0.5 * 1000) / 4000)
+    assert sample.spec_accept_length == pytest.approx((3.4 * 3000 + 2.5 * 1000) / 4000)
