@@ -11,8 +11,8 @@ field names (``steps_total``, ``ttft_seconds_sum``, …).
 How several series of one metric (vLLM's `engine` label per data-parallel engine,
 SGLang's `dp_rank`, `tp_rank`, `priority`, `mode`, …) become one figure:
 - first, series a profile does not count are dropped (`Profile.series_filters`): vLLM's
-  `request_success{finished_reason}` counts stop / length as finished and abort / error
-  apart; SGLang's passes count decode modes only, its live tokens `mode="decode"` only,
+  `request_success{finished_reason}` counts stop / length as finished and abort / error /
+  repetition apart; SGLang's passes count decode modes only, its live tokens `mode="decode"` only,
   and its queue gauges the `priority=""` total only (per-priority series repeat it);
 - then copies are dropped (`Profile.replica_labels`): with
   `--enable-metrics-for-all-schedulers` every SGLang tensor-parallel rank exports the
