@@ -97,7 +97,8 @@ class EngineView(_View):
     kv_cache_usage: float | None = None
     # additions
     prompt_tokens_per_s: float | None = None
-    requests_finished_per_s: float | None = None
+    requests_finished_per_s: float | None = None  # ended normally (stop / length)
+    requests_aborted_per_s: float | None = None  # aborted or failed, not in the line above
     source: str | None = None  # "endpoint" or "log"
     profile: str | None = None
     age_s: float | None = None  # age of the newest engine figure (log line or scrape)

@@ -69,8 +69,10 @@ def assert_engine_matches(engine: EngineSample | None, truth: PageTruth) -> None
     assert engine.requests_running == truth.total("running")
     assert engine.requests_waiting == truth.total("waiting")
     assert engine.kv_cache_usage == pytest.approx(truth.total("kv_cache_usage") / n)
-    finished = sum(sum(e.finished.values()) for e in truth.engines)
+    # finished work is stop + length; aborted requests are counted apart
+    finished = sum(e.finished["stop"] + e.finished["length"] for e in truth.engines)
     assert engine.requests_finished_total == finished
+    assert engine.requests_aborted_total == sum(e.finished["abort"] for e in truth.engines)
     assert engine.itl_seconds_count == truth.total("steps")  # one observation per step
 
 
