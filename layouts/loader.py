@@ -232,7 +232,7 @@ def parse_layout(text: str, path: str = "<layout>") -> Layout:
             names[name] = i
     raw["source_path"] = path
     try:
-        return Layout.model_validate(raw)
+        layout = Layout.model_validate(raw)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = tuple(err["loc"])
@@ -244,6 +244,29 @@ def parse_layout(text: str, path: str = "<layout>") -> Layout:
             msg = f"{msg} (got {got!r})"
         line = _find_line(text, loc, origin)
         raise LayoutError(path, _loc_to_field(loc) or None, msg, line) from None
+    _check_gpus_priced(path, text, layout, origin)
+    return layout
+
+
+def _check_gpus_priced(path: str, text: str, layout: Layout, origin: list[int]) -> None:
+    """A rented node priced per GPU must say how many GPUs are reserved: the bill runs for
+    every reserved GPU, whether or not the node ever answers (priced by the GPUs it shows,
+    a node that never answers would be billed $0)."""
+    pricing = layout.pricing
+    if pricing.mode != "rented":
+        return
+    for i, node in enumerate(layout.nodes):
+        if node.gpus is not None:
+            continue
+        node_rate = node.node_hour_usd if node.node_hour_usd is not None else pricing.node_hour_usd
+        per_gpu = node.gpu_hour_usd is not None or (node_rate is None and pricing.gpu_hour_usd is not None)
+        if per_gpu:
+            line = _find_line(text, ("nodes", i), origin)
+            problem = (
+                f"required for node {node.name!r}: it is priced per GPU (gpu_hour_usd), and the "
+                "reserved GPUs are billed whether or not the node answers"
+            )
+            raise LayoutError(path, f"nodes[{i}].gpus", problem, line)
 
 
 _FILE_KINDS = {

@@ -231,3 +231,16 @@ def test_non_finite_figures_do_not_poison_the_sum() -> None:
     ledger.advance(TickFigures(now=30.0, cost_per_hour_usd=36.0, idle_fraction=float("nan")))
     assert ledger.view(30.0).spend_usd == pytest.approx(0.2, abs=EPS)  # the NaN stretch is unknown
     assert ledger.idle_spend_usd == 0
+
+
+def test_nodes_that_never_answer_are_billed() -> None:
+    """Reserved GPUs are billed whether or not their node answers: two 8-GPU nodes at
+    $10.582 that never answered for 2 h cost $338.62 (the layout must give `gpus`)."""
+    layout = parse_layout(
+        '[session]\nreservation_start = "2026-11-28T00:00:00Z"\n[pricing]\ngpu_hour_usd = 10.582\n'
+        '[[nodes]]\nname = "d1"\ngpus = 8\n[[nodes]]\nname = "d2"\ngpus = 8\n'
+    )
+    monitor = Monitor(layout, sources=[], clock=lambda: SATURDAY)
+    snap = monitor.tick(SATURDAY + 2 * H)
+    assert snap.session.spend_usd == pytest.approx(338.624, abs=EPS)
+    assert all(n.gpus == [] for n in snap.nodes)  # never heard from
