@@ -21,7 +21,11 @@ from collectors.sample import NodeSample
 from collectors.source import Source
 from monitor.evaluation.cluster import evaluate_cluster, evaluate_nodes
 from monitor.evaluation.ledger import SessionLedger, TickFigures
-from monitor.evaluation.money import cost_weighted_idle_fraction
+from monitor.evaluation.money import (
+    cost_weighted_idle_fraction,
+    extras_cost_per_hour_usd,
+    idle_cost_per_hour_usd,
+)
 from monitor.evaluation.verdicts import VerdictTracker
 from monitor.evaluation.window_rates import RateCache
 
@@ -132,13 +136,14 @@ class Monitor:
         nodes = evaluate_nodes(self.state, layout, now, self.rates)
         nodes = self.verdicts.apply(nodes, layout, now)
         cluster = evaluate_cluster(nodes, layout)
+        idle_pairs = [(n.cost_per_hour_usd, n.idle_fraction) for n in nodes]
         self.ledger.advance(
             TickFigures(
                 now=now,
                 cost_per_hour_usd=cluster.total.cost_per_hour_usd,
-                idle_fraction=cost_weighted_idle_fraction(
-                    [(n.cost_per_hour_usd, n.idle_fraction) for n in nodes]
-                ),
+                idle_fraction=cost_weighted_idle_fraction(idle_pairs),
+                idle_cost_per_hour_usd=idle_cost_per_hour_usd(idle_pairs),
+                extras_cost_per_hour_usd=extras_cost_per_hour_usd(layout.pricing),
                 node_cost_per_hour_usd={n.name: n.cost_per_hour_usd for n in nodes},
                 deltas=self.ledger.tally.drain(),
                 accepted_tokens_per_s=cluster.total.accepted_tokens_per_s,

@@ -46,7 +46,9 @@ def session_lines(s: SessionView, spend: list[float | None], tokens: list[float 
         ("spend ", "grey70"), (fmt_usd(s.spend_usd), "bold"),
         ("  at ", "grey70"), f"{fmt_usd(s.cost_per_hour_usd)}/h",
         ("  idle ", "grey70"), fmt_usd(s.idle_spend_usd),
-        f" ({fmt_pct(s.idle_fraction)} now)",
+        f" (now {fmt_usd(s.idle_cost_per_hour_usd)}/h)",
+        *((("  extras ", "grey70"), f"{fmt_usd(s.extras_cost_per_hour_usd)}/h")
+          if s.extras_cost_per_hour_usd else ()),
         ("  phase ", "grey70"), (s.phase, "bold cyan"),
         ("  for ", "grey70"), fmt_span(s.elapsed_s),
     )

@@ -197,7 +197,11 @@ class TickFigures:
 
     now: float
     cost_per_hour_usd: float | None
-    idle_fraction: float | None = None  # of the bill (cost-weighted over nodes)
+    idle_fraction: float | None = None  # of the node bill (cost-weighted over nodes)
+    # Σ node $/h × node idle fraction: what idle spend integrates. Without it (a caller
+    # that knows only a share) the share is taken of the whole $/h
+    idle_cost_per_hour_usd: float | None = None
+    extras_cost_per_hour_usd: float | None = None  # billed to no node: shown apart
     node_cost_per_hour_usd: Mapping[str, float | None] = field(default_factory=dict)
     deltas: TokenDeltas = field(default_factory=TokenDeltas)
     accepted_tokens_per_s: float | None = None
@@ -226,6 +230,8 @@ class SessionLedger:
     last_at: float | None = None
     cost_per_hour_usd: float | None = None
     idle_fraction: float | None = None
+    idle_cost_per_hour_usd: float | None = None
+    extras_cost_per_hour_usd: float | None = None
     accepted_tokens_per_s: float | None = None
     tokens_known: bool = False
     requests_known: bool = False
@@ -286,6 +292,9 @@ class SessionLedger:
         seconds = now - since
         rate = _finite(tick.cost_per_hour_usd)
         idle = _finite(tick.idle_fraction)
+        idle_rate = _finite(tick.idle_cost_per_hour_usd)
+        if idle_rate is None and idle is not None and rate is not None:
+            idle_rate = idle * rate
         for phase, piece_s in self._phase_pieces(since, now):
             self.seconds_by_phase[phase] = self.seconds_by_phase.get(phase, 0.0) + piece_s
             if rate is not None:
@@ -295,8 +304,8 @@ class SessionLedger:
             cost = charge(rate, seconds)
             self.spend_usd += cost
             self.priced = True
-            if watched and idle is not None:
-                self.idle_spend_usd += cost * Decimal(idle)
+            if watched and idle_rate is not None:
+                self.idle_spend_usd += charge(idle_rate, seconds)
             node_total = ZERO
             for node, node_rate_usd in tick.node_cost_per_hour_usd.items():
                 node_rate = _finite(node_rate_usd)
@@ -316,6 +325,8 @@ class SessionLedger:
         self.ticks += 1
         self.cost_per_hour_usd = rate
         self.idle_fraction = idle
+        self.idle_cost_per_hour_usd = idle_rate
+        self.extras_cost_per_hour_usd = _finite(tick.extras_cost_per_hour_usd)
         self.accepted_tokens_per_s = _finite(tick.accepted_tokens_per_s)
 
     def _count_tokens(self, since: float, now: float, d: TokenDeltas) -> None:
@@ -400,6 +411,8 @@ class SessionLedger:
             api_prices=describe(self.prices),
             api_cache_note=self.cache_note(),
             idle_fraction=self.idle_fraction,
+            idle_cost_per_hour_usd=self.idle_cost_per_hour_usd,
+            extras_cost_per_hour_usd=self.extras_cost_per_hour_usd,
             accepted_tokens_per_s=self.accepted_tokens_per_s,
             unwatched_s=self.unwatched_s,
             record_path=record_path,
@@ -415,7 +428,8 @@ class SessionLedger:
         "started_at", "budget_usd", "acceptable_tasks", "phase",
         "output_tokens", "prompt_tokens", "prompt_cached_tokens",
         "prompt_tokens_without_cache_figure", "requests_finished", "last_at", "cost_per_hour_usd",
-        "idle_fraction", "accepted_tokens_per_s", "tokens_known", "requests_known", "priced",
+        "idle_fraction", "idle_cost_per_hour_usd", "extras_cost_per_hour_usd",
+        "accepted_tokens_per_s", "tokens_known", "requests_known", "priced",
         "unwatched_s", "ticks",
     )
     # Decimal sums, stored as strings so that no digit is lost on the way through JSON
@@ -450,6 +464,8 @@ class SessionLedger:
         "last_at": check.optional(check.time_s),
         "cost_per_hour_usd": check.optional(check.usd_per_hour),
         "idle_fraction": check.optional(check.fraction),
+        "idle_cost_per_hour_usd": check.optional(check.usd_per_hour),
+        "extras_cost_per_hour_usd": check.optional(check.usd_per_hour),
         "accepted_tokens_per_s": check.optional(check.rate_per_s),
         "tokens_known": check.flag,
         "requests_known": check.flag,

@@ -44,6 +44,13 @@ def cluster_cost_per_hour_usd(
     return sum(known) + base
 
 
+def extras_cost_per_hour_usd(pricing: PricingConfig) -> float | None:
+    """What is billed to the cluster and to no node: extras (+ amortised hardware when
+    owned). None when there is none."""
+    extras = pricing.extras_hour_usd + (pricing.hardware_hour_usd if pricing.mode == "owned" else 0.0)
+    return extras or None
+
+
 def energy_cost_per_hour_usd(
     power_w: float, host_base_power_w: float, pue: float, kwh_usd: float
 ) -> float:
@@ -92,6 +99,17 @@ def cost_weighted_idle_fraction(
     if weight <= 0:
         return sum(f for _, f in known) / len(known)
     return sum(c * f for c, f in known) / weight
+
+
+def idle_cost_per_hour_usd(nodes: Sequence[tuple[float | None, float | None]]) -> float | None:
+    """What the idle GPU-time costs per hour: Σ node $/h × node idle fraction over the
+    (node $/h, idle fraction) pairs where both are known. Extras (storage, network, CPU
+    hosts) are billed to no node and are never idle or busy: they are left out, and shown
+    apart. Unknown when no node has both figures."""
+    known = [(c, f) for c, f in nodes if c is not None and f is not None]
+    if not known:
+        return None
+    return sum(c * f for c, f in known)
 
 
 BUDGET_ALERTS: tuple[tuple[float, str], ...] = ((1.0, "100%"), (0.8, "80%"))
