@@ -219,6 +219,7 @@ class SessionView(_View):
     price_window_flips_at: str | None = None  # ISO 8601, UTC: when the window changes
     api_output_usd_per_million: float | None = None  # API output price in this window
     # budget: one figure for every viewer
+    budget_label: str | None = None  # "97% of $600", "over by $12.40 of $600"
     budget_over_by_usd: float | None = None  # spend beyond the budget; None while under
     reservation_end: str | None = None  # ISO 8601, UTC, from the layout
     projected_spend_usd: float | None = None  # total at the current $/h to reservation_end

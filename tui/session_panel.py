@@ -20,7 +20,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from monitor.evaluation.ledger import PHASES
-from monitor.format import fmt_num, fmt_pct, fmt_span, fmt_usd
+from monitor.format import fmt_num, fmt_span, fmt_usd
 from monitor.snapshot import SessionView, Snapshot
 from tui.panels import register_panel
 from tui.sparkline import sparkline
@@ -36,6 +36,13 @@ def budget_bar(used: float | None, width: int = 20) -> Text:
     filled = max(0, min(width, round(used * width)))
     style = "red" if used >= 1.0 else "yellow" if used >= 0.8 else "green"
     return Text("█" * filled, style=style) + Text("░" * (width - filled), style="grey50")
+
+
+def _clock(iso: str | None) -> str:
+    """"2026-11-29 12:00 UTC" from an ISO 8601 UTC time (views format; they do not judge)."""
+    if iso is None:
+        return "—"
+    return iso[:16].replace("T", " ") + " UTC"
 
 
 def session_lines(s: SessionView, spend: list[float | None], tokens: list[float | None],
@@ -54,12 +61,25 @@ def session_lines(s: SessionView, spend: list[float | None], tokens: list[float 
     )
     lines.append(head)
     if s.budget_usd is not None:
-        alert = {"80%": ("  ▲ 80% of budget", "yellow"), "100%": ("  ■ budget spent", "bold red")}
-        lines.append(Text.assemble(
+        style = {"80%": "yellow", "100%": "bold red"}.get(s.budget_alert or "", "")
+        budget: list[Text | str | tuple[str, str]] = [
             ("budget ", "grey70"), budget_bar(s.budget_used_fraction),
-            f" {fmt_pct(s.budget_used_fraction)} of {fmt_usd(s.budget_usd)}",
-            ("  runs out in ", "grey70"), fmt_span(s.budget_exhausted_in_s),
-            alert.get(s.budget_alert or "", ("", "")),
+            (f" {s.budget_label or fmt_usd(s.budget_usd)}", style),
+        ]
+        if s.budget_exhausted_in_s is not None:  # only before the budget is reached
+            budget += [("  runs out in ", "grey70"), fmt_span(s.budget_exhausted_in_s)]
+        lines.append(Text.assemble(*budget))
+    if s.projected_spend_usd is not None:
+        holds = (
+            "" if s.budget_holds is None
+            else "  within budget" if s.budget_holds
+            else f"  over budget by {fmt_usd(s.projected_spend_usd - (s.budget_usd or 0.0))}"
+        )
+        lines.append(Text.assemble(
+            ("projected ", "grey70"), (fmt_usd(s.projected_spend_usd), "bold"),
+            ("  by the reservation end ", "grey70"), _clock(s.reservation_end),
+            ("  at the current $/h", "grey70"),
+            (holds, "green" if s.budget_holds else "bold red"),
         ))
     lines.append(Text.assemble(
         ("$/1M tok ", "grey70"), fmt_usd(s.usd_per_million_output_tokens, 3),
@@ -144,7 +164,7 @@ class SessionPanel(Vertical):
             )
         self.body.update(Group(*lines), layout=rows is None or rows != self._body_rows)
         self._body_rows = rows
-        alert = f" · budget {s.budget_alert}" if s.budget_alert else ""
+        alert = f" · budget {s.budget_label}" if s.budget_alert and s.budget_label else ""
         self.border_title = f"session · {fmt_usd(s.spend_usd)}{alert}"
 
 

@@ -30,7 +30,7 @@ from layouts.model import ApiPriceTable, Layout
 from monitor.evaluation.api_price import BUNDLED, api_cost, describe
 from monitor.evaluation.money import (
     break_even_ratio,
-    budget_status,
+    budget_figures,
     usd_per,
     usd_per_million,
     usd_per_million_at_rate,
@@ -59,6 +59,20 @@ TALLIED = (
     "prompt_cached_tokens_total",
     "requests_finished_total",
 )
+
+
+def _iso(t: float) -> str:
+    return dt.datetime.fromtimestamp(t, dt.UTC).isoformat()
+
+
+def reservation_end(layout: Layout, started_at: float) -> float | None:
+    """The reservation end from the layout: `reservation_end`, or the start + `duration_h`."""
+    session = layout.session
+    if session.reservation_end is not None:
+        return session.reservation_end.timestamp()
+    if session.duration_h is not None:
+        return started_at + session.duration_h * 3600.0
+    return None
 
 
 def _finite(value: float | None) -> float | None:
@@ -211,6 +225,7 @@ class TickFigures:
 class SessionLedger:
     started_at: float  # unix seconds: the reservation start
     budget_usd: float | None = None
+    ends_at: float | None = None  # unix seconds: the reservation end, when the layout says
     acceptable_tasks: int | None = None
     prices: ApiPriceTable = BUNDLED
     phase: str = "run"
@@ -249,8 +264,10 @@ class SessionLedger:
     def for_layout(cls, layout: Layout, now: float) -> SessionLedger:
         """A new session's ledger: from the layout's reservation start, else from `now`."""
         start = layout.session.reservation_start
+        started_at = start.timestamp() if start else now
         return cls(
-            started_at=start.timestamp() if start else now,
+            started_at=started_at,
+            ends_at=reservation_end(layout, started_at),
             budget_usd=layout.session.budget_usd,
             acceptable_tasks=layout.session.acceptable_tasks,
             prices=layout.pricing.api,
@@ -383,9 +400,9 @@ class SessionLedger:
         tokens = self.output_tokens if self.tokens_known else None
         requests = self.requests_finished if self.requests_known else None
         api = float(self.api_equivalent_usd) if self.tokens_known else None
-        used, left_s, alert = budget_status(spend, self.budget_usd, self.cost_per_hour_usd)
+        budget = budget_figures(spend, self.budget_usd, self.cost_per_hour_usd, now, self.ends_at)
         return SessionView(
-            started_at=dt.datetime.fromtimestamp(self.started_at, dt.UTC).isoformat(),
+            started_at=_iso(self.started_at),
             elapsed_s=max(now - self.started_at, 0.0),
             cost_per_hour_usd=self.cost_per_hour_usd,
             spend_usd=spend,
@@ -403,9 +420,14 @@ class SessionLedger:
             usd_per_request=usd_per(spend, requests),
             usd_per_acceptable_task=usd_per(spend, self.acceptable_tasks),
             api_break_even_ratio=break_even_ratio(spend, api),
-            budget_used_fraction=used,
-            budget_exhausted_in_s=left_s,
-            budget_alert=alert,
+            budget_used_fraction=budget.used_fraction,
+            budget_exhausted_in_s=budget.exhausted_in_s,
+            budget_alert=budget.alert,
+            budget_label=budget.label,
+            budget_over_by_usd=budget.over_by_usd,
+            reservation_end=None if self.ends_at is None else _iso(self.ends_at),
+            projected_spend_usd=budget.projected_spend_usd,
+            budget_holds=budget.holds,
             prompt_tokens=self.prompt_tokens if self.tokens_known else None,
             prompt_cached_tokens=self.prompt_cached_tokens if self.tokens_known else None,
             api_prices=describe(self.prices),
@@ -425,7 +447,7 @@ class SessionLedger:
     # ------------------------------------------------------------------ persistence
 
     _SCALARS = (
-        "started_at", "budget_usd", "acceptable_tasks", "phase",
+        "started_at", "budget_usd", "ends_at", "acceptable_tasks", "phase",
         "output_tokens", "prompt_tokens", "prompt_cached_tokens",
         "prompt_tokens_without_cache_figure", "requests_finished", "last_at", "cost_per_hour_usd",
         "idle_fraction", "idle_cost_per_hour_usd", "extras_cost_per_hour_usd",
@@ -454,6 +476,7 @@ class SessionLedger:
     # how each scalar of the state is checked when read back (started_at: see from_state)
     _SCALAR_CHECKS: ClassVar[dict[str, Callable[[object, str], object]]] = {
         "budget_usd": check.optional(check.usd),
+        "ends_at": check.optional(check.time_s),
         "acceptable_tasks": check.optional(lambda v, f: check.integer(v, f, 10**15)),
         "phase": lambda v, f: check.choice(v, f, PHASES),
         "output_tokens": check.count,

@@ -222,7 +222,8 @@ def _money_lines(s: SessionView | None, tasks: int | None) -> list[tuple[str, st
         ("API-equivalent", fmt_usd(s.api_equivalent_usd, 4)),
         ("break-even ratio (spend ÷ API-equivalent)", fmt_num(s.api_break_even_ratio, 2)),
         ("budget", fmt_usd(s.budget_usd)),
-        ("budget used", fmt_pct(s.budget_used_fraction, 1)),
+        ("budget used", s.budget_label or fmt_pct(s.budget_used_fraction, 1)),
+        ("projected spend at the reservation end", fmt_usd(s.projected_spend_usd)),
     ]
 
 

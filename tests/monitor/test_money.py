@@ -13,6 +13,8 @@ from monitor.evaluation.api_price import BUNDLED, api_cost, is_peak, peak_second
 from monitor.evaluation.ledger import SessionLedger, TickFigures
 from monitor.evaluation.money import (
     break_even_ratio,
+    budget_figures,
+    budget_label,
     budget_status,
     cluster_cost_per_hour_usd,
     cost_weighted_idle_fraction,
@@ -165,7 +167,9 @@ def test_budget_alerts_and_projection() -> None:
     assert used == pytest.approx(0.8, abs=EPS) and alert == "80%"
     assert left == pytest.approx(0.6 * H, abs=1e-6)
     assert budget_status(479.99, 600.0, 200.0)[2] is None
-    assert budget_status(600.0, 600.0, 200.0) == (1.0, 0.0, "100%")
+    # once spent nothing "runs out in 0m00s" any more: the time left is no longer a figure
+    assert budget_status(600.0, 600.0, 200.0) == (1.0, None, "100%")
+    assert budget_status(700.0, 600.0, 200.0) == (pytest.approx(7 / 6), None, "100%")
     assert budget_status(700.0, 600.0, 0.0)[2] == "100%"
     assert budget_status(100.0, 600.0, None) == (pytest.approx(1 / 6), None, None)
     assert budget_status(None, 600.0, 200.0) == (None, None, None)
@@ -194,3 +198,46 @@ def test_usd_per_million_at_rate() -> None:
     assert usd_per_million_at_rate(36.0, 10.0) == pytest.approx(1000.0, rel=1e-12)
     assert usd_per_million_at_rate(36.0, 0.0) is None
     assert usd_per_million_at_rate(None, 10.0) is None
+
+
+def test_budget_words_one_figure() -> None:
+    """The share is rounded down (99.6 % is "99%", never "100%" before the budget is
+    reached); past the budget the words say by how much."""
+    assert budget_label(597.6, 600.0) == "99% of $600"
+    assert budget_label(582.0, 600.0) == "97% of $600"
+    assert budget_label(600.0, 600.0) == "spent: $600"
+    assert budget_label(612.4, 600.0) == "over by $12.40 of $600"
+    assert budget_label(None, 600.0) is None and budget_label(1.0, None) is None
+    over = budget_figures(612.4, 600.0, 200.0, now=0.0)
+    assert over.exhausted_in_s is None and over.over_by_usd == pytest.approx(12.4)
+    assert over.alert == "100%" and over.label == "over by $12.40 of $600"
+    under = budget_figures(597.6, 600.0, 200.0, now=0.0)
+    assert under.exhausted_in_s == pytest.approx(2.4 / 200.0 * H) and under.over_by_usd is None
+
+
+def test_spend_projected_to_the_reservation_end() -> None:
+    # $400 spent, $200/h, 1 h 30 m left: $700 at the end, beyond a $600 budget
+    fig = budget_figures(400.0, 600.0, 200.0, now=MONDAY, ends_at=MONDAY + 1.5 * H)
+    assert fig.projected_spend_usd == pytest.approx(700.0, abs=EPS)
+    assert fig.holds is False
+    fig = budget_figures(400.0, 800.0, 200.0, now=MONDAY, ends_at=MONDAY + 1.5 * H)
+    assert fig.holds is True
+    # after the end the spend is the total; without an end or a rate there is no projection
+    assert budget_figures(400.0, 600.0, 200.0, now=MONDAY, ends_at=MONDAY - 1).projected_spend_usd == 400.0
+    assert budget_figures(400.0, 600.0, 200.0, now=MONDAY).projected_spend_usd is None
+    assert budget_figures(400.0, None, None, now=MONDAY, ends_at=MONDAY + H).projected_spend_usd is None
+    assert budget_figures(400.0, None, 100.0, now=MONDAY, ends_at=MONDAY + H).holds is None
+
+
+def test_ledger_projects_from_the_layout_end() -> None:
+    from layouts import parse_layout
+
+    layout = parse_layout(
+        '[session]\nreservation_start = "2026-11-30T00:00:00Z"\nduration_h = 3\nbudget_usd = 600\n'
+    )
+    ledger = SessionLedger.for_layout(layout, MONDAY)
+    ledger.advance(TickFigures(now=MONDAY + H, cost_per_hour_usd=250.0))
+    view = ledger.view(MONDAY + H)
+    assert view.reservation_end == "2026-11-30T03:00:00+00:00"
+    assert view.projected_spend_usd == pytest.approx(750.0, abs=EPS)
+    assert view.budget_holds is False and view.budget_label == "41% of $600"
