@@ -20,6 +20,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from monitor.evaluation.ledger import PHASES
+from monitor.evaluation.money import api_output_tokens_for
 from monitor.format import fmt_num, fmt_span, fmt_usd
 from monitor.snapshot import SessionView, Snapshot
 from tui.panels import register_panel
@@ -43,6 +44,31 @@ def _clock(iso: str | None) -> str:
     if iso is None:
         return "—"
     return iso[:16].replace("T", " ") + " UTC"
+
+
+def breakeven_lines(s: SessionView) -> list[Text]:
+    """Break-even against the API in the current price window: the output tokens/s needed,
+    the tokens/s now, and what a day of the cluster would buy from the API."""
+    if s.breakeven_output_tokens_per_s is None:
+        return []
+    needed = s.breakeven_output_tokens_per_s
+    now = s.accepted_tokens_per_s
+    share = "" if now is None or needed <= 0 else f" ({now / needed:.1%} of it)"
+    lines = [Text.assemble(
+        ("break-even ", "grey70"), (f"{needed:,.0f} output tok/s", "bold"),
+        (f"  {s.price_window} at {fmt_usd(s.api_output_usd_per_million)}/1M until ", "grey70"),
+        _clock(s.price_window_flips_at),
+        ("  now ", "grey70"), (f"{fmt_num(now, 0)} tok/s{share}",
+                                "green" if now is not None and now >= needed else ""),
+    )]
+    day_usd = None if s.cost_per_hour_usd is None else s.cost_per_hour_usd * 24.0
+    bought = api_output_tokens_for(day_usd, s.api_output_usd_per_million)
+    if day_usd is not None and bought is not None:
+        lines.append(Text(
+            f"{fmt_usd(day_usd, 0)} a day buys {bought / 1e9:,.1f} billion output tokens "
+            f"{s.price_window} from the API", style="grey70",
+        ))
+    return lines
 
 
 def session_lines(s: SessionView, spend: list[float | None], tokens: list[float | None],
@@ -94,6 +120,7 @@ def session_lines(s: SessionView, spend: list[float | None], tokens: list[float 
         ("API-equivalent ", "grey70"), fmt_usd(s.api_equivalent_usd, 4),
         ("  spend ÷ API ", "grey70"), fmt_num(ratio, 2), (verdict, "grey70"),
     ))
+    lines.extend(breakeven_lines(s))
     if s.spend_by_phase:
         parts: list[Text | str | tuple[str, str]] = [("by phase ", "grey70")]
         for p in s.spend_by_phase:

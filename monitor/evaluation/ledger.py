@@ -27,9 +27,17 @@ from collectors.bounds import counter_trust
 from collectors.rates import step_doubt
 from collectors.sample import NodeSample
 from layouts.model import ApiPriceTable, Layout
-from monitor.evaluation.api_price import BUNDLED, api_cost, describe
+from monitor.evaluation.api_price import (
+    BUNDLED,
+    api_cost,
+    describe,
+    next_flip,
+    output_price_per_million,
+    price_window,
+)
 from monitor.evaluation.money import (
     break_even_ratio,
+    breakeven_output_tokens_per_s,
     budget_figures,
     usd_per,
     usd_per_million,
@@ -428,6 +436,12 @@ class SessionLedger:
             reservation_end=None if self.ends_at is None else _iso(self.ends_at),
             projected_spend_usd=budget.projected_spend_usd,
             budget_holds=budget.holds,
+            breakeven_output_tokens_per_s=breakeven_output_tokens_per_s(
+                self.cost_per_hour_usd, output_price_per_million(now, self.prices)
+            ),
+            price_window=price_window(now),
+            price_window_flips_at=_iso(next_flip(now)),
+            api_output_usd_per_million=output_price_per_million(now, self.prices),
             prompt_tokens=self.prompt_tokens if self.tokens_known else None,
             prompt_cached_tokens=self.prompt_cached_tokens if self.tokens_known else None,
             api_prices=describe(self.prices),

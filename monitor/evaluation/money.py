@@ -87,6 +87,23 @@ def break_even_ratio(spend: float | None, api_equivalent: float | None) -> float
     return usd_per(spend, api_equivalent)
 
 
+def breakeven_output_tokens_per_s(
+    cost_per_hour_usd: float | None, api_output_usd_per_million: float | None
+) -> float | None:
+    """The output tokens/s the cluster must sustain to cost no more than buying the same
+    output tokens from the API: cluster $/h ÷ (API $ per output token × 3600)."""
+    if cost_per_hour_usd is None or not api_output_usd_per_million or api_output_usd_per_million <= 0:
+        return None
+    return cost_per_hour_usd / (api_output_usd_per_million * 1e-6 * 3600.0)
+
+
+def api_output_tokens_for(usd: float | None, api_output_usd_per_million: float | None) -> float | None:
+    """How many output tokens `usd` buys from the API at that price."""
+    if usd is None or not api_output_usd_per_million or api_output_usd_per_million <= 0:
+        return None
+    return usd / api_output_usd_per_million * 1e6
+
+
 def cost_weighted_idle_fraction(
     nodes: Sequence[tuple[float | None, float | None]],
 ) -> float | None:

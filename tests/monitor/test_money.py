@@ -241,3 +241,43 @@ def test_ledger_projects_from_the_layout_end() -> None:
     assert view.reservation_end == "2026-11-30T03:00:00+00:00"
     assert view.projected_spend_usd == pytest.approx(750.0, abs=EPS)
     assert view.budget_holds is False and view.budget_label == "41% of $600"
+
+
+SEED_LAYOUT = (
+    '[session]\nreservation_start = "2026-11-28T00:00:00Z"\n[pricing]\ngpu_hour_usd = 10.582\n'
+    '[[nodes]]\nhosts = "d-[01-16]"\ngpus = 8\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("at", "window", "needed", "flips"),
+    [
+        # Saturday noon: off-peak ($0.60/1M) until Monday 01:00 UTC
+        (SATURDAY + 12 * H, "off-peak", 627_081, "2026-11-30T01:00:00+00:00"),
+        # Monday 02:00: peak ($1.20/1M) until 04:00; Monday 05:00: off-peak until 06:00
+        (MONDAY + 2 * H, "peak", 313_541, "2026-11-30T04:00:00+00:00"),
+        (MONDAY + 5 * H, "off-peak", 627_081, "2026-11-30T06:00:00+00:00"),
+        (FRIDAY + 9.5 * H, "peak", 313_541, "2026-11-27T10:00:00+00:00"),
+        (FRIDAY + 10 * H, "off-peak", 627_081, "2026-11-30T01:00:00+00:00"),
+    ],
+)
+def test_breakeven_reproduces_the_seed(at: float, window: str, needed: int, flips: str) -> None:
+    """128 GPUs at $10.582 → $1,354.50/h → 627,081 output tok/s off-peak, 313,541 at
+    peak; "$32,508 a day buys 54.2 billion output tokens off-peak"."""
+    from layouts import parse_layout
+    from monitor.monitor import Monitor
+    from tui.session_panel import breakeven_lines
+
+    monitor = Monitor(parse_layout(SEED_LAYOUT), sources=[], clock=lambda: at)
+    s = monitor.tick(at).session
+    assert f"{s.cost_per_hour_usd:,.2f}" == "1,354.50"
+    assert s.breakeven_output_tokens_per_s is not None
+    assert round(s.breakeven_output_tokens_per_s) == needed
+    assert s.price_window == window and s.price_window_flips_at == flips
+    text = "\n".join(line.plain for line in breakeven_lines(s))
+    assert f"break-even {needed:,} output tok/s  {window}" in text
+    if window == "off-peak":
+        assert "$32,508 a day buys 54.2 billion output tokens off-peak" in text
+    assert monitor.tick(at).to_json_dict()["session"]["breakeven_output_tokens_per_s"] == pytest.approx(
+        s.breakeven_output_tokens_per_s
+    )
