@@ -83,6 +83,7 @@ ENGINE_BOUNDS: Bounds = {
     "requests_waiting": (0.0, 1e7),
     "kv_cache_usage": (0.0, 1.0),  # a share of the KV pool
     "log_last_line_at": (0.0, 2.0**32),  # unix seconds (until 2106)
+    "counters_started_at": (0.0, 2.0**32),
 }
 
 # The fastest a counter can rise on one node, per second. Tokens: a node of 8 GPUs

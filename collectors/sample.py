@@ -122,6 +122,9 @@ class EngineSample(_Frozen):
     requests_running: float | None = None
     requests_waiting: float | None = None
     kv_cache_usage: float | None = None  # 0–1
+    # when the token counters began (unix s): their `_created` sample, else the process
+    # start; a counter born after the reservation start counted only this reservation
+    counters_started_at: float | None = None
     # when the figures came from a log: the time of the newest parsed line
     log_last_line_at: float | None = None
     log_lines_skipped_total: int | None = None

@@ -210,7 +210,9 @@ class SessionView(_View):
     # scoreboard money (DESIGN.md "Scoreboard fields"); the span rule: token figures, $/1M,
     # API-equivalent and the spend ÷ API ratio all cover the same stretch of time
     tokens_since: str | None = None  # ISO 8601, UTC: start of the stretch the tokens cover
-    usd_per_million_span: str | None = None  # "reservation" or "since <tokens_since>"
+    # "reservation": the engines' counters began within it, so the tokens cover all of it;
+    # "watched": counted from when infertop first read them (tokens_since), not before
+    usd_per_million_span: str | None = None
     span_spend_usd: float | None = None  # spend over that same stretch (what $/1M divides)
     # output tokens/s the whole cluster must sustain to cost no more than the API's output
     # price in the current price window: cluster $/h ÷ (API $ per output token × 3600)

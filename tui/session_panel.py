@@ -131,14 +131,14 @@ def session_lines(s: SessionView, spend: list[float | None], tokens: list[float 
                                f" {fmt_num(s.accepted_tokens_per_s, 0)}"))
     if s.api_cache_note and "cache misses" in s.api_cache_note:
         lines.append(Text.assemble(("note ", "grey70"), inert(s.api_cache_note, "grey50", 120)))
-    if s.elapsed_s > 0 and s.unwatched_s > 0.05 * s.elapsed_s:
-        # spend ran before infertop counted tokens: the session $/1M and the API ratio
-        # divide all of that spend by only the tokens seen since
+    if s.usd_per_million_span == "watched":
+        # the engines' counters began before the reservation (or do not say when): the
+        # token figures cover only the stretch since infertop first read them
         lines.append(Text.assemble(
             ("note ", "grey70"),
-            (f"tokens counted over {fmt_span(s.elapsed_s - s.unwatched_s)} of "
-             f"{fmt_span(s.elapsed_s)}: $/1M and spend ÷ API include spend from before; "
-             "'now' is the current rate", "yellow"),
+            (f"tokens counted since {_clock(s.tokens_since)}: $/1M, $/request and spend ÷ API "
+             f"set them against the {fmt_usd(s.span_spend_usd)} spent since, not the whole "
+             f"{fmt_usd(s.spend_usd)}", "yellow"),
         ))
     for note in s.notes[:2]:  # counter steps the ledger left out: tokens would be wrong
         lines.append(Text.assemble(("note ", "grey70"), inert(note, "yellow", 120)))

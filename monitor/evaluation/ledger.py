@@ -99,6 +99,19 @@ class TokenDeltas:
     # prompt tokens from nodes that expose no cache counter (billed all as cache miss)
     prompt_tokens_without_cache_figure: float = 0.0
     requests_finished: float | None = None
+    # nodes whose engine counters were read for the first time since the last drain
+    first_sights: list[FirstSight] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class FirstSight:
+    """A node's engine counters read for the first time: what they held, when, and when
+    they began (None: the engine does not say)."""
+
+    node: str
+    seen_at: float
+    born_at: float | None
+    values: Mapping[str, float]
 
 
 def _add(a: float | None, b: float | None) -> float | None:
@@ -122,12 +135,21 @@ class CounterTally:
         self.reset_at: dict[tuple[str, str, str], float] = {}
         # steps not counted, by (node, counter): the newest reason
         self.doubts: dict[tuple[str, str], str] = {}
+        self.first_sights: list[FirstSight] = []
+        self.seen_nodes: set[str] = set()  # nodes whose counters were read at least once
 
     def observe(self, sample: NodeSample) -> None:
         engine = sample.engine
         if sample.error is not None or engine is None:
             return
         key = (sample.node, sample.source)
+        if sample.node not in self.seen_nodes:
+            values = {n: v for n in TALLIED if (v := getattr(engine, n)) is not None}
+            if values:
+                self.seen_nodes.add(sample.node)
+                self.first_sights.append(
+                    FirstSight(sample.node, sample.taken_at, engine.counters_started_at, values)
+                )
         last = self.last.setdefault(key, {})
         pending = self.pending.setdefault(key, {})
         prev_at = self.heard_at.get(key)
@@ -184,6 +206,7 @@ class CounterTally:
             else:
                 out.prompt_tokens_without_cache_figure += prompt
         self.pending = {}
+        out.first_sights, self.first_sights = self.first_sights, []
         return out
 
     # a resumed session continues from the counters it last saw, so the tokens produced
@@ -208,9 +231,46 @@ class CounterTally:
                     check.bounded(v, f"{where}.last.{k}", -sys.float_info.max, sys.float_info.max)
                 for k, v in last.items()
             }
+            if self.last[key]:
+                self.seen_nodes.add(key[0])
             at = check.optional(check.time_s)(row.get("at"), f"{where}.at")
             if at is not None:
                 self.heard_at[key] = at
+
+
+@dataclass
+class SpanSums:
+    """Token figures since `start`, and the spend over that same stretch: what the
+    session's $/1M, $/request, API-equivalent and spend ÷ API ratio are made of."""
+
+    start: float  # unix seconds; the reservation start when the tokens cover all of it
+    spend_usd: Decimal = ZERO
+    output_tokens: float = 0.0
+    prompt_tokens: float = 0.0
+    prompt_cached_tokens: float = 0.0
+    requests_finished: float = 0.0
+    api_usd: Decimal = ZERO
+
+    def to_state(self) -> dict[str, Any]:
+        return {
+            "start": self.start, "spend_usd": str(self.spend_usd), "api_usd": str(self.api_usd),
+            "output_tokens": self.output_tokens, "prompt_tokens": self.prompt_tokens,
+            "prompt_cached_tokens": self.prompt_cached_tokens,
+            "requests_finished": self.requests_finished,
+        }
+
+    @classmethod
+    def from_state(cls, value: object, started_at: float) -> SpanSums:
+        row = check.mapping(value, "span", 7)
+        return cls(
+            start=check.near(check.time_s(row.get("start"), "span.start"), started_at, "span.start"),
+            spend_usd=check.amount(row.get("spend_usd"), "span.spend_usd"),
+            api_usd=check.amount(row.get("api_usd"), "span.api_usd"),
+            output_tokens=check.count(row.get("output_tokens"), "span.output_tokens"),
+            prompt_tokens=check.count(row.get("prompt_tokens"), "span.prompt_tokens"),
+            prompt_cached_tokens=check.count(row.get("prompt_cached_tokens"), "span.prompt_cached_tokens"),
+            requests_finished=check.count(row.get("requests_finished"), "span.requests_finished"),
+        )
 
 
 @dataclass
@@ -267,6 +327,7 @@ class SessionLedger:
     marks: list[tuple[float, str]] = field(default_factory=list)
     tally: CounterTally = field(default_factory=CounterTally)
     resumed: bool = False  # set when restored from a record: the next stretch was unwatched
+    span: SpanSums | None = None  # None until tokens are first read
 
     @classmethod
     def for_layout(cls, layout: Layout, now: float) -> SessionLedger:
@@ -344,7 +405,10 @@ class SessionLedger:
             )
         if not watched:
             self.unwatched_s += seconds
-        self._count_tokens(since, now, tick.deltas)
+        if self.span is not None and rate is not None:
+            self.span.spend_usd += charge(rate, seconds)
+        restarted = self._first_sights(now, tick.deltas.first_sights)
+        self._count_tokens(since, now, tick.deltas, into_span=not restarted)
         self.last_at = now
         self.resumed = False
         self.ticks += 1
@@ -354,7 +418,44 @@ class SessionLedger:
         self.extras_cost_per_hour_usd = _finite(tick.extras_cost_per_hour_usd)
         self.accepted_tokens_per_s = _finite(tick.accepted_tokens_per_s)
 
-    def _count_tokens(self, since: float, now: float, d: TokenDeltas) -> None:
+    def _first_sights(self, now: float, sights: list[FirstSight]) -> bool:
+        """The span rule: token figures and the spend they are set against cover one
+        stretch. Counters that began within this reservation hold only its tokens: they
+        are counted whole, and the stretch stays the reservation. Counters that began
+        before it (or do not say when) hold tokens of no known stretch: counting starts
+        at their first reading, and the stretch starts again from this tick (whose counter
+        increases, from readings before it, stay out of it). True when it started again."""
+        born_within = [
+            s for s in sights if s.born_at is not None and s.born_at >= self.started_at
+        ]
+        restart = len(born_within) < len(sights)
+        for sight in born_within:
+            assert sight.born_at is not None
+            if not restart:
+                self._reservation_span()
+            v = sight.values
+            prompt = _finite(v.get("prompt_tokens_total"))
+            cached = _finite(v.get("prompt_cached_tokens_total"))
+            backfill = TokenDeltas(
+                output_tokens=_finite(v.get("generation_tokens_total")),
+                prompt_tokens=prompt,
+                prompt_cached_tokens=cached if prompt is not None else None,
+                prompt_tokens_without_cache_figure=(prompt or 0.0) if cached is None else 0.0,
+                requests_finished=_finite(v.get("requests_finished_total")),
+            )
+            # produced evenly between the counters' birth and this reading
+            self._count_tokens(
+                min(sight.born_at, sight.seen_at), sight.seen_at, backfill, into_span=not restart
+            )
+        if restart:
+            self.span = SpanSums(start=now)
+        return restart
+
+    def _reservation_span(self) -> None:
+        if self.span is None:
+            self.span = SpanSums(start=self.started_at, spend_usd=self.spend_usd)
+
+    def _count_tokens(self, since: float, now: float, d: TokenDeltas, into_span: bool = True) -> None:
         # a NaN or infinite increase (a bug upstream) must not stick in the sums forever
         d = TokenDeltas(
             output_tokens=_finite(d.output_tokens),
@@ -384,6 +485,18 @@ class SessionLedger:
         self.api_output_usd += Decimal(cost.output_usd)
         self.api_input_cache_hit_usd += Decimal(cost.input_cache_hit_usd)
         self.api_input_cache_miss_usd += Decimal(cost.input_cache_miss_usd)
+        if not into_span or (d.output_tokens is None and d.requests_finished is None and not prompt):
+            return
+        # tokens with no first reading before them (given directly): the whole reservation
+        self._reservation_span()
+        assert self.span is not None
+        self.span.output_tokens += d.output_tokens or 0.0
+        self.span.prompt_tokens += prompt
+        self.span.prompt_cached_tokens += d.prompt_cached_tokens or 0.0
+        self.span.requests_finished += d.requests_finished or 0.0
+        self.span.api_usd += (
+            Decimal(cost.output_usd) + Decimal(cost.input_cache_hit_usd) + Decimal(cost.input_cache_miss_usd)
+        )
 
     # ------------------------------------------------------------------ figures
 
@@ -405,9 +518,12 @@ class SessionLedger:
 
     def view(self, now: float, record_path: str | None = None) -> SessionView:
         spend = float(self.spend_usd) if self.priced else None
-        tokens = self.output_tokens if self.tokens_known else None
-        requests = self.requests_finished if self.requests_known else None
-        api = float(self.api_equivalent_usd) if self.tokens_known else None
+        # every token figure, and the spend set against it, over the same stretch (`span`)
+        span = self.span
+        span_spend = float(span.spend_usd) if span is not None and self.priced else None
+        tokens = span.output_tokens if span is not None and self.tokens_known else None
+        requests = span.requests_finished if span is not None and self.requests_known else None
+        api = float(span.api_usd) if span is not None and self.tokens_known else None
         budget = budget_figures(spend, self.budget_usd, self.cost_per_hour_usd, now, self.ends_at)
         return SessionView(
             started_at=_iso(self.started_at),
@@ -416,7 +532,7 @@ class SessionLedger:
             spend_usd=spend,
             idle_spend_usd=float(self.idle_spend_usd) if self.priced else None,
             budget_usd=self.budget_usd,
-            usd_per_million_output_tokens=usd_per_million(spend, tokens),
+            usd_per_million_output_tokens=usd_per_million(span_spend, tokens),
             api_equivalent_usd=api,
             phase=self.phase,
             spend_by_phase=[
@@ -425,9 +541,14 @@ class SessionLedger:
             ],
             accepted_tokens=tokens,
             requests_finished=requests,
-            usd_per_request=usd_per(spend, requests),
+            usd_per_request=usd_per(span_spend, requests),
             usd_per_acceptable_task=usd_per(spend, self.acceptable_tasks),
-            api_break_even_ratio=break_even_ratio(spend, api),
+            api_break_even_ratio=break_even_ratio(span_spend, api),
+            tokens_since=None if span is None else _iso(span.start),
+            usd_per_million_span=None if span is None else (
+                "reservation" if span.start <= self.started_at else "watched"
+            ),
+            span_spend_usd=span_spend,
             budget_used_fraction=budget.used_fraction,
             budget_exhausted_in_s=budget.exhausted_in_s,
             budget_alert=budget.alert,
@@ -442,8 +563,10 @@ class SessionLedger:
             price_window=price_window(now),
             price_window_flips_at=_iso(next_flip(now)),
             api_output_usd_per_million=output_price_per_million(now, self.prices),
-            prompt_tokens=self.prompt_tokens if self.tokens_known else None,
-            prompt_cached_tokens=self.prompt_cached_tokens if self.tokens_known else None,
+            prompt_tokens=span.prompt_tokens if span is not None and self.tokens_known else None,
+            prompt_cached_tokens=(
+                span.prompt_cached_tokens if span is not None and self.tokens_known else None
+            ),
             api_prices=describe(self.prices),
             api_cache_note=self.cache_note(),
             idle_fraction=self.idle_fraction,
@@ -485,6 +608,7 @@ class SessionLedger:
         state["pending_marks"] = [list(m) for m in self.pending_marks]
         state["marks"] = [list(m) for m in self.marks]
         state["tally"] = self.tally.to_state()
+        state["span"] = None if self.span is None else self.span.to_state()
         return state
 
     # how each scalar of the state is checked when read back (started_at: see from_state)
@@ -563,6 +687,14 @@ class SessionLedger:
         ledger.pending_marks = cls._checked_marks(state.get("pending_marks", []), "pending_marks", start)
         ledger.marks = cls._checked_marks(state.get("marks", []), "marks", start)
         ledger.tally.load_state(state.get("tally", []))
+        if state.get("span") is not None:
+            ledger.span = SpanSums.from_state(state["span"], start)
+        elif ledger.tokens_known:  # a record from before spans: its tokens, as they were
+            ledger.span = SpanSums(
+                start=start, spend_usd=ledger.spend_usd, output_tokens=ledger.output_tokens,
+                prompt_tokens=ledger.prompt_tokens, prompt_cached_tokens=ledger.prompt_cached_tokens,
+                requests_finished=ledger.requests_finished, api_usd=ledger.api_equivalent_usd,
+            )
         return ledger
 
     @staticmethod

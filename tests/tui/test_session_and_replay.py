@@ -39,13 +39,16 @@ def test_panel_lines_and_budget_bar() -> None:
     assert budget_bar(None, 4).plain == "────"
 
 
-def test_panel_says_when_tokens_were_counted_over_part_of_the_session() -> None:
-    s = FrozenFeed(specs(), ticks=4).frames[-1].session
-    late = s.model_copy(update={"elapsed_s": 7200.0, "unwatched_s": 7140.0})
-    text = "\n".join(line.plain for line in session_lines(late, [], [], 10))
-    assert "tokens counted over 1m00s of 2h00m" in text
-    watched = s.model_copy(update={"elapsed_s": 7200.0, "unwatched_s": 1.0})
-    assert "tokens counted over" not in "\n".join(line.plain for line in session_lines(watched, [], [], 10))
+def test_panel_says_which_stretch_the_token_figures_cover() -> None:
+    s = FrozenFeed(specs(), ticks=4).frames[-1].session.model_copy(update={
+        "usd_per_million_span": "watched", "tokens_since": "2027-01-15T07:59:30+00:00",
+        "span_spend_usd": 0.25,
+    })
+    text = "\n".join(line.plain for line in session_lines(s, [], [], 10))
+    assert "tokens counted since 2027-01-15 07:59 UTC" in text
+    assert f"against the $0.25 spent since, not the whole ${s.spend_usd:,.2f}" in text
+    whole = s.model_copy(update={"usd_per_million_span": "reservation"})
+    assert "tokens counted since" not in "\n".join(line.plain for line in session_lines(whole, [], [], 10))
 
 
 async def test_session_panel_in_the_overview() -> None:
