@@ -64,6 +64,7 @@ class Monitor:
         self.ledger = recorder.ledger if recorder is not None else SessionLedger.for_layout(layout, clock())
         # the ledger counts tokens from counter increases as samples arrive
         self.fleet.listeners.append(self.ledger.tally.observe)
+        self.fleet.listeners.append(self.ledger.energy.observe)
         self.verdicts = VerdictTracker()
         # each tick's rates from the last tick's: a window only slides by a sample or two
         self.rates = RateCache()
@@ -147,6 +148,7 @@ class Monitor:
                 node_cost_per_hour_usd={n.name: n.cost_per_hour_usd for n in nodes},
                 deltas=self.ledger.tally.drain(),
                 accepted_tokens_per_s=cluster.total.accepted_tokens_per_s,
+                energy_j=self.ledger.energy.drain(),
             )
         )
         snapshot = Snapshot(

@@ -121,6 +121,12 @@ def session_lines(s: SessionView, spend: list[float | None], tokens: list[float 
         ("  spend ÷ API ", "grey70"), fmt_num(ratio, 2), (verdict, "grey70"),
     ))
     lines.extend(breakeven_lines(s))
+    if s.energy_kwh is not None:
+        lines.append(Text.assemble(
+            ("energy ", "grey70"), f"{fmt_num(s.energy_kwh, 3)} kWh",
+            ("  per output token ", "grey70"), fmt_num(s.joules_per_output_token, 2, " J"),
+            *((("  energy bill ", "grey70"), fmt_usd(s.energy_usd)) if s.energy_usd is not None else ()),
+        ))
     if s.spend_by_phase:
         parts: list[Text | str | tuple[str, str]] = [("by phase ", "grey70")]
         for p in s.spend_by_phase:

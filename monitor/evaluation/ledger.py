@@ -35,6 +35,7 @@ from monitor.evaluation.api_price import (
     output_price_per_million,
     price_window,
 )
+from monitor.evaluation.energy import J_PER_KWH, EnergyTally
 from monitor.evaluation.money import (
     break_even_ratio,
     breakeven_output_tokens_per_s,
@@ -81,6 +82,12 @@ def reservation_end(layout: Layout, started_at: float) -> float | None:
     if session.duration_h is not None:
         return started_at + session.duration_h * 3600.0
     return None
+
+
+def energy_usd_per_kwh(layout: Layout) -> float | None:
+    """Owned hardware pays for its energy: PUE × $/kWh. Rented: the rent covers it."""
+    pricing = layout.pricing
+    return pricing.pue * pricing.kwh_usd if pricing.mode == "owned" else None
 
 
 def _finite(value: float | None) -> float | None:
@@ -287,6 +294,7 @@ class TickFigures:
     node_cost_per_hour_usd: Mapping[str, float | None] = field(default_factory=dict)
     deltas: TokenDeltas = field(default_factory=TokenDeltas)
     accepted_tokens_per_s: float | None = None
+    energy_j: float | None = None  # GPU energy counted since the last tick (joules)
 
 
 @dataclass
@@ -328,6 +336,12 @@ class SessionLedger:
     tally: CounterTally = field(default_factory=CounterTally)
     resumed: bool = False  # set when restored from a record: the next stretch was unwatched
     span: SpanSums | None = None  # None until tokens are first read
+    energy: EnergyTally = field(default_factory=EnergyTally)
+    energy_j: float = 0.0  # GPU energy over the watched stretches
+    energy_known: bool = False
+    energy_watched: bool = False  # some GPU's energy counter has been read
+    paired_output_tokens: float = 0.0  # output tokens since then
+    energy_usd_per_kwh: float | None = None  # owned: PUE × $/kWh
 
     @classmethod
     def for_layout(cls, layout: Layout, now: float) -> SessionLedger:
@@ -340,6 +354,7 @@ class SessionLedger:
             budget_usd=layout.session.budget_usd,
             acceptable_tasks=layout.session.acceptable_tasks,
             prices=layout.pricing.api,
+            energy_usd_per_kwh=energy_usd_per_kwh(layout),
         )
 
     # ------------------------------------------------------------------ phases
@@ -409,6 +424,16 @@ class SessionLedger:
             self.span.spend_usd += charge(rate, seconds)
         restarted = self._first_sights(now, tick.deltas.first_sights)
         self._count_tokens(since, now, tick.deltas, into_span=not restarted)
+        # joules per output token: energy and tokens over the same stretch, from the tick
+        # after the GPUs' energy was first read (NVML reads it every few ticks, so the
+        # ticks that bring an energy increase are not the only ones that made tokens)
+        energy = _finite(tick.energy_j)
+        if self.energy_watched:
+            self.paired_output_tokens += _finite(tick.deltas.output_tokens) or 0.0
+        if energy is not None and energy >= 0:
+            self.energy_j += energy
+            self.energy_known = True
+        self.energy_watched = self.energy_watched or bool(self.energy.heard_at)
         self.last_at = now
         self.resumed = False
         self.ticks += 1
@@ -524,6 +549,7 @@ class SessionLedger:
         tokens = span.output_tokens if span is not None and self.tokens_known else None
         requests = span.requests_finished if span is not None and self.requests_known else None
         api = float(span.api_usd) if span is not None and self.tokens_known else None
+        energy_kwh = self.energy_j / J_PER_KWH if self.energy_known else None
         budget = budget_figures(spend, self.budget_usd, self.cost_per_hour_usd, now, self.ends_at)
         return SessionView(
             started_at=_iso(self.started_at),
@@ -579,6 +605,15 @@ class SessionLedger:
                 self.cost_per_hour_usd, self.accepted_tokens_per_s
             ),
             notes=list(self.tally.doubts.values()),
+            energy_kwh=energy_kwh,
+            joules_per_output_token=(
+                self.energy_j / self.paired_output_tokens
+                if self.energy_known and self.paired_output_tokens > 0 else None
+            ),
+            energy_usd=(
+                None if energy_kwh is None or self.energy_usd_per_kwh is None
+                else energy_kwh * self.energy_usd_per_kwh
+            ),
         )
 
     # ------------------------------------------------------------------ persistence
@@ -589,7 +624,8 @@ class SessionLedger:
         "prompt_tokens_without_cache_figure", "requests_finished", "last_at", "cost_per_hour_usd",
         "idle_fraction", "idle_cost_per_hour_usd", "extras_cost_per_hour_usd",
         "accepted_tokens_per_s", "tokens_known", "requests_known", "priced",
-        "unwatched_s", "ticks",
+        "unwatched_s", "ticks", "energy_j", "energy_known", "energy_watched",
+        "paired_output_tokens", "energy_usd_per_kwh",
     )
     # Decimal sums, stored as strings so that no digit is lost on the way through JSON
     _MONEY = (
@@ -633,6 +669,11 @@ class SessionLedger:
         "priced": check.flag,
         "unwatched_s": check.duration_s,
         "ticks": lambda v, f: check.integer(v, f, 10**12),
+        "energy_j": check.count,
+        "energy_known": check.flag,
+        "energy_watched": check.flag,
+        "paired_output_tokens": check.count,
+        "energy_usd_per_kwh": check.optional(check.usd),
     }
 
     @classmethod
@@ -687,6 +728,9 @@ class SessionLedger:
         ledger.pending_marks = cls._checked_marks(state.get("pending_marks", []), "pending_marks", start)
         ledger.marks = cls._checked_marks(state.get("marks", []), "marks", start)
         ledger.tally.load_state(state.get("tally", []))
+        # energy counters are read afresh after a restart (their gap is not counted), so the
+        # tokens of the gap, which the engine counters do cover, must not be paired with them
+        ledger.energy_watched = False
         if state.get("span") is not None:
             ledger.span = SpanSums.from_state(state["span"], start)
         elif ledger.tokens_known:  # a record from before spans: its tokens, as they were

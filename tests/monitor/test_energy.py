@@ -1,0 +1,111 @@
+"""Energy: kWh over the session and joules per output token, from the GPUs' total-energy
+counters (NVML, or dcgm-exporter's DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION in mJ)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from collectors.exporters import gpu_samples_from_dcgm
+from collectors.exposition import parse_exposition
+from collectors.sample import EngineSample, GpuSample, NodeSample
+from layouts import parse_layout
+from monitor.evaluation.ledger import SessionLedger
+from monitor.monitor import Monitor
+
+START = dt.datetime(2026, 11, 28, tzinfo=dt.UTC).timestamp()
+LAYOUT = """
+[session]
+reservation_start = "2026-11-28T00:00:00Z"
+[pricing]
+gpu_hour_usd = 10.0
+[[nodes]]
+name = "d1"
+gpus = 8
+[[nodes]]
+name = "d2"
+gpus = 8
+"""
+OWNED = """
+[session]
+reservation_start = "2026-11-28T00:00:00Z"
+[pricing]
+mode = "owned"
+pue = 1.25
+kwh_usd = 0.12
+[[nodes]]
+name = "d1"
+"""
+
+
+def gpu_sample(node: str, at: float, joules: float | None, source: str = "ssh",
+               gen: float | None = None) -> NodeSample:
+    return NodeSample(
+        node=node, source=source, taken_at=at,
+        gpus=[GpuSample(index=i, util_pct=90.0, power_w=700.0, energy_j_total=joules) for i in range(8)],
+        engine=None if gen is None else EngineSample(generation_tokens_total=gen),
+    )
+
+
+def test_energy_per_session_and_per_output_token() -> None:
+    """16 GPUs at 700 W for 10 s: 112 kJ (0.0311 kWh); 2,000 output tokens/s: 5.6 J each.
+    d2 is read by NVML and DCGM both: counted once. NVML reads energy every 5th sample on d1."""
+    t0 = START + 3600.0
+    monitor = Monitor(parse_layout(LAYOUT), sources=[], clock=lambda: t0)
+    for step in range(11):
+        at = t0 + step
+        joules = 1e9 + 700.0 * step
+        monitor.fleet._emit(gpu_sample("d1", at, joules if step % 5 == 0 else None, gen=1000.0 * step))
+        monitor.fleet._emit(gpu_sample("d2", at, joules + 5e8, gen=1000.0 * step))
+        monitor.fleet._emit(gpu_sample("d2", at, joules + 5e8, source="scrape"))
+        s = monitor.tick(at).session
+    assert s.energy_kwh == pytest.approx(16 * 700.0 * 10 / 3.6e6, rel=1e-9)
+    assert s.joules_per_output_token == pytest.approx(16 * 700.0 / 2000.0, rel=1e-9)
+    assert s.energy_usd is None  # rented: the rent covers the energy
+    from tui.session_panel import session_lines
+
+    text = "\n".join(line.plain for line in session_lines(s, [], [], 10))
+    assert "energy 0.031 kWh  per output token 5.60 J" in text
+    data = monitor.tick(t0 + 10).to_json_dict()["session"]
+    assert isinstance(data, dict) and data["energy_kwh"] == pytest.approx(s.energy_kwh)
+
+
+def test_energy_unknown_without_counters_and_not_from_first_sight() -> None:
+    t0 = START + 3600.0
+    monitor = Monitor(parse_layout(LAYOUT), sources=[], clock=lambda: t0)
+    monitor.fleet._emit(gpu_sample("d1", t0, None, gen=0.0))
+    s = monitor.tick(t0).session
+    assert s.energy_kwh is None and s.joules_per_output_token is None
+    # the first reading holds energy since the driver loaded: it is not this session's
+    monitor.fleet._emit(gpu_sample("d1", t0 + 1, 5e9, gen=10.0))
+    assert monitor.tick(t0 + 1).session.energy_kwh is None
+    # a driver reload (counter down) counts from zero; a jump no GPU can draw is left out
+    monitor.fleet._emit(gpu_sample("d1", t0 + 2, 300.0, gen=20.0))
+    monitor.fleet._emit(gpu_sample("d1", t0 + 3, 1e12, gen=30.0))
+    assert monitor.tick(t0 + 3).session.energy_kwh == pytest.approx(8 * 300.0 / 3.6e6)
+
+
+def test_dcgm_energy_in_millijoules_counts() -> None:
+    page = (
+        "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n"
+        'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0"} %d\n'
+    )
+    first = gpu_samples_from_dcgm(parse_exposition(page % 5_000_000))
+    second = gpu_samples_from_dcgm(parse_exposition(page % 5_700_000))  # +700 J
+    assert first[0].energy_j_total == pytest.approx(5000.0)
+    ledger = SessionLedger(started_at=START)
+    ledger.energy.observe(NodeSample(node="d1", source="scrape", taken_at=START + 1, gpus=first))
+    ledger.energy.observe(NodeSample(node="d1", source="scrape", taken_at=START + 2, gpus=second))
+    assert ledger.energy.drain() == pytest.approx(700.0)
+
+
+def test_owned_energy_dollars_from_the_counters() -> None:
+    t0 = START + 3600.0
+    monitor = Monitor(parse_layout(OWNED), sources=[], clock=lambda: t0)
+    for step in range(4):
+        monitor.fleet._emit(gpu_sample("d1", t0 + step, 1e6 + 700.0 * step))  # 8 × 700 W
+        s = monitor.tick(t0 + step).session
+    kwh = 8 * 700.0 * 3 / 3.6e6
+    assert s.energy_kwh == pytest.approx(kwh)
+    assert s.energy_usd == pytest.approx(kwh * 1.25 * 0.12)
