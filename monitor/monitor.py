@@ -138,6 +138,8 @@ class Monitor:
         nodes = self.verdicts.apply(nodes, layout, now)
         cluster = evaluate_cluster(nodes, layout)
         idle_pairs = [(n.cost_per_hour_usd, n.idle_fraction) for n in nodes]
+        counted = self.ledger.energy.watched_nodes() if layout.pricing.mode == "owned" else set()
+        counted_power = {n.name: n.gpu_power_w for n in nodes if n.name in counted}
         self.ledger.advance(
             TickFigures(
                 now=now,
@@ -148,7 +150,8 @@ class Monitor:
                 node_cost_per_hour_usd={n.name: n.cost_per_hour_usd for n in nodes},
                 deltas=self.ledger.tally.drain(),
                 accepted_tokens_per_s=cluster.total.accepted_tokens_per_s,
-                energy_j=self.ledger.energy.drain(),
+                energy_j_by_node=self.ledger.energy.drain(),
+                counted_gpu_power_w=counted_power,
             )
         )
         snapshot = Snapshot(

@@ -47,12 +47,16 @@ class EnergyTally:
                 step = value - prev[1] if value >= prev[1] else value
                 self.pending[source] = self.pending.get(source, 0.0) + step
 
-    def drain(self) -> float | None:
-        """Joules since the last drain, one source per node; None when none was counted."""
+    def drain(self) -> dict[str, float]:
+        """Joules per node since the last drain, one source per node (nodes that counted)."""
         chosen: dict[str, tuple[float, tuple[str, str]]] = {}
         for source, at in self.heard_at.items():
             if source[0] not in chosen or at > chosen[source[0]][0]:
                 chosen[source[0]] = (at, source)
-        got = [self.pending[s] for _, s in chosen.values() if s in self.pending]
+        got = {node: self.pending[s] for node, (_, s) in chosen.items() if s in self.pending}
         self.pending = {}
-        return sum(got) if got else None
+        return got
+
+    def watched_nodes(self) -> set[str]:
+        """Nodes whose energy counter has been read: their energy is counted, not estimated."""
+        return {node for node, _ in self.heard_at}

@@ -294,7 +294,11 @@ class TickFigures:
     node_cost_per_hour_usd: Mapping[str, float | None] = field(default_factory=dict)
     deltas: TokenDeltas = field(default_factory=TokenDeltas)
     accepted_tokens_per_s: float | None = None
-    energy_j: float | None = None  # GPU energy counted since the last tick (joules)
+    # GPU energy counted since the last tick, per node (joules)
+    energy_j_by_node: Mapping[str, float] = field(default_factory=dict)
+    # owned: the measured GPU power (W) of the nodes whose energy is counted: in their $/h,
+    # and replaced in the spend by the counted energy
+    counted_gpu_power_w: Mapping[str, float | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -342,6 +346,7 @@ class SessionLedger:
     energy_watched: bool = False  # some GPU's energy counter has been read
     paired_output_tokens: float = 0.0  # output tokens since then
     energy_usd_per_kwh: float | None = None  # owned: PUE × $/kWh
+    energy_nodes: set[str] = field(default_factory=set)  # energy counted as of the last tick
 
     @classmethod
     def for_layout(cls, layout: Layout, now: float) -> SessionLedger:
@@ -427,13 +432,19 @@ class SessionLedger:
         # joules per output token: energy and tokens over the same stretch, from the tick
         # after the GPUs' energy was first read (NVML reads it every few ticks, so the
         # ticks that bring an energy increase are not the only ones that made tokens)
-        energy = _finite(tick.energy_j)
+        by_node = {n: j for n, v in tick.energy_j_by_node.items() if (j := _finite(v)) is not None and j >= 0}
         if self.energy_watched:
             self.paired_output_tokens += _finite(tick.deltas.output_tokens) or 0.0
-        if energy is not None and energy >= 0:
-            self.energy_j += energy
+        if by_node:
+            self.energy_j += sum(by_node.values())
             self.energy_known = True
         self.energy_watched = self.energy_watched or bool(self.energy.heard_at)
+        if rate is not None and self.energy_usd_per_kwh is not None and watched:
+            # only nodes whose counter was read before this stretch began: before its
+            # first reading, a node's energy is known from its power gauge alone
+            gauge_w = {n: w for n, w in tick.counted_gpu_power_w.items() if n in self.energy_nodes}
+            self._owned_energy(seconds, by_node, gauge_w)
+        self.energy_nodes = set(tick.counted_gpu_power_w)
         self.last_at = now
         self.resumed = False
         self.ticks += 1
@@ -475,6 +486,28 @@ class SessionLedger:
         if restart:
             self.span = SpanSums(start=now)
         return restart
+
+    def _owned_energy(
+        self, seconds: float, joules: Mapping[str, float], gauge_w: Mapping[str, float | None]
+    ) -> None:
+        """Owned hardware pays for the energy its GPUs used: where a node's energy counter
+        is read, the counted joules replace the estimate from its power gauge (which the
+        $/h, and so the stretch's charge, holds). The counter may be read every few ticks:
+        the gauge's share is taken out every tick, the counted energy added when it comes."""
+        assert self.energy_usd_per_kwh is not None
+        price = self.energy_usd_per_kwh
+        for node in set(joules) | set(gauge_w):
+            watts = _finite(gauge_w.get(node))
+            counted = Decimal(joules.get(node, 0.0) / J_PER_KWH * price)
+            estimated = charge(watts / 1000.0 * price, seconds) if watts is not None else ZERO
+            adjust = counted - estimated
+            if not adjust:
+                continue
+            self.spend_usd += adjust
+            self.spend_by_node[node] = self.spend_by_node.get(node, ZERO) + adjust
+            self.spend_by_phase[self.phase] = self.spend_by_phase.get(self.phase, ZERO) + adjust
+            if self.span is not None:
+                self.span.spend_usd += adjust
 
     def _reservation_span(self) -> None:
         if self.span is None:

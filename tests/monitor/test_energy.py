@@ -97,15 +97,29 @@ def test_dcgm_energy_in_millijoules_counts() -> None:
     ledger = SessionLedger(started_at=START)
     ledger.energy.observe(NodeSample(node="d1", source="scrape", taken_at=START + 1, gpus=first))
     ledger.energy.observe(NodeSample(node="d1", source="scrape", taken_at=START + 2, gpus=second))
-    assert ledger.energy.drain() == pytest.approx(700.0)
+    assert ledger.energy.drain() == {"d1": pytest.approx(700.0)}
 
 
 def test_owned_energy_dollars_from_the_counters() -> None:
+    """Owned: the GPUs' energy is billed from their counters, not from the power gauge.
+    The gauge says 700 W a GPU; the counters say 500 W drawn (the gauge is a sample, the
+    counter the truth). The hour before infertop looked is billed at the gauge (nothing
+    else is known of it), the watched seconds at the counted energy."""
     t0 = START + 3600.0
     monitor = Monitor(parse_layout(OWNED), sources=[], clock=lambda: t0)
-    for step in range(4):
-        monitor.fleet._emit(gpu_sample("d1", t0 + step, 1e6 + 700.0 * step))  # 8 × 700 W
+    for step in range(11):
+        # NVML reads the energy every 5th sample; the gauge every sample
+        joules = 1e6 + 500.0 * step if step % 5 == 0 else None
+        monitor.fleet._emit(gpu_sample("d1", t0 + step, joules))
         s = monitor.tick(t0 + step).session
-    kwh = 8 * 700.0 * 3 / 3.6e6
+    price = 1.25 * 0.12  # $ per kWh at the meter
+    kwh = 8 * 500.0 * 10 / 3.6e6
     assert s.energy_kwh == pytest.approx(kwh)
-    assert s.energy_usd == pytest.approx(kwh * 1.25 * 0.12)
+    assert s.energy_usd == pytest.approx(kwh * price)
+    gauge_hour = 8 * 700.0 / 1000.0 * price  # the unwatched hour, at the gauge
+    assert s.cost_per_hour_usd == pytest.approx(gauge_hour)
+    # tick 0 charges the hour at the gauge; the 10 s after it, the counted 500 W
+    assert s.spend_usd == pytest.approx(gauge_hour + kwh * price, rel=1e-12)
+    assert s.spend_by_phase[0].spend_usd == pytest.approx(s.spend_usd, rel=1e-12)
+    # the gauge's estimate would have been 700 W for those 10 s
+    assert s.spend_usd < gauge_hour * (3600 + 10) / 3600 - 1e-6
