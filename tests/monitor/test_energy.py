@@ -123,3 +123,20 @@ def test_owned_energy_dollars_from_the_counters() -> None:
     assert s.spend_by_phase[0].spend_usd == pytest.approx(s.spend_usd, rel=1e-12)
     # the gauge's estimate would have been 700 W for those 10 s
     assert s.spend_usd < gauge_hour * (3600 + 10) / 3600 - 1e-6
+
+
+def test_exporter_carries_energy_and_breakeven() -> None:
+    from monitor.exporter import snapshot_families
+
+    t0 = START + 3600.0
+    monitor = Monitor(parse_layout(LAYOUT), sources=[], clock=lambda: t0)
+    for step in range(3):
+        monitor.fleet._emit(gpu_sample("d1", t0 + step, 1e9 + 700.0 * step, gen=1000.0 * step))
+        snap = monitor.tick(t0 + step)
+    values = {f.name: f.samples[0].value for f in snapshot_families(snap) if f.samples}
+    assert values["infertop_session_energy_kwh"] == pytest.approx(8 * 700.0 * 2 / 3.6e6)
+    assert values["infertop_session_joules_per_output_token"] == pytest.approx(8 * 700.0 / 1000.0)
+    # $160/h off-peak ($0.60/1M): 160 / (0.6e-6 × 3600) output tokens/s
+    assert values["infertop_session_breakeven_output_tokens_per_second"] == pytest.approx(
+        160.0 / (0.6e-6 * 3600.0)
+    )
