@@ -154,9 +154,8 @@ class CounterTally:
             values = {n: v for n in TALLIED if (v := getattr(engine, n)) is not None}
             if values:
                 self.seen_nodes.add(sample.node)
-                self.first_sights.append(
-                    FirstSight(sample.node, sample.taken_at, engine.counters_started_at, values)
-                )
+                born = self._plausible_birth(sample.node, sample.taken_at, engine.counters_started_at, values)
+                self.first_sights.append(FirstSight(sample.node, sample.taken_at, born, values))
         last = self.last.setdefault(key, {})
         pending = self.pending.setdefault(key, {})
         prev_at = self.heard_at.get(key)
@@ -173,6 +172,25 @@ class CounterTally:
                 continue
             # a counter that went down restarted from zero: it counted `value` since
             pending[name] = pending.get(name, 0.0) + (value - prev if value >= prev else value)
+
+    def _plausible_birth(
+        self, node: str, seen_at: float, born_at: float | None, values: Mapping[str, float]
+    ) -> float | None:
+        """The counters' start, if an engine could have counted what they hold since then
+        (a page may claim anything: a start in the future, 1e18 tokens in a minute)."""
+        if born_at is None:
+            return None
+        for name, value in values.items():
+            trust = counter_trust(name)
+            span_s = seen_at - born_at
+            if span_s < 0 or (trust is not None and value > trust.max_per_s * span_s):
+                if (node, name) in self.doubts or len(self.doubts) < MAX_TALLY_NOTES:
+                    self.doubts[(node, name)] = (
+                        f"{node} {name} {value:.3g} could not have been counted since its "
+                        "counters began: not counted whole"
+                    )
+                return None
+        return born_at
 
     def _trusted(
         self, key: tuple[str, str], name: str, prev_at: float, prev: float, at: float, value: float

@@ -148,3 +148,15 @@ def test_the_span_survives_a_restart() -> None:
     ledger = monitor.ledger
     restored = SessionLedger.from_state(ledger.to_state())
     assert restored.view(START + H + 10) == ledger.view(START + H + 10)
+
+
+def test_a_birth_no_engine_could_have_is_not_believed() -> None:
+    """A page that says its counters began a second ago yet hold 1e15 tokens (or began in
+    the future) is not counted whole: counting starts at first sight, with a note."""
+    t0 = START + H
+    monitor = Monitor(parse_layout(LAYOUT), sources=[], clock=lambda: t0)
+    monitor.fleet._emit(sample("d1", t0, 1e15, born=t0 - 1.0))
+    monitor.fleet._emit(sample("d2", t0, 5.0, born=t0 + 60.0))
+    s = monitor.tick(t0).session
+    assert s.usd_per_million_span == "watched" and not s.accepted_tokens
+    assert any("could not have been counted" in n for n in s.notes)
