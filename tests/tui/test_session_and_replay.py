@@ -191,3 +191,11 @@ def test_replay_refuses_a_record_without_ticks(tmp_path: Path) -> None:
     from infertop.cli.main import main
 
     assert main(["replay", str(path)]) == 2
+
+
+def test_record_tick_line_says_the_same_budget_words() -> None:
+    from infertop.cli.record import tick_line
+
+    frame = FrozenFeed(specs(), ticks=3, budget_usd=2.0).frames[-1]
+    assert f"budget {frame.session.budget_label}" in tick_line(frame)
+    assert "over by $" in tick_line(frame) and "100%" not in tick_line(frame)
