@@ -158,7 +158,7 @@ class SessionPanel(Vertical):
     DEFAULT_CSS = """
     SessionPanel {
         height: auto;
-        max-height: 14;
+        max-height: 18;  /* budget, projection, break-even, energy: up to 16 lines */
         width: 3fr;
         border: round $panel-lighten-2;
         border-title-color: $text-muted;
