@@ -11,6 +11,13 @@ Tokens and finished requests come from counter increases (reset-aware, like Prom
 sliding window would count the same tokens in several ticks. A step that no engine could
 make (a rise faster than `collectors.bounds.COUNTER_MAX_PER_S`, a counter going down again
 within a minute of its last reset) is not counted, and the session says so in its notes.
+
+Figures that set spend against tokens ($/1M, $/request, the API-equivalent and spend ÷ API)
+take both over one stretch (`SpanSums`): the whole reservation when every engine's counters
+began within it (their `_created` sample or process start says so: what they held at first
+sight is this reservation's, counted whole), else the stretch since infertop first read the
+last of them. Energy (GPU total-energy counters, `energy.py`) is counted over watched
+stretches only; in owned mode it replaces the power gauge's estimate in the spend.
 """
 
 from __future__ import annotations
