@@ -37,7 +37,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def tick_line(snapshot: Snapshot) -> str:
     s = snapshot.session
-    alert = f"  budget {s.budget_alert}" if s.budget_alert else ""
+    # the same budget words as the TUI ("97% of $600", "over by $12.40 of $600")
+    alert = f"  budget {s.budget_label}" if s.budget_alert and s.budget_label else ""
     return (
         f"{snapshot.taken_at}  phase {s.phase:<7} spend {fmt_usd(s.spend_usd)}"
         f"  {fmt_usd(s.cost_per_hour_usd)}/h  idle {fmt_usd(s.idle_spend_usd)}{alert}"

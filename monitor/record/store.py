@@ -42,7 +42,7 @@ import pydantic_core
 
 from collectors.safe_text import redact_url
 from layouts.model import Layout, Thresholds
-from monitor.evaluation.ledger import PHASES, SessionLedger
+from monitor.evaluation.ledger import PHASES, SessionLedger, energy_usd_per_kwh, reservation_end
 from monitor.evaluation.link_summary import with_link_judgments
 from monitor.record import checks as check
 from monitor.snapshot import SessionView, Snapshot
@@ -436,6 +436,8 @@ class SessionStore:
         # the layout may have changed its budget or task count since; its word is the latest
         ledger.budget_usd = layout.session.budget_usd
         ledger.acceptable_tasks = layout.session.acceptable_tasks
+        ledger.ends_at = reservation_end(layout, ledger.started_at)
+        ledger.energy_usd_per_kwh = energy_usd_per_kwh(layout)
         ledger.resumed = True  # the stretch since the last tick was not watched
         conn = _connect(path)
         conn.execute("DELETE FROM meta WHERE key = 'ended_at'")
