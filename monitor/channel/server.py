@@ -126,6 +126,7 @@ class ChannelServer:
         self.started_at = time.time() if started_at is None else started_at
         self.replaced_stale = False
         self._viewers: set[_Viewer] = set()
+        self._handlers: set[asyncio.Task[None]] = set()
         self._server: asyncio.Server | None = None
         self._inode: int | None = None
         self._encoded: tuple[Snapshot, bytes] | None = None
@@ -183,6 +184,10 @@ class ChannelServer:
         server.close()
         for viewer in list(self._viewers):
             viewer.close()
+        # each hung-up connection's handler sees its end and returns; left running, the
+        # loop's closing would cancel it (and Python 3.11's streams log that as an error)
+        if self._handlers:
+            await asyncio.wait(self._handlers, timeout=CLOSE_TIMEOUT_S)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(CLOSE_TIMEOUT_S):
                 await server.wait_closed()
@@ -234,6 +239,9 @@ class ChannelServer:
             return
         viewer = _Viewer(writer)
         self._viewers.add(viewer)
+        handler = asyncio.current_task()
+        if handler is not None:
+            self._handlers.add(handler)
         try:
             viewer.send(line(self.info()))
             while True:
@@ -249,8 +257,8 @@ class ChannelServer:
             pass
         finally:
             self._viewers.discard(viewer)
-            with contextlib.suppress(Exception):
-                await writer.drain()
+            if handler is not None:
+                self._handlers.discard(handler)
             viewer.close()
 
     def _handle(self, viewer: _Viewer, raw: bytes) -> None:
