@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import NoReturn
 
 from infertop import __version__
-from infertop.cli import demo, export, phase, record, replay, report, snapshot, tui
+from infertop.cli import attach, demo, export, phase, ps, record, replay, report, snapshot, stop, tui
 from infertop.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_OK,
@@ -29,7 +29,9 @@ from infertop.cli.common import (
 )
 from layouts import LayoutError
 
-SUBCOMMANDS: tuple[ModuleType, ...] = (snapshot, record, phase, report, replay, export, demo)
+SUBCOMMANDS: tuple[ModuleType, ...] = (
+    snapshot, record, attach, ps, stop, phase, report, replay, export, demo,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

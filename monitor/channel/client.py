@@ -15,6 +15,7 @@ import contextlib
 import logging
 import os
 import socket
+import time
 from pathlib import Path
 
 from layouts.model import Layout
@@ -43,9 +44,10 @@ CALL_TIMEOUT_S = 5.0
 class MonitorUnavailable(Exception):
     """No monitor to talk to at a socket. `stale`: a socket file with no monitor behind it."""
 
-    def __init__(self, message: str, stale: bool = False):
+    def __init__(self, message: str, stale: bool = False, exit_code: int | None = None):
         super().__init__(message)
         self.stale = stale
+        self.exit_code = exit_code  # of a monitor that was started and failed
 
 
 def _unavailable(path: Path, exc: OSError) -> MonitorUnavailable:
@@ -127,6 +129,18 @@ class Connection:
             raise MonitorUnavailable(f"{self.path}: {exc.strerror or exc}") from None
         except ValueError:
             raise MonitorUnavailable(f"{self.path}: not an infertop monitor") from None
+
+    def wait_hangup(self, timeout_s: float) -> bool:
+        """Read (and drop) until the monitor hangs up; False if it has not in `timeout_s`."""
+        self._sock.settimeout(timeout_s)
+        deadline = time.monotonic() + timeout_s
+        try:
+            while time.monotonic() < deadline:
+                if not self._sock.recv(65536):
+                    return True
+        except OSError as exc:  # a reset is a hang-up too; a timeout is not
+            return not isinstance(exc, TimeoutError)
+        return False
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
