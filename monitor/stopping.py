@@ -63,6 +63,22 @@ class Stop:
         return self._event.is_set()
 
 
+async def watch_parent(pid: int | None, stop: Stop, every_s: float = 0.5) -> None:
+    """Set `stop` once process `pid` is gone (None: never): a child started to end with
+    its parent (the demo's cluster and monitor) ends even when the parent was killed."""
+    if pid is None:
+        return
+    while not stop.is_set():
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            stop.set()
+            return
+        except PermissionError:
+            pass  # it exists (another user's now: pids are reused), so keep waiting
+        await stop.sleep(every_s)
+
+
 def _flush_and_exit(code: int) -> NoReturn:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):

@@ -42,7 +42,7 @@ def running_monitor(layout: Layout) -> Info | None:
         return None
 
 
-def _child_env() -> dict[str, str]:
+def child_env() -> dict[str, str]:
     # the child imports the same infertop as this process (a checkout run with PYTHONPATH,
     # or an installed copy): its rooms are the folders beside the infertop package
     root = str(Path(infertop.__file__).resolve().parent.parent)
@@ -50,8 +50,11 @@ def _child_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
 
 
-def start_monitor(layout: Layout, record: str | None) -> subprocess.Popen[bytes]:
-    """`infertop record --quiet` for `layout`, detached: it outlives this process."""
+def start_monitor(
+    layout: Layout, record: str | None, recording: bool = True, exit_with: int | None = None
+) -> subprocess.Popen[bytes]:
+    """`infertop record --quiet` for `layout`, detached: it outlives this process (unless
+    `exit_with` names a process whose end it follows: the demo's)."""
     socket = socket_path(layout)
     private_state_dir(socket.parent)
     log = log_path(socket)
@@ -61,12 +64,16 @@ def start_monitor(layout: Layout, record: str | None) -> subprocess.Popen[bytes]
     argv += ["record", "--quiet"]
     if record:
         argv += ["--record", str(Path(record).resolve())]
+    if not recording:
+        argv += ["--no-record"]
+    if exit_with is not None:
+        argv += ["--exit-with", str(exit_with)]
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         os.write(fd, f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} {shlex.join(argv)}\n".encode())
         return subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, start_new_session=True,
-            env=_child_env(),
+            env=child_env(),
         )
     finally:
         os.close(fd)
@@ -105,12 +112,15 @@ def wait_for_monitor(
         time.sleep(0.1)
 
 
-def view(layout: Layout, info: Info) -> int:
-    """The TUI on the running monitor, until the user quits or the monitor ends."""
+def view(layout: Layout, info: Info, outlives: bool = True) -> int:
+    """The TUI on the running monitor, until the user quits or the monitor ends; then
+    whether the monitor goes on (`outlives`: it was not started to end with us)."""
     from tui.app import run_feed  # Textual loads only for the TUI
 
     feed = SocketFeed(layout, socket_path(layout))
     code = run_feed(feed)
+    if not outlives:
+        return code
     after = running_monitor(layout)
     if after is not None and after.pid == info.pid:
         where = f", recording to {after.record}" if after.record else ""

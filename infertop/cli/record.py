@@ -8,6 +8,7 @@ socket that viewers attach to (`infertop attach`, `infertop --layout F`, `ps`, `
 from __future__ import annotations
 
 import argparse
+import asyncio
 import shlex
 import sys
 import time
@@ -32,7 +33,7 @@ from monitor.format import fmt_usd
 from monitor.monitor import Monitor
 from monitor.record.store import Recorder, RecordError, command_line, default_record_path
 from monitor.snapshot import Snapshot
-from monitor.stopping import Stop, run_stoppable
+from monitor.stopping import Stop, run_stoppable, watch_parent
 
 NAME = "record"
 HELP = "record the session headless (no TUI): ledger and snapshots to SQLite, tick by tick"
@@ -46,6 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     # SUPPRESS: `infertop --no-record record` (the top-level flag) works as well
     p.add_argument("--no-record", action="store_true", default=argparse.SUPPRESS,
                    help="serve the live monitor without writing a session record")
+    p.add_argument("--exit-with", type=int, default=None, help=argparse.SUPPRESS)  # the demo viewer's pid
     p.add_argument("-q", "--quiet", action="store_true", help="no line per tick on stdout")
 
 
@@ -129,6 +131,7 @@ async def _serve(
 
         monitor.listeners.append(show)
     await monitor.start()
+    watching = asyncio.create_task(watch_parent(args.exit_with, stop))
     try:
         # SIGINT / SIGTERM end a recording normally (exit 0), as --duration and `infertop stop` do
         if args.duration is not None:
@@ -136,6 +139,7 @@ async def _serve(
         else:
             await stop.wait()
     finally:
+        watching.cancel()
         try:
             await monitor.stop()  # closes the record
         finally:
