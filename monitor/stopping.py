@@ -65,17 +65,28 @@ class Stop:
 
 async def watch_parent(pid: int | None, stop: Stop, every_s: float = 0.5) -> None:
     """Set `stop` once process `pid` is gone (None: never): a child started to end with
-    its parent (the demo's cluster and monitor) ends even when the parent was killed."""
+    its parent (the demo's cluster and monitor) ends even when the parent was killed.
+
+    For our own parent the test is that we were handed to another one: a killed parent
+    stays a zombie until its own parent reaps it, and a zombie still answers kill(pid, 0).
+    """
     if pid is None:
         return
+    ours = os.getppid() == pid
     while not stop.is_set():
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        if ours:
+            gone = os.getppid() != pid
+        else:
+            try:
+                os.kill(pid, 0)
+                gone = False
+            except ProcessLookupError:
+                gone = True
+            except PermissionError:
+                gone = False  # it exists (another user's now: pids are reused)
+        if gone:
             stop.set()
             return
-        except PermissionError:
-            pass  # it exists (another user's now: pids are reused), so keep waiting
         await stop.sleep(every_s)
 
 

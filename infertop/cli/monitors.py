@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import infertop
-from infertop.cli.common import say
+from infertop.cli.common import EXIT_FAIL, say
 from layouts.model import Layout
 from monitor.channel.client import Connection, MonitorUnavailable, SocketFeed
 from monitor.channel.paths import log_path, private_state_dir, socket_path
@@ -119,6 +119,9 @@ def view(layout: Layout, info: Info, outlives: bool = True) -> int:
 
     feed = SocketFeed(layout, socket_path(layout))
     code = run_feed(feed)
+    if feed.frames == 0 and feed.end_reason is not None:  # never attached: gone meanwhile
+        say(f"infertop: {feed.end_reason}")
+        return code or EXIT_FAIL
     if not outlives:
         return code
     after = running_monitor(layout)

@@ -184,8 +184,8 @@ def list_monitors(directory: Path) -> list[tuple[Path, Info | MonitorUnavailable
 class SocketFeed:
     """Snapshots from a monitor in another process, over its socket.
 
-    `start` raises MonitorUnavailable when no monitor answers. When the monitor goes away
-    (stopped, killed) `ended()` returns why; the viewer shows nothing as fresh after it.
+    When the monitor cannot be reached, or goes away (stopped, killed), `ended()` returns
+    why: the viewer leaves rather than show the last frame as live.
     """
 
     def __init__(self, layout: Layout, path: Path):
@@ -196,12 +196,21 @@ class SocketFeed:
         self._writer: asyncio.StreamWriter | None = None
         self._reading: asyncio.Task[None] | None = None
         self._ended = asyncio.Event()
-        self._end_reason = ""
+        self.end_reason: str | None = None  # why the feed ended (None: it has not)
         self._next_id = 0
 
     async def start(self, publish: Publish) -> None:
-        if self._writer is not None:
+        """Attach and subscribe. Returns promptly: when no monitor answers, the feed has
+        ended at once (`ended()` says why) rather than raise into the viewer's start-up."""
+        if self._writer is not None or self._ended.is_set():
             return
+        try:
+            await self.connect(publish)
+        except MonitorUnavailable as exc:
+            self._end(str(exc))
+
+    async def connect(self, publish: Publish) -> None:
+        """`start`, raising MonitorUnavailable when no monitor answers."""
         try:
             with reachable(self.path) as name:
                 reader, writer = await asyncio.open_unix_connection(name, limit=MAX_FRAME_BYTES)
@@ -212,11 +221,19 @@ class SocketFeed:
             async with asyncio.timeout(CALL_TIMEOUT_S):
                 self.info = _first_message(await reader.readline(), self.path)
             writer.write(line(Subscribe()))
+        except TimeoutError:
+            writer.close()
+            why = f"the monitor did not answer in {CALL_TIMEOUT_S:g} s"
+            raise MonitorUnavailable(f"{self.path}: {why}") from None
         except BaseException:
             writer.close()
             raise
         self._writer = writer
         self._reading = asyncio.create_task(self._read(reader, publish), name="channel:feed")
+
+    def _end(self, reason: str) -> None:
+        self.end_reason = reason
+        self._ended.set()
 
     async def _read(self, reader: asyncio.StreamReader, publish: Publish) -> None:
         reason = "the monitor stopped"
@@ -242,13 +259,12 @@ class SocketFeed:
             reason = f"the monitor sent a line longer than {MAX_FRAME_BYTES} bytes"
         except (ConnectionError, OSError) as exc:
             reason = f"the connection to the monitor broke: {exc}"
-        self._end_reason = reason
-        self._ended.set()
+        self._end(reason)
 
     async def ended(self) -> str:
-        """Wait until the monitor is gone; why."""
+        """Wait until the monitor is gone (or was never reached); why."""
         await self._ended.wait()
-        return self._end_reason
+        return self.end_reason or ""
 
     def _send(self, command: MarkPhase | StopMonitor) -> None:
         if self._writer is None or self._writer.is_closing():

@@ -134,7 +134,7 @@ async def frames(layout: Path, count: int, timeout_s: float = 20.0) -> list[Snap
     """`count` frames through a real SocketFeed on the layout's monitor."""
     got: list[Snapshot] = []
     feed = SocketFeed(load_layout(layout), socket_path(load_layout(layout)))
-    await feed.start(got.append)
+    await feed.connect(got.append)
     try:
         async with asyncio.timeout(timeout_s):
             while len(got) < count:
@@ -219,8 +219,8 @@ def test_two_viewers_see_the_same_phase_after_a_mark(demo_layout: Path, state: P
         a: list[Snapshot] = []
         b: list[Snapshot] = []
         feed_a, feed_b = SocketFeed(layout, socket_path(layout)), SocketFeed(layout, socket_path(layout))
-        await feed_a.start(a.append)
-        await feed_b.start(b.append)
+        await feed_a.connect(a.append)
+        await feed_b.connect(b.append)
         try:
             feed_a.mark_phase("warmup")  # from one viewer
             async with asyncio.timeout(20):
@@ -242,6 +242,7 @@ def test_two_viewers_see_the_same_phase_after_a_mark(demo_layout: Path, state: P
         try:
             tui.wait_for(b"decode-01")
             a, b = asyncio.run(two_viewers())
+            assert b[-1].session.phase == "load"
             tui.wait_for(b"phase load")  # the third viewer, the TUI, too
         finally:
             tui.kill()
@@ -345,3 +346,28 @@ def test_stop_and_attach_without_a_monitor_say_so(demo_layout: Path, state: Path
         stopped = infertop("stop", "--layout", str(demo_layout))
         assert stopped.returncode == 0, stopped.stderr
         assert monitor.wait(15) == 0
+
+
+@pytest.mark.parametrize("how", ["q", "SIGKILL"])
+def test_the_demo_is_three_processes_that_end_with_the_viewer(state: Path, how: str) -> None:
+    import psutil
+
+    tui = Terminal("demo", "--nodes", "4")
+    try:
+        tui.wait_for(b"decode-01")
+        children = psutil.Process(tui.proc.pid).children()
+        commands = [" ".join(child.cmdline()) for child in children]
+        assert len(children) == 2, commands
+        assert any("demo --serve-only" in c for c in commands), commands  # the served cluster
+        assert any("record --quiet --no-record" in c for c in commands), commands  # the monitor
+        if how == "q":
+            tui.press(b"q")
+            assert tui.proc.wait(15) == 0
+        else:
+            tui.proc.kill()
+        _gone, alive = psutil.wait_procs(children, timeout=10)
+        assert not alive, [" ".join(p.cmdline()) for p in alive]
+    finally:
+        tui.kill()
+    if how == "q":  # a layout of this run only: nothing of its monitor stays in the state directory
+        assert not list(state.glob("*.monitor.*")) and not list(state.glob("*.sock"))

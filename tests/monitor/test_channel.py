@@ -78,7 +78,7 @@ async def test_a_snapshot_round_trips_exactly(served: Served) -> None:
 async def test_a_socket_feed_receives_the_monitors_snapshots_and_marks_phases(served: Served) -> None:
     published: list[Snapshot] = []
     feed = SocketFeed(served.monitor.layout, served.server.path)
-    await feed.start(published.append)
+    await feed.connect(published.append)
     try:
         assert feed.info is not None and feed.info.pid == os.getpid()
         assert feed.info.layout == served.server.layout_file
@@ -143,7 +143,7 @@ async def test_a_viewer_that_never_reads_skips_frames_and_never_slows_the_monito
     # a second viewer is served the newest frame meanwhile
     published: list[Snapshot] = []
     feed = SocketFeed(served.monitor.layout, path)
-    await feed.start(published.append)
+    await feed.connect(published.append)
     await asyncio.sleep(0.3)
     assert published and published[-1] == served.monitor.latest
     await feed.stop()
@@ -223,9 +223,27 @@ async def test_a_deep_state_directory_still_serves(tmp_path: Path, monkeypatch: 
             assert oct(deep.stat().st_mode & 0o777) == oct(0o700)
             assert isinstance(await asyncio.to_thread(call, path, AskInfo()), Info)
             feed = SocketFeed(layout, path)
-            await feed.start(lambda s: None)
+            await feed.connect(lambda s: None)
             await feed.stop()
         finally:
             await server.close()
+    finally:
+        await demo.stop()
+
+
+async def test_a_feed_with_no_monitor_ends_at_once_saying_why(tmp_path: Path) -> None:
+    demo = DemoServer(2, seed=3)
+    await demo.start()
+    try:
+        layout_file = tmp_path / "demo.toml"
+        write_layout(demo, layout_file)
+        layout = load_layout(layout_file)
+        feed = SocketFeed(layout, socket_path(layout))
+        with pytest.raises(MonitorUnavailable, match="no monitor is running"):
+            await feed.connect(lambda s: None)
+        await feed.start(lambda s: None)  # a viewer's start-up: no exception, an ending
+        async with asyncio.timeout(1):
+            assert "no monitor is running" in await feed.ended()
+        await feed.stop()
     finally:
         await demo.stop()
