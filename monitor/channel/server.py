@@ -253,6 +253,9 @@ class ChannelServer:
                 if not raw.endswith(b"\n"):
                     break  # the viewer hung up (a half line at the end is dropped)
                 self._handle(viewer, raw)
+                # the next command only once this one's answer is on its way: a viewer that
+                # sends and never reads stops being read, rather than grow our buffer
+                await writer.drain()
         except (ConnectionError, OSError):
             pass
         finally:

@@ -4,6 +4,7 @@ real HTTP endpoints, a real ChannelServer on a Unix socket, a real SocketFeed.""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -247,3 +248,20 @@ async def test_a_feed_with_no_monitor_ends_at_once_saying_why(tmp_path: Path) ->
         await feed.stop()
     finally:
         await demo.stop()
+
+
+async def test_a_viewer_that_floods_commands_and_never_reads_is_not_buffered(served: Served) -> None:
+    flood = socket.socket(socket.AF_UNIX)
+    flood.connect(str(served.server.path))
+    flood.settimeout(4.0)
+
+    def send() -> None:  # ~3 MB of commands, each answered with ~300 bytes, none read
+        with contextlib.suppress(TimeoutError):
+            flood.sendall(b'{"type":"info"}\n' * 200_000)
+
+    await asyncio.to_thread(send)
+    (viewer,) = [v for v in served.server._viewers if not v.subscribed]
+    # what waits for it is about the socket's high-water mark, not 60 MB of answers
+    assert viewer.writer.transport.get_write_buffer_size() <= 1024 * 1024
+    flood.close()
+    assert isinstance(await asyncio.to_thread(call, served.server.path, AskInfo()), Info)
