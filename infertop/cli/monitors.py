@@ -81,7 +81,8 @@ def start_monitor(
 
 def _log_tail(layout: Layout) -> str:
     with contextlib.suppress(OSError):
-        lines = log_path(socket_path(layout)).read_text(errors="replace").strip().splitlines()
+        text = log_path(socket_path(layout)).read_text(errors="replace")
+        lines = text.rsplit("\n--- ", 1)[-1].strip().splitlines()[1:]  # this start's, not its header
         if lines:
             return " / ".join(lines[-LOG_TAIL_LINES:])
     return "no output"

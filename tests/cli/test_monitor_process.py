@@ -371,3 +371,12 @@ def test_the_demo_is_three_processes_that_end_with_the_viewer(state: Path, how: 
         tui.kill()
     if how == "q":  # a layout of this run only: nothing of its monitor stays in the state directory
         assert not list(state.glob("*.monitor.*")) and not list(state.glob("*.sock"))
+
+
+def test_a_monitor_that_cannot_start_is_reported_by_the_tui(demo_layout: Path, state: Path) -> None:
+    run = infertop("--layout", str(demo_layout), "--record", "/proc/no-such/x.sqlite")
+    assert run.returncode == 2, run.stderr
+    last = run.stderr.strip().splitlines()[-1]
+    assert last.startswith("infertop: the monitor did not start (log ")
+    assert "/proc/no-such: cannot create the state directory" in last
+    assert "Traceback" not in run.stderr
