@@ -145,11 +145,17 @@ async def frames(layout: Path, count: int, timeout_s: float = 20.0) -> list[Snap
 
 
 def spend_in_record(record: str, taken_at: str) -> float:
-    with contextlib.closing(sqlite3.connect(record)) as conn:
-        at = dt.datetime.fromisoformat(taken_at).timestamp()
-        row = conn.execute("SELECT spend_usd FROM ticks WHERE abs(at - ?) < 1e-3", (at,)).fetchone()
-    assert row is not None, f"no tick at {taken_at} in {record}"
-    return float(row[0])
+    """The record's spend at the tick `taken_at` (its row is committed by the record's own
+    writer thread, a moment after the frame went out: waited for)."""
+    at = dt.datetime.fromisoformat(taken_at).timestamp()
+    deadline = time.monotonic() + 5.0
+    while True:
+        with contextlib.closing(sqlite3.connect(record)) as conn:
+            row = conn.execute("SELECT spend_usd FROM ticks WHERE abs(at - ?) < 1e-3", (at,)).fetchone()
+        if row is not None:
+            return float(row[0])
+        assert time.monotonic() < deadline, f"no tick at {taken_at} in {record}"
+        time.sleep(0.1)
 
 
 def test_a_tui_attaches_to_a_running_record_and_a_killed_one_leaves_it_recording(
