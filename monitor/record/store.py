@@ -338,6 +338,9 @@ def _command_line() -> str:
     return check.printable(shlex.join([program, *argv[1:]]))
 
 
+command_line = _command_line  # also the monitor lock's holder (monitor/channel/paths.py)
+
+
 def _lock_holder(fd: int) -> str:
     """'pid 1234 (infertop record …)' from a lock file (written by any process: made inert)."""
     raw = os.pread(fd, 512, 0).decode("utf-8", "replace").strip()
