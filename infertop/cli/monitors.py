@@ -62,15 +62,15 @@ def start_monitor(
     if layout.source_path:
         argv += ["--layout", str(Path(layout.source_path).resolve())]
     argv += ["record", "--quiet"]
-    # the interval this command settled on (its --interval, the user's config): the child
-    # reads the layout file again and must poll as this command would have
-    argv += ["--interval", repr(layout.cluster.interval_s)]
     if record:
         argv += ["--record", str(Path(record).resolve())]
     if not recording:
         argv += ["--no-record"]
     if exit_with is not None:
         argv += ["--exit-with", str(exit_with)]
+    # the interval this command settled on (its --interval, the user's config): the child
+    # reads the layout file again and must poll as this command would have
+    argv += ["--interval", repr(layout.cluster.interval_s)]
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         os.write(fd, f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} {shlex.join(argv)}\n".encode())
