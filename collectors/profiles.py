@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from collectors.exposition import Exposition, ExpositionError, duplicate_note, parse_exposition
+from collectors.histograms import scoreboard_fields, wanted_names
 from collectors.safe_text import redact_url
 from collectors.sample import EngineSample, EngineSourceKind
 
@@ -74,8 +75,9 @@ class Profile:
 
     @property
     def wanted(self) -> frozenset[str]:
-        """`metric_names` as a set, for `parse_exposition(wanted=…)`."""
-        return frozenset(self.metric_names())
+        """`metric_names` as a set, for `parse_exposition(wanted=…)`, with the
+        scoreboard's names (`collectors.histograms`: engine-prefixed, read on any profile)."""
+        return frozenset(self.metric_names()) | wanted_names()
 
 
 class ProfileError(ValueError):
@@ -234,7 +236,8 @@ def engine_sample_from_exposition(
         values[sum_field] = _aggregate([v for _, v in index.series(f"{base}_sum")], "sum")
     if not any(v is not None for v in values.values()):
         raise ExpositionError(f"no {profile.name} engine metrics in {redact_url(where)}")
-    return EngineSample(source=source, profile=profile.name, **values)  # type: ignore[arg-type]
+    extras = scoreboard_fields(index)
+    return EngineSample(source=source, profile=profile.name, **values, **extras)  # type: ignore[arg-type]
 
 
 def engine_sample_from_text(

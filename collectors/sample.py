@@ -118,10 +118,27 @@ class EngineSample(_Frozen):
     ttft_seconds_count: float | None = None
     itl_seconds_sum: float | None = None
     itl_seconds_count: float | None = None
+    # scoreboard counters (collectors.histograms)
+    preemptions_total: float | None = None
+    prefix_cache_queries_total: float | None = None  # tokens looked up (local cache)
+    prefix_cache_hits_total: float | None = None  # tokens found (local cache)
+    external_prefix_cache_queries_total: float | None = None  # through a KV connector
+    external_prefix_cache_hits_total: float | None = None
+    kv_transfer_bytes_total: float | None = None  # prefill → decode KV bytes
+    kv_transfer_failures_total: float | None = None
+    kv_transfer_seconds_sum: float | None = None
+    kv_transfer_seconds_count: float | None = None
+    expert_balancedness_sum: float | None = None  # SGLang EPLB summary (1 = even load)
+    expert_balancedness_count: float | None = None
+    # latency histograms: "ttft" / "itl" / "e2e" / "queue" → cumulative (le, count)
+    # buckets summed over the node's engines, +inf last
+    latency_buckets: dict[str, tuple[tuple[float, float], ...]] | None = None
     # gauges
     requests_running: float | None = None
     requests_waiting: float | None = None
     kv_cache_usage: float | None = None  # 0–1
+    kv_transfer_speed_bytes_per_s: float | None = None  # SGLang: latest transfers' speed
+    kv_transfer_latency_s: float | None = None  # SGLang: latest transfers' latency
     # when the figures came from a log: the time of the newest parsed line
     log_last_line_at: float | None = None
     log_lines_skipped_total: int | None = None

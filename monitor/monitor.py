@@ -22,6 +22,7 @@ from collectors.source import Source
 from monitor.evaluation.cluster import evaluate_cluster, evaluate_nodes
 from monitor.evaluation.ledger import SessionLedger, TickFigures
 from monitor.evaluation.money import cost_weighted_idle_fraction
+from monitor.evaluation.scoreboard import with_live_point
 from monitor.evaluation.verdicts import VerdictTracker
 from monitor.evaluation.window_rates import RateCache
 
@@ -148,7 +149,7 @@ class Monitor:
             taken_at=dt.datetime.fromtimestamp(now, dt.UTC).isoformat(),
             window_s=layout.cluster.window_s,
             cluster=cluster,
-            session=self.ledger.view(now, self.record_path),
+            session=with_live_point(self.ledger.view(now, self.record_path), cluster),
             nodes=nodes,
         )
         self.latest = snapshot

@@ -22,10 +22,12 @@ from monitor.evaluation.figures import (
     nic_views,
     node_status,
     part_window,
+    per_gpu_and_user,
 )
 from monitor.evaluation.link_summary import gpu_sums, links_view, nic_traffic
 from monitor.evaluation.logs import log_silence_note
 from monitor.evaluation.money import cluster_cost_per_hour_usd, node_cost_per_hour_usd
+from monitor.evaluation.scoreboard import pool_scoreboard
 from monitor.evaluation.window_rates import Extract, RateCache, WindowRates
 from monitor.snapshot import ClusterView, NodeView, RollupView
 
@@ -65,6 +67,8 @@ def evaluate_node(
     for sample in state.latest():
         notes.extend(n for n in sample.notes if n not in notes)
     engine = engine_view(engine_samples, now, engine_rates)
+    gpu_count = config.gpus if config is not None and config.gpus else (len(gpus) or None)
+    engine = per_gpu_and_user(engine, gpu_count)
     nics = nic_views(nic_samples, config, nic_rates, layout.thresholds.link_rate_ratio)
     rx_bytes_per_s, tx_bytes_per_s = nic_traffic(nics)
     # rates not trusted over this window (asked for above, by the views)
@@ -135,6 +139,7 @@ def rollup(nodes: Sequence[NodeView], layout: Layout, *, whole_cluster: bool) ->
         requests_waiting=total(e.requests_waiting for e in engines),
         util_pct=mean(g.util_pct for g in all_gpus),
         idle_fraction=mean(n.idle_fraction for n in nodes),
+        **pool_scoreboard(nodes),
     )
 
 
