@@ -213,12 +213,24 @@ class RollupView(_View):
     slo_itl_attainment: float | None = None
 
 
+class ReferencePointView(_View):
+    label: str
+    output_tokens_per_s_per_gpu: float
+    output_tokens_per_s_per_user: float
+    accounting: str  # "full-acceptance" or "accepted": how the publisher counted
+
+
 class ClusterView(_View):
     name: str
     interval_s: float
     total: RollupView
     roles: dict[str, RollupView] = Field(default_factory=dict)
     insecure_ssh: bool = False
+    # scoreboard: the points the live decode point is set beside, and the layout's targets
+    reference_points: list[ReferencePointView] = Field(default_factory=list)
+    reference_source: str | None = None
+    slo_ttft_p99_s: float | None = None
+    slo_itl_p99_s: float | None = None
 
 
 class PhaseSpend(_View):

@@ -126,12 +126,3 @@ def count(buckets: Buckets | None) -> float | None:
     """How many observations the buckets hold."""
     return None if not buckets else buckets[-1][1]
 
-
-def bucket_text(p: Percentile, unit_ms: bool = True) -> str:
-    """'25–50 ms': the bucket a percentile fell in, for a viewer's label."""
-    def show(x: float) -> str:
-        return f"{x * 1e3:.3g}" if unit_ms else f"{x:.3g}"
-    unit = " ms" if unit_ms else " s"
-    if p.upper_s is None:
-        return f">{show(p.lower_s)}{unit}"
-    return f"{show(p.lower_s)}–{show(p.upper_s)}{unit}"
