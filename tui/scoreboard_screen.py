@@ -17,6 +17,7 @@ from tui.scoreboard_text import (
     cache_table,
     latency_table,
     money_text,
+    node_points_table,
     scatter,
     throughput_table,
 )
@@ -37,6 +38,7 @@ class ScoreboardScreen(FrameScreen):
         self.money = Static(id="scoreboard-money")
         self.latency = Static(id="scoreboard-latency")
         self.cache = Static(id="scoreboard-cache")
+        self.node_points = Static(id="scoreboard-node-points")
         yield Static(Text("SCOREBOARD", "bold"), id="scoreboard-title")
         with VerticalScroll(id="scoreboard-body"):
             with Horizontal(id="scoreboard-top"):
@@ -50,6 +52,9 @@ class ScoreboardScreen(FrameScreen):
             yield self.latency
             yield Static(Text("CACHE AND THE DISAGGREGATED PATH", "bold"), classes="section")
             yield self.cache
+            yield Static(Text("THROUGHPUT PER POOL AND NODE (accepted tokens/s ÷ GPUs, ÷ mean running)",
+                              "bold"), classes="section")
+            yield self.node_points
         yield Footer()
 
     def on_mount(self) -> None:
@@ -78,3 +83,4 @@ class ScoreboardScreen(FrameScreen):
         self.money.update(money_text(s))
         self.latency.update(latency_table(snapshot))
         self.cache.update(cache_table(snapshot))
+        self.node_points.update(node_points_table(snapshot))

@@ -93,6 +93,26 @@ def throughput_table(snapshot: Snapshot) -> Table:
     return table
 
 
+def node_points_table(snapshot: Snapshot) -> Table:
+    """Each engine's own point: tokens/s per GPU (accepted, full acceptance) and per user."""
+    table = Table(box=box.SIMPLE_HEAD, header_style="bold grey70", expand=False)
+    for col in ("WHERE", "TOK/S PER GPU", "FULL ACC. PER GPU", "TOK/S PER USER", "RUNNING (MEAN)"):
+        table.add_column(col, justify="left" if col == "WHERE" else "right")
+    for role, pool in snapshot.cluster.roles.items():
+        table.add_row(f"{inert(role, max_len=20).plain} pool", fmt_num(pool.output_tokens_per_s_per_gpu, 0),
+                      fmt_num(pool.full_acceptance_tokens_per_s_per_gpu, 0),
+                      fmt_num(pool.output_tokens_per_s_per_user, 0), fmt_num(pool.requests_running, 0),
+                      style="bold")
+    for node in snapshot.nodes:
+        e = node.engine
+        if e is None:
+            continue
+        table.add_row(inert(node.name, max_len=40), fmt_num(e.output_tokens_per_s_per_gpu, 0),
+                      fmt_num(e.full_acceptance_tokens_per_s_per_gpu, 0),
+                      fmt_num(e.output_tokens_per_s_per_user, 0), fmt_num(e.requests_running_mean, 1))
+    return table
+
+
 def _latency_cells(view: RollupView | EngineView) -> list[str]:
     cells = []
     for name, _ in LATENCIES:

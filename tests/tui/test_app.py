@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import io
+
 import pytest
+from rich.console import Console
 from textual.widgets import Input
 from tui_helpers import FrozenFeed, NodeSpec, SyntheticSource, make_layout, screen_text, wait_for
 
@@ -13,6 +16,7 @@ from tui.help_screen import HelpScreen, bindings_of, key_label
 from tui.node_screen import NodeScreen
 from tui.overview import OverviewScreen
 from tui.scoreboard_screen import ScoreboardScreen
+from tui.scoreboard_text import node_points_table
 
 SIZE = (200, 45)
 HOSTILE_NODE = "[red]evil[/]\x1b[31m"
@@ -309,6 +313,14 @@ async def test_scoreboard_screen_on_b_and_its_line_on_the_overview() -> None:
         assert "EP64" in text and "15,700" in text and "full-acceptance" in text
         assert "75.0%" in text  # prefix-cache hit rate
         assert "◆" in text and "●" in text
+        # per node and pooled (the screen scrolls to it; drawn from the same snapshot)
+        screen = app.screen
+        assert isinstance(screen, ScoreboardScreen) and screen.snapshot is not None
+        console = Console(width=160, record=True, file=io.StringIO())
+        console.print(node_points_table(screen.snapshot))
+        points = console.export_text()
+        assert "decode pool" in points and "decode-01" in points
+        assert "prefill-01" not in points  # no engine: no point
         await pilot.press("question_mark")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
         assert "Scoreboard" in screen_text(app) or "scoreboard" in screen_text(app)
