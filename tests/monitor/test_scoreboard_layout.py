@@ -108,3 +108,13 @@ def test_bad_scoreboard_layout_names_the_field(extra: str, field: str) -> None:
     with pytest.raises(LayoutError) as err:
         parse_layout(LAYOUT + "\n" + extra)
     assert field in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_text_snapshot_has_a_scoreboard_line() -> None:
+    from monitor.text_report import snapshot_table
+
+    text = snapshot_table(run(LAYOUT + "\n[slo]\nitl_p99_s = 0.04\n"))
+    line = next(li for li in text.splitlines() if li.startswith("scoreboard:"))
+    assert line == ("scoreboard: 125 accepted tok/s per GPU (— full acceptance), 100 per user "
+                    "(reference EP64: 15,700 / 246, full-acceptance); TTFT p99 —, "
+                    "ITL p99 49.75 ms (25–50)")
