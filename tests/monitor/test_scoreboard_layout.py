@@ -9,6 +9,7 @@ from collectors.sample import EngineSample, NodeSample
 from layouts import parse_layout
 from layouts.loader import LayoutError
 from monitor.evaluation.reference_points import REFERENCE_POINTS
+from monitor.exporter import snapshot_families
 from monitor.monitor import Monitor
 from monitor.snapshot import Snapshot
 
@@ -57,6 +58,9 @@ def test_a_target_below_the_bucket_is_a_miss_with_its_evidence() -> None:
     assert verdicts["slo"] == "ITL p99 25–50 ms > target 20 ms, 0.0% within"
     assert snap.cluster.roles["decode"].slo_itl_attainment == 0.0
     assert snap.cluster.slo_itl_p99_s == 0.02
+    families = {f.name: f for f in snapshot_families(snap)}
+    (sample,) = families["infertop_node_slo_itl_attainment_ratio"].samples
+    assert sample.value == 0.0 and sample.labels["node"] == "decode-01"
 
 
 def test_a_target_inside_the_bucket_is_no_miss_and_the_share_is_interpolated() -> None:
