@@ -158,6 +158,10 @@ def straggler_condition(node: NodeView, pool: RolePool | None, th: Thresholds) -
         f"{mine:.1f} decode steps/s, {ratio * 100:.0f} % of the {node.role} median "
         f"{median:.1f} ({pool.reporting} nodes)"
     )
+    balance = node.engine.expert_balancedness if node.engine is not None else None
+    if balance is not None:
+        # SGLang's EPLB metric: uneven expert load on this rank is one cause to look at
+        detail += f"; expert load balance {balance * 100:.0f} % (mean ÷ max)"
     return Condition(STRAGGLER, detail, "warning", stake)
 
 

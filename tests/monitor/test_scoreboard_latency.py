@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Summary, generate_latest
 
 from collectors.profiles import engine_sample_from_text
 from collectors.sample import NodeSample
@@ -183,8 +183,11 @@ def test_tokens_per_gpu_and_per_user_node_and_pool() -> None:
 
 
 def test_sglang_page_with_tp_ranks_and_pd_transfer() -> None:
-    def page(itl_fast: int, itl_slow: int, retracted: float, mb: float) -> str:
+    def page(itl_fast: int, itl_slow: int, retracted: float, mb: float, balance: list[float]) -> str:
         reg = CollectorRegistry()
+        eplb = Summary("sglang:eplb_balancedness", "", ["model_name", "forward_mode"], registry=reg)
+        for b in balance:
+            eplb.labels("m", "decode").observe(b)
         labels = ["model_name", "tp_rank"]
         itl = Histogram("sglang:inter_token_latency_seconds", "", labels, buckets=SGLANG_ITL, registry=reg)
         ttft = Histogram("sglang:time_to_first_token_seconds", "", labels, buckets=SGLANG_TTFT,
@@ -204,9 +207,9 @@ def test_sglang_page_with_tp_ranks_and_pd_transfer() -> None:
         return generate_latest(reg).decode()
 
     a = NodeSample(node="s", source="scrape", taken_at=0.0,
-                   engine=engine_sample_from_text(page(10, 0, 2, 100.0), "sglang"))
+                   engine=engine_sample_from_text(page(10, 0, 2, 100.0, [0.9]), "sglang"))
     b = NodeSample(node="s", source="scrape", taken_at=10.0,
-                   engine=engine_sample_from_text(page(10 + 495, 5, 12, 300.0), "sglang"))
+                   engine=engine_sample_from_text(page(10 + 495, 5, 12, 300.0, [0.9, 0.6, 0.7]), "sglang"))
     view = engine_view([a, b], now=10.0)
     assert view is not None
     assert view.latency_requests["itl"] == 1000  # both TP ranks' buckets summed
@@ -216,6 +219,7 @@ def test_sglang_page_with_tp_ranks_and_pd_transfer() -> None:
     assert view.kv_transfer_bytes_per_s == pytest.approx(200e6 / 10)
     assert view.kv_transfer_speed_bytes_per_s == pytest.approx(12.5e9)
     assert view.kv_transfer_latency_s == pytest.approx(0.04)
+    assert view.expert_balancedness == pytest.approx(0.65)  # the window's two: (0.6 + 0.7) / 2
 
 
 @pytest.mark.parametrize(("q", "lower", "upper"), [(0.5, 0.025, 0.05), (0.9, 0.05, 0.075),
