@@ -21,6 +21,7 @@ ITL 0.01/0.025/0.05/0.075/0.1…80 s, e2e and queue 0.3…7680 s) and NIXL
 from __future__ import annotations
 
 import itertools
+import functools
 import math
 from collections.abc import Mapping
 
@@ -76,8 +77,9 @@ SCOREBOARD_GAUGES: Mapping[str, tuple[str, float]] = {
 Buckets = tuple[tuple[float, float], ...]  # (upper bound `le`, cumulative count), +inf last
 
 
+@functools.cache
 def wanted_names() -> frozenset[str]:
-    """Every sample name read here, for `parse_exposition(wanted=…)`."""
+    """Every sample name read here, for `parse_exposition(wanted=…)` (built once)."""
     names = {f"{b}_bucket" for bases in LATENCY_HISTOGRAMS.values() for b in bases}
     names |= {n for names_, _ in SCOREBOARD_SCALARS.values() for n in names_}
     names |= {n for n, _ in SCOREBOARD_GAUGES.values()}
