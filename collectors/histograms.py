@@ -20,8 +20,8 @@ ITL 0.01/0.025/0.05/0.075/0.1…80 s, e2e and queue 0.3…7680 s) and NIXL
 
 from __future__ import annotations
 
-import itertools
 import functools
+import itertools
 import math
 from collections.abc import Mapping
 
