@@ -16,11 +16,13 @@ import itertools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 
 Buckets = tuple[tuple[float, float], ...]  # (le, cumulative count), +inf last
 
 LATENCIES = ("ttft", "itl", "e2e", "queue")
 PERCENTILES = (("p50", 0.50), ("p99", 0.99))
+_LE = itemgetter(0)
 
 
 @dataclass(frozen=True)
@@ -39,15 +41,27 @@ def window_increase(series: Sequence[Buckets | None]) -> Buckets | None:
     if not series or series[-1] is None:
         return None
     last = series[-1]
-    bounds = [le for le, _ in last]
-    run: list[Buckets] = [last]
-    for reading in reversed(series[:-1]):
-        if reading is None or len(reading) != len(last) or [le for le, _ in reading] != bounds:
+    size = len(last)
+    start = len(series) - 1
+    while start > 0:
+        before = series[start - 1]
+        if before is None or len(before) != size:
             break
-        run.append(reading)
+        start -= 1
+    run = [r for r in series[start:] if r is not None]
     if len(run) < 2:
         return None
-    run.reverse()
+    # a tick holds ~10 readings per histogram and node: compare bounds of the run's ends
+    # only, and look reading by reading only when they differ (an engine restarted with
+    # other buckets of the same number within the window)
+    bounds = list(map(_LE, last))
+    if list(map(_LE, run[0])) != bounds:
+        k = len(run) - 1
+        while k > 0 and list(map(_LE, run[k - 1])) == bounds:
+            k -= 1
+        run = run[k:]
+        if len(run) < 2:
+            return None
     first = run[0]
     totals = [r[-1][1] for r in run]
     if all(b >= a for a, b in itertools.pairwise(totals)):

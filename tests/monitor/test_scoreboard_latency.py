@@ -247,3 +247,8 @@ def test_share_within_and_window_increase() -> None:
     other = ((0.5, 1.0), (math.inf, 1.0))
     assert window_increase([other, a, b]) == inc
     assert window_increase([a, other]) is None
+    # the same number of buckets with other bounds (a restart with another bucket set)
+    same_size = ((0.2, 1.0), (2.0, 1.0), (math.inf, 1.0))
+    assert window_increase([same_size, a, b]) == inc
+    assert window_increase([a, same_size]) is None
+    assert window_increase([a, None, a, b]) == inc  # an unknown reading ends the run
