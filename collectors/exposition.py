@@ -95,7 +95,8 @@ _SAMPLE_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*(?=[{ \t])")
 
 
 def _keep_wanted(
-    text: str, wanted: AbstractSet[str], where: str, buckets: list[tuple[str, dict[str, str], float]]
+    text: str, wanted: AbstractSet[str], where: str,
+    buckets: list[tuple[str, dict[str, str], float, str]],
 ) -> str:
     """Only the sample lines whose name is wanted (and every comment line).
 
@@ -154,18 +155,18 @@ def parse_exposition(
         raise ExpositionError(f"bad exposition from {where}: larger than {MAX_EXPOSITION_BYTES} bytes")
     if "\x00" in text:
         raise ExpositionError(f"bad exposition from {where}: binary data, not text")
-    buckets: list[tuple[str, dict[str, str], float]] = []
+    buckets: list[tuple[str, dict[str, str], float, str]] = []
     if wanted is not None:
         text = _keep_wanted(text, wanted, where, buckets)
     index = Exposition()
-    seen: set[tuple[str, frozenset[tuple[str, str]]]] = set()
-    for name, labels, value in buckets:
-        series = (name, frozenset(labels.items()))
-        if series in seen:
+    seen_buckets: set[tuple[str, str]] = set()
+    for name, labels, value, key in buckets:
+        if (name, key) in seen_buckets:
             index.duplicates[name] = index.duplicates.get(name, 0) + 1
             continue
-        seen.add(series)
+        seen_buckets.add((name, key))
         index.samples.setdefault(name, []).append((labels, value))
+    seen: set[tuple[str, frozenset[tuple[str, str]]]] = set()
     try:
         for family in text_string_to_metric_families(text):
             for sample in family.samples:

@@ -3,9 +3,13 @@
 That parser reads labels a character at a time (~20–50 µs a line); a vLLM node with 8
 data-parallel engines serves ~700 latency bucket lines a scrape, which would cost ~20 ms
 a node — more than the rest of its page. A bucket line has one simple shape,
-`name{k="v",…,le="0.05"} 123 [timestamp]`, read here with C-speed regular expressions
-into the same (labels, value) the parser gives. A line of any other shape is left to
-the parser (which judges garbage as before).
+`name{k="v",…,le="0.05"} 123 [timestamp]`, and infertop needs only its `le` and its
+value (buckets are summed by `le` over a node's engines, collectors/histograms.py): both
+are read here with C-speed regular expressions. A line of any other shape, or whose
+`le` is not a number, is left to the full parser (which judges garbage as before).
+
+The labels given back are `{"le": …}` only; `series_key` is the raw label text, which
+tells one series from another for the first-value-kept rule on duplicates.
 """
 
 from __future__ import annotations
@@ -13,39 +17,30 @@ from __future__ import annotations
 import math
 import re
 
+# name, the label text (quoted values may hold `}` and escaped quotes), value, timestamp
 _LINE = re.compile(
     r'([a-zA-Z_:][a-zA-Z0-9_:]*_bucket)\{((?:[^"}]|"(?:[^"\\]|\\.)*")*)\}\s+(\S+)(?:\s+\S+)?\s*')
-_PAIR = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(?:,|$)')
-_ESCAPES = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
-_ESCAPE = re.compile(r'\\[\\"n]')
+# `le="…"` at a label boundary. A look-alike inside another label's quoted value can only
+# capture text that starts after a closing quote (`,`, `}` or spaces): never a number, so
+# it falls to the full parser instead of being misread.
+_LE = re.compile(r'(?:^|,)\s*le\s*=\s*"([^"\\]*)"')
 
 
-def _unescape(value: str) -> str:
-    return _ESCAPE.sub(lambda m: _ESCAPES[m.group(0)], value) if "\\" in value else value
-
-
-def parse_bucket_line(line: str) -> tuple[str, dict[str, str], float] | None:
-    """(sample name, labels, value) of one bucket line; None when it has another shape
-    (then the full parser reads it) or its value is not finite (skipped, as the parser's
-    caller skips it)."""
+def parse_bucket_line(line: str) -> tuple[str, dict[str, str], float, str] | None:
+    """(sample name, {"le": bound}, value, series key) of one bucket line; None when it
+    has another shape (the full parser reads it) or a value that is not finite."""
     m = _LINE.fullmatch(line)
     if m is None:
         return None
     name, raw, value_text = m.groups()
-    labels: dict[str, str] = {}
-    pos = 0
-    while pos < len(raw):
-        pair = _PAIR.match(raw, pos)
-        if pair is None or pair.end() == pos:
-            return None
-        labels[pair.group(1)] = _unescape(pair.group(2))
-        pos = pair.end()
-    if "le" not in labels:
+    le = _LE.search(raw)
+    if le is None:
         return None
     try:
+        float(le.group(1))
         value = float(value_text)
     except ValueError:
         return None
     if not math.isfinite(value):
         return None
-    return name, labels, value
+    return name, {"le": le.group(1)}, value, raw

@@ -1,5 +1,5 @@
-"""Histogram bucket lines read on the fast path give exactly what prometheus_client's
-parser gives (labels unescaped, duplicates dropped, odd shapes left to the parser)."""
+"""Histogram bucket lines read on the fast path give the bounds and counts
+prometheus_client's parser gives (duplicates dropped, odd shapes left to the parser)."""
 
 from __future__ import annotations
 
@@ -25,9 +25,10 @@ def page(model: str, observations: list[float]) -> str:
     return generate_latest(reg).decode()
 
 
-def buckets_of(text: str, wanted: frozenset[str] | None) -> list[tuple[dict[str, str], float]]:
-    return sorted(parse_exposition(text, "t", wanted).series(f"{NAME}_bucket"),
-                  key=lambda s: (s[0]["engine"], float(s[0]["le"])))
+def buckets_of(text: str, wanted: frozenset[str] | None) -> list[tuple[float, float]]:
+    """(bound, count) of every bucket series: what collectors/histograms.py sums."""
+    return sorted((float(labels["le"]), value)
+                  for labels, value in parse_exposition(text, "t", wanted).series(f"{NAME}_bucket"))
 
 
 @settings(max_examples=60, deadline=None)
@@ -41,9 +42,11 @@ def test_same_as_the_full_parser(model: str, observations: list[float]) -> None:
 
 
 def test_shapes_it_reads_and_those_it_leaves() -> None:
-    assert parse_bucket_line('x_bucket{a="1",le="0.5"} 3') == ("x_bucket", {"a": "1", "le": "0.5"}, 3.0)
-    assert parse_bucket_line('x_bucket{le="+Inf",a="q\\"\\\\\\n"} 7 1700000000000') == (
-        "x_bucket", {"le": "+Inf", "a": 'q"\\\n'}, 7.0)
+    assert parse_bucket_line('x_bucket{a="1",le="0.5"} 3') == ("x_bucket", {"le": "0.5"}, 3.0, 'a="1",le="0.5"')
+    assert parse_bucket_line('x_bucket{le="+Inf",a="q\\"}\\\\\\n"} 7 1700000000000')[:3] == (
+        "x_bucket", {"le": "+Inf"}, 7.0)
+    # `le="…"` inside another label's value is no bound: left to the full parser
+    assert parse_bucket_line('x_bucket{a="b,le=",c="1"} 3') is None
     assert parse_bucket_line('x_bucket{a="1"} 3') is None  # no le: not for the fast path
     assert parse_bucket_line('x_bucket{le="1"} NaN') is None  # non-finite: left to the parser
     assert parse_bucket_line('x_bucket{le="1" 3') is None
