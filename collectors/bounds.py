@@ -88,7 +88,13 @@ ENGINE_BOUNDS: Bounds = {
         "generation_tokens_total", "prompt_tokens_total", "prompt_cached_tokens_total",
         "requests_finished_total", "requests_aborted_total", "ttft_seconds_sum", "ttft_seconds_count",
         "itl_seconds_sum", "itl_seconds_count", "log_lines_skipped_total",
+        "preemptions_total", "prefix_cache_queries_total", "prefix_cache_hits_total",
+        "external_prefix_cache_queries_total", "external_prefix_cache_hits_total",
+        "kv_transfer_bytes_total", "kv_transfer_failures_total", "kv_transfer_seconds_sum",
+        "kv_transfer_seconds_count", "expert_balancedness_sum", "expert_balancedness_count",
     )},
+    "kv_transfer_speed_bytes_per_s": (0.0, 1e13),  # 10 TB/s: beyond any node's fabric
+    "kv_transfer_latency_s": (0.0, 1e5),
     "requests_running": (0.0, 1e7),
     "requests_waiting": (0.0, 1e7),
     "kv_cache_usage": (0.0, 1.0),  # a share of the KV pool
@@ -111,6 +117,13 @@ COUNTER_MAX_PER_S: Mapping[str, float] = {
     "prompt_cached_tokens_total": _TOKENS_PER_S,
     "requests_finished_total": 1e7,
     "requests_aborted_total": 1e7,
+    "preemptions_total": 1e7,
+    "prefix_cache_queries_total": _TOKENS_PER_S,
+    "prefix_cache_hits_total": _TOKENS_PER_S,
+    "external_prefix_cache_queries_total": _TOKENS_PER_S,
+    "external_prefix_cache_hits_total": _TOKENS_PER_S,
+    "kv_transfer_bytes_total": 4e12,  # more than a node's NICs and NVLink together
+    "kv_transfer_failures_total": 1e7,
     "rx_bytes_total": 4e11,  # 3.2 Tb/s in bytes
     "tx_bytes_total": 4e11,
     "xmit_wait_total": 1e10,  # IB ticks waited: bounded by the port's clock

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from collectors.fast_buckets import parse_bucket_line
 from collectors.safe_text import inert_text, redact_url
 
 # A real node_exporter page is ~100–500 KiB; anything far larger is not a metrics page.
@@ -93,12 +94,16 @@ class Exposition:
 _SAMPLE_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*(?=[{ \t])")
 
 
-def _keep_wanted(text: str, wanted: AbstractSet[str], where: str) -> str:
+def _keep_wanted(
+    text: str, wanted: AbstractSet[str], where: str,
+    buckets: list[tuple[str, dict[str, str], float, str]],
+) -> str:
     """Only the sample lines whose name is wanted (and every comment line).
 
     prometheus_client's parser reads labels a character at a time (~20–50 µs a line);
     a real node_exporter page has thousands of lines of which a monitor needs a few
     dozen. A line that does not even start with a metric name is still garbage.
+    Wanted histogram bucket lines are read on the spot into `buckets` (`fast_buckets`).
     """
     kept: list[str] = []
     for line in text.split("\n"):
@@ -110,7 +115,11 @@ def _keep_wanted(text: str, wanted: AbstractSet[str], where: str) -> str:
         if found is None or not _has_value(stripped, found.end()):
             raise ExpositionError(f"bad exposition from {where}: a line is not a metric sample")
         if found.group(0) in wanted:
-            kept.append(line)
+            bucket = parse_bucket_line(stripped) if found.group(0).endswith("_bucket") else None
+            if bucket is not None:
+                buckets.append(bucket)
+            else:
+                kept.append(line)
     return "\n".join(kept)
 
 
@@ -146,9 +155,17 @@ def parse_exposition(
         raise ExpositionError(f"bad exposition from {where}: larger than {MAX_EXPOSITION_BYTES} bytes")
     if "\x00" in text:
         raise ExpositionError(f"bad exposition from {where}: binary data, not text")
+    buckets: list[tuple[str, dict[str, str], float, str]] = []
     if wanted is not None:
-        text = _keep_wanted(text, wanted, where)
+        text = _keep_wanted(text, wanted, where, buckets)
     index = Exposition()
+    seen_buckets: set[tuple[str, str]] = set()
+    for name, labels, value, key in buckets:
+        if (name, key) in seen_buckets:
+            index.duplicates[name] = index.duplicates.get(name, 0) + 1
+            continue
+        seen_buckets.add((name, key))
+        index.samples.setdefault(name, []).append((labels, value))
     seen: set[tuple[str, frozenset[tuple[str, str]]]] = set()
     try:
         for family in text_string_to_metric_families(text):

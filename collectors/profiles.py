@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from collectors.exposition import Exposition, ExpositionError, duplicate_note, parse_exposition
+from collectors.histograms import scoreboard_fields, wanted_names
 from collectors.safe_text import redact_url
 from collectors.sample import EngineSample, EngineSourceKind
 
@@ -118,8 +119,9 @@ class Profile:
 
     @property
     def wanted(self) -> frozenset[str]:
-        """`metric_names` and `birth_names` as a set, for `parse_exposition(wanted=…)`."""
-        return frozenset([*self.metric_names(), *self.birth_names()])
+        """`metric_names` and `birth_names` as a set, for `parse_exposition(wanted=…)`, with
+        the scoreboard's names (`collectors.histograms`: engine-prefixed, read on any profile)."""
+        return frozenset([*self.metric_names(), *self.birth_names()]) | wanted_names()
 
 
 class ProfileError(ValueError):
@@ -406,8 +408,10 @@ def engine_sample_from_exposition(
     if not any(v is not None for v in values.values()):
         raise ExpositionError(f"no {profile.name} engine metrics in {redact_url(where)}")
     values["counters_started_at"] = counters_started_at(index, profile)
+    extras = scoreboard_fields(index)
     return EngineSample(
-        source=source, profile=profile.name, steps_by_engine_total=engine_steps, **values  # type: ignore[arg-type]
+        source=source, profile=profile.name, steps_by_engine_total=engine_steps,
+        **values, **extras,  # type: ignore[arg-type]
     )
 
 

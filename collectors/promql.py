@@ -22,6 +22,7 @@ from Prometheus match rates derived by scraping the exporters directly.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -30,6 +31,7 @@ from typing import Any
 
 from collectors.bounds import whole
 from collectors.exporters import NVLINK_TOTAL_BYTES_PER_UNIT, ib_physical_state
+from collectors.histograms import LATENCY_HISTOGRAMS, SCOREBOARD_SCALARS
 from collectors.profiles import ENGINE_LABELS, CustomProfiles, ProfileError, resolve_profile
 from collectors.sample import (
     ENGINE_COUNTER_FIELDS,
@@ -83,6 +85,9 @@ def profile_metrics(
             names = merged.setdefault(field_name, [])
             if _METRIC_NAME.fullmatch(metric) and metric not in names and metric not in _PROM_SKIP:
                 names.append(metric)
+    # the scoreboard's counters (engine-prefixed names, read on every profile)
+    for field_name, (scoreboard_names, _) in SCOREBOARD_SCALARS.items():
+        merged.setdefault(field_name, []).extend(scoreboard_names)
     return {k: tuple(v) for k, v in merged.items() if v and k not in _ENGINE_HELPERS}
 
 
@@ -113,6 +118,10 @@ def profile_matchers(
                         f'{label}=~"{"|".join(sorted(keep[label]))}"' for label in sorted(keep)
                     )
     return out
+
+
+# the scoreboard's latency histograms: cumulative buckets summed per node and `le`
+LATENCY_KEY = "latency:"
 
 
 @dataclass(frozen=True)
@@ -173,6 +182,9 @@ class QueryBuilder:
                 if key in _ENGINE_AVG - {"kv_cache_usage"}:
                     alts = f"({alts} > 0)"  # SGLang writes 0 until it has a figure
                 out.append(Query("engine", key, self.agg(op, alts)))
+        for name, bases in LATENCY_HISTOGRAMS.items():
+            buckets = self.agg("sum", self._alts([f"{b}_bucket" for b in bases]), ("le",))
+            out.append(Query("engine", f"{LATENCY_KEY}{name}", buckets))
         stamp = [*self.engine_metrics.get("generation_tokens_total", ()),
                  *self.engine_metrics.get("requests_running", ())]
         out.append(Query("engine", "timestamp", self.agg("max", self._alts(stamp, wrap="timestamp"))))
@@ -324,6 +336,8 @@ _GPU_KEYS = ("mem_used_mib", "mem_free_mib", "power_w", "temp_c", "sm_clock_mhz"
 def subkeys(tier: str, key: str) -> tuple[str, ...]:
     if tier == "gpu" and key in _GPU_KEYS:
         return ("gpu",)
+    if tier == "engine" and key.startswith(LATENCY_KEY):
+        return ("le",)
     return SUBKEYS.get(key, ())
 
 
@@ -345,9 +359,36 @@ def engine_sample(node: str, taken_at: float, fig: Mapping[str, Mapping[tuple[st
         for sub, value in (fig.get(_ENGINE_STEPS_BY_ENGINE) or {}).items()
         if value is not None
     }
+    extras: dict[str, Any] = {k: single(fig, k) for k in SCOREBOARD_SCALARS}
+    latency = {
+        key.removeprefix(LATENCY_KEY): buckets
+        for key, by_le in fig.items()
+        if key.startswith(LATENCY_KEY) and (buckets := _buckets(by_le)) is not None
+    }
     return NodeSample(node=node, source=source, taken_at=taken_at,
                       engine=EngineSample(source="endpoint", profile="prom",
-                                          steps_by_engine_total=per_engine or None, **values))
+                                          steps_by_engine_total=per_engine or None, **values, **extras,
+                                          latency_buckets=latency or None))
+
+
+def _buckets(by_le: Mapping[tuple[str, ...], float | None]) -> tuple[tuple[float, float], ...] | None:
+    """`{(le,): count}` → cumulative buckets sorted by bound, +Inf last; None unless every
+    count is known, a +Inf bucket is there and counts never fall as the bound rises."""
+    rows = []
+    for (le_text, *_), count in by_le.items():
+        try:
+            le = float(le_text)
+        except ValueError:
+            return None
+        if count is None or math.isnan(le):
+            return None
+        rows.append((le, count))
+    rows.sort()
+    if not rows or not math.isinf(rows[-1][0]):
+        return None
+    if any(b[1] < a[1] for a, b in itertools.pairwise(rows)):
+        return None
+    return tuple(rows)
 
 
 def _int(value: float | None) -> int | None:

@@ -143,6 +143,21 @@ class EngineSample(_Frozen):
     # engine id), where the source tells engines apart: the node's decode steps/s is the
     # fastest engine's (docs/engines.md); `steps_total` is their mean
     steps_by_engine_total: dict[str, float] | None = None
+    # scoreboard counters (collectors.histograms)
+    preemptions_total: float | None = None
+    prefix_cache_queries_total: float | None = None  # tokens looked up (local cache)
+    prefix_cache_hits_total: float | None = None  # tokens found (local cache)
+    external_prefix_cache_queries_total: float | None = None  # through a KV connector
+    external_prefix_cache_hits_total: float | None = None
+    kv_transfer_bytes_total: float | None = None  # prefill → decode KV bytes
+    kv_transfer_failures_total: float | None = None
+    kv_transfer_seconds_sum: float | None = None
+    kv_transfer_seconds_count: float | None = None
+    expert_balancedness_sum: float | None = None  # SGLang EPLB summary (1 = even load)
+    expert_balancedness_count: float | None = None
+    # latency histograms: "ttft" / "itl" / "e2e" / "queue" → cumulative (le, count)
+    # buckets summed over the node's engines, +inf last
+    latency_buckets: dict[str, tuple[tuple[float, float], ...]] | None = None
     # gauges
     requests_running: float | None = None
     requests_waiting: float | None = None
@@ -155,6 +170,8 @@ class EngineSample(_Frozen):
     # when the token counters began (unix s): their `_created` sample, else the process
     # start; a counter born after the reservation start counted only this reservation
     counters_started_at: float | None = None
+    kv_transfer_speed_bytes_per_s: float | None = None  # SGLang: latest transfers' speed
+    kv_transfer_latency_s: float | None = None  # SGLang: latest transfers' latency
     # when the figures came from a log: the time of the newest parsed line
     log_last_line_at: float | None = None
     log_lines_skipped_total: int | None = None

@@ -463,6 +463,37 @@ class PrometheusConfig(_Strict):
         return self
 
 
+class SloConfig(_Strict):
+    """Latency targets ([slo]): the share of requests within each, and an `slo` verdict
+    on a node whose p99 over the window is past it."""
+
+    ttft_p99_s: PositiveFloat | None = None
+    itl_p99_s: PositiveFloat | None = None
+
+
+def _plain_label(value: str) -> str:
+    if not value.strip() or _CONTROL_CHARS.search(value):
+        raise ValueError(f"{shown(value)} is not a label (no control characters, not empty)")
+    return value
+
+
+class ReferencePoint(_Strict):
+    """A published throughput / interactivity point to set the live decode point beside."""
+
+    label: Annotated[str, Field(max_length=60), AfterValidator(_plain_label)]
+    output_tokens_per_s_per_gpu: PositiveFloat
+    output_tokens_per_s_per_user: PositiveFloat
+    # how the publisher counted tokens: DeepSeek counts every drafted token as if accepted
+    accounting: Literal["full-acceptance", "accepted"] = "full-acceptance"
+
+
+class ScoreboardConfig(_Strict):
+    """[scoreboard]: reference points that replace the bundled, dated table."""
+
+    reference_points: list[ReferencePoint] | None = None
+    reference_source: Annotated[str, Field(max_length=200), AfterValidator(_plain_label)] | None = None
+
+
 class Layout(_Strict):
     cluster: ClusterConfig = ClusterConfig()
     session: SessionConfig = SessionConfig()
@@ -475,6 +506,8 @@ class Layout(_Strict):
     profiles: dict[str, dict[str, str | list[str]]] = Field(default_factory=dict)
     # user log pattern sets: name → patterns ([[log_patterns.NAME]] tables)
     log_patterns: dict[str, list[LogPattern]] = Field(default_factory=dict)
+    slo: SloConfig = SloConfig()
+    scoreboard: ScoreboardConfig = ScoreboardConfig()
     # where this layout was read from (set by the loader, not the file)
     source_path: str | None = None
 

@@ -73,6 +73,41 @@ _ROLLUP: tuple[tuple[str, str, Callable[[RollupView], float | None]], ...] = (
     ("nodes", "Nodes", lambda r: float(r.nodes)),
 )
 
+# the scoreboard's (DESIGN.md "Scoreboard fields"); latency percentiles are interpolated
+# within the engines' histogram buckets
+_LATENCY = tuple(
+    (f"{name}_{p}_seconds", f"{text} {p}, interpolated within its histogram bucket",
+     f"{name}_{p}_s")
+    for name, text in (("ttft", "Time to first token"), ("itl", "Inter-token latency"),
+                       ("e2e", "End-to-end request latency"), ("queue", "Queue time"))
+    for p in ("p50", "p99")
+)
+_SCOREBOARD = (
+    *_LATENCY,
+    ("prefix_cache_hit_ratio", "Prefix-cache hit tokens / looked-up tokens", "prefix_cache_hit_rate"),
+    ("preemptions_per_second", "Requests preempted per second", "preemptions_per_s"),
+    ("kv_transfer_bytes_per_second", "KV cache bytes moved prefill → decode per second",
+     "kv_transfer_bytes_per_s"),
+    ("output_tokens_per_second_per_gpu", "Accepted output tokens per second per GPU",
+     "output_tokens_per_s_per_gpu"),
+    ("full_acceptance_tokens_per_second_per_gpu", "Full-acceptance tokens per second per GPU",
+     "full_acceptance_tokens_per_s_per_gpu"),
+    ("output_tokens_per_second_per_user", "Accepted output tokens per second per running request",
+     "output_tokens_per_s_per_user"),
+    ("slo_ttft_attainment_ratio", "Share of requests within the layout's TTFT target",
+     "slo_ttft_attainment"),
+    ("slo_itl_attainment_ratio", "Share of inter-token gaps within the layout's ITL target",
+     "slo_itl_attainment"),
+)
+_NODE_ENGINE = (*_NODE_ENGINE, *((s, t, lambda e, f=f: getattr(e, f)) for s, t, f in _SCOREBOARD))
+_ROLLUP = (*_ROLLUP, *((s, t, lambda r, f=f: getattr(r, f)) for s, t, f in _SCOREBOARD))
+_SESSION = (*_SESSION, *(
+    (s, t, lambda x, f=f: getattr(x, f)) for s, t, f in _SCOREBOARD if f in (
+        "output_tokens_per_s_per_gpu", "output_tokens_per_s_per_user",
+        "full_acceptance_tokens_per_s_per_gpu",
+    )
+))
+
 
 def snapshot_families(snapshot: Snapshot) -> Iterator[GaugeMetricFamily | InfoMetricFamily]:
     """Every metric family for one snapshot (pure: used by the collector and by tests)."""

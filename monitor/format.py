@@ -109,3 +109,20 @@ def links_text(links: LinksView | None) -> str:
     if links is None or links.total == 0 or links.up + links.down == 0:
         return UNKNOWN  # no port, or no state known for any: unknown, not "0 up"
     return f"{links.up}/{links.total} up" + (" slow" if links.degraded else "")
+def fmt_latency(value_s: float | None, bounds: tuple[float, float | None] | None = None) -> str:
+    """A percentile interpolated within a histogram bucket, with the bucket it lies in:
+    "38 ms (25–50)"; past the highest bound "> 80 s". Seconds under 1 s read in ms."""
+    if value_s is None:
+        return UNKNOWN
+
+    def show(x: float, scale: float) -> str:
+        return f"{x * scale:,.4g}"
+
+    # the value's unit for the bounds too: "800 ms (750–1,000)"
+    scale, unit = (1e3, " ms") if value_s < 1 else (1.0, " s")
+    if bounds is None:
+        return f"{show(value_s, scale)}{unit}"
+    lower, upper = bounds
+    if upper is None:
+        return f"> {show(lower, scale)}{unit}"
+    return f"{show(value_s, scale)}{unit} ({show(lower, scale)}–{show(upper, scale)})"

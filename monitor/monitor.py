@@ -26,6 +26,7 @@ from monitor.evaluation.money import (
     extras_cost_per_hour_usd,
     idle_cost_per_hour_usd,
 )
+from monitor.evaluation.scoreboard import with_live_point
 from monitor.evaluation.verdicts import VerdictTracker
 from monitor.evaluation.window_rates import RateCache
 
@@ -137,6 +138,13 @@ class Monitor:
         nodes = evaluate_nodes(self.state, layout, now, self.rates)
         nodes = self.verdicts.apply(nodes, layout, now)
         cluster = evaluate_cluster(nodes, layout)
+        # the engines' window buckets made the pools' percentiles; they are the monitor's
+        # working data, not the picture (excluded from the JSON): the snapshot goes without
+        nodes = [
+            n.model_copy(update={"engine": n.engine.model_copy(update={"window_latency_buckets": None})})
+            if n.engine is not None and n.engine.window_latency_buckets is not None else n
+            for n in nodes
+        ]
         idle_pairs = [(n.cost_per_hour_usd, n.idle_fraction) for n in nodes]
         counted = self.ledger.energy.watched_nodes() if layout.pricing.mode == "owned" else set()
         counted_power = {n.name: n.gpu_power_w for n in nodes if n.name in counted}
@@ -158,7 +166,7 @@ class Monitor:
             taken_at=dt.datetime.fromtimestamp(now, dt.UTC).isoformat(),
             window_s=layout.cluster.window_s,
             cluster=cluster,
-            session=self.ledger.view(now, self.record_path),
+            session=with_live_point(self.ledger.view(now, self.record_path), cluster),
             nodes=nodes,
         )
         self.latest = snapshot

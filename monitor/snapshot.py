@@ -102,6 +102,39 @@ class EngineView(_View):
     source: str | None = None  # "endpoint" or "log"
     profile: str | None = None
     age_s: float | None = None  # age of the newest engine figure (log line or scrape)
+    # scoreboard (monitor/evaluation/latency.py, scoreboard.py): percentiles over the
+    # window from histogram bucket deltas, interpolated within the bucket that holds them
+    ttft_p50_s: float | None = None
+    ttft_p99_s: float | None = None
+    itl_p50_s: float | None = None
+    itl_p99_s: float | None = None
+    e2e_p50_s: float | None = None
+    e2e_p99_s: float | None = None
+    queue_p50_s: float | None = None
+    queue_p99_s: float | None = None
+    # "ttft_p99" → [lower, upper] bounds of the bucket the percentile fell in (upper
+    # null: past the highest finite bound), so a viewer can say "25–50 ms"
+    latency_bounds_s: dict[str, tuple[float, float | None]] = Field(default_factory=dict)
+    latency_requests: dict[str, float] = Field(default_factory=dict)  # observations in window
+    prefix_cache_hit_rate: float | None = None  # local cache: hit tokens / queried tokens
+    external_prefix_cache_hit_rate: float | None = None  # through a KV connector
+    preemptions_per_s: float | None = None
+    kv_transfer_bytes_per_s: float | None = None
+    kv_transfer_failures_per_s: float | None = None
+    kv_transfer_mean_s: float | None = None  # mean duration of one transfer (NIXL)
+    kv_transfer_latency_s: float | None = None  # SGLang's latest transfers' latency
+    kv_transfer_speed_bytes_per_s: float | None = None  # SGLang's latest transfers' speed
+    expert_balancedness: float | None = None  # SGLang EPLB: mean / max expert load
+    requests_running_mean: float | None = None  # over the window
+    output_tokens_per_s_per_gpu: float | None = None  # accepted tokens/s ÷ node GPUs
+    full_acceptance_tokens_per_s_per_gpu: float | None = None
+    output_tokens_per_s_per_user: float | None = None  # accepted tokens/s ÷ mean running
+    slo_ttft_attainment: float | None = None  # share of requests within the layout's target
+    slo_itl_attainment: float | None = None
+    # the window's bucket increases, for pool roll-ups; not part of the JSON
+    window_latency_buckets: dict[str, tuple[tuple[float, float], ...]] | None = Field(
+        default=None, exclude=True
+    )
 
 
 class VerdictView(_View):
@@ -174,6 +207,33 @@ class RollupView(_View):
     requests_waiting: float | None = None  # sum
     util_pct: float | None = None  # mean over GPUs
     idle_fraction: float | None = None  # mean over nodes reporting it
+    # scoreboard: percentiles of the pool's summed bucket increases (not a mean of the
+    # nodes' percentiles), hit rate and tokens per GPU / per user pooled the same way
+    ttft_p50_s: float | None = None
+    ttft_p99_s: float | None = None
+    itl_p50_s: float | None = None
+    itl_p99_s: float | None = None
+    e2e_p50_s: float | None = None
+    e2e_p99_s: float | None = None
+    queue_p50_s: float | None = None
+    queue_p99_s: float | None = None
+    latency_bounds_s: dict[str, tuple[float, float | None]] = Field(default_factory=dict)
+    latency_requests: dict[str, float] = Field(default_factory=dict)
+    prefix_cache_hit_rate: float | None = None
+    preemptions_per_s: float | None = None
+    kv_transfer_bytes_per_s: float | None = None
+    output_tokens_per_s_per_gpu: float | None = None
+    full_acceptance_tokens_per_s_per_gpu: float | None = None
+    output_tokens_per_s_per_user: float | None = None
+    slo_ttft_attainment: float | None = None
+    slo_itl_attainment: float | None = None
+
+
+class ReferencePointView(_View):
+    label: str
+    output_tokens_per_s_per_gpu: float
+    output_tokens_per_s_per_user: float
+    accounting: str  # "full-acceptance" or "accepted": how the publisher counted
 
 
 class ClusterView(_View):
@@ -182,6 +242,11 @@ class ClusterView(_View):
     total: RollupView
     roles: dict[str, RollupView] = Field(default_factory=dict)
     insecure_ssh: bool = False
+    # scoreboard: the points the live decode point is set beside, and the layout's targets
+    reference_points: list[ReferencePointView] = Field(default_factory=list)
+    reference_source: str | None = None
+    slo_ttft_p99_s: float | None = None
+    slo_itl_p99_s: float | None = None
 
 
 class PhaseSpend(_View):
@@ -249,6 +314,12 @@ class SessionView(_View):
     energy_kwh: float | None = None
     joules_per_output_token: float | None = None  # over ticks where both were counted
     energy_usd: float | None = None  # owned mode: energy_kwh × PUE × $/kWh
+    # the live throughput/interactivity point of the decode pool (scoreboard.py): accepted
+    # tokens/s ÷ its GPUs, and ÷ its mean running requests; full acceptance beside it
+    output_tokens_per_s_per_gpu: float | None = None
+    output_tokens_per_s_per_user: float | None = None
+    full_acceptance_tokens_per_s_per_gpu: float | None = None
+    live_point_pool: str | None = None  # "decode", "mixed" or "all"
 
 
 class Snapshot(_View):

@@ -8,7 +8,16 @@ reorder a line with bidi overrides or forge a line of its own.
 from __future__ import annotations
 
 from collectors.safe_text import inert_text
-from monitor.format import UNKNOWN, fmt_age, fmt_num, fmt_pct, fmt_rate_gbps, fmt_usd, links_text
+from monitor.format import (
+    UNKNOWN,
+    fmt_age,
+    fmt_latency,
+    fmt_num,
+    fmt_pct,
+    fmt_rate_gbps,
+    fmt_usd,
+    links_text,
+)
 from monitor.snapshot import NodeView, Snapshot, VerdictView
 
 MAX_CELL_CHARS = 80
@@ -48,6 +57,23 @@ def _row(n: NodeView) -> tuple[str, ...]:
     )
 
 
+def _scoreboard_line(snapshot: Snapshot) -> str:
+    """The live decode point beside the first reference, and the pool's p99 latency."""
+    s = snapshot.session
+    pool = snapshot.cluster.roles.get(s.live_point_pool or "decode") or snapshot.cluster.total
+    ref = snapshot.cluster.reference_points[0] if snapshot.cluster.reference_points else None
+    versus = (f" (reference {inert_text(ref.label, 20)}: {fmt_num(ref.output_tokens_per_s_per_gpu, 0)}"
+              f" / {fmt_num(ref.output_tokens_per_s_per_user, 0)}, {inert_text(ref.accounting, 20)})"
+              if ref is not None else "")
+    return (
+        f"scoreboard: {fmt_num(s.output_tokens_per_s_per_gpu, 0)} accepted tok/s per GPU "
+        f"({fmt_num(s.full_acceptance_tokens_per_s_per_gpu, 0)} full acceptance), "
+        f"{fmt_num(s.output_tokens_per_s_per_user, 0)} per user{versus}; "
+        f"TTFT p99 {fmt_latency(pool.ttft_p99_s, pool.latency_bounds_s.get('ttft_p99'))}, "
+        f"ITL p99 {fmt_latency(pool.itl_p99_s, pool.latency_bounds_s.get('itl_p99'))}"
+    )
+
+
 def snapshot_table(snapshot: Snapshot) -> str:
     rows = [_COLUMNS] + [_row(n) for n in snapshot.nodes]
     widths = [max(len(r[i]) for r in rows) for i in range(len(_COLUMNS))]
@@ -61,6 +87,7 @@ def snapshot_table(snapshot: Snapshot) -> str:
         f"$/1M tokens {fmt_usd(s.usd_per_million_output_tokens)}"
         + (f" (since {s.tokens_since})" if s.usd_per_million_span == "watched" else "")
     )
+    lines.append(_scoreboard_line(snapshot))
     for node in snapshot.nodes:
         name = inert_text(node.name, MAX_CELL_CHARS)
         for note in node.notes:

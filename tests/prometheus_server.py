@@ -208,6 +208,12 @@ class SimNodeCollector(Collector):
         n = r.steps_per_s * dt
         steps.add_metric(lv, [("1.0", 0.0), ("+Inf", n)], sum_value=n * 8)
         yield steps
+        # every inter-token gap 30 ms (vLLM's 25–50 ms bucket), one per generated token
+        itl = HistogramMetricFamily("vllm:inter_token_latency_seconds", "ITL", labels=labels)
+        g = r.generation_per_s * dt
+        itl.add_metric(lv, [("0.025", 0.0), ("0.05", g), ("+Inf", g)], sum_value=g * 0.03)
+        yield itl
+        yield counter("vllm:num_preemptions", 0.5)
         yield counter("vllm:spec_decode_num_drafts", r.drafts_per_s)
         yield counter("vllm:spec_decode_num_draft_tokens", r.draft_tokens_per_s)
         yield counter("vllm:spec_decode_num_accepted_tokens", r.accepted_per_s)

@@ -31,6 +31,24 @@ class NodeSpec:
     notes: list[str] = field(default_factory=list)
     in_layout: bool = True
     error: str | None = None  # answer with this error instead of figures
+    itl_s: float | None = None  # every inter-token gap this long (vLLM's ITL buckets)
+
+
+ITL_BOUNDS = (0.01, 0.025, 0.05, 0.075, 0.1, float("inf"))  # vLLM's first ITL buckets
+
+
+def scoreboard_counters(itl_s: float, t: float) -> dict[str, object]:
+    """1,000 inter-token gaps a second, all `itl_s` long; a 75 % prefix hit rate; one
+    preemption and 2 GB of KV moved a second."""
+    seen = 1000.0 * t
+    buckets = tuple((le, seen if itl_s <= le else 0.0) for le in ITL_BOUNDS)
+    return {
+        "latency_buckets": {"itl": buckets},
+        "prefix_cache_queries_total": 4000.0 * t,
+        "prefix_cache_hits_total": 3000.0 * t,
+        "preemptions_total": t,
+        "kv_transfer_bytes_total": 2e9 * t,
+    }
 
 
 def make_sample(spec: NodeSpec, n: int, taken_at: float, interval_s: float, source: str) -> NodeSample:
@@ -81,6 +99,7 @@ def make_sample(spec: NodeSpec, n: int, taken_at: float, interval_s: float, sour
             requests_running=8.0,
             requests_waiting=1.0,
             kv_cache_usage=0.4,
+            **(scoreboard_counters(spec.itl_s, t) if spec.itl_s is not None else {}),
         )
     return NodeSample(
         node=spec.name,

@@ -34,6 +34,7 @@ from tui.messages import OpenNode, SnapshotArrived
 from tui.node_screen import NodeScreen
 from tui.node_table import NodeTable
 from tui.overview import OverviewScreen
+from tui.scoreboard_screen import ScoreboardScreen
 
 log = logging.getLogger(__name__)
 FEED_STOP_TIMEOUT_S = 1.5  # quitting (q, SIGINT, SIGTERM) takes 2 s at most
@@ -49,6 +50,8 @@ class InfertopApp(App[int]):
                 tooltip="Pause / resume rendering (collection and spend go on)"),
         Binding("m", "pick_phase", "Phase",
                 tooltip="Mark the session phase (build, load, warmup, run, failed, idle)"),
+        Binding("b", "scoreboard", "Scoreboard",
+                tooltip="Scoreboard: live point vs the chart, latency, cache"),
     ]
 
     def __init__(
@@ -158,11 +161,19 @@ class InfertopApp(App[int]):
             ("overview", OverviewScreen.BINDINGS),
             ("node table", NodeTable.BINDINGS),
             ("node screen", NodeScreen.BINDINGS),
+            ("scoreboard", ScoreboardScreen.BINDINGS),
         ]
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.help_scopes(), self.COMMAND_PALETTE_BINDING))
+
+    def action_scoreboard(self) -> None:
+        if isinstance(self.screen, ScoreboardScreen):
+            return
+        if isinstance(self.screen, NodeScreen):
+            self.pop_screen()
+        self.push_screen(ScoreboardScreen(self.history, self.frames))
 
     def on_open_node(self, message: OpenNode) -> None:
         self.open_node(message.node)
@@ -213,6 +224,8 @@ class InfertopApp(App[int]):
         yield SystemCommand("Pause / resume rendering", "Freeze the screen; collection goes on (p)",
                             self.action_toggle_pause)
         yield SystemCommand("Help: keys", "Every key binding (?)", self.action_help)
+        yield SystemCommand("Scoreboard", "Live point vs the reference chart, latency, cache (b)",
+                            self.action_scoreboard)
         if self.latest_snapshot is not None:
             for node in self.latest_snapshot.nodes:
                 yield SystemCommand(f"Open node {inert_text(node.name, 60)}", f"{node.role}, {node.status}",

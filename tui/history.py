@@ -23,6 +23,8 @@ class History:
         self.node_steps: dict[str, Series] = {}
         self.gpu_util: dict[tuple[str, int], Series] = {}
         self.gpu_power: dict[tuple[str, int], Series] = {}
+        # the scoreboard's live point (tokens/s per user, per GPU), for its trail
+        self.live_point: deque[tuple[float, float] | None] = deque(maxlen=length)
         self._last_taken_at: str | None = None
 
     def _push(self, table: dict[K, Series], key: K, value: float | None) -> None:
@@ -34,12 +36,16 @@ class History:
     def clear(self) -> None:
         for table in (self.node_util, self.node_steps, self.gpu_util, self.gpu_power):
             table.clear()
+        self.live_point.clear()
         self._last_taken_at = None
 
     def record(self, snapshot: Snapshot) -> None:
         if snapshot.taken_at == self._last_taken_at:
             return  # the same frame twice (a re-render) is not a new point
         self._last_taken_at = snapshot.taken_at
+        s = snapshot.session
+        per_user, per_gpu = s.output_tokens_per_s_per_user, s.output_tokens_per_s_per_gpu
+        self.live_point.append(None if per_user is None or per_gpu is None else (per_user, per_gpu))
         nodes: set[str] = set()
         gpus: set[tuple[str, int]] = set()
         for node in snapshot.nodes:

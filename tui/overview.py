@@ -18,6 +18,7 @@ from tui.node_table import NodeTable
 from tui.panels import SnapshotPanel, overview_panels
 from tui.rollups import RollupStrip
 from tui.row_table import RowTable
+from tui.scoreboard_text import scoreboard_line
 
 
 class OverviewScreen(FrameScreen):
@@ -34,6 +35,7 @@ class OverviewScreen(FrameScreen):
         self.node_filter = NodeFilter()
         self.sort_index = 0
         self._panels: list[Widget] = overview_panels() if panels is None else panels
+        self._scoreboard_plain: str | None = None
 
     # -- layout ---------------------------------------------------------------------
 
@@ -46,8 +48,10 @@ class OverviewScreen(FrameScreen):
             placeholder="filter by name, role, status or verdict (! inverts), Enter keeps it",
             id="filter",
         )
+        self.scoreboard_line = Static(id="scoreboard-line")
         yield self.header_bar
         yield self.rollups
+        yield self.scoreboard_line
         with Horizontal(id="panels") as row:
             row.display = bool(self._panels)
             yield from self._panels
@@ -74,6 +78,10 @@ class OverviewScreen(FrameScreen):
         self.table.show(nodes, self.sort)
         self.empty.display = not snapshot.nodes
         self.rollups.show(snapshot)
+        line = scoreboard_line(snapshot)
+        if line.plain != self._scoreboard_plain:  # an unchanged line is not redrawn
+            self._scoreboard_plain = line.plain
+            self.scoreboard_line.update(line)
         for panel in self._panels:
             if isinstance(panel, SnapshotPanel):
                 panel.show_snapshot(snapshot)

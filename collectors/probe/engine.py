@@ -16,6 +16,18 @@ from collectors.safe_text import redact_text, redact_url, url_secrets
 # bundle: strip-end
 
 ENGINE_MAX_BYTES = 2000000
+# the buckets that do travel: the latency histograms the scoreboard reads its percentiles
+# from (collectors/histograms.py LATENCY_HISTOGRAMS; a test holds the two equal)
+KEEP_BUCKETS = tuple(
+    base + "_bucket"
+    for base in (
+        "vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds",
+        "vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds",
+        "sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds",
+        "vllm:e2e_request_latency_seconds", "sglang:e2e_request_latency_seconds",
+        "vllm:request_queue_time_seconds", "sglang:queue_time_seconds",
+    )
+)
 
 
 def fetch_engine(url, timeout_s, max_bytes=ENGINE_MAX_BYTES):
@@ -35,7 +47,9 @@ def fetch_engine(url, timeout_s, max_bytes=ENGINE_MAX_BYTES):
         return None, f"engine {redact_url(url)}: more than the {max_bytes}-byte cap of metrics"
     keep = []
     for line in body.decode("utf-8", errors="replace").splitlines():
-        if line.startswith("# HELP") or "_bucket{" in line or line.endswith("_bucket"):
+        if line.startswith("# HELP"):
+            continue
+        if ("_bucket{" in line or line.endswith("_bucket")) and not line.startswith(KEEP_BUCKETS):
             continue
         keep.append(line)
     return "\n".join(keep) + "\n", None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from infertop.demo.engine_extras import engine_extra_lines
 from infertop.demo.scenario import (
     BOND_MEMBER_GBPS,
     ETH_GBPS,
@@ -122,6 +123,7 @@ def engine_page(node: SimNode, now: float) -> str:
         counter("vllm:spec_decode_num_accepted_tokens_per_pos", [
             (f'{lab},position="{i}"', e.accepted_per_pos[i]) for i in range(NUM_SPEC_TOKENS)
         ])
+    out += engine_extra_lines(node, lab, created)  # the scoreboard's series
     return "\n".join(out) + "\n"
 
 

@@ -22,12 +22,15 @@ from monitor.evaluation.figures import (
     nic_views,
     node_status,
     part_window,
+    per_gpu_and_user,
 )
 from monitor.evaluation.link_summary import gpu_sums, links_view, nic_traffic
 from monitor.evaluation.logs import log_silence_note
 from monitor.evaluation.money import cluster_cost_per_hour_usd, node_cost_per_hour_usd
+from monitor.evaluation.reference_points import reference_points
+from monitor.evaluation.scoreboard import pool_scoreboard, slo_attainment
 from monitor.evaluation.window_rates import Extract, RateCache, WindowRates
-from monitor.snapshot import ClusterView, NodeView, RollupView
+from monitor.snapshot import ClusterView, NodeView, ReferencePointView, RollupView
 
 
 def evaluate_node(
@@ -65,6 +68,12 @@ def evaluate_node(
     for sample in state.latest():
         notes.extend(n for n in sample.notes if n not in notes)
     engine = engine_view(engine_samples, now, engine_rates)
+    gpu_count = config.gpus if config is not None and config.gpus else (len(gpus) or None)
+    engine = per_gpu_and_user(engine, gpu_count)
+    if engine is not None and engine.window_latency_buckets:
+        engine = engine.model_copy(update=slo_attainment(
+            engine.window_latency_buckets, layout.slo.ttft_p99_s, layout.slo.itl_p99_s
+        ))
     nics = nic_views(nic_samples, config, nic_rates, layout.thresholds.link_rate_ratio)
     rx_bytes_per_s, tx_bytes_per_s = nic_traffic(nics)
     # rates not trusted over this window (asked for above, by the views)
@@ -135,6 +144,7 @@ def rollup(nodes: Sequence[NodeView], layout: Layout, *, whole_cluster: bool) ->
         requests_waiting=total(e.requests_waiting for e in engines),
         util_pct=mean(g.util_pct for g in all_gpus),
         idle_fraction=mean(n.idle_fraction for n in nodes),
+        **pool_scoreboard(nodes, layout.slo.ttft_p99_s, layout.slo.itl_p99_s),
     )
 
 
@@ -154,6 +164,7 @@ def evaluate_nodes(
 
 def evaluate_cluster(nodes: Sequence[NodeView], layout: Layout) -> ClusterView:
     roles = sorted({n.role for n in nodes})
+    points, source = reference_points(layout)
     whole = rollup(nodes, layout, whole_cluster=True)
     return ClusterView(
         name=layout.cluster.name,
@@ -163,4 +174,8 @@ def evaluate_cluster(nodes: Sequence[NodeView], layout: Layout) -> ClusterView:
             r: rollup([n for n in nodes if n.role == r], layout, whole_cluster=False) for r in roles
         },
         insecure_ssh=layout.ssh.insecure_no_host_key_check,
+        reference_points=[ReferencePointView(**p.model_dump()) for p in points],
+        reference_source=source,
+        slo_ttft_p99_s=layout.slo.ttft_p99_s,
+        slo_itl_p99_s=layout.slo.itl_p99_s,
     )

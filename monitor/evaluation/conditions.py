@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from collectors.rates import total
-from layouts.model import Thresholds
+from layouts.model import SloConfig, Thresholds
 from monitor.evaluation.clock_events import POWER_CAP, THROTTLE_MASK, throttle_names
 from monitor.snapshot import NodeView, Severity
 
@@ -28,8 +28,9 @@ LINK_STARVED = "link-starved"
 STRAGGLER = "straggler"
 THROTTLED = "throttled"
 GPU_ERROR = "gpu-error"
+SLO = "slo"
 STATUS_KINDS = ("stale", "unreachable", "error")
-HEALTH_KINDS = (IDLE, LINK_STARVED, STRAGGLER, THROTTLED, GPU_ERROR)
+HEALTH_KINDS = (IDLE, LINK_STARVED, STRAGGLER, THROTTLED, GPU_ERROR, SLO)
 
 SEVERITY_RANK: dict[str, int] = {"critical": 0, "warning": 1, "info": 2}
 
@@ -157,6 +158,10 @@ def straggler_condition(node: NodeView, pool: RolePool | None, th: Thresholds) -
         f"{mine:.1f} decode steps/s, {ratio * 100:.0f} % of the {node.role} median "
         f"{median:.1f} ({pool.reporting} nodes)"
     )
+    balance = node.engine.expert_balancedness if node.engine is not None else None
+    if balance is not None:
+        # SGLang's EPLB metric: uneven expert load on this rank is one cause to look at
+        detail += f"; expert load balance {balance * 100:.0f} % (mean ÷ max)"
     return Condition(STRAGGLER, detail, "warning", stake)
 
 
@@ -201,3 +206,30 @@ def gpu_error_condition(node: NodeView, ecc_baseline: Mapping[int, int]) -> Cond
     if not reasons:
         return None
     return Condition(GPU_ERROR, "; ".join(reasons), "critical", node.cost_per_hour_usd)
+
+
+def slo_condition(node: NodeView, slo: SloConfig | None) -> Condition | None:
+    """The node's p99 TTFT or ITL over the window is past the layout's `[slo]` target.
+    A percentile is known only to lie within its histogram bucket: the condition holds
+    only when the bucket's lower bound is past the target, so a bucket that straddles it
+    is never called a miss; the evidence names the share of requests within target."""
+    e = node.engine
+    if slo is None or e is None:
+        return None
+    misses = []
+    for name, label, target, share in (
+        ("ttft", "TTFT", slo.ttft_p99_s, e.slo_ttft_attainment),
+        ("itl", "ITL", slo.itl_p99_s, e.slo_itl_attainment),
+    ):
+        p99 = getattr(e, f"{name}_p99_s")
+        bounds = e.latency_bounds_s.get(f"{name}_p99")
+        if target is None or p99 is None or bounds is None or bounds[0] < target:
+            continue
+        upper = "" if bounds[1] is None else f"–{bounds[1] * 1e3:,.4g}"
+        within = "" if share is None else f", {share * 100:.1f}% within"
+        misses.append(
+            f"{label} p99 {bounds[0] * 1e3:,.4g}{upper} ms > target {target * 1e3:,.4g} ms{within}"
+        )
+    if not misses:
+        return None
+    return Condition(SLO, "; ".join(misses), "warning")

@@ -9,6 +9,7 @@ counters are never subtracted from each other.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -18,6 +19,8 @@ from collectors.rates import ratio
 from collectors.sample import EngineSample, GpuSample, NicSample, NodeSample
 from layouts.model import NodeConfig, Thresholds
 from monitor.evaluation.clock_events import describe as describe_clock_events
+from monitor.evaluation.latency import LATENCIES, window_increase
+from monitor.evaluation.scoreboard import latency_figures
 from monitor.evaluation.window_rates import Values, WindowRates, WindowSums
 from monitor.snapshot import EngineView, GpuView, HostView, NicView, NodeStatus
 
@@ -79,6 +82,12 @@ ENGINE_RATE_FIELDS = (
     "steps_total", "drafts_total", "draft_tokens_total", "accepted_tokens_total",
     "generation_tokens_total", "prompt_tokens_total", "requests_finished_total",
     "requests_aborted_total",
+    # the scoreboard's (collectors/histograms.py)
+    "prompt_cached_tokens_total", "preemptions_total", "prefix_cache_queries_total",
+    "prefix_cache_hits_total", "external_prefix_cache_queries_total",
+    "external_prefix_cache_hits_total", "kv_transfer_bytes_total", "kv_transfer_failures_total",
+    "kv_transfer_seconds_sum", "kv_transfer_seconds_count", "expert_balancedness_sum",
+    "expert_balancedness_count",
 )
 
 
@@ -228,6 +237,7 @@ def engine_view(
     full = None if drafts is None or draft_tokens is None else drafts + draft_tokens
     age = now - (latest.log_last_line_at if latest.log_last_line_at is not None else latest_at)
     return EngineView(
+        **scoreboard_figures(engines, rate),
         decode_steps_per_s=decode_steps_per_s(latest, rate),
         draft_acceptance=acceptance,
         mean_acceptance_length=acceptance_length,
@@ -243,6 +253,60 @@ def engine_view(
         profile=latest.profile,
         age_s=max(age, 0.0),
     )
+
+
+def _rate_ratio(rate: Callable[[str], float | None], num: str, den: str) -> float | None:
+    return ratio(rate(num), rate(den))
+
+
+def scoreboard_figures(
+    engines: Sequence[NodeSample], rate: Callable[[str], float | None]
+) -> dict[str, Any]:
+    """The scoreboard's engine figures over the window (`engines`: samples with an engine,
+    oldest first; `rate`: the window's counter rates)."""
+    readings = [s.engine.latency_buckets if s.engine is not None else None for s in engines]
+    window: dict[str, tuple[tuple[float, float], ...]] = {}
+    for name in LATENCIES:
+        increase = window_increase([r.get(name) if r else None for r in readings])
+        if increase is not None:
+            window[name] = increase
+    out = latency_figures(window)
+    out["window_latency_buckets"] = window or None
+    hit_rate = _rate_ratio(rate, "prefix_cache_hits_total", "prefix_cache_queries_total")
+    if rate("prefix_cache_queries_total") is None:
+        # SGLang counts cached tokens among its prompt tokens
+        hit_rate = _rate_ratio(rate, "prompt_cached_tokens_total", "prompt_tokens_total")
+    out["prefix_cache_hit_rate"] = hit_rate
+    out["external_prefix_cache_hit_rate"] = _rate_ratio(
+        rate, "external_prefix_cache_hits_total", "external_prefix_cache_queries_total"
+    )
+    out["preemptions_per_s"] = rate("preemptions_total")
+    latest = engines[-1].engine
+    assert latest is not None
+    out["kv_transfer_bytes_per_s"] = rate("kv_transfer_bytes_total")
+    out["kv_transfer_failures_per_s"] = rate("kv_transfer_failures_total")
+    out["kv_transfer_mean_s"] = _rate_ratio(rate, "kv_transfer_seconds_sum", "kv_transfer_seconds_count")
+    out["kv_transfer_latency_s"] = latest.kv_transfer_latency_s
+    out["kv_transfer_speed_bytes_per_s"] = latest.kv_transfer_speed_bytes_per_s
+    out["expert_balancedness"] = _rate_ratio(rate, "expert_balancedness_sum", "expert_balancedness_count")
+    running = [s.engine.requests_running for s in engines if s.engine is not None]
+    known = [r for r in running if r is not None]
+    out["requests_running_mean"] = sum(known) / len(known) if known else None
+    return out
+
+
+def per_gpu_and_user(engine: EngineView | None, gpus: int | None) -> EngineView | None:
+    """The node's live point: accepted (and full-acceptance) tokens/s per GPU, and
+    accepted tokens/s per running request (mean over the window)."""
+    if engine is None:
+        return None
+    tokens = engine.accepted_tokens_per_s
+    full = engine.full_acceptance_tokens_per_s
+    return engine.model_copy(update={
+        "output_tokens_per_s_per_gpu": tokens / gpus if tokens is not None and gpus else None,
+        "full_acceptance_tokens_per_s_per_gpu": full / gpus if full is not None and gpus else None,
+        "output_tokens_per_s_per_user": ratio(tokens, engine.requests_running_mean),
+    })
 
 
 def doubt_notes(part: str, rates: WindowRates | None) -> list[str]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from layouts.model import Layout, NodeConfig, Thresholds
+from layouts.model import Layout, NodeConfig, SloConfig, Thresholds
 from monitor.evaluation.conditions import (
     HEALTH_KINDS,
     IDLE,
@@ -26,6 +26,7 @@ from monitor.evaluation.conditions import (
     gpu_error_condition,
     idle_condition,
     role_pools,
+    slo_condition,
     status_condition,
     straggler_condition,
     throttled_condition,
@@ -43,6 +44,7 @@ def node_conditions(
     th: Thresholds,
     now: float,
     ecc_baseline: Mapping[int, int] | None = None,
+    slo: SloConfig | None = None,
 ) -> list[Condition]:
     """Every condition true of `node` now. A node that is not `ok` yields only its status:
     its figures are old, and what they say is no longer evidence. `pools`: `role_pools`
@@ -56,6 +58,7 @@ def node_conditions(
         straggler_condition(node, pools.get(node.role), th),
         throttled_condition(node, th),
         gpu_error_condition(node, ecc_baseline or {}),
+        slo_condition(node, slo),
     ]
     return [c for c in found if c is not None]
 
@@ -170,7 +173,7 @@ class VerdictTracker:
         pools = role_pools(nodes)
         for node in nodes:
             baseline = self._update_ecc(node)
-            found = node_conditions(node, pools, configs.get(node.name), th, now, baseline)
+            found = node_conditions(node, pools, configs.get(node.name), th, now, baseline, layout.slo)
             conds = {c.kind: c for c in found}
             ok = node.status == "ok"
             for kind in STATUS_KINDS:

@@ -25,6 +25,12 @@ from monitor.evaluation.ledger import CLUSTER_ROW, ZERO
 from monitor.evaluation.money import usd_per
 from monitor.format import fmt_num, fmt_pct, fmt_span, fmt_usd
 from monitor.record.incidents import Incident, Scan, scan
+from monitor.record.report_scoreboard import (
+    live_points,
+    sampled_snapshots,
+    scoreboard_markdown,
+    scoreboard_svg,
+)
 from monitor.record.store import Recording, TickRow
 from monitor.snapshot import SessionView
 
@@ -300,8 +306,8 @@ def _money_lines(s: SessionView | None, tasks: int | None) -> list[tuple[str, st
 
 
 def write_report(rec: Recording, out_dir: Path, acceptable_tasks: int | None = None) -> list[Path]:
-    """Write report.md, phases.csv, nodes.csv, incidents.csv, hours.csv and spend.svg;
-    return their paths."""
+    """Write report.md, phases.csv, nodes.csv, incidents.csv, hours.csv, spend.svg and
+    scoreboard.svg; return their paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
     session = rec.final_session()
     ledger = rec.ledger
@@ -353,8 +359,18 @@ def write_report(rec: Recording, out_dir: Path, acceptable_tasks: int | None = N
     )
     written.append(chart)
 
+    snapshots = sampled_snapshots(rec)
+    points = live_points(snapshots)
+    last = snapshots[-1] if snapshots else None
+    board = out_dir / "scoreboard.svg"
+    board.write_text(scoreboard_svg(points, last, f"{title}: throughput vs interactivity"), encoding="utf-8")
+    written.append(board)
+
     md = out_dir / "report.md"
-    md.write_text(_markdown(rec, session, acceptable_tasks, hour_rows, found), encoding="utf-8")
+    md.write_text(
+        _markdown(rec, session, acceptable_tasks, hour_rows, found, scoreboard_markdown(points, last)),
+        encoding="utf-8",
+    )
     written.insert(0, md)
     return written
 
@@ -366,6 +382,7 @@ def _table(rows: Sequence[tuple[str, str]], head: tuple[str, str] = ("", "")) ->
 def _markdown(
     rec: Recording, session: SessionView | None, tasks: int | None, hours: Sequence[HourRow],
     found: Scan,
+    scoreboard: Sequence[str] = (),
 ) -> str:
     title = clean(rec.layout.cluster.name) if rec.layout else clean(rec.path.name)
     lines = [f"# Session report: {title}", "", f"Recording: `{clean(rec.path)}`", ""]
@@ -396,7 +413,9 @@ def _markdown(
         lines += [f"| {iso(h.hour_start)} | {fmt_usd(float(h.spend_usd))} | {fmt_num(h.output_tokens, 0)} |"
                   for h in hours]
         lines.append("")
-    lines += ["Files: `phases.csv`, `nodes.csv`, `incidents.csv`, `hours.csv`, chart `spend.svg`.", ""]
+    lines += list(scoreboard)
+    lines += ["Files: `phases.csv`, `nodes.csv`, `incidents.csv`, `hours.csv`, charts `spend.svg` and "
+              "`scoreboard.svg`.", ""]
     return "\n".join(lines)
 
 

@@ -44,6 +44,7 @@ from collectors.safe_text import redact_url
 from layouts.model import Layout, Thresholds
 from monitor.evaluation.ledger import PHASES, SessionLedger, energy_usd_per_kwh, reservation_end
 from monitor.evaluation.link_summary import with_link_judgments
+from monitor.evaluation.scoreboard import LIVE_POINT_FIELDS
 from monitor.record import checks as check
 from monitor.snapshot import SessionView, Snapshot
 
@@ -930,11 +931,20 @@ class Recording:
         total; when it is damaged, the last readable tick's snapshot stands in.
         """
         if self.ledger is not None and self.ledger.last_at is not None:
-            return self.ledger.view(self.ledger.last_at, str(self.path))
+            view = self.ledger.view(self.ledger.last_at, str(self.path))
+            # the live throughput point is no ledger figure: the last snapshot's stands
+            last = self._last_snapshot()
+            if last is None:
+                return view
+            return view.model_copy(update={f: getattr(last.session, f) for f in LIVE_POINT_FIELDS})
+        last = self._last_snapshot()
+        return None if last is None else last.session
+
+    def _last_snapshot(self) -> Snapshot | None:
         for tick in list(reversed(self.ticks))[:_FALLBACK_SNAPSHOTS]:
             snap = self.snapshot(tick.id)
             if snap is not None:
-                return snap.session
+                return snap
         return None
 
     def close(self) -> None:

@@ -262,3 +262,28 @@ def test_serve_only_stops_cleanly_on_sigint(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_scoreboard_figures_from_the_demo(snapshot: dict[str, Any]) -> None:
+    """The demo's engines expose latency histograms and NIXL series: the snapshot has
+    percentiles within plausible buckets, KV transfer on the decode pool, a live point."""
+    nodes = _nodes(snapshot)
+    decode = nodes["decode-01"]["engine"]
+    # ITL a few tens of ms (50 steps/s, ~3 tokens a step), inside the bucket it names
+    assert 0.005 < decode["itl_p50_s"] < 0.1
+    assert decode["itl_p50_s"] <= decode["itl_p99_s"]
+    # e2e: 900 tokens at ~155 tokens/s per request ≈ 6 s median, p99 within 3× of it
+    assert 2.5 <= decode["e2e_p50_s"] <= 10.0 and decode["e2e_p99_s"] <= 30.0
+    assert decode["queue_p50_s"] is not None and decode["queue_p50_s"] < 0.3
+    # every request pulls ~210 MB of KV from a prefill node
+    assert 2e8 < decode["kv_transfer_bytes_per_s"] < 2e10
+    assert decode["preemptions_per_s"] == 0.0
+    prefill = nodes["prefill-01"]["engine"]
+    assert prefill["kv_transfer_bytes_per_s"] is None  # NIXL series live on the decode side
+    assert prefill["prefix_cache_hit_rate"] == pytest.approx(0.35, abs=0.01)
+    assert 0.1 <= prefill["ttft_p50_s"] <= 1.5
+    session = snapshot["session"]
+    assert 100 < session["output_tokens_per_s_per_gpu"] < 5000
+    assert 50 < session["output_tokens_per_s_per_user"] < 400
+    labels = [p["label"] for p in snapshot["cluster"]["reference_points"]]
+    assert labels == ["EP64", "EP8"]

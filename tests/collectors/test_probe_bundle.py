@@ -39,6 +39,12 @@ vllm:iteration_tokens_total_bucket{engine="0",le="1.0",model_name="m"} 5.0
 vllm:iteration_tokens_total_bucket{engine="0",le="+Inf",model_name="m"} 77.0
 vllm:iteration_tokens_total_count{engine="0",model_name="m"} 77.0
 vllm:iteration_tokens_total_sum{engine="0",model_name="m"} 900.0
+# TYPE vllm:inter_token_latency_seconds histogram
+vllm:inter_token_latency_seconds_bucket{engine="0",le="0.025",model_name="m"} 10.0
+vllm:inter_token_latency_seconds_bucket{engine="0",le="0.05",model_name="m"} 90.0
+vllm:inter_token_latency_seconds_bucket{engine="0",le="+Inf",model_name="m"} 100.0
+vllm:inter_token_latency_seconds_count{engine="0",model_name="m"} 100.0
+vllm:inter_token_latency_seconds_sum{engine="0",model_name="m"} 3.5
 """
 
 
@@ -171,8 +177,18 @@ def test_probe_fetches_engine_text_without_buckets_or_help(tmp_path: Path, engin
     )
     text = readings[0]["engine_text"]
     assert isinstance(text, str)
-    assert "_bucket" not in text and "# HELP" not in text
+    assert "iteration_tokens_total_bucket" not in text and "# HELP" not in text
+    # the latency buckets travel: the scoreboard's percentiles come from them
+    assert 'vllm:inter_token_latency_seconds_bucket{engine="0",le="0.05",model_name="m"} 90.0' in text
     assert 'vllm:iteration_tokens_total_count{engine="0",model_name="m"} 77.0' in text
+
+
+def test_probe_keeps_exactly_the_latency_buckets_the_scoreboard_reads() -> None:
+    from collectors.histograms import LATENCY_HISTOGRAMS
+    from collectors.probe.engine import KEEP_BUCKETS
+
+    wanted = {f"{b}_bucket" for bases in LATENCY_HISTOGRAMS.values() for b in bases}
+    assert set(KEEP_BUCKETS) == wanted
 
 
 def test_engine_fetch_errors_are_one_line(engine_url: str) -> None:
@@ -194,6 +210,7 @@ def test_ssh_side_turns_engine_text_into_an_engine_sample(tmp_path: Path, engine
     assert sample.engine.steps_total == 77.0
     assert sample.engine.generation_tokens_total == 1234.0
     assert sample.engine.requests_running == 3.0
+    assert sample.engine.latency_buckets == {"itl": ((0.025, 10.0), (0.05, 90.0), (float("inf"), 100.0))}
     garbage = dict(readings[0], engine_text="vllm:num_requests_running{{{ nonsense\n")
     sample = source._sample(source.ssh_nodes[0], json.dumps(garbage).encode(), lines)
     assert sample is not None and sample.error is None and sample.engine is None

@@ -201,3 +201,28 @@ def test_steps_are_kept_per_engine_so_the_fastest_engine_is_shown() -> None:
     sample = promql.engine_sample("n1", 1.0, grouped["n1"], "prom:engine")
     assert sample is not None and sample.engine is not None
     assert sample.engine.steps_by_engine_total == {f"engine={e}": (100.0 if e < 6 else 0.0) for e in range(8)}
+
+
+def test_scoreboard_queries_and_their_results() -> None:
+    """Latency buckets summed per node and `le`, the scoreboard's counters summed per node."""
+    queries = {q.key: q.promql for q in promql.QueryBuilder().engine()}
+    itl = queries["latency:itl"]
+    assert itl.startswith("sum by (infertop_node, le)")
+    assert "vllm:inter_token_latency_seconds_bucket or" in itl and "sglang:inter_token_latency_seconds_bucket" in itl
+    assert "vllm:num_preemptions_total" in queries["preemptions_total"]
+    assert promql.subkeys("engine", "latency:itl") == ("le",)
+    grouped: promql.Grouped = {}
+    promql.group_instant("generation_tokens_total", [
+        {"metric": {"infertop_node": "n1"}, "value": [1.0, "100"]}], (), grouped)
+    promql.group_instant("preemptions_total", [
+        {"metric": {"infertop_node": "n1"}, "value": [1.0, "3"]}], (), grouped)
+    promql.group_instant("latency:itl", [
+        {"metric": {"infertop_node": "n1", "le": le}, "value": [1.0, v]}
+        for le, v in (("+Inf", "100"), ("0.025", "10"), ("0.05", "90"))
+    ], ("le",), grouped)
+    promql.group_instant("latency:ttft", [  # no +Inf bucket: not a histogram to read
+        {"metric": {"infertop_node": "n1", "le": "1"}, "value": [1.0, "4"]}], ("le",), grouped)
+    sample = promql.engine_sample("n1", 5.0, grouped["n1"], "prom:engine")
+    assert sample is not None and sample.engine is not None
+    assert sample.engine.preemptions_total == 3.0
+    assert sample.engine.latency_buckets == {"itl": ((0.025, 10.0), (0.05, 90.0), (float("inf"), 100.0))}

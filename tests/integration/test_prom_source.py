@@ -99,6 +99,10 @@ async def test_figures_equal_the_exporters_rates(prom: PrometheusServer) -> None
         assert engine.full_acceptance_tokens_per_s == pytest.approx(30.0 + 90.0, rel=0.01)
         assert engine.prompt_tokens_per_s == pytest.approx(400.0, rel=0.01)
         assert (engine.requests_running, engine.requests_waiting, engine.kv_cache_usage) == (12, 3, 0.42)
+        # the scoreboard: buckets summed per node and `le` on the server, deltas here
+        assert engine.latency_bounds_s["itl_p50"] == (0.025, 0.05)
+        assert 0.025 <= (engine.itl_p99_s or 0) <= 0.05
+        assert engine.preemptions_per_s == pytest.approx(0.5, rel=0.01)
         assert [g.index for g in node.gpus] == list(range(8))
         gpu3 = node.gpus[3]
         assert (gpu3.util_pct, gpu3.power_w, gpu3.temp_c, gpu3.sm_clock_mhz) == (84.0, 615.5, 63.0, 1980.0)

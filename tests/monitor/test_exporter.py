@@ -174,3 +174,44 @@ def test_grafana_dashboard_uses_only_exported_series() -> None:
     # and the exporter's list is what it serves
     served = {f.name for f in text_string_to_metric_families(exposition(fed_snapshot()))}
     assert served <= metric_names()
+
+
+ITL_BUCKETS = (0.01, 0.025, 0.05, 0.075, float("inf"))  # vLLM's first ITL bounds, then +Inf
+
+
+def test_scoreboard_figures_in_the_json_and_the_exposition() -> None:
+    """decode-01 over 10 s: 100 tokens/s each at 30 ms apart (ITL in the 25–50 ms bucket)
+    on 2 GPUs with 4 running requests; decode-02 never heard from: its figures are null."""
+    monitor = Monitor(parse_layout(LAYOUT), sources=[], clock=lambda: 1_000.0)
+    for i in range(11):
+        seen = 100.0 * i
+        monitor.state.add(NodeSample(
+            node="decode-01", source="test", taken_at=990.0 + i,
+            engine=EngineSample(
+                generation_tokens_total=seen * 2, requests_running=4,
+                preemptions_total=float(i), kv_transfer_bytes_total=1e6 * i,
+                latency_buckets={"itl": tuple(zip(ITL_BUCKETS, (0.0, 0.0, seen, seen, seen),
+                                                  strict=True))},
+            ),
+        ))
+    snapshot = monitor.tick(1_000.0)
+    data = snapshot.to_json_dict()
+    engine = data["nodes"][0]["engine"]  # type: ignore[index]
+    assert 0.025 <= engine["itl_p50_s"] <= 0.05 and 0.025 <= engine["itl_p99_s"] <= 0.05
+    assert engine["ttft_p50_s"] is None and engine["queue_p99_s"] is None
+    assert engine["preemptions_per_s"] == pytest.approx(1.0)
+    assert engine["kv_transfer_bytes_per_s"] == pytest.approx(1e6)
+    assert engine["prefix_cache_hit_rate"] is None
+    assert "window_latency_buckets" not in engine
+    session = data["session"]
+    assert engine["output_tokens_per_s_per_gpu"] == pytest.approx(200.0 / 2)
+    # the pool divides by every decode GPU reserved, the silent node's too
+    assert session["output_tokens_per_s_per_gpu"] == pytest.approx(200.0 / 4)  # type: ignore[index]
+    assert session["output_tokens_per_s_per_user"] == pytest.approx(200.0 / 4)  # type: ignore[index]
+    got = samples_of(exposition(snapshot))
+    d1 = (("node", "decode-01"), ("role", "decode"))
+    assert 0.025 <= got[("infertop_node_itl_p99_seconds", d1)] <= 0.05
+    assert got[("infertop_role_output_tokens_per_second_per_gpu", (("role", "decode"),))] == pytest.approx(50.0)
+    assert got[("infertop_session_output_tokens_per_second_per_user", ())] == pytest.approx(50.0)
+    assert ("infertop_node_ttft_p50_seconds", d1) not in got  # unknown is absent
+    assert {"infertop_node_itl_p99_seconds", "infertop_role_prefix_cache_hit_ratio"} <= metric_names()

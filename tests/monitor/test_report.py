@@ -44,6 +44,12 @@ node_hour_usd = 100.0
 """
 
 
+def itl_buckets(seen: float) -> tuple[tuple[float, float], ...]:
+    """vLLM's first ITL bounds with every gap 30 ms long (the 25–50 ms bucket)."""
+    bounds = (0.01, 0.025, 0.05, 0.075, float("inf"))
+    return tuple((le, 0.0 if le < 0.03 else seen) for le in bounds)
+
+
 def record_session(tmp_path: Path, ticks: int, step_s: float = 60.0) -> tuple[Path, Snapshot]:
     layout_file = tmp_path / "layout.toml"
     layout_file.write_text(LAYOUT.replace("\x1b", "\\u001b"))
@@ -58,7 +64,8 @@ def record_session(tmp_path: Path, ticks: int, step_s: float = 60.0) -> tuple[Pa
                         gpus=[GpuSample(index=g, util_pct=0.0 if i % 2 else 80.0) for g in range(4)],
                         engine=EngineSample(generation_tokens_total=1000.0 * i, prompt_tokens_total=500.0 * i,
                                             prompt_cached_tokens_total=100.0 * i,
-                                            requests_finished_total=float(i))))
+                                            requests_finished_total=float(i), requests_running=2.0,
+                                            latency_buckets={"itl": itl_buckets(100.0 * i)})))
         if i == ticks // 2:
             monitor.mark_phase("warmup", now - step_s / 2)
         snap = monitor.tick(now)
@@ -78,7 +85,7 @@ def test_report_totals_equal_the_live_session(tmp_path: Path, capsys: pytest.Cap
     assert main(["report", str(path), "--out", str(out)]) == 0
     printed = capsys.readouterr().out.split()
     assert [Path(p).name for p in printed] == [
-        "report.md", "phases.csv", "nodes.csv", "incidents.csv", "hours.csv", "spend.svg",
+        "report.md", "phases.csv", "nodes.csv", "incidents.csv", "hours.csv", "spend.svg", "scoreboard.svg",
     ]
     rec = Recording.load(path)
     assert rec.final_session() == live.session
@@ -112,6 +119,29 @@ def test_report_totals_equal_the_live_session(tmp_path: Path, capsys: pytest.Cap
     svg = ET.fromstring((out / "spend.svg").read_text())
     assert len(svg.findall("{http://www.w3.org/2000/svg}polyline")) == 2
     assert any("[bold red]" in (t.text or "") for t in svg.iter("{http://www.w3.org/2000/svg}text"))
+
+
+def test_report_scoreboard_section_and_chart(tmp_path: Path) -> None:
+    """1,000 tokens a minute from d1's 4 GPUs with 2 running requests: 4.17 tokens/s per
+    GPU and 8.33 per user; every inter-token gap 30 ms, in the 25–50 ms bucket."""
+    path, live = record_session(tmp_path, 30)
+    out = tmp_path / "out"
+    assert main(["report", str(path), "--out", str(out)]) == 0
+    assert live.session.output_tokens_per_s_per_gpu == pytest.approx(1000 / 60 / 4)
+    assert live.session.output_tokens_per_s_per_user == pytest.approx(1000 / 60 / 2)
+    md = (out / "report.md").read_text()
+    section = md[md.index("## Scoreboard"):]
+    assert "4 accepted tokens/s per GPU" in section and "8 tokens/s per user" in section
+    assert "| EP64 | 15,700 | 246 | full-acceptance |" in section
+    # interpolated within the bucket: rank 50 % of it at 37.5 ms, 99 % at 49.75 ms
+    assert "| decode pool | — | — | 37.5 ms (25–50) | 49.75 ms (25–50) | — |" in section
+    assert "| decode pool | 20.0% | — | — |" in section  # 100 cached of 500 prompt tokens
+    svg = ET.fromstring((out / "scoreboard.svg").read_text())
+    ns = "{http://www.w3.org/2000/svg}"
+    (trail,) = [p for p in svg.iter(f"{ns}polyline") if p.get("class") == "trail"]
+    assert len(trail.get("points", "").split()) >= 25  # one point per tick with a live point
+    assert [c.get("class") for c in svg.iter(f"{ns}circle")] == ["live"]  # no full-acceptance figure
+    assert len([r for r in svg.iter(f"{ns}rect") if r.get("class") == "reference"]) == 2
 
 
 def test_acceptable_tasks_deepinfer_example(tmp_path: Path) -> None:

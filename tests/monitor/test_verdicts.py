@@ -399,3 +399,14 @@ def test_nodes_leaving_the_layout_forget_their_state() -> None:
     tracker.apply([hot], lay, 0.0)
     tracker.apply([], lay, 3.0)
     assert kinds(tracker.apply([hot], lay, 6.0)) == []  # the hold starts again
+
+
+def test_straggler_names_its_expert_load_balance_where_sglang_exposes_it() -> None:
+    pool = decode_pool([60.0, 59.0, 61.0])
+    pool.append(node("decode-04", engine=engine(steps=42.0, expert_balancedness=0.62)))
+    lay = layout([n.name for n in pool])
+    tracker = VerdictTracker()
+    for t in range(11):
+        out = tracker.apply(pool, lay, float(t))
+    v = only(out, "straggler", "decode-04")
+    assert v.detail.endswith("(4 nodes); expert load balance 62 % (mean ÷ max)")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import io
+
 import pytest
+from rich.console import Console
 from textual.widgets import Input
 from tui_helpers import FrozenFeed, NodeSpec, SyntheticSource, make_layout, screen_text, wait_for
 
@@ -12,6 +15,8 @@ from tui.columns import GREY, SORTS
 from tui.help_screen import HelpScreen, bindings_of, key_label
 from tui.node_screen import NodeScreen
 from tui.overview import OverviewScreen
+from tui.scoreboard_screen import ScoreboardScreen
+from tui.scoreboard_text import node_points_table
 
 SIZE = (200, 45)
 HOSTILE_NODE = "[red]evil[/]\x1b[31m"
@@ -287,3 +292,38 @@ async def test_small_terminal_keeps_the_node_table_visible() -> None:
         strip = app.overview.query_one(RollupStrip)
         assert strip.size.height == len(app.latest_snapshot.cluster.roles) + 1 + 4  # type: ignore[union-attr]
         assert any(line.rstrip().endswith("…") for line in text.splitlines())
+
+
+async def test_scoreboard_screen_on_b_and_its_line_on_the_overview() -> None:
+    specs = [NodeSpec("decode-01", itl_s=0.03), NodeSpec("decode-02", itl_s=0.03),
+             NodeSpec("prefill-01", role="prefill", steps_per_s=None)]
+    app, _ = live_app(specs)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.frames_rendered >= 4 and app.latest_snapshot is not None
+                       and app.latest_snapshot.session.output_tokens_per_s_per_gpu is not None)
+        line = app.overview.scoreboard_line.render()
+        assert "tok/s/GPU" in str(line) and "EP64" in str(line)
+        await pilot.press("b")
+        await wait_for(pilot, lambda: isinstance(app.screen, ScoreboardScreen))
+        await wait_for(pilot, lambda: "(25–50)" in screen_text(app))
+        text = screen_text(app)
+        # the live point beside the references, accepted and full acceptance labelled
+        # (its exact figures are tested on fixed instants in tests/monitor)
+        assert "accepted" in text and "full acceptance" in text
+        assert "EP64" in text and "15,700" in text and "full-acceptance" in text
+        assert "75.0%" in text  # prefix-cache hit rate
+        assert "◆" in text and "●" in text
+        # per node and pooled (the screen scrolls to it; drawn from the same snapshot)
+        screen = app.screen
+        assert isinstance(screen, ScoreboardScreen) and screen.snapshot is not None
+        console = Console(width=160, record=True, file=io.StringIO())
+        console.print(node_points_table(screen.snapshot))
+        points = console.export_text()
+        assert "decode pool" in points and "decode-01" in points
+        assert "prefill-01" not in points  # no engine: no point
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        assert "Scoreboard" in screen_text(app) or "scoreboard" in screen_text(app)
+        await pilot.press("escape")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, OverviewScreen))

@@ -1,0 +1,130 @@
+"""Scoreboard roll-ups: a pool's latency, cache and live throughput point. Pure.
+
+A pool's percentile is taken from the sum of its nodes' bucket increases over the window
+(every request the pool served), never as a mean of the nodes' percentiles. Its hit rate
+weights each node by the tokens it looked up; its tokens per GPU and per user divide the
+pool's accepted tokens/s by the pool's GPUs and by its mean running requests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from collectors.rates import ratio, total
+from monitor.evaluation.latency import LATENCIES, PERCENTILES, merge, percentile, share_within
+from monitor.snapshot import ClusterView, NodeView, RollupView, SessionView
+
+# the pool whose point is compared with the decode reference points, in order of choice
+LIVE_POINT_ROLES = ("decode", "mixed")
+# SessionView fields that come from the roll-ups, not from the ledger
+LIVE_POINT_FIELDS = (
+    "output_tokens_per_s_per_gpu", "output_tokens_per_s_per_user",
+    "full_acceptance_tokens_per_s_per_gpu", "live_point_pool",
+)
+
+
+def latency_figures(windows: Mapping[str, tuple[tuple[float, float], ...] | None]) -> dict[str, Any]:
+    """`<name>_p50_s` … with their bucket bounds and counts, from bucket increases."""
+    out: dict[str, Any] = {}
+    bounds: dict[str, tuple[float, float | None]] = {}
+    counts: dict[str, float] = {}
+    for name in LATENCIES:
+        buckets = windows.get(name)
+        if not buckets:
+            continue
+        counts[name] = buckets[-1][1]
+        for label, q in PERCENTILES:
+            p = percentile(buckets, q)
+            if p is not None:
+                out[f"{name}_{label}_s"] = p.value_s
+                bounds[f"{name}_{label}"] = (p.lower_s, p.upper_s)
+    out["latency_bounds_s"] = bounds
+    out["latency_requests"] = counts
+    return out
+
+
+def slo_attainment(
+    windows: Mapping[str, tuple[tuple[float, float], ...] | None],
+    ttft_target_s: float | None, itl_target_s: float | None,
+) -> dict[str, float | None]:
+    """Share of the window's requests (tokens, for ITL) within each target."""
+    return {
+        "slo_ttft_attainment": share_within(windows.get("ttft"), ttft_target_s)
+        if ttft_target_s is not None else None,
+        "slo_itl_attainment": share_within(windows.get("itl"), itl_target_s)
+        if itl_target_s is not None else None,
+    }
+
+
+def pool_windows(nodes: Sequence[NodeView]) -> dict[str, tuple[tuple[float, float], ...]]:
+    out = {}
+    for name in LATENCIES:
+        merged = merge(
+            n.engine.window_latency_buckets.get(name)
+            for n in nodes
+            if n.engine is not None and n.engine.window_latency_buckets
+        )
+        if merged is not None:
+            out[name] = merged
+    return out
+
+
+def pool_scoreboard(
+    nodes: Sequence[NodeView], ttft_target_s: float | None = None, itl_target_s: float | None = None
+) -> dict[str, Any]:
+    """RollupView scoreboard fields for `nodes`."""
+    engines = [n.engine for n in nodes if n.engine is not None]
+    windows = pool_windows(nodes)
+    out = latency_figures(windows)
+    out.update(slo_attainment(windows, ttft_target_s, itl_target_s))
+    # hit rate pooled by the hits and lookups behind each node's rate: a node's rate alone
+    # does not say how many tokens it looked up, so weight by its prompt tokens/s
+    weighted = [
+        (e.prefix_cache_hit_rate, e.prompt_tokens_per_s)
+        for e in engines
+        if e.prefix_cache_hit_rate is not None and e.prompt_tokens_per_s
+    ]
+    weight = sum(w for _, w in weighted)
+    out["prefix_cache_hit_rate"] = (
+        sum(r * w for r, w in weighted) / weight if weight > 0 else None
+    )
+    out["preemptions_per_s"] = total(e.preemptions_per_s for e in engines)
+    out["kv_transfer_bytes_per_s"] = total(e.kv_transfer_bytes_per_s for e in engines)
+    gpus = sum(n.gpus_expected if n.gpus_expected is not None else len(n.gpus) for n in nodes)
+    tokens = total(e.accepted_tokens_per_s for e in engines)
+    full = total(e.full_acceptance_tokens_per_s for e in engines)
+    out["output_tokens_per_s_per_gpu"] = tokens / gpus if tokens is not None and gpus else None
+    out["full_acceptance_tokens_per_s_per_gpu"] = full / gpus if full is not None and gpus else None
+    # per user: only nodes that know both figures, so a node without a running gauge does
+    # not inflate the pool's tokens per request
+    both = [e for e in engines if e.accepted_tokens_per_s is not None and e.requests_running_mean is not None]
+    out["output_tokens_per_s_per_user"] = ratio(
+        total(e.accepted_tokens_per_s for e in both), total(e.requests_running_mean for e in both)
+    )
+    return out
+
+
+def live_pool(cluster: ClusterView) -> tuple[str, RollupView] | None:
+    """The pool whose live point the scoreboard compares: decode, else mixed, else all."""
+    for role in LIVE_POINT_ROLES:
+        pool = cluster.roles.get(role)
+        if pool is not None and pool.accepted_tokens_per_s is not None:
+            return role, pool
+    if cluster.total.accepted_tokens_per_s is not None:
+        return "all", cluster.total
+    return None
+
+
+def with_live_point(session: SessionView, cluster: ClusterView) -> SessionView:
+    """The session's `output_tokens_per_s_per_gpu` / `_per_user`: the decode pool's point."""
+    found = live_pool(cluster)
+    if found is None:
+        return session
+    role, pool = found
+    return session.model_copy(update={
+        "output_tokens_per_s_per_gpu": pool.output_tokens_per_s_per_gpu,
+        "output_tokens_per_s_per_user": pool.output_tokens_per_s_per_user,
+        "full_acceptance_tokens_per_s_per_gpu": pool.full_acceptance_tokens_per_s_per_gpu,
+        "live_point_pool": role,
+    })

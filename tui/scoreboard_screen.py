@@ -1,0 +1,86 @@
+"""`b`: the scoreboard — where the running cluster stands on the published throughput /
+interactivity chart, latency people feel, the cache and the disaggregated path, and
+(where the snapshot has them) break-even and energy. Esc goes back."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Footer, Static
+
+from monitor.snapshot import Snapshot
+from tui.frames import FrameScreen, FrameState
+from tui.history import History
+from tui.scoreboard_text import (
+    cache_table,
+    latency_table,
+    money_text,
+    node_points_table,
+    scatter,
+    throughput_table,
+)
+from tui.text import inert
+
+
+class ScoreboardScreen(FrameScreen):
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back", tooltip="Back to the overview")]
+
+    def __init__(self, history: History, frames: FrameState) -> None:
+        super().__init__(frames, classes="scoreboard-screen")
+        self.history = history
+
+    def compose(self) -> ComposeResult:
+        self.plot = Static(id="scoreboard-plot")
+        self.points = Static(id="scoreboard-points")
+        self.source = Static(id="scoreboard-source")
+        self.money = Static(id="scoreboard-money")
+        self.latency = Static(id="scoreboard-latency")
+        self.cache = Static(id="scoreboard-cache")
+        self.node_points = Static(id="scoreboard-node-points")
+        yield Static(Text("SCOREBOARD", "bold"), id="scoreboard-title")
+        with VerticalScroll(id="scoreboard-body"):
+            with Horizontal(id="scoreboard-top"):
+                yield self.plot
+                with VerticalScroll(id="scoreboard-side"):
+                    yield self.points
+                    yield self.source
+                    yield self.money
+            yield Static(Text("LATENCY over the window (p50 / p99, within the bucket shown)", "bold"),
+                         classes="section")
+            yield self.latency
+            yield Static(Text("CACHE AND THE DISAGGREGATED PATH", "bold"), classes="section")
+            yield self.cache
+            yield Static(Text("THROUGHPUT PER POOL AND NODE (accepted tokens/s ÷ GPUs, ÷ mean running)",
+                              "bold"), classes="section")
+            yield self.node_points
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.show_latest()
+
+    def show_snapshot(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        s = snapshot.session
+        refs = [(p.label, (p.output_tokens_per_s_per_user, p.output_tokens_per_s_per_gpu))
+                for p in snapshot.cluster.reference_points]
+        live = None
+        full = None
+        if s.output_tokens_per_s_per_user is not None and s.output_tokens_per_s_per_gpu is not None:
+            live = (s.output_tokens_per_s_per_user, s.output_tokens_per_s_per_gpu)
+            if s.full_acceptance_tokens_per_s_per_gpu is not None:
+                full = (s.output_tokens_per_s_per_user, s.full_acceptance_tokens_per_s_per_gpu)
+        trail = [p for p in list(self.history.live_point)[:-1] if p is not None]
+        self.plot.update(scatter(refs, live, full, trail))
+        self.points.update(throughput_table(snapshot))
+        source = snapshot.cluster.reference_source
+        self.source.update(Text.assemble(
+            ("references: ", "grey50"), inert(source or "none", "grey50", max_len=160),
+            ("\nper GPU = accepted tokens/s ÷ the pool's GPUs; per user = ÷ its mean running "
+             "requests", "grey50"),
+        ))
+        self.money.update(money_text(s))
+        self.latency.update(latency_table(snapshot))
+        self.cache.update(cache_table(snapshot))
+        self.node_points.update(node_points_table(snapshot))

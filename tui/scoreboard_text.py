@@ -1,0 +1,234 @@
+"""The scoreboard as text: the throughput / interactivity plot, its tables and the
+overview's one-line summary. Draws only what the snapshot carries."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from monitor.format import (
+    UNKNOWN,
+    fmt_latency,
+    fmt_num,
+    fmt_pct,
+    fmt_rate_gbps,
+    fmt_usd,
+)
+from monitor.snapshot import EngineView, NodeView, RollupView, SessionView, Snapshot
+from tui.text import inert
+
+Point = tuple[float, float]  # (tokens/s per user, tokens/s per GPU)
+LATENCIES = (("ttft", "TTFT"), ("itl", "ITL"), ("e2e", "E2E"), ("queue", "QUEUE"))
+REFERENCE, LIVE, FULL, TRAIL = "◆", "●", "○", "·"
+
+
+def _axis(value: float) -> str:
+    return f"{value / 1000:.0f}k" if value >= 10_000 else f"{value:,.0f}"
+
+
+def scatter(
+    references: Sequence[tuple[str, Point]],
+    live: Point | None,
+    full: Point | None,
+    trail: Sequence[Point],
+    width: int = 44,
+    height: int = 12,
+) -> Text:
+    """Tokens/s per GPU (up) against tokens/s per user (across): the reference points
+    labelled, the live point (● accepted, ○ full acceptance) and its trail (·)."""
+    points = [p for _, p in references] + [p for p in (live, full) if p is not None] + list(trail)
+    x_max = max((p[0] for p in points), default=1.0) * 1.15 or 1.0
+    y_max = max((p[1] for p in points), default=1.0) * 1.15 or 1.0
+    grid: list[list[tuple[str, str]]] = [[(" ", "")] * width for _ in range(height)]
+
+    def put(p: Point, mark: str, style: str, label: str = "") -> None:
+        col = min(width - 1, max(0, round(p[0] / x_max * (width - 1))))
+        row = min(height - 1, max(0, height - 1 - round(p[1] / y_max * (height - 1))))
+        grid[row][col] = (mark, style)
+        for i, ch in enumerate(label[: width - col - 2]):
+            grid[row][col + 2 + i] = (ch, style)
+
+    for p in trail:
+        put(p, TRAIL, "grey50")
+    for label, p in references:
+        put(p, REFERENCE, "bold yellow", label)
+    if full is not None:
+        put(full, FULL, "bold cyan")
+    if live is not None:
+        put(live, LIVE, "bold green")
+    out = Text(no_wrap=True, end="")
+    y_label = len(_axis(y_max))
+    for r, line in enumerate(grid):
+        tick = _axis(y_max) if r == 0 else ("0" if r == height - 1 else "")
+        out.append(f"{tick:>{y_label}} │", "grey50")
+        for ch, style in line:
+            out.append(ch, style)
+        out.append("\n")
+    out.append(" " * y_label + " └" + "─" * width + "\n", "grey50")
+    out.append(" " * (y_label + 2) + "0" + f"{_axis(x_max):>{width - 1}}" + "\n", "grey50")
+    out.append(" " * (y_label + 2) + "tok/s per GPU ↑ · tok/s per user →", "grey50")
+    return out
+
+
+def throughput_table(snapshot: Snapshot) -> Table:
+    """The live point, accepted and full acceptance side by side, and the references."""
+    s = snapshot.session
+    c = snapshot.cluster
+    table = Table(box=box.SIMPLE_HEAD, header_style="bold grey70", expand=False)
+    for col in ("", "TOK/S PER GPU", "TOK/S PER USER", "COUNTED AS"):
+        table.add_column(col, justify="left" if not col or col == "COUNTED AS" else "right")
+    pool = inert(s.live_point_pool or "decode", max_len=20).plain
+    table.add_row(Text(f"{LIVE} live ({pool} pool)", "bold green"),
+                  fmt_num(s.output_tokens_per_s_per_gpu, 0), fmt_num(s.output_tokens_per_s_per_user, 0),
+                  "accepted")
+    table.add_row(Text(f"{FULL} live ({pool} pool)", "bold cyan"),
+                  fmt_num(s.full_acceptance_tokens_per_s_per_gpu, 0), UNKNOWN, "full acceptance")
+    for p in c.reference_points:
+        table.add_row(Text(f"{REFERENCE} {inert(p.label, max_len=30).plain}", "bold yellow"),
+                      fmt_num(p.output_tokens_per_s_per_gpu, 0), fmt_num(p.output_tokens_per_s_per_user, 0),
+                      inert(p.accounting, max_len=20).plain)
+    return table
+
+
+def node_points_table(snapshot: Snapshot) -> Table:
+    """Each engine's own point: tokens/s per GPU (accepted, full acceptance) and per user."""
+    table = Table(box=box.SIMPLE_HEAD, header_style="bold grey70", expand=False)
+    for col in ("WHERE", "TOK/S PER GPU", "FULL ACC. PER GPU", "TOK/S PER USER", "RUNNING (MEAN)"):
+        table.add_column(col, justify="left" if col == "WHERE" else "right")
+    for role, pool in snapshot.cluster.roles.items():
+        table.add_row(f"{inert(role, max_len=20).plain} pool", fmt_num(pool.output_tokens_per_s_per_gpu, 0),
+                      fmt_num(pool.full_acceptance_tokens_per_s_per_gpu, 0),
+                      fmt_num(pool.output_tokens_per_s_per_user, 0), fmt_num(pool.requests_running, 0),
+                      style="bold")
+    for node in snapshot.nodes:
+        e = node.engine
+        if e is None:
+            continue
+        table.add_row(inert(node.name, max_len=40), fmt_num(e.output_tokens_per_s_per_gpu, 0),
+                      fmt_num(e.full_acceptance_tokens_per_s_per_gpu, 0),
+                      fmt_num(e.output_tokens_per_s_per_user, 0), fmt_num(e.requests_running_mean, 1))
+    return table
+
+
+def _latency_cells(view: RollupView | EngineView) -> list[str]:
+    cells = []
+    for name, _ in LATENCIES:
+        for p in ("p50", "p99"):
+            value = getattr(view, f"{name}_{p}_s")
+            cells.append(fmt_latency(value, view.latency_bounds_s.get(f"{name}_{p}")))
+    return cells
+
+
+def latency_table(snapshot: Snapshot) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, header_style="bold grey70", expand=False)
+    table.add_column("WHERE")
+    for _, label in LATENCIES:
+        table.add_column(f"{label} p50", justify="right")
+        table.add_column(f"{label} p99", justify="right")
+    table.add_column("SLO", justify="right")
+    c = snapshot.cluster
+    for role, pool in c.roles.items():
+        label = f"{inert(role, max_len=20).plain} pool"
+        table.add_row(label, *_latency_cells(pool), _slo(pool), style="bold")
+    for node in snapshot.nodes:
+        if node.engine is None:
+            continue
+        table.add_row(inert(node.name, max_len=40), *_latency_cells(node.engine), _slo(node.engine))
+    return table
+
+
+def _slo(view: RollupView | EngineView) -> str:
+    parts = []
+    if view.slo_ttft_attainment is not None:
+        parts.append(f"TTFT {fmt_pct(view.slo_ttft_attainment, 1)}")
+    if view.slo_itl_attainment is not None:
+        parts.append(f"ITL {fmt_pct(view.slo_itl_attainment, 1)}")
+    return " ".join(parts) or UNKNOWN
+
+
+def _ib(node: NodeView) -> str:
+    rx = node.rx_bytes_per_s
+    tx = node.tx_bytes_per_s
+    if rx is None and tx is None:
+        return UNKNOWN
+    return f"{fmt_rate_gbps(rx)} in / {fmt_rate_gbps(tx)} out"
+
+
+def cache_table(snapshot: Snapshot) -> Table:
+    """Cache and the disaggregated path per node, beside the node's network traffic."""
+    table = Table(box=box.SIMPLE_HEAD, header_style="bold grey70", expand=False)
+    for col in ("NODE", "ROLE", "PREFIX HIT", "EXTERNAL HIT", "PREEMPT/S", "KV XFER", "XFER TIME",
+                "XFER FAIL/S", "NETWORK", "EXPERT BALANCE"):
+        table.add_column(col, justify="left" if col in ("NODE", "ROLE", "NETWORK") else "right")
+    for node in snapshot.nodes:
+        e = node.engine
+        if e is None:
+            continue
+        xfer_time = e.kv_transfer_mean_s if e.kv_transfer_mean_s is not None else e.kv_transfer_latency_s
+        kv = e.kv_transfer_bytes_per_s
+        if kv is None:
+            kv = e.kv_transfer_speed_bytes_per_s
+        table.add_row(
+            inert(node.name, max_len=40), inert(node.role, max_len=12),
+            fmt_pct(e.prefix_cache_hit_rate, 1), fmt_pct(e.external_prefix_cache_hit_rate, 1),
+            fmt_num(e.preemptions_per_s, 2), fmt_rate_gbps(kv), fmt_latency(xfer_time),
+            fmt_num(e.kv_transfer_failures_per_s, 2), _ib(node), fmt_pct(e.expert_balancedness, 0),
+        )
+    return table
+
+
+def money_text(s: SessionView) -> Text:
+    """Break-even, price window, projection and energy, where the snapshot has them."""
+    out = Text()
+    if s.breakeven_output_tokens_per_s is not None:
+        now = s.accepted_tokens_per_s
+        out.append("break-even ")
+        out.append(f"{fmt_num(s.breakeven_output_tokens_per_s, 0)} tok/s", "bold")
+        out.append(f" needed, {fmt_num(now, 0)} now")
+        if s.price_window is not None:
+            out.append(f" ({inert(s.price_window, max_len=20).plain} price")
+            if s.price_window_flips_at is not None:
+                out.append(f", flips {inert(s.price_window_flips_at, max_len=30).plain}")
+            out.append(")")
+        if s.api_break_even_ratio is not None:
+            out.append(f"   spend ÷ API {s.api_break_even_ratio:.2f}×")
+        out.append("\n")
+    if s.projected_spend_usd is not None:
+        out.append(f"projected spend {fmt_usd(s.projected_spend_usd)}")
+        if s.budget_holds is not None:
+            out.append("  budget holds" if s.budget_holds else "  budget will not hold",
+                       "green" if s.budget_holds else "bold red")
+        out.append("\n")
+    if s.energy_kwh is not None:
+        out.append(f"energy {fmt_num(s.energy_kwh, 2)} kWh")
+        if s.joules_per_output_token is not None:
+            out.append(f"  {fmt_num(s.joules_per_output_token, 2)} J per output token")
+        out.append("\n")
+    return out
+
+
+def scoreboard_line(snapshot: Snapshot | None) -> Text:
+    """The overview's one line: live point vs the first reference, latency, cache."""
+    out = Text(no_wrap=True, overflow="ellipsis", end="")
+    if snapshot is None:
+        return out
+    s = snapshot.session
+    out.append("scoreboard ", "bold grey70")
+    out.append(f"{fmt_num(s.output_tokens_per_s_per_gpu, 0)} tok/s/GPU", "bold green")
+    out.append(f" (full {fmt_num(s.full_acceptance_tokens_per_s_per_gpu, 0)})", "cyan")
+    out.append(f" · {fmt_num(s.output_tokens_per_s_per_user, 0)} tok/s/user")
+    refs = snapshot.cluster.reference_points
+    if refs:
+        r = refs[0]
+        gpu, user = fmt_num(r.output_tokens_per_s_per_gpu, 0), fmt_num(r.output_tokens_per_s_per_user, 0)
+        out.append(f"  vs {inert(r.label, max_len=12).plain} {gpu}/{user}", "yellow")
+    pool = snapshot.cluster.roles.get(s.live_point_pool or "decode") or snapshot.cluster.total
+    out.append(f"   TTFT p99 {fmt_latency(pool.ttft_p99_s)}  ITL p99 {fmt_latency(pool.itl_p99_s)}")
+    out.append(f"   prefix hit {fmt_pct(snapshot.cluster.total.prefix_cache_hit_rate)}")
+    if s.breakeven_output_tokens_per_s is not None:
+        out.append(f"   break-even {fmt_num(s.breakeven_output_tokens_per_s, 0)} tok/s")
+    out.append("   (b)", "grey50")
+    return out
