@@ -138,6 +138,12 @@ class NodeSample(_Frozen):
     engine: EngineSample | None = None
     host: HostSample | None = None
     notes: list[str] = Field(default_factory=list)
+    # What this source could not see on this node although it covers the part, and why:
+    # a capability key ("clock_events", "nvlink", "ecc", "nic_errors", "npu_link_speed", …)
+    # mapped to a one-line reason, e.g. {"clock_events": "dcgm-exporter does not collect
+    # DCGM_FI_DEV_CLOCKS_EVENT_REASONS"}. A blind spot is a finding, not silence: the
+    # coverage evaluation reads this to say what is unknown and why.
+    unseen: dict[str, str] = Field(default_factory=dict)
     # Set when this source failed for this node; the other parts are then None.
     error: str | None = None
 
@@ -147,6 +153,11 @@ class NodeSample(_Frozen):
         # the last net for secrets: a source's message may quote a URL or an exception
         # that holds one; what a sample says is shown, exported and recorded
         return [redact_text(n) for n in notes]
+
+    @field_validator("unseen")
+    @classmethod
+    def _redact_unseen(cls, unseen: dict[str, str]) -> dict[str, str]:
+        return {k: redact_text(v) for k, v in unseen.items()}
 
     @field_validator("error")
     @classmethod
