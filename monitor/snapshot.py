@@ -100,6 +100,14 @@ class VerdictView(_View):
     usd_per_hour_at_stake: float | None = None
 
 
+class CoverageGap(_View):
+    """Something the layout expects of a node that no source can see now, and why: a blind
+    spot is a finding (the `blind` verdict quotes these), never silence."""
+
+    kind: str  # "gpus", "ports", "engine", "clock_events", "nvlink", or a source's own key
+    detail: str  # one line: "links unknown: node_exporter page failed (cannot connect to …)"
+
+
 class LinksView(_View):
     """A node's ports at a glance: those the layout expects, else every real port."""
 
@@ -142,6 +150,8 @@ class NodeView(_View):
     gpu_mem_used_bytes: float | None = None  # sum
     gpu_mem_total_bytes: float | None = None  # sum
     gpu_power_w: float | None = None  # sum
+    # what the layout expects here that no source sees now, each with its reason
+    coverage: list[CoverageGap] = Field(default_factory=list)
 
 
 class RollupView(_View):
@@ -166,6 +176,8 @@ class ClusterView(_View):
     total: RollupView
     roles: dict[str, RollupView] = Field(default_factory=dict)
     insecure_ssh: bool = False
+    # nodes with an active `blind` verdict: the header says "blind on N nodes"
+    blind_nodes: int = 0
 
 
 class PhaseSpend(_View):

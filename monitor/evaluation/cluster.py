@@ -9,6 +9,8 @@ from collectors.fleet import FleetState, NodeState
 from collectors.rates import mean, total
 from collectors.sample import NodeSample
 from layouts.model import Layout, NodeConfig
+from monitor.evaluation.conditions import BLIND
+from monitor.evaluation.coverage import node_coverage
 from monitor.evaluation.figures import (
     doubt_notes,
     engine_counters,
@@ -62,7 +64,8 @@ def evaluate_node(
         else None
     )
     notes: list[str] = []
-    for sample in state.latest():
+    latest = state.latest()
+    for sample in latest:
         notes.extend(n for n in sample.notes if n not in notes)
     engine = engine_view(engine_samples, now, engine_rates)
     nics = nic_views(nic_samples, config, nic_rates, layout.thresholds.link_rate_ratio)
@@ -98,6 +101,7 @@ def evaluate_node(
         notes=notes,
         host=host_view(state),
         gpus_expected=config.gpus if config else None,
+        coverage=node_coverage(config, latest, gpus, nics, engine),
     )
 
 
@@ -163,4 +167,5 @@ def evaluate_cluster(nodes: Sequence[NodeView], layout: Layout) -> ClusterView:
             r: rollup([n for n in nodes if n.role == r], layout, whole_cluster=False) for r in roles
         },
         insecure_ssh=layout.ssh.insecure_no_host_key_check,
+        blind_nodes=sum(any(v.kind == BLIND for v in n.verdicts) for n in nodes),
     )

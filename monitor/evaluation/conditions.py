@@ -8,6 +8,8 @@ noisy figure never makes a verdict flap. Nothing here keeps state or reads a clo
 Money at stake (the hunt list's second sort key):
 - idle, throttled, gpu-error, link-starved, stale/unreachable/error: what the node (or
   its affected share) costs per hour — paid for, not delivering.
+- blind: none. What cannot be seen has no known price; the hunt list puts it after the
+  warnings whose money is known.
 - straggler: in expert parallelism every rank waits for the slowest, so the whole role
   pool runs at the straggler's pace: pool $/h × (1 − its steps/s ÷ the median).
 """
@@ -28,8 +30,9 @@ LINK_STARVED = "link-starved"
 STRAGGLER = "straggler"
 THROTTLED = "throttled"
 GPU_ERROR = "gpu-error"
+BLIND = "blind"
 STATUS_KINDS = ("stale", "unreachable", "error")
-HEALTH_KINDS = (IDLE, LINK_STARVED, STRAGGLER, THROTTLED, GPU_ERROR)
+HEALTH_KINDS = (IDLE, LINK_STARVED, STRAGGLER, THROTTLED, GPU_ERROR, BLIND)
 
 SEVERITY_RANK: dict[str, int] = {"critical": 0, "warning": 1, "info": 2}
 
@@ -201,3 +204,11 @@ def gpu_error_condition(node: NodeView, ecc_baseline: Mapping[int, int]) -> Cond
     if not reasons:
         return None
     return Condition(GPU_ERROR, "; ".join(reasons), "critical", node.cost_per_hour_usd)
+
+
+def blind_condition(node: NodeView) -> Condition | None:
+    """What the layout expects of the node that no source sees now (`NodeView.coverage`,
+    judged in `coverage.py`): unknown is never healthy. Its reasons, most important first."""
+    if not node.coverage:
+        return None
+    return Condition(BLIND, "; ".join(g.detail for g in node.coverage), "warning")

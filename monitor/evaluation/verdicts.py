@@ -23,6 +23,7 @@ from monitor.evaluation.conditions import (
     STATUS_KINDS,
     Condition,
     RolePool,
+    blind_condition,
     gpu_error_condition,
     idle_condition,
     role_pools,
@@ -56,6 +57,7 @@ def node_conditions(
         straggler_condition(node, pools.get(node.role), th),
         throttled_condition(node, th),
         gpu_error_condition(node, ecc_baseline or {}),
+        blind_condition(node),
     ]
     return [c for c in found if c is not None]
 
