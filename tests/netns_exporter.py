@@ -5,9 +5,10 @@ that a test can kill one page of a node and keep the others.
     python netns_exporter.py dcgm ADDRESS PORT PORT_FILE    # dcgm-exporter's GPU gauges
 
 `node` reads the namespace's own /sys/class/net on every scrape (`ip netns exec` mounts the
-namespace's sysfs), so its counters and link states are the host's real ones, under
-node_exporter's names and labels. `dcgm` serves two GPUs as dcgm-exporter does with the
-clock-event reasons collected. Built with prometheus_client; writes PORT_FILE once it
+namespace's sysfs), so its counters, error counters and link states are the host's real
+ones, under node_exporter's names and labels. `dcgm` serves two GPUs as dcgm-exporter does
+with the recommended counters (clock-event reasons, ECC, NVLink) collected: a node fully
+seen until a page dies. Built with prometheus_client; writes PORT_FILE once it
 listens (tests/port_file_process.py waits for it).
 """
 
@@ -48,9 +49,17 @@ class NetClassCollector(Collector):
                                  labels=["address", "device", "operstate"])
         speed = GaugeMetricFamily("node_network_speed_bytes", "speed_bytes value of /sys/class/net/<iface>.",
                                   labels=["device"])
+        errors = {
+            stat: CounterMetricFamily(f"node_network_{name}", f"Network device statistic {name}.",
+                                      labels=["device"])
+            for stat, name in (("rx_errors", "receive_errs"), ("tx_errors", "transmit_errs"),
+                               ("rx_dropped", "receive_drop"), ("tx_dropped", "transmit_drop"))
+        }
         for dev in sorted(os.listdir(SYS_NET)):
             base = SYS_NET / dev
             rx.add_metric([dev], float(_read(base / "statistics" / "rx_bytes") or 0))
+            for stat, fam in errors.items():
+                fam.add_metric([dev], float(_read(base / "statistics" / stat) or 0))
             tx.add_metric([dev], float(_read(base / "statistics" / "tx_bytes") or 0))
             operstate = _read(base / "operstate") or "unknown"
             up.add_metric([dev], 1.0 if operstate == "up" else 0.0)
@@ -58,7 +67,7 @@ class NetClassCollector(Collector):
             mbps = _read(base / "speed")
             if mbps is not None and mbps.lstrip("-").isdigit() and int(mbps) > 0:
                 speed.add_metric([dev], int(mbps) * 1e6 / 8)
-        yield from (rx, tx, up, info, speed)
+        yield from (rx, tx, up, info, speed, *errors.values())
 
 
 class DcgmCollector(Collector):
@@ -73,6 +82,10 @@ class DcgmCollector(Collector):
             "DCGM_FI_DEV_SM_CLOCK": 1980.0,
             "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": 0.0,
             "DCGM_FI_DEV_XID_ERRORS": 0.0,
+            # the rest of the recommended counters (docs/dcgm-counters.csv): nothing unseen
+            "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": 0.0,
+            "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL": 0.0,
+            "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": 0.0,
         }
         for name, value in values.items():
             fam = GaugeMetricFamily(name, name, labels=labels)

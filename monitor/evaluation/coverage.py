@@ -31,13 +31,15 @@ CLOCK_EVENTS = "clock_events"
 UNSEEN_LABELS: dict[str, str] = {
     CLOCK_EVENTS: "throttle",
     "nvlink": "NVLink",
+    "nvlink_errors": "NVLink errors",
     "ecc": "ECC",
     "nic_errors": "port errors",
     "npu_link_speed": "NPU link speed",
+    "npu_traffic": "NPU traffic",
 }
 
 # a source's `unseen` keys that matter only where the layout expects accelerators / ports
-GPU_KEYS = frozenset({CLOCK_EVENTS, "nvlink", "ecc"})
+GPU_KEYS = frozenset({CLOCK_EVENTS, "nvlink", "nvlink_errors", "ecc", "npu_link_speed", "npu_traffic"})
 PORT_KEYS = frozenset({"nic_errors"})
 
 # words by which a source's note is about a part (the probe's "no NVIDIA driver: no GPU

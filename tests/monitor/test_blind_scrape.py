@@ -60,9 +60,26 @@ class Page:
         return f"http://127.0.0.1:{self.port}/metrics"
 
 
+# what a deployment with the recommended counters serves beyond the fixtures: nothing the
+# node is expected to have is unseen until a page dies
+COMPLETE = {
+    "dcgm": "# TYPE DCGM_FI_DEV_ECC_DBE_VOL_TOTAL counter\n" + "".join(
+        f'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{{gpu="{i}",UUID="GPU-{uuid}-0000-1111-2222-333344445555",'
+        f'modelName="NVIDIA H200",Hostname="decode-01"}} 0\n'
+        for i, uuid in enumerate(("1a2b3c4d", "5e6f7a8b"))
+    ),
+    "node_exporter": "# TYPE node_infiniband_port_errors_received_total counter\n" + "".join(
+        f'node_infiniband_port_errors_received_total{{device="mlx5_{i}",port="1"}} 0\n' for i in range(2)
+    ),
+}
+
+
 @pytest.fixture
 async def pages() -> AsyncIterator[dict[str, Page]]:
-    served = {name: Page((FIXTURES / f"{name}.txt").read_text()) for name in ("vllm_v1", "dcgm", "node_exporter")}
+    served = {
+        name: Page((FIXTURES / f"{name}.txt").read_text() + COMPLETE.get(name, ""))
+        for name in ("vllm_v1", "dcgm", "node_exporter")
+    }
     for page in served.values():
         await page.start()
     try:
