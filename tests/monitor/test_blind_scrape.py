@@ -70,6 +70,9 @@ COMPLETE = {
     ),
     "node_exporter": "# TYPE node_infiniband_port_errors_received_total counter\n" + "".join(
         f'node_infiniband_port_errors_received_total{{device="mlx5_{i}",port="1"}} 0\n' for i in range(2)
+    ) + "# TYPE node_network_receive_errs_total counter\n" + "".join(
+        f'node_network_receive_errs_total{{device="{dev}"}} 0\n'
+        for dev in ("bond0", "bond0.100", "bond1", "eth0", "eth1", "eth2", "ib0", "lo")
     ),
 }
 
