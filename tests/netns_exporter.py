@@ -1,5 +1,5 @@
-"""An exporter page served from inside a test host's network namespace, one per process so
-that a test can kill one page of a node and keep the others.
+"""An exporter page served from inside a test host's network namespace (or on loopback),
+one per process so that a test can kill one page of a node and keep the others.
 
     python netns_exporter.py node ADDRESS PORT PORT_FILE    # node_exporter's netdev/netclass
     python netns_exporter.py dcgm ADDRESS PORT PORT_FILE    # dcgm-exporter's GPU gauges
