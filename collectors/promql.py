@@ -91,6 +91,14 @@ class Query:
     promql: str
 
 
+# dcgm-exporter's clock-event reasons bitmask, by its current name and the one before
+CLOCK_REASON_NAMES = ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")
+CLOCK_REASONS_UNSEEN = (
+    "Prometheus has no DCGM_FI_DEV_CLOCKS_EVENT_REASONS series for this node "
+    "(dcgm-exporter does not collect it by default)"
+)
+
+
 @dataclass(frozen=True)
 class QueryBuilder:
     node_labels: tuple[str, ...] = ("instance",)
@@ -148,6 +156,8 @@ class QueryBuilder:
             Query("gpu", "sm_clock_mhz", self.agg("max", self.sel("DCGM_FI_DEV_SM_CLOCK"), by)),
             Query("gpu", "xid_last", self.agg(
                 "max", self._alts(("DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_XID_ERROR")), by)),
+            # the throttled verdict reads these; without them the node is blind on it
+            Query("gpu", "clock_event_reasons", self.agg("max", self._alts(CLOCK_REASON_NAMES), by)),
             Query("gpu", "energy_mj_total", self.agg(
                 "max", self.sel("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"), by)),
             Query("gpu", "timestamp", self.agg(
@@ -246,7 +256,7 @@ SUBKEYS: dict[str, tuple[str, ...]] = {
     "ib_rate": ("device", "port"), "ib_wait": ("device", "port"),
 }
 _GPU_KEYS = ("mem_used_mib", "mem_free_mib", "power_w", "temp_c", "sm_clock_mhz", "xid_last",
-             "energy_mj_total")
+             "energy_mj_total", "clock_event_reasons")
 
 
 def subkeys(tier: str, key: str) -> tuple[str, ...]:
@@ -300,12 +310,16 @@ def gpu_sample(node: str, taken_at: float, fig: Mapping[str, Mapping[tuple[str, 
             mem_total_bytes=None if total is None else whole(total * _MIB),
             power_w=f.get("power_w"), temp_c=f.get("temp_c"), sm_clock_mhz=f.get("sm_clock_mhz"),
             xid_last=_int(f.get("xid_last")),
+            clock_event_reasons=_int(f.get("clock_event_reasons")),
             energy_j_total=None if energy is None else energy / 1000.0,
         ))
     if not gpus:
         return None
     gpus.sort(key=lambda g: g.index)
-    return NodeSample(node=node, source=source, taken_at=taken_at, gpus=gpus)
+    unseen = {}
+    if all(g.clock_event_reasons is None for g in gpus):
+        unseen["clock_events"] = CLOCK_REASONS_UNSEEN
+    return NodeSample(node=node, source=source, taken_at=taken_at, gpus=gpus, unseen=unseen)
 
 
 def node_sample(node: str, taken_at: float, fig: Mapping[str, Mapping[tuple[str, ...], float | None]],
