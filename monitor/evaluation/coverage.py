@@ -57,10 +57,12 @@ def _dedupe(items: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-def part_reason(part: str, latest: Sequence[NodeSample]) -> str:
+def part_reason(part: str, latest: Sequence[NodeSample], fallback: str | None = None) -> str:
     """Why `part` ("gpus", "nics", "engine") of a node is unknown, in one line.
 
-    `latest`: the newest good sample of each source, newest first (`NodeState.latest`)."""
+    `latest`: the newest good sample of each source, newest first (`NodeState.latest`);
+    `fallback`: the reason when no page failed and no note says why (else: which
+    sources answered without it)."""
     pages = [p for s in latest for p in s.pages if not p.ok]
     failed = [p for p in pages if part in p.parts]
     if not failed and part != "engine":
@@ -73,6 +75,8 @@ def part_reason(part: str, latest: Sequence[NodeSample]) -> str:
     notes = [n for s in latest if not getattr(s, part) for n in s.notes if any(w in n.lower() for w in words)]
     if notes:
         return notes[0]
+    if fallback is not None:
+        return fallback
     if not latest:
         return "no source has answered"
     what = PART_WORDS.get(part, part)
@@ -154,7 +158,10 @@ def _engine_gaps(
     e = config.engine
     if e is None or engine is not None or not (e.url or e.log or e.log_command):
         return []
-    return [CoverageGap(kind=ENGINE, detail=f"engine unknown: {part_reason('engine', latest)}")]
+    # an engine read only from its log has figures once a stats line is parsed: an idle
+    # engine may print none for a while
+    fallback = None if e.url else "no stats line parsed from its log yet"
+    return [CoverageGap(kind=ENGINE, detail=f"engine unknown: {part_reason('engine', latest, fallback)}")]
 
 
 def expects_anything(config: NodeConfig | None) -> bool:

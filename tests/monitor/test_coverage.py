@@ -143,6 +143,15 @@ def test_engine_expected_but_its_page_failed() -> None:
     note = "engine log: /var/log/vllm.log: PermissionError"
     probe = [sample(source="ssh", gpus=[GpuSample(index=0)], nics=[], notes=[note])]
     assert details(node_coverage(log_cfg, probe, gpu_views(), ALL_PORTS, None)) == [f"engine unknown: {note}"]
+    # a readable log with no stats line yet
+    quiet = [sample(source="ssh", gpus=[GpuSample(index=0)], nics=[])]
+    assert details(node_coverage(log_cfg, quiet, gpu_views(), ALL_PORTS, None)) == [
+        "engine unknown: no stats line parsed from its log yet"
+    ]
+    # an engine URL that no source reads (no page outcome, no note)
+    assert details(node_coverage(config(), quiet, gpu_views(), ALL_PORTS, None)) == [
+        "engine unknown: no source reads engine figures (read by: ssh)"
+    ]
 
 
 def test_clock_event_reasons_unknown_say_why() -> None:
