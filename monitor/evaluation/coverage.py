@@ -124,9 +124,15 @@ def _port_gaps(
     if not config.nics:
         return []
     views = {n.name: n for n in nics}
-    reporting = ", ".join(_dedupe([s.source for s in latest if s.nics is not None]))
     gaps = []
     unknown = [e.name for e in config.nics if (v := views.get(e.name)) is None or v.state is None]
+    no_speed = [
+        e.name for e in config.nics
+        if e.expected_gbps and (v := views.get(e.name)) is not None and v.up and v.speed_gbps is None
+    ]
+    if not unknown and not no_speed:
+        return []  # the usual case, every tick: nothing more to build
+    reporting = ", ".join(_dedupe([s.source for s in latest if s.nics is not None]))
     if unknown:
         # no source covers ports (a failed page, none configured), or one that does reports
         # the port without a state; an expected port absent from a report is "missing",
@@ -140,12 +146,7 @@ def _port_gaps(
         else:
             subject = ("ports " if len(unknown) > 1 else "port ") + ", ".join(unknown)
         gaps.append(CoverageGap(kind=PORTS, detail=f"{subject} unknown: {reason}"))
-    # a rate the layout expects but no speed to compare it with: "slow" cannot be judged
-    no_speed = [
-        e.name for e in config.nics
-        if e.expected_gbps and (v := views.get(e.name)) is not None and v.up and v.speed_gbps is None
-    ]
-    if no_speed:
+    if no_speed:  # a rate the layout expects but no speed to compare it with: "slow" cannot be judged
         plural = "s" if len(no_speed) > 1 else ""
         detail = f"port{plural} {', '.join(no_speed)} speed unknown: {reporting or 'no source'} reports none"
         gaps.append(CoverageGap(kind=PORTS, detail=detail))
