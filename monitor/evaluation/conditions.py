@@ -206,9 +206,11 @@ def gpu_error_condition(node: NodeView, ecc_baseline: Mapping[int, int]) -> Cond
     return Condition(GPU_ERROR, "; ".join(reasons), "critical", node.cost_per_hour_usd)
 
 
-def blind_condition(node: NodeView) -> Condition | None:
+def blind_condition(node: NodeView, th: Thresholds) -> Condition | None:
     """What the layout expects of the node that no source sees now (`NodeView.coverage`,
-    judged in `coverage.py`): unknown is never healthy. Its reasons, most important first."""
-    if not node.coverage:
+    judged in `coverage.py`): unknown is never healthy. Its reasons, most important first;
+    gaps the layout acknowledges (`blind_ignore`) stay on the node but raise nothing."""
+    gaps = [g for g in node.coverage if g.kind not in th.blind_ignore]
+    if not gaps:
         return None
-    return Condition(BLIND, "; ".join(g.detail for g in node.coverage), "warning")
+    return Condition(BLIND, "; ".join(g.detail for g in gaps), "warning")

@@ -57,7 +57,7 @@ def node_conditions(
         straggler_condition(node, pools.get(node.role), th),
         throttled_condition(node, th),
         gpu_error_condition(node, ecc_baseline or {}),
-        blind_condition(node),
+        blind_condition(node, th),
     ]
     return [c for c in found if c is not None]
 

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from collectors.sample import GpuSample, NicSample, NodeSample, PageOutcome
+from layouts import LayoutError, parse_layout
 from layouts.model import EngineConfig, Layout, NicExpectation, NodeConfig, Thresholds
 from monitor.evaluation.conditions import BLIND, blind_condition
 from monitor.evaluation.coverage import node_coverage, part_reason
@@ -220,13 +223,30 @@ def blind_node(**kw: Any) -> NodeView:
 
 
 def test_blind_condition_joins_the_reasons_most_important_first() -> None:
-    cond = blind_condition(blind_node())
+    cond = blind_condition(blind_node(), Thresholds())
     assert cond is not None and cond.kind == BLIND and cond.severity == "warning"
     assert cond.detail == (
         f"links unknown: node_exporter page failed (cannot connect to …); throttle unknown: {THROTTLE_UNSEEN}"
     )
     assert cond.usd_per_hour_at_stake is None  # what cannot be seen has no known price
-    assert blind_condition(blind_node(coverage=[])) is None
+    assert blind_condition(blind_node(coverage=[]), Thresholds()) is None
+
+
+def test_acknowledged_gaps_stay_listed_but_raise_nothing() -> None:
+    lay = parse_layout("""
+[thresholds]
+blind_ignore = ["clock_events"]
+
+[[nodes]]
+name = "decode-01"
+gpus = 8
+""")
+    cond = blind_condition(blind_node(), lay.thresholds)
+    assert cond is not None and cond.detail == "links unknown: node_exporter page failed (cannot connect to …)"
+    only_clocks = blind_node(coverage=[CoverageGap(kind="clock_events", detail="throttle unknown: x")])
+    assert blind_condition(only_clocks, lay.thresholds) is None
+    with pytest.raises(LayoutError, match="blind_ignore"):
+        parse_layout('[thresholds]\nblind_ignore = ["Clock Events; rm -rf"]\n[[nodes]]\nname = "n"\n')
 
 
 def test_blind_holds_and_clears_like_the_others_and_is_never_a_stale_nodes_second_fault() -> None:
