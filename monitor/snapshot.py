@@ -104,7 +104,9 @@ class CoverageGap(_View):
     """Something the layout expects of a node that no source can see now, and why: a blind
     spot is a finding (the `blind` verdict quotes these), never silence."""
 
-    kind: str  # "gpus", "ports", "engine", "clock_events", "nvlink", or a source's own key
+    # "gpus", "ports", "port_speed", "engine", "clock_events", or a source's own `unseen`
+    # key ("nvlink", "ecc", …): what `thresholds.blind_ignore` names
+    kind: str
     detail: str  # one line: "links unknown: node_exporter page failed (cannot connect to …)"
 
 

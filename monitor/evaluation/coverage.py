@@ -24,6 +24,7 @@ from monitor.snapshot import CoverageGap, EngineView, GpuView, NicView
 
 GPUS = "gpus"
 PORTS = "ports"
+PORT_SPEED = "port_speed"
 ENGINE = "engine"
 CLOCK_EVENTS = "clock_events"
 
@@ -149,7 +150,7 @@ def _port_gaps(
     if no_speed:  # a rate the layout expects but no speed to compare it with: "slow" cannot be judged
         plural = "s" if len(no_speed) > 1 else ""
         detail = f"port{plural} {', '.join(no_speed)} speed unknown: {reporting or 'no source'} reports none"
-        gaps.append(CoverageGap(kind=PORTS, detail=detail))
+        gaps.append(CoverageGap(kind=PORT_SPEED, detail=detail))
     return gaps
 
 

@@ -105,9 +105,8 @@ def test_a_missing_or_down_port_is_link_starved_not_blind() -> None:
 def test_an_expected_rate_without_a_speed_cannot_be_judged() -> None:
     cfg = config(nics=[NicExpectation(name="mlx5_0", expected_gbps=400)])
     latest = [sample(source="ssh", gpus=[GpuSample(index=0)], nics=[NicSample(name="mlx5_0", state="active")])]
-    assert details(node_coverage(cfg, latest, gpu_views(), [port("mlx5_0")], ENGINE)) == [
-        "port mlx5_0 speed unknown: ssh reports none"
-    ]
+    gaps = node_coverage(cfg, latest, gpu_views(), [port("mlx5_0")], ENGINE)
+    assert [(g.kind, g.detail) for g in gaps] == [("port_speed", "port mlx5_0 speed unknown: ssh reports none")]
 
 
 def test_gpus_expected_but_none_seen() -> None:
