@@ -101,7 +101,8 @@ def evaluate_node(
         notes=notes,
         host=host_view(state),
         gpus_expected=config.gpus if config else None,
-        coverage=node_coverage(config, latest, gpus, nics, engine),
+        # a node not answering is already a fault (its status): what it cannot show is no news
+        coverage=node_coverage(config, latest, gpus, nics, engine) if status == "ok" else [],
     )
 
 

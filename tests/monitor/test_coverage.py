@@ -14,6 +14,7 @@ from layouts.model import EngineConfig, Layout, NicExpectation, NodeConfig, Thre
 from monitor.evaluation.conditions import BLIND, blind_condition
 from monitor.evaluation.coverage import node_coverage, part_reason
 from monitor.evaluation.verdicts import VerdictTracker
+from monitor.monitor import Monitor
 from monitor.snapshot import CoverageGap, EngineView, GpuView, NicView, NodeView
 
 NODE_URL = "http://decode-01:9100/metrics"
@@ -267,3 +268,36 @@ def test_blind_holds_and_clears_like_the_others_and_is_never_a_stale_nodes_secon
     assert kinds(clear, 14.0) == ["blind"]
     assert kinds(clear, 23.0) == ["blind"]
     assert kinds(clear, 24.0) == []
+
+
+def test_a_node_that_stops_answering_is_its_status_alone() -> None:
+    """Through the monitor: blind while its other page answers; once every page fails the
+    node is `error`, and neither the verdicts nor its coverage say blind as well."""
+    lay = parse_layout("""
+[cluster]
+interval_s = 1.0
+
+[thresholds]
+hold_s = 2
+clear_s = 2
+
+[[nodes]]
+name = "decode-01"
+gpus = 1
+nics = [{ name = "mlx5_0" }]
+""")
+    monitor = Monitor(lay, sources=[], clock=lambda: 0.0)
+    error = f"cannot connect to {NODE_URL}"
+    half = [page("dcgm-exporter", DCGM_URL, parts=("gpus",)), page("node_exporter", NODE_URL, error, parts=("nics",))]
+
+    def frame(t: float, **kw: Any) -> NodeView:
+        monitor.state.add(NodeSample(node="decode-01", source="scrape", taken_at=t, **kw))
+        return monitor.tick(now=t + 0.01).nodes[0]
+
+    gpu = [GpuSample(index=0, util_pct=80.0, clock_event_reasons=0)]
+    views = [frame(float(t), gpus=gpu, pages=half) for t in range(4)]
+    assert [v.kind for v in views[-1].verdicts] == ["blind"]
+    assert [g.kind for g in views[-1].coverage] == ["ports"]
+    failed = frame(4.0, error=f"HTTP 500 from {DCGM_URL} (and 1 more)", pages=half)
+    assert failed.status == "error"
+    assert [v.kind for v in failed.verdicts] == ["error"] and failed.coverage == []
