@@ -259,10 +259,12 @@ class EngineConfig(_Strict):
     log: PathStr | None = None  # a log file on the node, followed read-only
     # or a command whose output is the log (argv, never a shell), e.g. journalctl -u x -f
     log_command: Annotated[list[ArgStr], Field(min_length=1, max_length=64)] | None = None
-    # pattern set(s) for the log: built in "vllm", "deepinfer-offline", or [log_patterns.NAME]
+    # pattern set(s) for the log: built in "vllm", "sglang", "deepinfer-offline", or [log_patterns.NAME]
     log_patterns: str | list[str] | None = None
     # the engine's stats interval (vLLM --log-stats-interval); learnt from the log if unset
     log_interval_s: PositiveFloat | None = None
+    # SGLang's --decode-log-interval: decode passes per "Decode batch" line (40 if unset)
+    log_decode_passes: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
     # read `log` even when it resolves (through symlinks) outside its own directory; off,
     # because the reader is often root and the log directory the engine user's
     log_follow_symlink_out: bool = False

@@ -17,6 +17,7 @@ from functools import partial
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
+from textual.theme import BUILTIN_THEMES
 from textual.widget import Widget
 
 from monitor.evaluation.ledger import PHASES
@@ -215,8 +216,16 @@ class InfertopApp(App[int]):
                                     partial(self.mark_phase, phase), discover=False)
 
 
-def run_feed(feed: SnapshotFeed) -> int:
-    """Run the TUI on any feed (live, replay, demo) until the user quits. Returns an exit code."""
+def theme_names() -> list[str]:
+    """The colour themes `theme` may name (Textual's built-in ones)."""
+    return sorted(BUILTIN_THEMES)
+
+
+def run_feed(feed: SnapshotFeed, theme: str | None = None) -> int:
+    """Run the TUI on any feed (live, replay, demo) until the user quits. Returns an exit code.
+    `theme`: one of `theme_names()` (the user's config), else Textual's default."""
     app = InfertopApp(feed)
+    if theme is not None:
+        app.theme = theme
     run_bounded(app.run_async())  # not app.run(): its asyncio.run joins stuck worker threads
     return app.return_code or 0

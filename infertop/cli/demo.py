@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from infertop.cli.argtypes import positive_float, whole_number
-from infertop.cli.common import EXIT_OK, UsageError
+from infertop.cli.common import EXIT_OK, UsageError, user_theme
 from infertop.demo.scenario import RESTART_EVERY_S, pool_sizes, trouble_nodes
 from infertop.demo.server import DemoServer, ServerThread, write_layout
 from layouts import load_layout
@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"infertop demo: cannot serve on {args.host}: {exc.strerror or exc}") from None
     try:
         write_layout(server, path)
-        return run_feed(MonitorFeed(load_layout(path)))
+        return run_feed(MonitorFeed(load_layout(path)), theme=user_theme())
     finally:
         thread.stop()
         if args.layout_out is None:

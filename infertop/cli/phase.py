@@ -17,7 +17,7 @@ HELP = "mark the running session's phase (build, load, warmup, run, failed, idle
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", choices=PHASES, help="the phase spend is attributed to from now on")
-    add_layout_arg(p)
+    add_layout_arg(p, interval=False)
     add_record_args(p)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from infertop.cli.common import EXIT_FAIL, fail, layout_of, say
+from infertop.cli.common import EXIT_FAIL, fail, layout_of, say, user_theme
 from layouts.model import Layout
 from monitor.feeds import MonitorFeed
 from monitor.record.store import Recorder, RecordError
@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     recorder = feed.monitor.recorder
     code = EXIT_FAIL
     try:
-        code = run_feed(feed)
+        code = run_feed(feed, theme=user_theme())
     finally:
         if recorder is not None:
             # the TUI has left the screen: say where the session went, and what it is missing
