@@ -133,6 +133,14 @@ class Query:
     promql: str
 
 
+# the throttled verdict reads dcgm-exporter's clock-event reasons; where Prometheus has
+# none for a node, the node is blind on throttling and this says why
+CLOCK_REASONS_UNSEEN = (
+    "Prometheus has no DCGM_FI_DEV_CLOCKS_EVENT_REASONS series for this node "
+    "(dcgm-exporter does not collect it by default)"
+)
+
+
 @dataclass(frozen=True)
 class QueryBuilder:
     node_labels: tuple[str, ...] = ("instance",)
@@ -429,7 +437,10 @@ def gpu_sample(node: str, taken_at: float, fig: Mapping[str, Mapping[tuple[str, 
     if not gpus:
         return None
     gpus.sort(key=lambda g: g.index)
-    return NodeSample(node=node, source=source, taken_at=taken_at, gpus=gpus)
+    unseen = {}
+    if all(g.clock_event_reasons is None for g in gpus):
+        unseen["clock_events"] = CLOCK_REASONS_UNSEEN
+    return NodeSample(node=node, source=source, taken_at=taken_at, gpus=gpus, unseen=unseen)
 
 
 def node_sample(node: str, taken_at: float, fig: Mapping[str, Mapping[tuple[str, ...], float | None]],

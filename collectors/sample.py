@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from collectors.safe_text import redact_text
+from collectors.safe_text import redact_text, redact_url
 
 AcceleratorKind = Literal["gpu", "npu"]
 NicKind = Literal["ethernet", "infiniband", "roce", "bond", "npu-roce", "loopback", "other"]
@@ -190,6 +190,35 @@ class EngineSample(_Frozen):
 MAX_ENGINES = 4096
 
 
+PageKind = Literal["engine", "dcgm-exporter", "node_exporter", "npu-exporter", "exporter"]
+
+
+class PageOutcome(_Frozen):
+    """How one page of a node read on this poll (an engine or exporter URL).
+
+    A failed page is not an error of the node while its other pages answer; it is what
+    makes the parts it fills unknown, and the coverage evaluation quotes it as the reason
+    ("links unknown: node_exporter page failed (cannot connect to …)")."""
+
+    kind: PageKind
+    url: str  # redacted: never a password or token
+    ok: bool
+    error: str | None = None  # one line, when not ok
+    # the sample parts this page fills ("gpus", "nics", "engine"): what it gave when it
+    # last read right, else what its kind usually gives; empty when not known
+    parts: tuple[str, ...] = ()
+
+    @field_validator("url")
+    @classmethod
+    def _redact_url(cls, url: str) -> str:
+        return redact_url(url)
+
+    @field_validator("error")
+    @classmethod
+    def _redact_error(cls, error: str | None) -> str | None:
+        return None if error is None else redact_text(error)
+
+
 class NodeSample(_Frozen):
     """One reading of one node by one source."""
 
@@ -207,6 +236,9 @@ class NodeSample(_Frozen):
     # DCGM_FI_DEV_CLOCKS_EVENT_REASONS"}. A blind spot is a finding, not silence: the
     # coverage evaluation reads this to say what is unknown and why.
     unseen: dict[str, str] = Field(default_factory=dict)
+    # each page this source read for this node on this poll (scrape, or the probe's engine
+    # fetch): a failed one is the reason the parts it fills are unknown
+    pages: list[PageOutcome] = Field(default_factory=list)
     # Set when this source failed for this node; the other parts are then None.
     error: str | None = None
 

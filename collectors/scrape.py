@@ -18,6 +18,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 
@@ -31,7 +32,7 @@ from collectors.profiles import (
     resolve_profile,
 )
 from collectors.safe_text import redact_url
-from collectors.sample import EngineSample, GpuSample, NicSample, NodeSample
+from collectors.sample import EngineSample, GpuSample, NicSample, NodeSample, PageKind, PageOutcome
 from collectors.source import PollingSource
 from layouts.loader import LayoutError
 from layouts.model import Layout
@@ -62,6 +63,35 @@ class _Result:
     notes: tuple[str, ...] = ()  # what was odd about a page that was read
 
 
+# An exporter page that has never answered is named by its usual port, so that the very
+# first failure already says which parts it leaves unknown.
+USUAL_PORTS: dict[int, tuple[PageKind, tuple[str, ...]]] = {
+    9100: ("node_exporter", ("nics",)),
+    9400: ("dcgm-exporter", ("gpus",)),
+    8082: ("npu-exporter", ("gpus", "nics")),
+}
+
+
+def exporter_kind(parts: Mapping[str, Any]) -> PageKind:
+    """Which exporter a page that read right came from, by what it filled."""
+    gpus = parts.get("gpus") or ()
+    if any(getattr(g, "kind", "gpu") == "npu" for g in gpus):
+        return "npu-exporter"
+    if "gpus" in parts:
+        return "dcgm-exporter"
+    if "nics" in parts:
+        return "node_exporter"
+    return "exporter"
+
+
+def usual_kind(url: str) -> tuple[PageKind, tuple[str, ...]]:
+    try:
+        port = urlsplit(url).port
+    except ValueError:
+        port = None
+    return USUAL_PORTS.get(port or 0, ("exporter", ()))
+
+
 class ScrapeSource(PollingSource):
     kind = "scrape"
 
@@ -81,6 +111,9 @@ class ScrapeSource(PollingSource):
         self._semaphore = asyncio.Semaphore(max_concurrency)
         self._max_concurrency = max_concurrency
         self._session: aiohttp.ClientSession | None = None
+        # URL → (kind, parts) of what the page gave when it last read right: a failed
+        # page's outcome says which parts it leaves unknown
+        self._page_kinds: dict[str, tuple[PageKind, tuple[str, ...]]] = {}
 
     # ------------------------------------------------------------------ http
 
@@ -163,9 +196,12 @@ class ScrapeSource(PollingSource):
         arrived = [r.received_at for r in results if r.received_at is not None]
         taken_at = sum(arrived) / len(arrived) if arrived else time.time()
         errors = [r.error for r in results if r.error is not None]
+        pages = [self._outcome(ep, r) for ep, r in zip(endpoints, results, strict=True)]
         if len(errors) == len(results):
             more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-            return NodeSample(node=node, source=self.kind, taken_at=taken_at, error=errors[0] + more)
+            return NodeSample(
+                node=node, source=self.kind, taken_at=taken_at, error=errors[0] + more, pages=pages
+            )
         engine = next((r.engine for r in results if r.engine is not None), None)
         gpus: list[GpuSample] | None = None
         nics: list[NicSample] | None = None
@@ -187,7 +223,23 @@ class ScrapeSource(PollingSource):
             gpus=gpus,
             nics=nics,
             notes=notes[:MAX_NOTES],
+            pages=pages,
             unseen=unseen,
+        )
+
+    def _outcome(self, endpoint: Endpoint, result: _Result) -> PageOutcome:
+        kind: PageKind
+        parts: tuple[str, ...]
+        if endpoint.profile is not None:
+            kind, parts = "engine", ("engine",)
+        elif result.error is None and result.parts is not None:
+            kind = exporter_kind(result.parts)
+            parts = tuple(p for p in ("gpus", "nics") if p in result.parts)
+            self._page_kinds[endpoint.url] = (kind, parts)
+        else:
+            kind, parts = self._page_kinds.get(endpoint.url) or usual_kind(endpoint.url)
+        return PageOutcome(
+            kind=kind, url=redact_url(endpoint.url), ok=result.error is None, error=result.error, parts=parts
         )
 
     # ------------------------------------------------------------------ poll

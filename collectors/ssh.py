@@ -36,7 +36,7 @@ from collectors.probe.engine import ENGINE_MAX_BYTES
 from collectors.probe.logs import LineSplitter
 from collectors.probe.schema import BadReading, parse_reading_line, reading_sample
 from collectors.safe_text import inert_text, redact_text, url_secrets
-from collectors.sample import EngineSample, NodeSample
+from collectors.sample import EngineSample, NodeSample, PageOutcome
 from collectors.source import Emit, Source
 from layouts.model import Layout, NodeConfig, SshOptions, split_ssh_target
 
@@ -344,21 +344,33 @@ class SshSource(Source):
             engine: EngineSample | None = None
             text = reading.pop("engine_text", None)
             fetch_error = reading.pop("engine_error", None)
+            page_error: str | None = None
             if isinstance(fetch_error, str):
                 # the node quotes the URL it was given: never its password or token
-                notes.append(inert_text(redact_text(fetch_error, url_secrets(node.engine_url))))
+                page_error = inert_text(redact_text(fetch_error, url_secrets(node.engine_url)))
+                notes.append(page_error)
             if isinstance(text, str):
                 engine, engine_notes = self._convert_engine(text, node.engine_profile)
                 notes += engine_notes
+                if engine is None and engine_notes:
+                    page_error = engine_notes[0]
             sample = reading_sample(node.name, self.kind, reading, now)
         except BadReading as exc:
             lines.bad += 1
             lines.last_bad = inert_text(str(exc), 80)
             return None
         notes.extend(lines.dropped())
-        if sample.error is None and (engine is not None or notes):
+        pages = []
+        if node.engine_url and (isinstance(text, str) or page_error is not None):
+            # the engine page the probe fetched on the node's side: its failure is the
+            # reason the engine figures are unknown (coverage)
+            pages.append(
+                PageOutcome(kind="engine", url=node.engine_url, ok=page_error is None, error=page_error,
+                            parts=("engine",))
+            )
+        if sample.error is None and (engine is not None or notes or pages):
             sample = sample.model_copy(
-                update={"engine": engine or sample.engine, "notes": [*sample.notes, *notes]}
+                update={"engine": engine or sample.engine, "notes": [*sample.notes, *notes], "pages": pages}
             )
         return sample
 

@@ -247,6 +247,9 @@ class Thresholds(_Strict):
     unreachable_intervals: PositiveFloat = 5.0
     # an engine log with no parsed line for this long while the GPUs are busy gets a note
     log_silent_s: PositiveFloat = 60.0
+    # coverage gaps acknowledged as known ("clock_events", "nvlink", "ports", …): they stay
+    # listed on the node (screen, snapshot) but no longer raise the blind verdict
+    blind_ignore: list[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")]] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _ordered(self) -> Thresholds:

@@ -149,6 +149,16 @@ class VerdictView(_View):
     held_s: float | None = None  # how long a pending condition has held so far
 
 
+class CoverageGap(_View):
+    """Something the layout expects of a node that no source can see now, and why: a blind
+    spot is a finding (the `blind` verdict quotes these), never silence."""
+
+    # "gpus", "ports", "port_speed", "engine", "clock_events", or a source's own `unseen`
+    # key ("nvlink", "ecc", …): what `thresholds.blind_ignore` names
+    kind: str
+    detail: str  # one line: "links unknown: node_exporter page failed (cannot connect to …)"
+
+
 class LinksView(_View):
     """A node's ports at a glance: those the layout expects, else every real port."""
 
@@ -191,6 +201,8 @@ class NodeView(_View):
     gpu_mem_used_bytes: float | None = None  # sum
     gpu_mem_total_bytes: float | None = None  # sum
     gpu_power_w: float | None = None  # sum
+    # what the layout expects here that no source sees now, each with its reason
+    coverage: list[CoverageGap] = Field(default_factory=list)
 
 
 class RollupView(_View):
@@ -247,6 +259,8 @@ class ClusterView(_View):
     reference_source: str | None = None
     slo_ttft_p99_s: float | None = None
     slo_itl_p99_s: float | None = None
+    # nodes with an active `blind` verdict: the header says "blind on N nodes"
+    blind_nodes: int = 0
 
 
 class PhaseSpend(_View):

@@ -90,6 +90,8 @@ def snapshot_table(snapshot: Snapshot) -> str:
     lines.append(_scoreboard_line(snapshot))
     for node in snapshot.nodes:
         name = inert_text(node.name, MAX_CELL_CHARS)
+        for gap in node.coverage:  # the blind verdict's reasons, whether or not it held yet
+            lines.append(f"unseen {name}: {inert_text(gap.detail, MAX_LINE_CHARS)}")
         for note in node.notes:
             lines.append(f"note {name}: {inert_text(note, MAX_LINE_CHARS)}")
         if node.error:

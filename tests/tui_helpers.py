@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from collectors.sample import EngineSample, GpuSample, HostSample, NicSample, NodeSample
+from collectors.sample import EngineSample, GpuSample, HostSample, NicSample, NodeSample, PageOutcome
 from collectors.source import PollingSource
 from layouts.model import ClusterConfig, Layout, NicExpectation, NodeConfig, PricingConfig
 from monitor.feeds import Publish
@@ -32,6 +32,8 @@ class NodeSpec:
     in_layout: bool = True
     error: str | None = None  # answer with this error instead of figures
     itl_s: float | None = None  # every inter-token gap this long (vLLM's ITL buckets)
+    # its node_exporter page fails with this error: its ports are unread (blind)
+    dead_node_exporter: str | None = None
 
 
 ITL_BOUNDS = (0.01, 0.025, 0.05, 0.075, 0.1, float("inf"))  # vLLM's first ITL buckets
@@ -101,12 +103,17 @@ def make_sample(spec: NodeSpec, n: int, taken_at: float, interval_s: float, sour
             kv_cache_usage=0.4,
             **(scoreboard_counters(spec.itl_s, t) if spec.itl_s is not None else {}),
         )
+    pages = []
+    if spec.dead_node_exporter is not None:
+        url = f"http://{spec.name}:9100/metrics"
+        pages = [PageOutcome(kind="node_exporter", url=url, ok=False, error=spec.dead_node_exporter, parts=("nics",))]
     return NodeSample(
         node=spec.name,
         source=source,
         taken_at=taken_at,
         gpus=gpus,
-        nics=nics,
+        nics=None if spec.dead_node_exporter is not None else nics,
+        pages=pages,
         engine=engine,
         host=HostSample(cpu_pct=12.0, mem_used_bytes=100 * GIB, mem_total_bytes=2000 * GIB),
         notes=list(spec.notes),

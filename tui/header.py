@@ -42,6 +42,10 @@ def header_text(
         out.append(f"   budget {s.budget_label or fmt_usd(s.budget_usd, 0)}", style)
     total = len(snapshot.nodes)
     out.append(f"   nodes {shown if shown is not None else total}/{total}", "grey70")
+    blind = snapshot.cluster.blind_nodes
+    if blind:
+        # unknown is never healthy: say how much of the cluster cannot be seen
+        out.append(f"   blind on {blind} node{'s' if blind != 1 else ''}", WARN)
     if filter_text:
         out.append("   filter ", "grey70")
         out.append(inert(filter_text, max_len=40).plain, "bold cyan")

@@ -215,12 +215,17 @@ def title_text(node: NodeView) -> Text:
 
 
 def notes_text(node: NodeView) -> Text:
-    """Verdicts with their reasons, the error, and the notes (all inert)."""
+    """Verdicts with their reasons, what cannot be seen and why (coverage), the error, and
+    the notes (all inert)."""
     out = Text()
     for verdict in node.verdicts:
         out.append(inert(verdict.kind, max_len=24).plain, SEVERITY_STYLE.get(verdict.severity, ""))
         out.append(": ")
         out.append(inert(verdict.detail, max_len=300))
+        out.append("\n")
+    for gap in node.coverage:
+        out.append("unseen: ", WARN)
+        out.append(inert(gap.detail, max_len=300))
         out.append("\n")
     if node.error:
         out.append("error: ", TROUBLE)

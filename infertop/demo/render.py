@@ -138,6 +138,10 @@ _DCGM = (
     ("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered."),
     ("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "gauge", "Current clock throttle reasons."),
     ("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "counter", "Total NVLink flow-control CRC errors."),
+    # with the recommended counters (docs/dcgm-counters.csv) the demo's nodes are fully
+    # seen: nothing on them is blind unless a scenario makes it so
+    ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Total number of double-bit volatile ECC errors."),
+    ("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter", "Total NVLink bandwidth, all lanes."),
     ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge", "Ratio of cycles the tensor (HMMA) pipe is active."),
 )
 _HW_THERMAL = 0x40
@@ -161,6 +165,8 @@ def dcgm_page(node: SimNode, now: float) -> str:
             "DCGM_FI_DEV_XID_ERRORS": 0,
             "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": _HW_THERMAL if hot else 0,
             "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL": 0,
+            "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": 0,
+            "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": round(util * 500),  # 1000-KiB/s units
             "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": round(util / 160, 4),
         }
         labels = (
@@ -217,6 +223,10 @@ def node_exporter_page(node: SimNode, now: float) -> str:
        "counter", lambda p: f"{nb[p][1]:.0f}")
     ib("node_infiniband_link_downed_total", "Number of times the link failed to recover from an error state "
        "and went down", "counter", lambda p: 1 if node.port_down(p) else 0)
+    ib("node_infiniband_port_errors_received_total", "Number of packets containing an error that were "
+       "received on this port", "counter", lambda p: 0)
+    ib("node_infiniband_link_error_recovery_total", "Number of times the link successfully recovered from "
+       "an error state", "counter", lambda p: 0)
     ib("node_infiniband_port_transmit_wait_total", "Number of ticks during which the port had data to "
        "transmit but no data was sent during the entire tick", "counter", lambda p: 0)
     out.append("# HELP node_network_info Non-numeric data from /sys/class/net/<iface>, value is always 1.")
@@ -233,6 +243,11 @@ def node_exporter_page(node: SimNode, now: float) -> str:
         out.append(f"# TYPE node_network_{name}_bytes_total counter")
         for dev in netdevs:
             out.append(f'node_network_{name}_bytes_total{{device="{dev}"}} {nb[dev][direction]:.0f}')
+    for name in ("receive_errs", "transmit_errs"):
+        out.append(f"# HELP node_network_{name}_total Network device statistic {name}.")
+        out.append(f"# TYPE node_network_{name}_total counter")
+        for dev in netdevs:
+            out.append(f'node_network_{name}_total{{device="{dev}"}} 0')
     out.append("# HELP node_network_speed_bytes Network device property: speed_bytes.")
     out.append("# TYPE node_network_speed_bytes gauge")
     for dev, (_, _, _, gbps) in netdevs.items():

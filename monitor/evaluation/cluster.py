@@ -9,6 +9,8 @@ from collectors.fleet import FleetState, NodeState
 from collectors.rates import mean, total
 from collectors.sample import NodeSample
 from layouts.model import Layout, NodeConfig
+from monitor.evaluation.conditions import BLIND
+from monitor.evaluation.coverage import node_coverage
 from monitor.evaluation.figures import (
     doubt_notes,
     engine_counters,
@@ -65,7 +67,8 @@ def evaluate_node(
         else None
     )
     notes: list[str] = []
-    for sample in state.latest():
+    latest = state.latest()
+    for sample in latest:
         notes.extend(n for n in sample.notes if n not in notes)
     engine = engine_view(engine_samples, now, engine_rates)
     gpu_count = config.gpus if config is not None and config.gpus else (len(gpus) or None)
@@ -107,6 +110,8 @@ def evaluate_node(
         notes=notes,
         host=host_view(state),
         gpus_expected=config.gpus if config else None,
+        # a node not answering is already a fault (its status): what it cannot show is no news
+        coverage=node_coverage(config, latest, gpus, nics, engine) if status == "ok" else [],
     )
 
 
@@ -178,4 +183,5 @@ def evaluate_cluster(nodes: Sequence[NodeView], layout: Layout) -> ClusterView:
         reference_source=source,
         slo_ttft_p99_s=layout.slo.ttft_p99_s,
         slo_itl_p99_s=layout.slo.itl_p99_s,
+        blind_nodes=sum(any(v.kind == BLIND for v in n.verdicts) for n in nodes),
     )

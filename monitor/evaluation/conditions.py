@@ -8,6 +8,8 @@ noisy figure never makes a verdict flap. Nothing here keeps state or reads a clo
 Money at stake (the hunt list's second sort key):
 - idle, throttled, gpu-error, link-starved, stale/unreachable/error: what the node (or
   its affected share) costs per hour — paid for, not delivering.
+- blind: none. What cannot be seen has no known price; the hunt list puts it after the
+  warnings whose money is known.
 - straggler: in expert parallelism every rank waits for the slowest, so the whole role
   pool runs at the straggler's pace: pool $/h × (1 − its steps/s ÷ the median).
 """
@@ -29,8 +31,9 @@ STRAGGLER = "straggler"
 THROTTLED = "throttled"
 GPU_ERROR = "gpu-error"
 SLO = "slo"
+BLIND = "blind"
 STATUS_KINDS = ("stale", "unreachable", "error")
-HEALTH_KINDS = (IDLE, LINK_STARVED, STRAGGLER, THROTTLED, GPU_ERROR, SLO)
+HEALTH_KINDS = (IDLE, LINK_STARVED, STRAGGLER, THROTTLED, GPU_ERROR, SLO, BLIND)
 
 SEVERITY_RANK: dict[str, int] = {"critical": 0, "warning": 1, "info": 2}
 
@@ -233,3 +236,11 @@ def slo_condition(node: NodeView, slo: SloConfig | None) -> Condition | None:
     if not misses:
         return None
     return Condition(SLO, "; ".join(misses), "warning")
+def blind_condition(node: NodeView, th: Thresholds) -> Condition | None:
+    """What the layout expects of the node that no source sees now (`NodeView.coverage`,
+    judged in `coverage.py`): unknown is never healthy. Its reasons, most important first;
+    gaps the layout acknowledges (`blind_ignore`) stay on the node but raise nothing."""
+    gaps = [g for g in node.coverage if g.kind not in th.blind_ignore]
+    if not gaps:
+        return None
+    return Condition(BLIND, "; ".join(g.detail for g in gaps), "warning")

@@ -23,6 +23,7 @@ from monitor.evaluation.conditions import (
     STATUS_KINDS,
     Condition,
     RolePool,
+    blind_condition,
     gpu_error_condition,
     idle_condition,
     role_pools,
@@ -59,6 +60,7 @@ def node_conditions(
         throttled_condition(node, th),
         gpu_error_condition(node, ecc_baseline or {}),
         slo_condition(node, slo),
+        blind_condition(node, th),
     ]
     return [c for c in found if c is not None]
 

@@ -204,12 +204,15 @@ def record_idle_run(tmp_path: Path) -> tuple[Path, float, float]:
         now = MONDAY + H + i * 60.0
         idle = 40 <= i < 100
         tokens += 0.0 if idle else 6000.0  # 100 tok/s while busy
+        # GPUs read with their clock-event reasons (NVML, dcgm-exporter with them on): the
+        # nodes are fully seen, so idle is the only verdict
         emit(NodeSample(node="d1", source="scrape", taken_at=now,
-                        gpus=[GpuSample(index=g, util_pct=0.0 if idle else 90.0) for g in range(4)],
+                        gpus=[GpuSample(index=g, util_pct=0.0 if idle else 90.0, clock_event_reasons=0)
+                              for g in range(4)],
                         engine=EngineSample(generation_tokens_total=tokens,
                                             requests_running=0.0 if idle else 32.0)))
         emit(NodeSample(node="p1", source="scrape", taken_at=now,
-                        gpus=[GpuSample(index=g, util_pct=70.0) for g in range(4)]))
+                        gpus=[GpuSample(index=g, util_pct=70.0, clock_event_reasons=0) for g in range(4)]))
         monitor.tick(now)
     recorder.close()
     return recorder.path, MONDAY + H + 40 * 60.0, MONDAY + H + 100 * 60.0

@@ -73,7 +73,9 @@ class Cluster:
         util = 1.0 if idle else 85.0
         return NodeSample(
             node=node, source="test", taken_at=t,
-            gpus=[GpuSample(index=i, util_pct=util) for i in range(4)],
+            # a source that reads clock-event reasons (NVML, dcgm-exporter with them on):
+            # nothing here is blind
+            gpus=[GpuSample(index=i, util_pct=util, clock_event_reasons=0) for i in range(4)],
             nics=nics,
             engine=EngineSample(steps_total=self.steps[node], requests_running=0.0 if idle else 16.0,
                                 generation_tokens_total=self.steps[node] * 8),
