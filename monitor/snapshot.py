@@ -142,6 +142,9 @@ class NodeView(_View):
     gpu_mem_used_bytes: float | None = None  # sum
     gpu_mem_total_bytes: float | None = None  # sum
     gpu_power_w: float | None = None  # sum
+    # fresh only because the time the monitor itself stood still was not counted against
+    # the node's sample age (monitor.evaluation.figures.node_status): the monitor is late
+    monitor_late: bool = False
 
 
 class RollupView(_View):
@@ -209,6 +212,20 @@ class SessionView(_View):
     notes: list[str] = Field(default_factory=list)
 
 
+class MonitorHealthView(_View):
+    """How the monitor itself is keeping up (monitor/health.py): its limits are never the
+    cluster's faults, so they are measured and shown as its own. None: not measured."""
+
+    lag_s: float | None = None  # how late the latest ticks ran against their wall-clock slots (max)
+    loop_stall_max_s: float | None = None  # the longest event-loop stall lately
+    loop_stalled_fraction: float | None = None  # share of the recent time the loop stood still
+    cpu_pct: float | None = None  # this process's CPU time over wall time, % of one core
+    lagging: bool = False
+    reason: str | None = None  # "1.4 s behind, CPU 100 %"
+    suggestion: str | None = None  # "try interval_s = 2 or the prom source"
+    nodes_excused: int = 0  # nodes judged fresh only because the monitor's stalls were excused
+
+
 class Snapshot(_View):
     """One frame: the whole cluster at `taken_at`."""
 
@@ -218,6 +235,8 @@ class Snapshot(_View):
     cluster: ClusterView
     session: SessionView
     nodes: list[NodeView]
+    # additions
+    monitor: MonitorHealthView | None = None
 
     model_config = ConfigDict(frozen=True, populate_by_name=True)
 

@@ -18,6 +18,7 @@ from monitor.evaluation.figures import (
     host_view,
     idle_counts,
     idle_fraction,
+    late_by_monitor,
     nic_counters,
     nic_views,
     node_status,
@@ -36,10 +37,13 @@ def evaluate_node(
     layout: Layout,
     now: float,
     cache: RateCache | None = None,
+    stalls: Sequence[tuple[float, float]] = (),
 ) -> NodeView:
-    """`cache`: rates kept from the previous tick (the same figures, derived cheaper)."""
+    """`cache`: rates kept from the previous tick (the same figures, derived cheaper).
+    `stalls`: wall-clock spans in which the monitor's loop stood still (see `node_status`)."""
     window = layout.cluster.window_s
-    status, age = node_status(state, now, layout.cluster.interval_s, layout.thresholds)
+    interval = layout.cluster.interval_s
+    status, age = node_status(state, now, interval, layout.thresholds, stalls)
     gpu_samples = part_window(state, "gpus", now, window)
     nic_samples = part_window(state, "nics", now, window)
     engine_samples = part_window(state, "engine", now, window)
@@ -98,6 +102,7 @@ def evaluate_node(
         notes=notes,
         host=host_view(state),
         gpus_expected=config.gpus if config else None,
+        monitor_late=status == "ok" and late_by_monitor(state, now, interval, layout.thresholds, stalls),
     )
 
 
@@ -139,17 +144,24 @@ def rollup(nodes: Sequence[NodeView], layout: Layout, *, whole_cluster: bool) ->
 
 
 def evaluate_nodes(
-    state: FleetState, layout: Layout, now: float, cache: RateCache | None = None
+    state: FleetState,
+    layout: Layout,
+    now: float,
+    cache: RateCache | None = None,
+    stalls: Sequence[tuple[float, float]] = (),
 ) -> list[NodeView]:
     """`cache`: kept by the caller from tick to tick (`Monitor` does) to derive each
-    tick's rates from the last tick's instead of from the whole window."""
+    tick's rates from the last tick's instead of from the whole window. `stalls`: when
+    the monitor's own loop stood still (wall-clock spans; see `figures.node_status`)."""
     configs = {n.name: n for n in layout.nodes}
     order = [n.name for n in layout.nodes if n.name is not None]
     order += sorted(name for name in state.nodes if name not in configs)
     order = [name for name in order if name in state.nodes]
     if cache is not None:
         cache.forget_except(set(order))
-    return [evaluate_node(state.nodes[name], configs.get(name), layout, now, cache) for name in order]
+    return [
+        evaluate_node(state.nodes[name], configs.get(name), layout, now, cache, stalls) for name in order
+    ]
 
 
 def evaluate_cluster(nodes: Sequence[NodeView], layout: Layout) -> ClusterView:
