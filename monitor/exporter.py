@@ -64,6 +64,8 @@ _ROLLUP: tuple[tuple[str, str, Callable[[RollupView], float | None]], ...] = (
     ("idle_ratio", "Mean idle fraction", lambda r: r.idle_fraction),
     ("cost_usd_per_hour", "Cost per hour, USD", lambda r: r.cost_per_hour_usd),
     ("nodes", "Nodes", lambda r: float(r.nodes)),
+    ("nodes_counted", "Nodes the role's figures count (status ok); fewer than nodes: partial",
+     lambda r: None if r.nodes_counted is None else float(r.nodes_counted)),
 )
 
 

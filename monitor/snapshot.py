@@ -161,6 +161,19 @@ class RollupView(_View):
     requests_waiting: float | None = None  # sum
     util_pct: float | None = None  # mean over GPUs
     idle_fraction: float | None = None  # mean over nodes reporting it
+    # additions: the figures above (all but cost and GPUs, which count every node: a node
+    # that does not answer is still paid for) are over the nodes counted, those whose
+    # status is ok; fewer counted than expected is a partial sum ("decode 71/96 nodes")
+    nodes_counted: int | None = None
+    nodes_expected: int | None = None
+
+    @property
+    def partial(self) -> bool:
+        return (
+            self.nodes_counted is not None
+            and self.nodes_expected is not None
+            and self.nodes_counted < self.nodes_expected
+        )
 
 
 class ClusterView(_View):
@@ -210,6 +223,10 @@ class SessionView(_View):
     usd_per_million_output_tokens_now: float | None = None
     # counter steps the ledger did not count, and why (an engine no engine could be)
     notes: list[str] = Field(default_factory=list)
+    # the nodes behind accepted_tokens_per_s (the cluster roll-up's): partial when fewer
+    # were counted than expected
+    nodes_counted: int | None = None
+    nodes_expected: int | None = None
 
 
 class MonitorHealthView(_View):

@@ -78,8 +78,11 @@ def session_lines(s: SessionView, spend: list[float | None], tokens: list[float 
             parts += [(p.phase, "cyan"), f" {fmt_usd(p.spend_usd)} ({fmt_span(p.seconds)})  "]
         lines.append(Text.assemble(*parts))
     lines.append(Text.assemble(("spend  ", "grey70"), (sparkline(spend, chart_width), "red")))
+    partial = (s.nodes_counted is not None and s.nodes_expected is not None
+               and s.nodes_counted < s.nodes_expected)
+    counted = f" ({s.nodes_counted}/{s.nodes_expected} nodes)" if partial else ""
     lines.append(Text.assemble(("tok/s  ", "grey70"), (sparkline(tokens, chart_width), "blue"),
-                               f" {fmt_num(s.accepted_tokens_per_s, 0)}"))
+                               f" {fmt_num(s.accepted_tokens_per_s, 0)}", (counted, "yellow")))
     if s.api_cache_note and "cache misses" in s.api_cache_note:
         lines.append(Text.assemble(("note ", "grey70"), inert(s.api_cache_note, "grey50", 120)))
     if s.elapsed_s > 0 and s.unwatched_s > 0.05 * s.elapsed_s:

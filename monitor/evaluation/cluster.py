@@ -107,8 +107,15 @@ def evaluate_node(
 
 
 def rollup(nodes: Sequence[NodeView], layout: Layout, *, whole_cluster: bool) -> RollupView:
-    engines = [n.engine for n in nodes if n.engine is not None]
-    all_gpus = [g for n in nodes for g in n.gpus]
+    """Figures over the nodes that answer (status ok), cost and GPUs over all of them.
+
+    A node that is stale, unreachable or in error is left out of the sums and means, and
+    the roll-up says so (`nodes_counted` < `nodes_expected`): its last figures are old,
+    and a sum without it must never read as the whole pool's.
+    """
+    counted = [n for n in nodes if n.status == "ok"]
+    engines = [n.engine for n in counted if n.engine is not None]
+    all_gpus = [g for n in counted for g in n.gpus]
     gpu_count = sum(n.gpus_expected if n.gpus_expected is not None else len(n.gpus) for n in nodes)
     # a pool's acceptance weights each node by the tokens it produces, so that a busy node
     # counts for more than an idle one; an unweighted mean when nobody produced tokens
@@ -139,7 +146,9 @@ def rollup(nodes: Sequence[NodeView], layout: Layout, *, whole_cluster: bool) ->
         requests_running=total(e.requests_running for e in engines),
         requests_waiting=total(e.requests_waiting for e in engines),
         util_pct=mean(g.util_pct for g in all_gpus),
-        idle_fraction=mean(n.idle_fraction for n in nodes),
+        idle_fraction=mean(n.idle_fraction for n in counted),
+        nodes_counted=len(counted),
+        nodes_expected=len(nodes),
     )
 
 
