@@ -22,6 +22,7 @@ from collectors.sample import NodeSample
 from collectors.source import Source
 from monitor.evaluation.cluster import evaluate_cluster, evaluate_nodes
 from monitor.evaluation.ledger import SessionLedger, TickFigures
+from monitor.evaluation.mass_events import verdict_groups
 from monitor.evaluation.money import cost_weighted_idle_fraction
 from monitor.evaluation.verdicts import VerdictTracker
 from monitor.evaluation.window_rates import RateCache
@@ -168,6 +169,7 @@ class Monitor:
             ),
             nodes=nodes,
             monitor=self.health.view(meter, sum(n.monitor_late for n in nodes), self._advice()),
+            verdict_groups=verdict_groups(nodes, layout.cluster.interval_s),
         )
         self.latest = snapshot
         if self.recorder is not None:

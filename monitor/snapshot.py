@@ -229,6 +229,20 @@ class SessionView(_View):
     nodes_expected: int | None = None
 
 
+class VerdictGroupView(_View):
+    """Many nodes entering the same verdict at about the same time: one event (a switch
+    dropped, a pool went idle), shown as one row and one notification. The per-node
+    verdicts stay on the nodes, unchanged (monitor/evaluation/mass_events.py)."""
+
+    key: str  # stable while the group's first member stands: "unreachable@1800000000.000"
+    kind: str
+    severity: Severity = "warning"
+    since: float | None = None  # the first member's start, unix seconds
+    nodes: list[str] = Field(default_factory=list)  # in layout order
+    summary: str = ""  # "41 nodes unreachable since 02:14:05 UTC: decode-28…decode-68"
+    usd_per_hour_at_stake: float | None = None  # summed over the members that know it
+
+
 class MonitorHealthView(_View):
     """How the monitor itself is keeping up (monitor/health.py): its limits are never the
     cluster's faults, so they are measured and shown as its own. None: not measured."""
@@ -254,6 +268,7 @@ class Snapshot(_View):
     nodes: list[NodeView]
     # additions
     monitor: MonitorHealthView | None = None
+    verdict_groups: list[VerdictGroupView] = Field(default_factory=list)
 
     model_config = ConfigDict(frozen=True, populate_by_name=True)
 
