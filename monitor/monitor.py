@@ -163,10 +163,7 @@ class Monitor:
             taken_at=dt.datetime.fromtimestamp(now, dt.UTC).isoformat(),
             window_s=layout.cluster.window_s,
             cluster=cluster,
-            session=self.ledger.view(now, self.record_path).model_copy(
-                update={"nodes_counted": cluster.total.nodes_counted,
-                        "nodes_expected": cluster.total.nodes_expected}
-            ),
+            session=self.ledger.view(now, self.record_path),
             nodes=nodes,
             monitor=self.health.view(meter, sum(n.monitor_late for n in nodes), self._advice()),
             verdict_groups=verdict_groups(nodes, layout.cluster.interval_s),

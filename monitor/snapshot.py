@@ -223,10 +223,6 @@ class SessionView(_View):
     usd_per_million_output_tokens_now: float | None = None
     # counter steps the ledger did not count, and why (an engine no engine could be)
     notes: list[str] = Field(default_factory=list)
-    # the nodes behind accepted_tokens_per_s (the cluster roll-up's): partial when fewer
-    # were counted than expected
-    nodes_counted: int | None = None
-    nodes_expected: int | None = None
 
 
 class VerdictGroupView(_View):
