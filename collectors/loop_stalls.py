@@ -32,6 +32,7 @@ PERIOD_S = 0.05  # how often the sampler wakes: fine enough for 0.5 s intervals,
 # a wake later than this is a stall: below it is the loop's ordinary jitter (a frame of
 # a few ms of work), which no timeout or staleness threshold is sensitive to
 MIN_STALL_S = 0.02
+WAKE_GRACE_S = 0.05  # a deadline that ran late waits this much more: one turn of the woken loop
 KEEP_S = 300.0  # stalls remembered: longer than any node age status judgement looks at
 
 
@@ -214,6 +215,10 @@ async def wire_timeout(timeout_s: float, max_s: float | None = None) -> AsyncIte
                     stalled = meter.stalled_loop_s(start, now)
                 stalled = max(stalled, late)
             remaining = timeout_s - (now - start - stalled)
+            if late >= MIN_STALL_S:
+                # this deadline ran late: the loop just woke, and what arrived meanwhile
+                # has not been read yet. One more turn of the loop reads it.
+                remaining = max(remaining, WAKE_GRACE_S)
             if remaining <= 0 or now >= hard:
                 cm.reschedule(now)  # expire now: asyncio raises TimeoutError in the block
                 return

@@ -218,3 +218,21 @@ async def test_a_killed_node_goes_unreachable_as_fast_as_before_when_the_monitor
     finally:
         await monitor.stop()
 
+
+
+def test_the_monitor_composes_its_warning_and_the_fix() -> None:
+    from monitor.health import health_view, suggestion
+
+    advice = suggestion(1.0, direct_nodes=128, has_prometheus=False)
+    assert advice == "try interval_s = 2 or the prom source"
+    assert suggestion(1.0, direct_nodes=128, has_prometheus=True) == "try interval_s = 2"
+    assert suggestion(0.5, direct_nodes=4, has_prometheus=False) == "try interval_s = 1"
+    late = health_view(1.0, lag_s=1.4, stall_max_s=0.3, stalled_fraction=0.5, cpu_pct=99.6,
+                       nodes_excused=0, advice=advice)
+    assert (late.lagging, late.reason, late.suggestion) == (True, "1.4 s behind, CPU 100 %", advice)
+    fine = health_view(1.0, lag_s=0.05, stall_max_s=0.04, stalled_fraction=0.01, cpu_pct=40.0,
+                       nodes_excused=0, advice=advice)
+    assert (fine.lagging, fine.reason, fine.suggestion) == (False, None, None)
+    excused = health_view(1.0, lag_s=0.05, stall_max_s=0.2, stalled_fraction=0.1, cpu_pct=None,
+                          nodes_excused=3, advice=advice)
+    assert excused.lagging and excused.reason == "0.1 s behind, 3 nodes read late, not blamed"
