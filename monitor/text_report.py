@@ -53,6 +53,13 @@ def snapshot_table(snapshot: Snapshot) -> str:
         f"spend {fmt_usd(s.spend_usd)} (idle {fmt_usd(s.idle_spend_usd)}), "
         f"$/1M tokens {fmt_usd(s.usd_per_million_output_tokens)}"
     )
+    total = snapshot.cluster.total
+    if total.partial:
+        lines.append(f"partial: cluster figures over {total.nodes_counted} of {total.nodes_expected} nodes")
+    health = snapshot.monitor
+    if health is not None and health.lagging:
+        advice = f" — {health.suggestion}" if health.suggestion else ""
+        lines.append(f"monitor lagging: {health.reason}{advice}")
     for node in snapshot.nodes:
         name = inert_text(node.name, MAX_CELL_CHARS)
         for note in node.notes:

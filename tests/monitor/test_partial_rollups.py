@@ -70,3 +70,10 @@ def test_the_counts_are_in_the_json() -> None:
     assert (cluster["total"]["nodes_counted"], cluster["total"]["nodes_expected"]) == (4, 5)
     # the old field keeps its meaning: every node of the pool
     assert cluster["roles"]["decode"]["nodes"] == 4
+
+
+def test_the_text_snapshot_says_the_cluster_figures_are_partial() -> None:
+    from monitor.text_report import snapshot_table
+
+    assert "partial: cluster figures over 4 of 5 nodes" in snapshot_table(frames(10)[-1])
+    assert "partial" not in snapshot_table(frames(3)[-1])
