@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from collectors.cadence import TICK_PHASE, delay_to_boundary
 from collectors.fleet import Fleet, FleetState
-from collectors.loop_stalls import KEEP_S, LoopStallMeter, acquire_meter, release_meter
+from collectors.loop_stalls import KEEP_S, LoopStallMeter, StallTimeline, acquire_meter, release_meter
 from collectors.registry import build_sources
 from collectors.sample import NodeSample
 from collectors.source import Source
@@ -143,7 +143,8 @@ class Monitor:
         if self.recorder is not None:
             self._take_phase_marks(self.recorder)
         meter = self.stall_meter
-        stalls = meter.spans_wall(now - KEEP_S) if meter is not None else []
+        # built once a tick: each node asks how long the monitor stood still since its sample
+        stalls = StallTimeline(meter.spans_wall(now - KEEP_S)) if meter is not None else None
         nodes = evaluate_nodes(self.state, layout, now, self.rates, stalls)
         nodes = self.verdicts.apply(nodes, layout, now)
         cluster = evaluate_cluster(nodes, layout)

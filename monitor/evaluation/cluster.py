@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from collectors.bounds import counter_trust
 from collectors.fleet import FleetState, NodeState
+from collectors.loop_stalls import StallTimeline
 from collectors.rates import mean, total
 from collectors.sample import NodeSample
 from layouts.model import Layout, NodeConfig
@@ -37,10 +38,10 @@ def evaluate_node(
     layout: Layout,
     now: float,
     cache: RateCache | None = None,
-    stalls: Sequence[tuple[float, float]] = (),
+    stalls: StallTimeline | None = None,
 ) -> NodeView:
     """`cache`: rates kept from the previous tick (the same figures, derived cheaper).
-    `stalls`: wall-clock spans in which the monitor's loop stood still (see `node_status`)."""
+    `stalls`: when the monitor's loop stood still, wall clock (see `node_status`)."""
     window = layout.cluster.window_s
     interval = layout.cluster.interval_s
     status, age = node_status(state, now, interval, layout.thresholds, stalls)
@@ -157,11 +158,11 @@ def evaluate_nodes(
     layout: Layout,
     now: float,
     cache: RateCache | None = None,
-    stalls: Sequence[tuple[float, float]] = (),
+    stalls: StallTimeline | None = None,
 ) -> list[NodeView]:
     """`cache`: kept by the caller from tick to tick (`Monitor` does) to derive each
     tick's rates from the last tick's instead of from the whole window. `stalls`: when
-    the monitor's own loop stood still (wall-clock spans; see `figures.node_status`)."""
+    the monitor's own loop stood still (wall clock; see `figures.node_status`)."""
     configs = {n.name: n for n in layout.nodes}
     order = [n.name for n in layout.nodes if n.name is not None]
     order += sorted(name for name in state.nodes if name not in configs)

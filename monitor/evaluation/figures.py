@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from collectors.bounds import counter_trust
 from collectors.fleet import NodeState
-from collectors.loop_stalls import covered_s
+from collectors.loop_stalls import StallTimeline
 from collectors.rates import ratio
 from collectors.sample import GpuSample, NicSample, NodeSample
 from layouts.model import NodeConfig, Thresholds
@@ -251,10 +251,10 @@ def host_view(state: NodeState) -> HostView | None:
 MAX_EXCUSE_S = 60.0
 
 
-def excused_s(ok_at: float, now: float, stalls: Sequence[tuple[float, float]]) -> float:
+def excused_s(ok_at: float, now: float, stalls: StallTimeline | None) -> float:
     """Seconds of (ok_at, now] in which the monitor itself stood still, at most
-    `MAX_EXCUSE_S`. `stalls`: wall-clock spans of the monitor's event-loop stalls."""
-    return min(covered_s(stalls, ok_at, now), MAX_EXCUSE_S) if stalls else 0.0
+    `MAX_EXCUSE_S`. `stalls`: when the monitor's event loop stood still (wall clock)."""
+    return min(stalls.covered_s(ok_at, now), MAX_EXCUSE_S) if stalls else 0.0
 
 
 def node_status(
@@ -262,7 +262,7 @@ def node_status(
     now: float,
     interval_s: float,
     thresholds: Thresholds,
-    stalls: Sequence[tuple[float, float]] = (),
+    stalls: StallTimeline | None = None,
 ) -> tuple[NodeStatus, float | None]:
     """ok / stale / unreachable / error, and the age of the newest good sample.
 
@@ -296,7 +296,7 @@ def late_by_monitor(
     now: float,
     interval_s: float,
     thresholds: Thresholds,
-    stalls: Sequence[tuple[float, float]],
+    stalls: StallTimeline | None,
 ) -> bool:
     """Whether this node is judged fresh only because the monitor's stalls were excused."""
     ok_at = state.last_ok_at

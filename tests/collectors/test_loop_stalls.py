@@ -122,3 +122,24 @@ async def test_the_hard_cap_ends_a_wait_however_stalled(meter: LoopStallMeter) -
 def test_covered_seconds_count_overlaps_once() -> None:
     assert covered_s([(0.0, 2.0), (1.0, 3.0), (5.0, 6.0)], 0.5, 5.5) == pytest.approx(3.0)
     assert covered_s([], 0.0, 10.0) == 0.0
+
+
+def test_a_timeline_answers_like_a_direct_sweep_over_its_spans() -> None:
+    import random
+
+    from collectors.loop_stalls import StallTimeline
+
+    def sweep(spans: list[tuple[float, float]], t0: float, t1: float) -> float:
+        covered, reach = 0.0, t0
+        for start, end in sorted(spans):
+            start, end = max(start, reach), min(end, t1)
+            if end > start:
+                covered, reach = covered + end - start, end
+        return covered
+
+    rng = random.Random(7)
+    spans = [(t := rng.uniform(0, 100), t + rng.uniform(0, 2)) for _ in range(300)]
+    timeline = StallTimeline(spans)
+    for _ in range(500):
+        a, b = sorted((rng.uniform(-5, 105), rng.uniform(-5, 105)))
+        assert timeline.covered_s(a, b) == pytest.approx(sweep(spans, a, b), abs=1e-9)
