@@ -24,6 +24,7 @@ import aiohttp
 
 from collectors.exporters import EXPORTER_WANTED, parts_from_exporter
 from collectors.exposition import MAX_EXPOSITION_BYTES, ExpositionError, duplicate_note, parse_exposition
+from collectors.loop_stalls import wire_timeout
 from collectors.profiles import (
     Profile,
     ProfileError,
@@ -40,6 +41,8 @@ from layouts.model import Layout
 log = logging.getLogger(__name__)
 ACCEPT = "text/plain;version=0.0.4;q=1,*/*;q=0.1"  # classic text, not OpenMetrics
 MAX_NOTES = 6
+# each request is bounded by `wire_timeout` instead (aiohttp's default is 5 minutes)
+NO_CLIENT_TIMEOUT = aiohttp.ClientTimeout(total=None)
 
 
 @dataclass(frozen=True)
@@ -136,8 +139,13 @@ class ScrapeSource(PollingSource):
         try:
             async with self._semaphore:
                 sent_at = time.time()  # after the semaphore: queueing is not reading
-                timeout = aiohttp.ClientTimeout(total=timeout_s)
-                async with self._client().get(url, timeout=timeout, allow_redirects=False) as resp:
+                # the timeout is measured on the wire, not against this process's loop: a
+                # page that arrived while the monitor stood still is read, not "timed out"
+                # (collectors.loop_stalls); aiohttp's own timer would fire as the loop wakes
+                async with (
+                    wire_timeout(timeout_s),
+                    self._client().get(url, timeout=NO_CLIENT_TIMEOUT, allow_redirects=False) as resp,
+                ):
                     if resp.status != 200:
                         raise ScrapeError(f"HTTP {resp.status} from {where}")
                     body = await self._read_body(resp, where)
@@ -250,7 +258,10 @@ class ScrapeSource(PollingSource):
             node: asyncio.create_task(self.read_node(node, deadline), name=f"scrape:{node}")
             for node in self.nodes
         }
-        await asyncio.wait(tasks.values(), timeout=deadline)
+        # the poll's deadline on the wire too (see fetch): a late loop is not a late node
+        with contextlib.suppress(TimeoutError):
+            async with wire_timeout(deadline):
+                await asyncio.wait(tasks.values())
         samples: list[NodeSample] = []
         for node, task in tasks.items():
             if task.done() and not task.cancelled() and task.exception() is None:

@@ -15,6 +15,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 
 from collectors.cadence import delay_to_boundary
+from collectors.loop_stalls import wire_timeout
 from collectors.sample import NodeSample
 
 Emit = Callable[[NodeSample], None]
@@ -56,11 +57,13 @@ class PollingSource(Source):
     async def run(self, emit: Emit) -> None:
         while True:
             try:
-                # asyncio.timeout, not wait_for: on Python 3.11 wait_for swallows a cancel
+                # a timeout context, not wait_for: on Python 3.11 wait_for swallows a cancel
                 # that arrives as the poll finishes, and the source would never stop. The
                 # poll still runs as a task of its own, scheduled as it was under wait_for.
+                # Measured on the wire: time the monitor's own loop stood still does not
+                # count (collectors.loop_stalls), or a starved monitor blames the nodes.
                 poll = asyncio.ensure_future(self.poll())
-                async with asyncio.timeout(self.timeout_s):
+                async with wire_timeout(self.timeout_s):
                     samples = await poll
             except TimeoutError:
                 samples = [

@@ -31,6 +31,7 @@ from typing import Any
 import asyncssh
 
 from collectors.log_source import log_watch_config
+from collectors.loop_stalls import wire_timeout
 from collectors.probe.bundle import BOOTSTRAP, bootstrap_payload
 from collectors.probe.engine import ENGINE_MAX_BYTES
 from collectors.probe.logs import LineSplitter
@@ -445,10 +446,12 @@ class SshSource(Source):
         loop = asyncio.get_running_loop()
         last_reading_at = loop.time()
         while True:
-            # asyncio.timeout, not wait_for: on Python 3.11 wait_for swallows a cancel
-            # that arrives as the line does, and a flooding probe always has a line ready
+            # a timeout context, not wait_for: on Python 3.11 wait_for swallows a cancel
+            # that arrives as the line does, and a flooding probe always has a line ready.
+            # On the wire (collectors.loop_stalls): a monitor that stood still has not
+            # seen the lines the probe sent meanwhile, and must not end the session for it
             try:
-                async with asyncio.timeout_at(last_reading_at + wait_s):
+                async with wire_timeout(max(last_reading_at + wait_s - loop.time(), 0.0)):
                     line = await lines.next_line()
             except TimeoutError:
                 dropped = "; ".join(lines.dropped())

@@ -16,7 +16,7 @@ from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.registry import Collector
 
 from monitor import VERSION
-from monitor.snapshot import EngineView, NodeView, RollupView, SessionView, Snapshot
+from monitor.snapshot import EngineView, MonitorHealthView, NodeView, RollupView, SessionView, Snapshot
 
 STATUSES = ("ok", "stale", "unreachable", "error")
 
@@ -71,6 +71,8 @@ _ROLLUP: tuple[tuple[str, str, Callable[[RollupView], float | None]], ...] = (
     ("idle_ratio", "Mean idle fraction", lambda r: r.idle_fraction),
     ("cost_usd_per_hour", "Cost per hour, USD", lambda r: r.cost_per_hour_usd),
     ("nodes", "Nodes", lambda r: float(r.nodes)),
+    ("nodes_counted", "Nodes the role's figures count (status ok); fewer than nodes: partial",
+     lambda r: None if r.nodes_counted is None else float(r.nodes_counted)),
 )
 
 # the scoreboard's (DESIGN.md "Scoreboard fields"); latency percentiles are interpolated
@@ -107,6 +109,17 @@ _SESSION = (*_SESSION, *(
         "full_acceptance_tokens_per_s_per_gpu",
     )
 ))
+
+
+def _monitor_figures(h: MonitorHealthView) -> tuple[tuple[str, str, float | None], ...]:
+    return (
+        ("lag_seconds", "How late the monitor's recent ticks ran against their slots", h.lag_s),
+        ("loop_stall_max_seconds", "The monitor's longest recent event-loop stall", h.loop_stall_max_s),
+        ("cpu_ratio", "The monitor process's CPU time over wall time (1 = one core)",
+         None if h.cpu_pct is None else h.cpu_pct / 100.0),
+        ("nodes_excused", "Nodes judged fresh only because the monitor's stalls were excused",
+         float(h.nodes_excused)),
+    )
 
 
 def snapshot_families(snapshot: Snapshot) -> Iterator[GaugeMetricFamily | InfoMetricFamily]:
@@ -148,6 +161,13 @@ def snapshot_families(snapshot: Snapshot) -> Iterator[GaugeMetricFamily | InfoMe
         value = get_s(session)
         if value is not None:
             yield GaugeMetricFamily(f"infertop_session_{suffix}", text, value=value)
+    health = snapshot.monitor
+    if health is not None:  # the monitor's own lateness, never the nodes' (monitor/health.py)
+        yield GaugeMetricFamily("infertop_monitor_lagging", "1 while the monitor cannot keep up",
+                                value=1.0 if health.lagging else 0.0)
+        for suffix, text, value in _monitor_figures(health):
+            if value is not None:
+                yield GaugeMetricFamily(f"infertop_monitor_{suffix}", text, value=value)
     pools = {"all": snapshot.cluster.total, **snapshot.cluster.roles}
     for suffix, text, get_r in _ROLLUP:
         fam = GaugeMetricFamily(f"infertop_role_{suffix}", text, labels=["role"])
@@ -178,4 +198,6 @@ def metric_names() -> set[str]:
     names |= {f"infertop_node_{s}" for s, _, _ in _NODE_OTHER}
     names |= {f"infertop_session_{s}" for s, _, _ in _SESSION}
     names |= {f"infertop_role_{s}" for s, _, _ in _ROLLUP}
+    names |= {"infertop_monitor_lagging"}
+    names |= {f"infertop_monitor_{s}" for s, _, _ in _monitor_figures(MonitorHealthView())}
     return names

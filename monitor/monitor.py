@@ -16,11 +16,13 @@ from typing import TYPE_CHECKING
 
 from collectors.cadence import TICK_PHASE, delay_to_boundary
 from collectors.fleet import Fleet, FleetState
+from collectors.loop_stalls import KEEP_S, LoopStallMeter, StallTimeline, acquire_meter, release_meter
 from collectors.registry import build_sources
 from collectors.sample import NodeSample
 from collectors.source import Source
 from monitor.evaluation.cluster import evaluate_cluster, evaluate_nodes
 from monitor.evaluation.ledger import SessionLedger, TickFigures
+from monitor.evaluation.mass_events import verdict_groups
 from monitor.evaluation.money import (
     cost_weighted_idle_fraction,
     extras_cost_per_hour_usd,
@@ -29,6 +31,7 @@ from monitor.evaluation.money import (
 from monitor.evaluation.scoreboard import with_live_point
 from monitor.evaluation.verdicts import VerdictTracker
 from monitor.evaluation.window_rates import RateCache
+from monitor.health import MonitorHealth, suggestion
 
 if TYPE_CHECKING:
     from monitor.record.store import Recorder
@@ -73,11 +76,17 @@ class Monitor:
         self.record_path = str(recorder.path) if recorder is not None else None
         self.latest: Snapshot | None = None
         self._ticker: asyncio.Task[None] | None = None
+        # the monitor's own lateness (monitor.health): measured, shown, never blamed on nodes
+        self.health = MonitorHealth(cluster_cfg.interval_s)
+        self.stall_meter: LoopStallMeter | None = None
         if layout.prometheus is not None and layout.prometheus.discover:
             self._named = set(names)
             self.fleet.listeners.append(self._adopt_discovered)
 
     async def start(self, tick: bool = True) -> None:
+        # before the sources: their timeouts are measured on the wire against this meter
+        if self.stall_meter is None:
+            self.stall_meter = acquire_meter()
         await self.fleet.start()
         if tick:
             self._ticker = asyncio.create_task(self._tick_loop(), name="monitor:tick")
@@ -89,6 +98,9 @@ class Monitor:
                 await self._ticker
             self._ticker = None
         await self.fleet.stop()
+        if self.stall_meter is not None:
+            await release_meter(self.stall_meter)
+            self.stall_meter = None
         if self.recorder is not None:
             self.recorder.close()
 
@@ -116,11 +128,12 @@ class Monitor:
         self._safe_tick()
         while True:
             # half an interval after the sources' wall-clock reading instants
-            await asyncio.sleep(
-                delay_to_boundary(
-                    interval, time.time(), offset_s=TICK_PHASE * interval, min_delay_s=0.2 * interval
-                )
+            now = time.time()
+            slot = now + delay_to_boundary(
+                interval, now, offset_s=TICK_PHASE * interval, min_delay_s=0.2 * interval
             )
+            await asyncio.sleep(slot - now)
+            self.health.tick_ran(slot, time.time())
             self._safe_tick()
 
     def _safe_tick(self) -> None:
@@ -135,7 +148,10 @@ class Monitor:
         layout = self.layout
         if self.recorder is not None:
             self._take_phase_marks(self.recorder)
-        nodes = evaluate_nodes(self.state, layout, now, self.rates)
+        meter = self.stall_meter
+        # built once a tick: each node asks how long the monitor stood still since its sample
+        stalls = StallTimeline(meter.spans_wall(now - KEEP_S)) if meter is not None else None
+        nodes = evaluate_nodes(self.state, layout, now, self.rates, stalls)
         nodes = self.verdicts.apply(nodes, layout, now)
         cluster = evaluate_cluster(nodes, layout)
         # the engines' window buckets made the pools' percentiles; they are the monitor's
@@ -168,6 +184,8 @@ class Monitor:
             cluster=cluster,
             session=with_live_point(self.ledger.view(now, self.record_path), cluster),
             nodes=nodes,
+            monitor=self.health.view(meter, sum(n.monitor_late for n in nodes), self._advice()),
+            verdict_groups=verdict_groups(nodes, layout.cluster.interval_s),
         )
         self.latest = snapshot
         if self.recorder is not None:
@@ -178,6 +196,11 @@ class Monitor:
             except Exception:
                 log.exception("snapshot listener failed")
         return snapshot
+
+    def _advice(self) -> str:
+        layout = self.layout
+        direct = sum(1 for n in layout.nodes if n.name is not None and (n.metrics or n.engine or n.ssh))
+        return suggestion(layout.cluster.interval_s, direct, layout.prometheus is not None)
 
     def _take_phase_marks(self, recorder: Recorder) -> None:
         """Phases marked by `infertop phase` (into the record) count from their instant.

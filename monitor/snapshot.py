@@ -203,6 +203,9 @@ class NodeView(_View):
     gpu_power_w: float | None = None  # sum
     # what the layout expects here that no source sees now, each with its reason
     coverage: list[CoverageGap] = Field(default_factory=list)
+    # fresh only because the time the monitor itself stood still was not counted against
+    # the node's sample age (monitor.evaluation.figures.node_status): the monitor is late
+    monitor_late: bool = False
 
 
 class RollupView(_View):
@@ -239,6 +242,19 @@ class RollupView(_View):
     output_tokens_per_s_per_user: float | None = None
     slo_ttft_attainment: float | None = None
     slo_itl_attainment: float | None = None
+    # additions: the figures above (all but cost and GPUs, which count every node: a node
+    # that does not answer is still paid for) are over the nodes counted, those whose
+    # status is ok; fewer counted than expected is a partial sum ("decode 71/96 nodes")
+    nodes_counted: int | None = None
+    nodes_expected: int | None = None
+
+    @property
+    def partial(self) -> bool:
+        return (
+            self.nodes_counted is not None
+            and self.nodes_expected is not None
+            and self.nodes_counted < self.nodes_expected
+        )
 
 
 class ReferencePointView(_View):
@@ -336,6 +352,34 @@ class SessionView(_View):
     live_point_pool: str | None = None  # "decode", "mixed" or "all"
 
 
+class VerdictGroupView(_View):
+    """Many nodes entering the same verdict at about the same time: one event (a switch
+    dropped, a pool went idle), shown as one row and one notification. The per-node
+    verdicts stay on the nodes, unchanged (monitor/evaluation/mass_events.py)."""
+
+    key: str  # stable while the group's first member stands: "unreachable@1800000000.000"
+    kind: str
+    severity: Severity = "warning"
+    since: float | None = None  # the first member's start, unix seconds
+    nodes: list[str] = Field(default_factory=list)  # in layout order
+    summary: str = ""  # "41 nodes unreachable since 02:14:05 UTC: decode-28…decode-68"
+    usd_per_hour_at_stake: float | None = None  # summed over the members that know it
+
+
+class MonitorHealthView(_View):
+    """How the monitor itself is keeping up (monitor/health.py): its limits are never the
+    cluster's faults, so they are measured and shown as its own. None: not measured."""
+
+    lag_s: float | None = None  # how late the latest ticks ran against their wall-clock slots (max)
+    loop_stall_max_s: float | None = None  # the longest event-loop stall lately
+    loop_stalled_fraction: float | None = None  # share of the recent time the loop stood still
+    cpu_pct: float | None = None  # this process's CPU time over wall time, % of one core
+    lagging: bool = False
+    reason: str | None = None  # "1.4 s behind, CPU 100 %"
+    suggestion: str | None = None  # "try interval_s = 2 or the prom source"
+    nodes_excused: int = 0  # nodes judged fresh only because the monitor's stalls were excused
+
+
 class Snapshot(_View):
     """One frame: the whole cluster at `taken_at`."""
 
@@ -345,6 +389,9 @@ class Snapshot(_View):
     cluster: ClusterView
     session: SessionView
     nodes: list[NodeView]
+    # additions
+    monitor: MonitorHealthView | None = None
+    verdict_groups: list[VerdictGroupView] = Field(default_factory=list)
 
     model_config = ConfigDict(frozen=True, populate_by_name=True)
 

@@ -88,6 +88,13 @@ def snapshot_table(snapshot: Snapshot) -> str:
         + (f" (since {s.tokens_since})" if s.usd_per_million_span == "watched" else "")
     )
     lines.append(_scoreboard_line(snapshot))
+    total = snapshot.cluster.total
+    if total.partial:
+        lines.append(f"partial: cluster figures over {total.nodes_counted} of {total.nodes_expected} nodes")
+    health = snapshot.monitor
+    if health is not None and health.lagging:
+        advice = f" — {health.suggestion}" if health.suggestion else ""
+        lines.append(f"monitor lagging: {health.reason}{advice}")
     for node in snapshot.nodes:
         name = inert_text(node.name, MAX_CELL_CHARS)
         for gap in node.coverage:  # the blind verdict's reasons, whether or not it held yet

@@ -129,7 +129,7 @@ class InfertopApp(App[int]):
         self.frames_received += 1
         self.frames.latest = snapshot
         self.history.record(snapshot)
-        self.verdict_announcer.observe(self, snapshot.nodes)
+        self.verdict_announcer.observe(self, snapshot.nodes, snapshot.verdict_groups)
         if self.paused:
             self._refresh_headers()
             return

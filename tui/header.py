@@ -13,6 +13,17 @@ from tui.text import inert
 INSECURE_SSH_WARNING = "⚠ SSH host-key checking is OFF for this layout (ssh.insecure_no_host_key_check)"
 
 
+def monitor_lag_text(snapshot: Snapshot) -> str | None:
+    """The monitor's own warning, as it composed it (monitor/health.py)."""
+    health = snapshot.monitor
+    if health is None or not health.lagging:
+        return None
+    text = f"⚠ monitor lagging: {health.reason or 'behind'}"
+    if health.suggestion:
+        text += f" — {health.suggestion}"
+    return inert(text, max_len=200).plain
+
+
 def header_text(
     snapshot: Snapshot | None,
     *,
@@ -53,6 +64,10 @@ def header_text(
     if paused:
         out.append("   ")
         out.append(" PAUSED ", "reverse yellow")
+    lag = monitor_lag_text(snapshot)
+    if lag:
+        out.append("\n")
+        out.append(lag, WARN)
     if snapshot.cluster.insecure_ssh:
         out.append("\n")
         out.append(INSECURE_SSH_WARNING, TROUBLE)

@@ -43,9 +43,13 @@ class HuntPanel(Vertical):
     def show_snapshot(self, snapshot: Snapshot) -> None:
         self.hunt.show(snapshot)
         count = len(hunt_order(snapshot.nodes))
-        self.border_title = f"hunt list · {count} verdict{'s' if count != 1 else ''}" if count else (
-            "hunt list · all clear"
-        )
+        title = "hunt list · all clear"
+        if count:
+            title = f"hunt list · {count} verdict{'s' if count != 1 else ''}"
+        events = len(snapshot.verdict_groups)
+        if events:
+            title += f" · {events} mass event{'s' if events != 1 else ''}"
+        self.border_title = title
 
 
 register_panel(HuntPanel)

@@ -15,6 +15,7 @@ from textual.widgets import Static
 
 from monitor.format import fmt_num, fmt_pct, fmt_usd, inert_text
 from monitor.snapshot import RollupView, Snapshot
+from tui.columns import WARN
 
 _HEADERS = ("POOL", "NODES", "GPUS", "UTIL", "STEPS/S", "ACCEPT", "TOK/S", "FULL TOK/S",
             "RUN", "WAIT", "$/H", "IDLE")
@@ -24,10 +25,17 @@ CLUSTER_STYLE = "bold"
 Row = tuple[str, ...]
 
 
+def nodes_cell(r: RollupView) -> str:
+    """"96", or "71/96" when only 71 of the pool's 96 nodes are in its figures."""
+    if r.partial:
+        return f"{r.nodes_counted}/{r.nodes_expected}"
+    return str(r.nodes)
+
+
 def _row(label: str, r: RollupView) -> Row:
     return (
         inert_text(label),
-        str(r.nodes),
+        nodes_cell(r),
         str(r.gpus),
         fmt_num(r.util_pct, 0, "%"),
         fmt_num(r.decode_steps_per_s, 1),
@@ -77,9 +85,10 @@ def rollup_text(rows: list[Row]) -> Text:
     for r, row in enumerate(rows):
         style = CLUSTER_STYLE if r == len(rows) - 1 else ""
         text.append(" ")
-        for cell in cells_of(row):
+        for i, cell in enumerate(cells_of(row)):
             text.append(" ")
-            text.append(cell, style)
+            # a partial sum is marked where the count is: "71/96" in the warning colour
+            text.append(cell, f"{style} {WARN}".strip() if i == 1 and "/" in cell else style)
             text.append("  ")
         text.append("\n")
     text.append(blank)

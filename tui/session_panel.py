@@ -22,7 +22,7 @@ from textual.widgets.option_list import Option
 from monitor.evaluation.ledger import PHASES
 from monitor.evaluation.money import api_output_tokens_for
 from monitor.format import fmt_num, fmt_span, fmt_usd
-from monitor.snapshot import SessionView, Snapshot
+from monitor.snapshot import RollupView, SessionView, Snapshot
 from tui.panels import register_panel
 from tui.sparkline import sparkline
 from tui.text import inert
@@ -72,8 +72,9 @@ def breakeven_lines(s: SessionView) -> list[Text]:
 
 
 def session_lines(s: SessionView, spend: list[float | None], tokens: list[float | None],
-                  chart_width: int = 40) -> list[Text]:
-    """The panel's text, one `Text` per line (a pure function: easy to test)."""
+                  chart_width: int = 40, tokens_from: RollupView | None = None) -> list[Text]:
+    """The panel's text, one `Text` per line (a pure function: easy to test).
+    `tokens_from`: the roll-up the session's tokens/s is (the cluster's), for its count."""
     lines: list[Text] = []
     head = Text.assemble(
         ("spend ", "grey70"), (fmt_usd(s.spend_usd), "bold"),
@@ -133,8 +134,11 @@ def session_lines(s: SessionView, spend: list[float | None], tokens: list[float 
             parts += [(p.phase, "cyan"), f" {fmt_usd(p.spend_usd)} ({fmt_span(p.seconds)})  "]
         lines.append(Text.assemble(*parts))
     lines.append(Text.assemble(("spend  ", "grey70"), (sparkline(spend, chart_width), "red")))
+    counted = ""
+    if tokens_from is not None and tokens_from.partial:  # a partial sum says so
+        counted = f" ({tokens_from.nodes_counted}/{tokens_from.nodes_expected} nodes)"
     lines.append(Text.assemble(("tok/s  ", "grey70"), (sparkline(tokens, chart_width), "blue"),
-                               f" {fmt_num(s.accepted_tokens_per_s, 0)}"))
+                               f" {fmt_num(s.accepted_tokens_per_s, 0)}", (counted, "yellow")))
     if s.api_cache_note and "cache misses" in s.api_cache_note:
         lines.append(Text.assemble(("note ", "grey70"), inert(s.api_cache_note, "grey50", 120)))
     if s.usd_per_million_span == "watched":
@@ -185,7 +189,8 @@ class SessionPanel(Vertical):
             self.spend_history.append(s.spend_usd)
             self.tokens_history.append(s.accepted_tokens_per_s)
         width = max(10, min(CHART_POINTS, (self.size.width or 60) - 20))
-        lines = session_lines(s, list(self.spend_history), list(self.tokens_history), width)
+        lines = session_lines(s, list(self.spend_history), list(self.tokens_history), width,
+                              tokens_from=snapshot.cluster.total)
         # a layout of the whole screen only when the panel's height changes (at 128 nodes
         # a layout pass costs ms): its rows, counting the wrapped ones as Rich wraps them
         body_width = self.body.size.width

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from collectors.bounds import counter_trust
 from collectors.fleet import FleetState, NodeState
+from collectors.loop_stalls import StallTimeline
 from collectors.rates import mean, total
 from collectors.sample import NodeSample
 from layouts.model import Layout, NodeConfig
@@ -20,6 +21,7 @@ from monitor.evaluation.figures import (
     host_view,
     idle_counts,
     idle_fraction,
+    late_by_monitor,
     nic_counters,
     nic_views,
     node_status,
@@ -41,10 +43,13 @@ def evaluate_node(
     layout: Layout,
     now: float,
     cache: RateCache | None = None,
+    stalls: StallTimeline | None = None,
 ) -> NodeView:
-    """`cache`: rates kept from the previous tick (the same figures, derived cheaper)."""
+    """`cache`: rates kept from the previous tick (the same figures, derived cheaper).
+    `stalls`: when the monitor's loop stood still, wall clock (see `node_status`)."""
     window = layout.cluster.window_s
-    status, age = node_status(state, now, layout.cluster.interval_s, layout.thresholds)
+    interval = layout.cluster.interval_s
+    status, age = node_status(state, now, interval, layout.thresholds, stalls)
     gpu_samples = part_window(state, "gpus", now, window)
     nic_samples = part_window(state, "nics", now, window)
     engine_samples = part_window(state, "engine", now, window)
@@ -112,12 +117,20 @@ def evaluate_node(
         gpus_expected=config.gpus if config else None,
         # a node not answering is already a fault (its status): what it cannot show is no news
         coverage=node_coverage(config, latest, gpus, nics, engine) if status == "ok" else [],
+        monitor_late=status == "ok" and late_by_monitor(state, now, interval, layout.thresholds, stalls),
     )
 
 
 def rollup(nodes: Sequence[NodeView], layout: Layout, *, whole_cluster: bool) -> RollupView:
-    engines = [n.engine for n in nodes if n.engine is not None]
-    all_gpus = [g for n in nodes for g in n.gpus]
+    """Figures over the nodes that answer (status ok), cost and GPUs over all of them.
+
+    A node that is stale, unreachable or in error is left out of the sums and means, and
+    the roll-up says so (`nodes_counted` < `nodes_expected`): its last figures are old,
+    and a sum without it must never read as the whole pool's.
+    """
+    counted = [n for n in nodes if n.status == "ok"]
+    engines = [n.engine for n in counted if n.engine is not None]
+    all_gpus = [g for n in counted for g in n.gpus]
     gpu_count = sum(n.gpus_expected if n.gpus_expected is not None else len(n.gpus) for n in nodes)
     # a pool's acceptance weights each node by the tokens it produces, so that a busy node
     # counts for more than an idle one; an unweighted mean when nobody produced tokens
@@ -148,23 +161,32 @@ def rollup(nodes: Sequence[NodeView], layout: Layout, *, whole_cluster: bool) ->
         requests_running=total(e.requests_running for e in engines),
         requests_waiting=total(e.requests_waiting for e in engines),
         util_pct=mean(g.util_pct for g in all_gpus),
-        idle_fraction=mean(n.idle_fraction for n in nodes),
+        idle_fraction=mean(n.idle_fraction for n in counted),
+        nodes_counted=len(counted),
+        nodes_expected=len(nodes),
         **pool_scoreboard(nodes, layout.slo.ttft_p99_s, layout.slo.itl_p99_s),
     )
 
 
 def evaluate_nodes(
-    state: FleetState, layout: Layout, now: float, cache: RateCache | None = None
+    state: FleetState,
+    layout: Layout,
+    now: float,
+    cache: RateCache | None = None,
+    stalls: StallTimeline | None = None,
 ) -> list[NodeView]:
     """`cache`: kept by the caller from tick to tick (`Monitor` does) to derive each
-    tick's rates from the last tick's instead of from the whole window."""
+    tick's rates from the last tick's instead of from the whole window. `stalls`: when
+    the monitor's own loop stood still (wall clock; see `figures.node_status`)."""
     configs = {n.name: n for n in layout.nodes}
     order = [n.name for n in layout.nodes if n.name is not None]
     order += sorted(name for name in state.nodes if name not in configs)
     order = [name for name in order if name in state.nodes]
     if cache is not None:
         cache.forget_except(set(order))
-    return [evaluate_node(state.nodes[name], configs.get(name), layout, now, cache) for name in order]
+    return [
+        evaluate_node(state.nodes[name], configs.get(name), layout, now, cache, stalls) for name in order
+    ]
 
 
 def evaluate_cluster(nodes: Sequence[NodeView], layout: Layout) -> ClusterView:

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from collectors.bounds import counter_trust
 from collectors.fleet import NodeState
+from collectors.loop_stalls import StallTimeline
 from collectors.rates import ratio
 from collectors.sample import EngineSample, GpuSample, NicSample, NodeSample
 from layouts.model import NodeConfig, Thresholds
@@ -356,19 +357,64 @@ def host_view(state: NodeState) -> HostView | None:
     return None
 
 
+# The most of a node's age that the monitor's own stalls can excuse. Past it a node is
+# judged on its raw age: however starved the monitor, a node silent this much longer than
+# the unreachable threshold goes unreachable (a healthy one's samples are late by the
+# monitor's lag, seconds; a dead one's age grows without bound).
+MAX_EXCUSE_S = 60.0
+
+
+def excused_s(ok_at: float, now: float, stalls: StallTimeline | None) -> float:
+    """Seconds of (ok_at, now] in which the monitor itself stood still, at most
+    `MAX_EXCUSE_S`. `stalls`: when the monitor's event loop stood still (wall clock)."""
+    return min(stalls.covered_s(ok_at, now), MAX_EXCUSE_S) if stalls else 0.0
+
+
 def node_status(
-    state: NodeState, now: float, interval_s: float, thresholds: Thresholds
+    state: NodeState,
+    now: float,
+    interval_s: float,
+    thresholds: Thresholds,
+    stalls: StallTimeline | None = None,
 ) -> tuple[NodeStatus, float | None]:
-    """ok / stale / unreachable / error, and the age of the newest good sample."""
+    """ok / stale / unreachable / error, and the age of the newest good sample.
+
+    The rule for a late monitor: a sample's age counts only the time the monitor was
+    running. Time its own event loop stood still (`stalls`, measured by
+    collectors.loop_stalls: a blocked callback, CPU starvation, a suspended process) is
+    taken off the age before it is compared with the stale / unreachable thresholds: a
+    node cannot have been read while the reader did not run, and the monitor says it
+    was late (Snapshot.monitor) instead of blaming the node. A dead node still goes
+    unreachable: its age keeps growing while the monitor runs, only later by the time
+    the monitor lost, and never more than `MAX_EXCUSE_S` later. The age reported is the
+    real one.
+    """
     ok_at = state.last_ok_at
     age = None if ok_at is None else max(now - ok_at, 0.0)
-    if age is None:
+    if age is None or ok_at is None:
         # never heard from: an error if a source said why, else still connecting (stale)
         return ("error" if state.last_error is not None else "stale"), None
-    if age > interval_s * thresholds.unreachable_intervals:
+    judged = max(age - excused_s(ok_at, now, stalls), 0.0)
+    if judged > interval_s * thresholds.unreachable_intervals:
         return "unreachable", age
-    if age > interval_s * thresholds.stale_intervals:
+    if judged > interval_s * thresholds.stale_intervals:
         return "stale", age
     if state.error is not None:
         return "error", age
     return "ok", age
+
+
+def late_by_monitor(
+    state: NodeState,
+    now: float,
+    interval_s: float,
+    thresholds: Thresholds,
+    stalls: StallTimeline | None,
+) -> bool:
+    """Whether this node is judged fresh only because the monitor's stalls were excused."""
+    ok_at = state.last_ok_at
+    if ok_at is None or not stalls:
+        return False
+    age = max(now - ok_at, 0.0)
+    stale_s = interval_s * thresholds.stale_intervals
+    return age > stale_s >= age - excused_s(ok_at, now, stalls)

@@ -215,3 +215,18 @@ def test_scoreboard_figures_in_the_json_and_the_exposition() -> None:
     assert got[("infertop_session_output_tokens_per_second_per_user", ())] == pytest.approx(50.0)
     assert ("infertop_node_ttft_p50_seconds", d1) not in got  # unknown is absent
     assert {"infertop_node_itl_p99_seconds", "infertop_role_prefix_cache_hit_ratio"} <= metric_names()
+def test_the_monitors_own_lag_is_exported_as_its_own() -> None:
+    from monitor.health import health_view
+
+    view = health_view(1.0, lag_s=1.4, stall_max_s=2.5, stalled_fraction=0.5, cpu_pct=100.0,
+                       nodes_excused=7, advice="try interval_s = 2")
+    snapshot = fed_snapshot().model_copy(update={"monitor": view})
+    got = samples_of(exposition(snapshot))
+    assert got[("infertop_monitor_lagging", ())] == 1.0
+    assert got[("infertop_monitor_lag_seconds", ())] == pytest.approx(1.4)
+    assert got[("infertop_monitor_loop_stall_max_seconds", ())] == pytest.approx(2.5)
+    assert got[("infertop_monitor_cpu_ratio", ())] == pytest.approx(1.0)
+    assert got[("infertop_monitor_nodes_excused", ())] == 7.0
+    assert {name for name, _ in got if name.startswith("infertop_monitor_")} <= metric_names()
+    # the lag is the monitor's: no node's status moved for it
+    assert got[("infertop_node_status", (("node", "decode-01"), ("role", "decode"), ("status", "ok")))] == 1.0

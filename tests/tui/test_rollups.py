@@ -105,3 +105,27 @@ async def test_fixed_height_and_no_update_when_unchanged() -> None:
         strip.show(snapshot({"decode": changed}))  # a pool gone: the height follows
         await pilot.pause()
         assert strip.size.height == 6
+
+
+def test_a_partial_pool_shows_how_many_nodes_it_counted() -> None:
+    partial = BUSY.model_copy(update={"nodes": 96, "nodes_counted": 71, "nodes_expected": 96})
+    whole = BUSY.model_copy(update={"nodes_counted": 64, "nodes_expected": 64})
+    rows = rollup_rows(snapshot({"decode": partial, "prefill": whole}, total=partial))
+    assert [(r[0], r[1]) for r in rows] == [("decode pool", "71/96"), ("prefill pool", "64"), ("cluster", "71/96")]
+    lines = cells(rollup_text(rows))
+    decode_line = "".join(ch for ch, _ in lines[3])
+    at = decode_line.index("71/96")
+    assert all(style is not None and style.color is not None and style.color.name == "yellow"
+               for _, style in lines[3][at:at + 5])
+
+
+def test_the_session_tokens_per_s_says_when_it_is_partial() -> None:
+    from tui.session_panel import session_lines
+
+    session = snapshot({}).session.model_copy(update={"accepted_tokens_per_s": 1234.0})
+    partial = BUSY.model_copy(update={"nodes_counted": 71, "nodes_expected": 96})
+    whole = BUSY.model_copy(update={"nodes_counted": 64, "nodes_expected": 64})
+    line = next(t.plain for t in session_lines(session, [], [], tokens_from=partial) if t.plain.startswith("tok/s"))
+    assert line.endswith(" 1,234 (71/96 nodes)")
+    line = next(t.plain for t in session_lines(session, [], [], tokens_from=whole) if t.plain.startswith("tok/s"))
+    assert line.endswith(" 1,234")

@@ -1,0 +1,145 @@
+"""Timeouts on the wire: the loop's own stalls are measured and never count as a peer's
+silence, and a peer that truly does not answer still times out.
+
+Real sockets: a threaded TCP server on loopback that answers after a delay, or never.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socketserver
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from collectors.loop_stalls import LoopStallMeter, acquire_meter, covered_s, release_meter, wire_timeout
+
+
+@pytest.fixture
+async def meter() -> AsyncIterator[LoopStallMeter]:
+    m = acquire_meter()
+    try:
+        yield m
+    finally:
+        await release_meter(m)
+
+
+@contextlib.contextmanager
+def serving(answer_after_s: float | None) -> Iterator[int]:
+    """A peer in threads of its own (it answers while this loop is blocked, as another
+    machine would): one line back `answer_after_s` after a line in (None: never)."""
+    stop = threading.Event()
+
+    class Handler(socketserver.StreamRequestHandler):
+        def handle(self) -> None:
+            self.rfile.readline()
+            if answer_after_s is None:
+                stop.wait(30)
+                return
+            time.sleep(answer_after_s)
+            self.wfile.write(b"pong\n")
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server.server_address[1]
+    finally:
+        stop.set()
+        server.shutdown()
+        server.server_close()
+
+
+async def ask(port: int, timeout_s: float, block_s: float = 0.0) -> bytes:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        async with wire_timeout(timeout_s):
+            writer.write(b"ping\n")
+            await writer.drain()
+            if block_s:
+                time.sleep(block_s)  # the whole loop stands still while the answer comes
+            return await reader.readline()
+    finally:
+        writer.close()
+
+
+async def test_an_answer_that_came_while_the_loop_stood_still_is_read(meter: LoopStallMeter) -> None:
+    with serving(answer_after_s=0.1) as port:
+        # blocked 1.5 s against a 0.5 s timeout: asyncio.timeout would fire on wake
+        assert await ask(port, timeout_s=0.5, block_s=1.5) == b"pong\n"
+    await asyncio.sleep(0.1)  # the sampler notes the stall when its own turn comes
+    assert meter.longest_since_wall(time.time() - 10) >= 1.4
+
+
+async def test_a_plain_asyncio_timeout_blames_the_peer_for_the_same_stall() -> None:
+    """The failure this module exists for, shown with the stdlib timeout."""
+    with serving(answer_after_s=0.1) as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.5):
+                writer.write(b"ping\n")
+                await writer.drain()
+                time.sleep(1.5)
+                await reader.readline()
+        writer.close()
+
+
+async def test_a_silent_peer_still_times_out_on_time_when_the_loop_runs(meter: LoopStallMeter) -> None:
+    with serving(answer_after_s=None) as port:
+        t0 = time.monotonic()
+        with pytest.raises(TimeoutError):
+            await ask(port, timeout_s=0.4)
+        assert 0.35 < time.monotonic() - t0 < 1.0
+
+
+async def test_a_silent_peer_times_out_after_the_stall_plus_the_timeout(meter: LoopStallMeter) -> None:
+    with serving(answer_after_s=None) as port:
+        t0 = time.monotonic()
+        with pytest.raises(TimeoutError):
+            await ask(port, timeout_s=0.4, block_s=1.0)
+        took = time.monotonic() - t0
+        assert 1.3 < took < 2.2, took
+
+
+async def test_without_a_meter_the_deadline_still_excuses_its_own_lateness() -> None:
+    with serving(answer_after_s=0.1) as port:
+        assert await ask(port, timeout_s=0.5, block_s=1.5) == b"pong\n"
+
+
+async def test_the_hard_cap_ends_a_wait_however_stalled(meter: LoopStallMeter) -> None:
+    t0 = time.monotonic()
+    with pytest.raises(TimeoutError):
+        async with wire_timeout(0.2, max_s=0.6):
+            while True:  # a loop that is stalled nearly all the time
+                time.sleep(0.15)
+                await asyncio.sleep(0)
+    assert time.monotonic() - t0 < 1.2
+
+
+def test_covered_seconds_count_overlaps_once() -> None:
+    assert covered_s([(0.0, 2.0), (1.0, 3.0), (5.0, 6.0)], 0.5, 5.5) == pytest.approx(3.0)
+    assert covered_s([], 0.0, 10.0) == 0.0
+
+
+def test_a_timeline_answers_like_a_direct_sweep_over_its_spans() -> None:
+    import random
+
+    from collectors.loop_stalls import StallTimeline
+
+    def sweep(spans: list[tuple[float, float]], t0: float, t1: float) -> float:
+        covered, reach = 0.0, t0
+        for start, end in sorted(spans):
+            start, end = max(start, reach), min(end, t1)
+            if end > start:
+                covered, reach = covered + end - start, end
+        return covered
+
+    rng = random.Random(7)
+    spans = [(t := rng.uniform(0, 100), t + rng.uniform(0, 2)) for _ in range(300)]
+    timeline = StallTimeline(spans)
+    for _ in range(500):
+        a, b = sorted((rng.uniform(-5, 105), rng.uniform(-5, 105)))
+        assert timeline.covered_s(a, b) == pytest.approx(sweep(spans, a, b), abs=1e-9)

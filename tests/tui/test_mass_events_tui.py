@@ -1,0 +1,154 @@
+"""Mass events in the real app, Pilot at the keys: one hunt-list row for a group of nodes
+that went unreachable together, one brief toast at a time, bursts rate-limited."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import App, ComposeResult
+from tui_helpers import NodeSpec, make_layout, make_sample, wait_for
+
+from monitor.feeds import Publish
+from monitor.monitor import Monitor
+from monitor.snapshot import NodeView, Snapshot, VerdictView
+from tui.announcer import MIN_GAP_S, TOAST_TIMEOUT_S, VerdictAnnouncer
+from tui.app import InfertopApp
+from tui.hunt_list import HuntList
+from tui.hunt_panel import HuntPanel
+from tui.node_screen import NodeScreen
+
+START = 1_800_000_000.0
+# twelve nodes; decode-04…decode-09 stop answering together (a switch), decode-12 has a
+# port down from the start (a real problem that must not be buried)
+SPECS = [
+    NodeSpec(f"decode-{i:02d}", gpus=1, silent_after=4 if 4 <= i <= 9 else None,
+             down_nics=("mlx5_1",) if i == 12 else ())
+    for i in range(1, 13)
+]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class SteppedFeed:
+    """Frames of a real Monitor at fixed instants; the test publishes them one by one."""
+
+    def __init__(self, ticks: int) -> None:
+        layout = make_layout(SPECS, interval_s=1.0)
+        layout = layout.model_copy(
+            update={"thresholds": layout.thresholds.model_copy(update={"hold_s": 2.0, "clear_s": 2.0})}
+        )
+        monitor = Monitor(layout, sources=[], clock=lambda: START)
+        self.frames: list[Snapshot] = []
+        for n in range(ticks):
+            for spec in SPECS:
+                if spec.silent_after is None or n < spec.silent_after:
+                    monitor.state.add(make_sample(spec, n, START + n, 1.0, "synthetic"))
+            self.frames.append(monitor.tick(now=START + n))
+        self.publish: Publish | None = None
+
+    async def start(self, publish: Publish) -> None:
+        self.publish = publish
+        publish(self.frames[0])
+
+    async def stop(self) -> None:
+        self.publish = None
+
+
+def first(frames: list[Snapshot], check: Any) -> Snapshot:
+    return next(f for f in frames if check(f))
+
+
+async def test_a_switch_drop_is_one_row_and_one_toast_beside_the_real_problem() -> None:
+    feed = SteppedFeed(ticks=12)
+    starved = first(feed.frames, lambda f: any(v.kind == "link-starved" for n in f.nodes for v in n.verdicts))
+    grouped = first(feed.frames, lambda f: [(g.kind, len(g.nodes)) for g in f.verdict_groups] == [("unreachable", 6)])
+    assert feed.frames.index(starved) < feed.frames.index(grouped)
+    clock = Clock()
+    app = InfertopApp(feed)
+    app.verdict_announcer = VerdictAnnouncer(clock=clock)
+    async with app.run_test(size=(200, 50)) as pilot:
+        hunt = app.screen.query_one(HuntPanel).query_one(HuntList)
+        await wait_for(pilot, lambda: app.frames_rendered >= 1)
+        assert feed.publish is not None
+        feed.publish(starved)
+        await wait_for(pilot, lambda: hunt.row_count == 1)
+        assert [n.title for n in app._notifications] == ["decode-12: link-starved"]
+
+        clock.now += 1.0  # a second later the switch drops: within the gap, held back
+        feed.publish(grouped)
+        await wait_for(pilot, lambda: hunt.row_count == 2)
+        assert hunt.entries == [("6 nodes", "unreachable"), ("decode-12", "link-starved")]
+        cells = [c.plain for c in hunt.get_row(hunt.displayed_order()[0])]
+        assert cells[1] == "6 nodes"
+        assert cells[5].startswith("6 nodes unreachable since ") and cells[5].endswith(": decode-04…decode-09")
+        panel = app.screen.query_one(HuntPanel)
+        assert panel.border_title == "hunt list · 7 verdicts · 1 mass event"
+        assert [n.title for n in app._notifications] == ["decode-12: link-starved"]
+
+        clock.now += MIN_GAP_S  # the next frame past the gap tells it, once, alone on screen
+        feed.publish(feed.frames[-1])
+        await wait_for(pilot, lambda: app.frames_received >= 4)
+        await pilot.pause()
+        notes = list(app._notifications)
+        assert [(n.title, n.message.split(": ")[0]) for n in notes] == [
+            ("6 nodes: unreachable", "6 nodes unreachable since 08:00:03 UTC")
+        ]
+        assert notes[0].timeout == TOAST_TIMEOUT_S and notes[0].severity == "error"
+
+        hunt.focus()
+        hunt.move_cursor(row=0)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, NodeScreen))
+        assert isinstance(app.screen, NodeScreen) and app.screen.node == "decode-04"
+
+
+class AnnounceApp(App[None]):
+    def __init__(self, clock: Clock) -> None:
+        super().__init__()
+        self.announcer = VerdictAnnouncer(clock=clock)
+
+    def compose(self) -> ComposeResult:
+        yield HuntList()
+
+    def show(self, verdicts: dict[str, str]) -> None:
+        nodes = [
+            NodeView(name=name, role="decode", status="ok",
+                     verdicts=[VerdictView(kind=kind, detail=f"{kind} on {name}", severity="warning")])
+            for name, kind in verdicts.items()
+        ]
+        self.announcer.observe(self, nodes)
+
+
+async def test_toasts_are_rate_limited_and_never_stack() -> None:
+    clock = Clock()
+    app = AnnounceApp(clock)
+    async with app.run_test(size=(120, 30)) as pilot:
+        app.show({})
+        app.show({"a": "idle"})
+        await pilot.pause()
+        assert [n.title for n in app._notifications] == ["a: idle"]
+        # two more verdicts start over the next two seconds: nothing new on screen yet
+        clock.now = 1.0
+        app.show({"a": "idle", "b": "straggler"})
+        clock.now = 2.0
+        app.show({"a": "idle", "b": "straggler", "c": "idle"})
+        await pilot.pause()
+        assert [n.title for n in app._notifications] == ["a: idle"]
+        # past the gap: one toast for both, replacing the one still showing
+        clock.now = MIN_GAP_S + 0.1
+        app.show({"a": "idle", "b": "straggler", "c": "idle"})
+        await pilot.pause()
+        notes = list(app._notifications)
+        assert [(n.title, n.message) for n in notes] == [("infertop", "2 new verdicts: b: straggler; c: idle")]
+        assert notes[0].timeout == TOAST_TIMEOUT_S
+        # nothing new: nothing told, whatever the time
+        clock.now = 60.0
+        app.show({"a": "idle", "b": "straggler", "c": "idle"})
+        await pilot.pause()
+        assert len(app._notifications) == 1

@@ -1,0 +1,37 @@
+"""The monitor's own lag in the header, as the monitor composed it; nothing when it keeps up."""
+
+from __future__ import annotations
+
+from tui_helpers import FrozenFeed, NodeSpec, screen_text, wait_for
+
+from monitor.health import health_view, suggestion
+from tui.app import InfertopApp
+
+
+class LaggingFeed(FrozenFeed):
+    def __init__(self, lagging: bool) -> None:
+        super().__init__([NodeSpec("decode-01"), NodeSpec("decode-02")], ticks=3)
+        view = health_view(
+            interval_s=1.0, lag_s=1.4 if lagging else 0.02, stall_max_s=0.3 if lagging else 0.01,
+            stalled_fraction=0.6 if lagging else 0.0, cpu_pct=100.0 if lagging else 12.0,
+            nodes_excused=0, advice=suggestion(1.0, direct_nodes=128, has_prometheus=False),
+        )
+        self.frames = [f.model_copy(update={"monitor": view}) for f in self.frames]
+
+
+async def test_a_lagging_monitor_says_so_in_the_header_with_the_fix() -> None:
+    feed = LaggingFeed(lagging=True)
+    app = InfertopApp(feed, panels=[])
+    async with app.run_test(size=(200, 40)) as pilot:
+        await wait_for(pilot, lambda: app.overview.snapshot is feed.frames[-1])
+        await pilot.pause()
+        assert "⚠ monitor lagging: 1.4 s behind, CPU 100 % — try interval_s = 2 or the prom source" in screen_text(app)
+
+
+async def test_a_monitor_that_keeps_up_says_nothing() -> None:
+    feed = LaggingFeed(lagging=False)
+    app = InfertopApp(feed, panels=[])
+    async with app.run_test(size=(200, 40)) as pilot:
+        await wait_for(pilot, lambda: app.overview.snapshot is feed.frames[-1])
+        await pilot.pause()
+        assert "monitor lagging" not in screen_text(app)
