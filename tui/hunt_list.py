@@ -59,7 +59,7 @@ class HuntList(RowTable):
     BINDINGS = [Binding("enter", "select_cursor", "Open node", show=True)]
 
     def __init__(self, **kwargs: object) -> None:
-        super().__init__([(key, label, None) for key, label in COLUMNS], **kwargs)
+        super().__init__([(key, label, None) for key, label in COLUMNS], **kwargs)  # type: ignore[arg-type]
 
     def show_snapshot(self, snapshot: Snapshot) -> None:
         self.show(snapshot)
