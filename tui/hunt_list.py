@@ -53,6 +53,33 @@ def row_cells(node: NodeView, verdict: VerdictView, now: float) -> tuple[Text, .
     )
 
 
+def fmt_since(since: float | None, now: float) -> str:
+    """When a verdict started, as a clock time in UTC (with the date when not today),
+    and how long ago: "06:41:12 UTC (3m ago)"."""
+    if since is None:
+        return "unknown"
+    at = dt.datetime.fromtimestamp(since, dt.UTC)
+    today = dt.datetime.fromtimestamp(now, dt.UTC).date()
+    clock = at.strftime("%H:%M:%S UTC") if at.date() == today else at.strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f"{clock} ({fmt_age(max(now - since, 0.0))} ago)"
+
+
+def detail_text(node: NodeView, verdict: VerdictView, now: float) -> Text:
+    """The selected verdict in full, for the line under the list: what, where, since
+    when, the money at stake, and the whole evidence (it wraps; the table cuts it)."""
+    style = SEVERITY_STYLE.get(verdict.severity, "")
+    out = Text()
+    out.append(inert(verdict.kind, style, max_len=24))
+    out.append(" on ")
+    out.append(inert(node.name, "bold", max_len=64))
+    out.append(f" · {verdict.severity} · since {fmt_since(verdict.since, now)}", "grey70")
+    if verdict.usd_per_hour_at_stake is not None:
+        out.append(f" · {fmt_usd(verdict.usd_per_hour_at_stake)}/h at stake", "grey70")
+    out.append("\n")
+    out.append(inert(verdict.detail, max_len=2000))
+    return out
+
+
 class HuntList(RowTable):
     """An alerts panel: (node, verdict) rows in hunt order. Feed it with `show(snapshot)`."""
 
@@ -60,6 +87,8 @@ class HuntList(RowTable):
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__([(key, label, None) for key, label in COLUMNS], **kwargs)  # type: ignore[arg-type]
+        self.pairs: dict[str, tuple[NodeView, VerdictView]] = {}
+        self.now = 0.0
 
     def show_snapshot(self, snapshot: Snapshot) -> None:
         self.show(snapshot)
@@ -79,9 +108,17 @@ class HuntList(RowTable):
 
     def show_nodes(self, nodes: Sequence[NodeView], now: float) -> None:
         pairs = hunt_order(nodes)
+        self.now = now
+        self.pairs = {_row_key((n.name, v.kind)): (n, v) for n, v in pairs}
         rows = [(_row_key((n.name, v.kind)), row_cells(n, v, now)) for n, v in pairs]
         self.sync(rows)
         self.set_order([key for key, _ in rows])
+
+    def current_detail(self) -> Text | None:
+        """The full evidence of the row under the cursor (None: no verdict)."""
+        row = self.current_key()
+        pair = None if row is None else self.pairs.get(row)
+        return None if pair is None else detail_text(*pair, self.now)
 
     def on_row_table_row_selected(self, event: RowTable.RowSelected) -> None:
         if event.table is self:
