@@ -126,7 +126,13 @@ class OverviewScreen(FrameScreen):
 
     def set_sort(self, spec: SortSpec) -> None:
         self.sort = spec
+        self.refresh_bindings()  # `r` is offered only once there is a sort to reverse
         self.rerender()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "sort_reverse":
+            return self.sort.column is not None
+        return True
 
     def sort_by(self, column: str | None) -> None:
         """Sort by `column`, worst first; the column already sorted by is reversed."""

@@ -176,3 +176,28 @@ async def test_rows_reorder_only_beyond_the_margin() -> None:
         assert table.displayed_order()[:3] == ["decode-05", "decode-02", "prefill-01"]
 
 
+
+
+def test_header_folds_between_items_never_inside_one() -> None:
+    from rich.text import Text
+
+    from tui.header import wrap_items
+
+    text = Text("infertop ▸ c   session 1:00:04   spend $260.29   $260.00/h   idle $0.02   phase run")
+    folded = wrap_items(text, 40).plain.splitlines()
+    assert folded == ["infertop ▸ c   session 1:00:04", "spend $260.29   $260.00/h   idle $0.02",
+                      "phase run"]
+    assert wrap_items(text, 200).plain == text.plain  # wide enough: one line, unchanged
+
+
+async def test_reverse_is_offered_only_when_sorted() -> None:
+    feed = sixteen_nodes()
+    app = InfertopApp(feed, panels=[])
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settled(pilot, app, feed)
+        assert "Reverse" not in screen_text(app).splitlines()[-1]  # the layout's order
+        await pilot.press("r")  # does nothing, offers nothing
+        assert app.overview.sort.column is None
+        await pilot.press("greater_than_sign")
+        await pilot.pause()
+        assert "Reverse" in screen_text(app).splitlines()[-1]
