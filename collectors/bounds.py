@@ -86,13 +86,16 @@ ENGINE_BOUNDS: Bounds = {
     **{f: _COUNTER for f in (
         "steps_total", "drafts_total", "draft_tokens_total", "accepted_tokens_total",
         "generation_tokens_total", "prompt_tokens_total", "prompt_cached_tokens_total",
-        "requests_finished_total", "ttft_seconds_sum", "ttft_seconds_count",
+        "requests_finished_total", "requests_aborted_total", "ttft_seconds_sum", "ttft_seconds_count",
         "itl_seconds_sum", "itl_seconds_count", "log_lines_skipped_total",
     )},
     "requests_running": (0.0, 1e7),
     "requests_waiting": (0.0, 1e7),
     "kv_cache_usage": (0.0, 1.0),  # a share of the KV pool
+    "spec_accept_rate": (0.0, 1.0),
+    "spec_accept_length": (1.0, 1024.0),  # tokens per verify, bonus included
     "log_last_line_at": (0.0, 2.0**32),  # unix seconds (until 2106)
+    "counters_started_at": (0.0, 2.0**32),
 }
 
 # The fastest a counter can rise on one node, per second. Tokens: a node of 8 GPUs
@@ -107,6 +110,7 @@ COUNTER_MAX_PER_S: Mapping[str, float] = {
     "prompt_tokens_total": _TOKENS_PER_S,
     "prompt_cached_tokens_total": _TOKENS_PER_S,
     "requests_finished_total": 1e7,
+    "requests_aborted_total": 1e7,
     "rx_bytes_total": 4e11,  # 3.2 Tb/s in bytes
     "tx_bytes_total": 4e11,
     "xmit_wait_total": 1e10,  # IB ticks waited: bounded by the port's clock

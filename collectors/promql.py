@@ -52,8 +52,11 @@ VIRTUAL_NICS = "lo|veth.*|docker.*|br-.*|cali.*|flannel.*|cni.*|virbr.*|tun.*|ta
 # several engines on one node (data parallel): KV usage is averaged, the rest summed, and
 # steps are summed per engine then averaged over engines (they step in lockstep) — the
 # same aggregation collectors/profiles.py applies to a scraped page
-_ENGINE_AVG = frozenset({"kv_cache_usage"})
+_ENGINE_AVG = frozenset({"kv_cache_usage", "spec_accept_rate", "spec_accept_length"})
+# read from a page only to weigh other figures (collectors/profiles.py), not a sample field
+_ENGINE_HELPERS = frozenset({"spec_verify_calls"})
 _ENGINE_STEPS = "steps_total"
+_ENGINE_STEPS_BY_ENGINE = "steps_by_engine"
 
 _MIB = 1024 * 1024
 
@@ -78,9 +81,38 @@ def profile_metrics(
             pairs += [(f"{hist}{sfx}", f"{b}{sfx}") for b in bases for sfx in ("_sum", "_count")]
         for field_name, metric in pairs:
             names = merged.setdefault(field_name, [])
-            if _METRIC_NAME.fullmatch(metric) and metric not in names:
+            if _METRIC_NAME.fullmatch(metric) and metric not in names and metric not in _PROM_SKIP:
                 names.append(metric)
-    return {k: tuple(v) for k, v in merged.items() if v}
+    return {k: tuple(v) for k, v in merged.items() if v and k not in _ENGINE_HELPERS}
+
+
+# labels of copies of one figure (SGLang's TP ranks; see collectors/profiles.py)
+_REPLICA_LABELS = ("tp_rank", "moe_ep_rank", "pp_rank")
+# PromQL's `a or b` is a union of series with different label sets, not "the first name
+# present": a name that has labelled series beside another name's would be added to it
+_PROM_SKIP = frozenset({"sglang:realtime_tokens_total"})
+
+
+def profile_matchers(
+    profile_names: Iterable[str] = (), custom: CustomProfiles | None = None
+) -> dict[tuple[str, str], str]:
+    """(field, metric name) → label matchers from the profiles' series filters (vLLM's
+    finished_reason, SGLang's decode modes, `priority=""` totals). `label=~""` also
+    matches a series without the label, as the filters mean."""
+    out: dict[tuple[str, str], str] = {}
+    for name in dict.fromkeys([*profile_names, "vllm", "sglang"]):
+        try:
+            profile = resolve_profile(name, custom)
+        except ProfileError:
+            continue
+        for field_name, names in profile.scalars.items():
+            for metric in names:
+                keep = profile.filter_for(field_name, metric)
+                if keep and (field_name, metric) not in out:
+                    out[(field_name, metric)] = ", ".join(
+                        f'{label}=~"{"|".join(sorted(keep[label]))}"' for label in sorted(keep)
+                    )
+    return out
 
 
 @dataclass(frozen=True)
@@ -98,6 +130,7 @@ class QueryBuilder:
     strip_port: bool = True
     selector: str | None = None
     engine_metrics: Mapping[str, tuple[str, ...]] = field(default_factory=profile_metrics)
+    engine_matchers: Mapping[tuple[str, str], str] = field(default_factory=profile_matchers)
 
     def sel(self, metric: str, extra: str = "") -> str:
         matchers = ", ".join(m for m in (self.selector, extra) if m)
@@ -119,15 +152,27 @@ class QueryBuilder:
         labels = ", ".join((NODE, *by))
         return f"{op} by ({labels}) ({self.with_node(expr)})"
 
+    def _engine_alts(self, key: str, names: Sequence[str]) -> str:
+        """The names of one field with their label filters, SGLang's TP-rank copies merged
+        into one series (`max`: copies are equal), as collectors/profiles.py does."""
+        parts = [self.sel(n, self.engine_matchers.get((key, n), "")) for n in names]
+        alts = parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"
+        return f"max without ({', '.join(_REPLICA_LABELS)}) ({alts})"
+
     def engine(self) -> list[Query]:
         out = []
         for key, names in self.engine_metrics.items():
             if key == _ENGINE_STEPS:
-                per_engine = self.agg("sum", self._alts(names), ENGINE_LABELS)
+                per_engine = self.agg("sum", self._engine_alts(key, names), ENGINE_LABELS)
                 out.append(Query("engine", key, f"avg by ({NODE}) ({per_engine})"))
+                # and per engine: the node's decode steps/s is its fastest engine's
+                out.append(Query("engine", _ENGINE_STEPS_BY_ENGINE, per_engine))
             else:
                 op = "avg" if key in _ENGINE_AVG else "sum"
-                out.append(Query("engine", key, self.agg(op, self._alts(names))))
+                alts = self._engine_alts(key, names)
+                if key in _ENGINE_AVG - {"kv_cache_usage"}:
+                    alts = f"({alts} > 0)"  # SGLang writes 0 until it has a figure
+                out.append(Query("engine", key, self.agg(op, alts)))
         stamp = [*self.engine_metrics.get("generation_tokens_total", ()),
                  *self.engine_metrics.get("requests_running", ())]
         out.append(Query("engine", "timestamp", self.agg("max", self._alts(stamp, wrap="timestamp"))))
@@ -264,6 +309,7 @@ def group_range(
 
 
 SUBKEYS: dict[str, tuple[str, ...]] = {
+    _ENGINE_STEPS_BY_ENGINE: ENGINE_LABELS,
     "util_pct": ("gpu", "modelName"),
     "eth_rx": ("device",), "eth_tx": ("device",), "eth_up": ("device",), "eth_speed": ("device",),
     "ib_rx": ("device", "port"), "ib_tx": ("device", "port"), "ib_state": ("device", "port"),
@@ -293,8 +339,15 @@ def engine_sample(node: str, taken_at: float, fig: Mapping[str, Mapping[tuple[st
     values = {k: single(fig, k) for k in (*ENGINE_COUNTER_FIELDS, *ENGINE_GAUGE_FIELDS)}
     if all(v is None for v in values.values()):
         return None
+    # named as collectors/profiles.py names them ("engine=3", "dp_rank=1", "-")
+    per_engine = {
+        ",".join(f"{label}={v}" for label, v in zip(ENGINE_LABELS, sub, strict=False) if v) or "-": value
+        for sub, value in (fig.get(_ENGINE_STEPS_BY_ENGINE) or {}).items()
+        if value is not None
+    }
     return NodeSample(node=node, source=source, taken_at=taken_at,
-                      engine=EngineSample(source="endpoint", profile="prom", **values))
+                      engine=EngineSample(source="endpoint", profile="prom",
+                                          steps_by_engine_total=per_engine or None, **values))
 
 
 def _int(value: float | None) -> int | None:

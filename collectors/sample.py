@@ -133,18 +133,44 @@ class EngineSample(_Frozen):
     generation_tokens_total: float | None = None
     prompt_tokens_total: float | None = None
     prompt_cached_tokens_total: float | None = None
-    requests_finished_total: float | None = None
+    requests_finished_total: float | None = None  # ended normally (vLLM: stop / length)
+    requests_aborted_total: float | None = None  # vLLM: abort / error / repetition
     ttft_seconds_sum: float | None = None
     ttft_seconds_count: float | None = None
     itl_seconds_sum: float | None = None
     itl_seconds_count: float | None = None
+    # steps counted per data-parallel engine (vLLM `engine`, SGLang `dp_rank`, a log's
+    # engine id), where the source tells engines apart: the node's decode steps/s is the
+    # fastest engine's (docs/engines.md); `steps_total` is their mean
+    steps_by_engine_total: dict[str, float] | None = None
     # gauges
     requests_running: float | None = None
     requests_waiting: float | None = None
     kv_cache_usage: float | None = None  # 0–1
+    # speculative decoding as the engine itself reports it, over its own last stats
+    # interval (SGLang's spec_accept_rate / spec_accept_length gauges): used where no
+    # draft / accepted counters exist. Acceptance 0–1; length includes the bonus token.
+    spec_accept_rate: float | None = None
+    spec_accept_length: float | None = None
+    # when the token counters began (unix s): their `_created` sample, else the process
+    # start; a counter born after the reservation start counted only this reservation
+    counters_started_at: float | None = None
     # when the figures came from a log: the time of the newest parsed line
     log_last_line_at: float | None = None
     log_lines_skipped_total: int | None = None
+
+
+    @field_validator("steps_by_engine_total")
+    @classmethod
+    def _sane_engines(cls, steps: dict[str, float] | None) -> dict[str, float] | None:
+        # a page or a probe may send anything: finite counters of at most 4096 engines
+        if steps is None:
+            return None
+        kept = {k[:64]: v for k, v in list(steps.items())[:MAX_ENGINES] if 0 <= v <= 2.0**64}
+        return kept or None
+
+
+MAX_ENGINES = 4096
 
 
 class NodeSample(_Frozen):
@@ -198,9 +224,12 @@ ENGINE_COUNTER_FIELDS: tuple[str, ...] = (
     "prompt_tokens_total",
     "prompt_cached_tokens_total",
     "requests_finished_total",
+    "requests_aborted_total",
     "ttft_seconds_sum",
     "ttft_seconds_count",
     "itl_seconds_sum",
     "itl_seconds_count",
 )
-ENGINE_GAUGE_FIELDS: tuple[str, ...] = ("requests_running", "requests_waiting", "kv_cache_usage")
+ENGINE_GAUGE_FIELDS: tuple[str, ...] = (
+    "requests_running", "requests_waiting", "kv_cache_usage", "spec_accept_rate", "spec_accept_length",
+)

@@ -203,6 +203,8 @@ def engine_text(
     _pair(out, "requests running", fmt_num(engine.requests_running, 0))
     _pair(out, "waiting", fmt_num(engine.requests_waiting, 0))
     _pair(out, "finished/s", fmt_num(engine.requests_finished_per_s, 2))
+    if engine.requests_aborted_per_s:
+        _pair(out, "aborted/s", fmt_num(engine.requests_aborted_per_s, 2))
     _pair(out, "KV cache", fmt_pct(engine.kv_cache_usage))
     return out
 

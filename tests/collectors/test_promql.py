@@ -187,3 +187,17 @@ def test_layout_accepts_matchers_and_label_lists() -> None:
         '[[nodes]]\nname = "decode-01"\n'  # a layout without nodes (and no discover) is refused
     )
     assert layout.prometheus is not None and layout.prometheus.selector == 'cluster="a", job=~"vllm.*"'
+
+
+def test_steps_are_kept_per_engine_so_the_fastest_engine_is_shown() -> None:
+    queries = {q.key: q.promql for q in promql.QueryBuilder().engine()}
+    assert queries["steps_by_engine"].startswith("sum by (infertop_node, engine, dp_rank)")
+    grouped: promql.Grouped = {}
+    promql.group_instant("steps_total", [
+        {"metric": {"infertop_node": "n1"}, "value": [1.0, "75"]}], (), grouped)
+    promql.group_instant("steps_by_engine", [
+        {"metric": {"infertop_node": "n1", "engine": str(e)}, "value": [1.0, str(100 if e < 6 else 0)]}
+        for e in range(8)], promql.subkeys("engine", "steps_by_engine"), grouped)
+    sample = promql.engine_sample("n1", 1.0, grouped["n1"], "prom:engine")
+    assert sample is not None and sample.engine is not None
+    assert sample.engine.steps_by_engine_total == {f"engine={e}": (100.0 if e < 6 else 0.0) for e in range(8)}
