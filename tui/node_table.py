@@ -34,6 +34,12 @@ class NodeTable(RowTable):
                          frozen=1, fit_to_width=True, **kwargs)
         self._sorted_by: SortSpec | None = None
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # sideways scrolling only in the wide mode: fitted columns have nothing to scroll
+        if action in ("scroll_left", "scroll_right"):
+            return not self.fit_to_width
+        return True
+
     def show(self, nodes: Sequence[NodeView], sort: SortSpec) -> None:
         """Make the table show exactly `nodes` (already filtered), sorted by `sort`. Only
         the rows on screen are rendered (`sync_lazy`): the name column's width is known
