@@ -21,18 +21,19 @@ class HuntPanel(Vertical):
     DEFAULT_CSS = """
     HuntPanel {
         height: auto;
-        max-height: 14;
+        max-height: 16;
         width: 2fr;
         border: round $panel-lighten-2;
         border-title-color: $text-muted;
     }
     HuntPanel > HuntList {
         height: auto;
-        max-height: 9;
+        max-height: 8;
+        overflow-x: hidden;  /* the detail line below shows the evidence in full */
     }
     HuntPanel > #hunt-detail {
         height: auto;
-        max-height: 4;
+        max-height: 6;
         padding: 0 1;
         border-top: hkey $panel-lighten-2;
     }
