@@ -39,8 +39,9 @@ class NodeScreen(FrameScreen):
     def compose(self) -> ComposeResult:
         self.title_bar = Static(inert(self.node, "bold"), id="node-title")
         self.gpu_title = Static(Text("GPUS", "bold"), classes="section", id="gpu-title")
-        self.gpu_table = RowTable(GPU_COLUMNS, id="gpus")
-        self.nic_table = RowTable(NIC_COLUMNS, id="nics")
+        # the GPU index and the port name stay put when the rest scroll sideways
+        self.gpu_table = RowTable(GPU_COLUMNS, frozen=1, id="gpus")
+        self.nic_table = RowTable(NIC_COLUMNS, frozen=1, id="nics")
         self.engine_block = Static(id="engine")
         self.host_block = Static(id="host")
         self.notes_block = Static(id="notes")

@@ -89,3 +89,17 @@ def test_node_screen_look(snap_compare) -> None:  # type: ignore[no-untyped-def]
         await open_node(pilot, app, feed, "decode-03")
 
     assert snap_compare(app, terminal_size=(160, 45), run_before=run_before)
+
+
+async def test_gpu_and_port_names_stay_when_scrolled_sideways() -> None:
+    feed = pool()
+    app = InfertopApp(feed, panels=[])
+    async with app.run_test(size=(80, 30)) as pilot:
+        screen = await open_node(pilot, app, feed, "decode-03")
+        for table in (screen.gpu_table, screen.nic_table):
+            table.scroll_to(x=60, animate=False)
+        await pilot.pause()
+        assert screen.gpu_table.scroll_offset.x > 0 and screen.nic_table.scroll_offset.x > 0
+        text = screen_text(app)
+        assert line_with(text, "GPU ").startswith("GPU ") and "NAME" not in line_with(text, "GPU ")
+        assert line_with(text, "mlx5_1").startswith("mlx5_1")
