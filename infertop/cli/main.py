@@ -27,6 +27,7 @@ from infertop.cli import (
     records,
     replay,
     report,
+    serve,
     snapshot,
     stop,
     tui,
@@ -45,7 +46,7 @@ from infertop.cli.common import (
 from layouts import LayoutError
 
 SUBCOMMANDS: tuple[ModuleType, ...] = (
-    snapshot, record, attach, ps, stop, phase, report, replay, export, demo, records, completion,
+    snapshot, record, attach, ps, stop, phase, report, replay, export, demo, records, serve, completion,
 )
 
 
