@@ -27,6 +27,7 @@ class NodeSpec:
     down_nics: Sequence[str] = ()
     steps_per_s: float | None = 30.0
     util_pct: float = 80.0
+    power_w: float = 500.0  # GPU i draws this plus 10 W × i
     silent_after: int | None = None  # stop answering after this many samples
     notes: list[str] = field(default_factory=list)
     in_layout: bool = True
@@ -65,7 +66,7 @@ def make_sample(spec: NodeSpec, n: int, taken_at: float, interval_s: float, sour
             util_pct=spec.util_pct,
             mem_used_bytes=70 * GIB,
             mem_total_bytes=141 * GIB,
-            power_w=500.0 + 10 * i,
+            power_w=spec.power_w + 10 * i,
             temp_c=60.0,
             sm_clock_mhz=1980.0,
             clock_event_reasons=0x4 if i == 1 else 0,

@@ -26,7 +26,7 @@ from monitor.format import inert_text
 from monitor.snapshot import Snapshot
 from monitor.stopping import SIGNALS, arm_watchdog, run_bounded
 from tui.announcer import VerdictAnnouncer
-from tui.columns import SORTS
+from tui.columns import SORTS, SortSpec
 from tui.frames import FrameScreen, FrameState
 from tui.help_screen import HelpScreen
 from tui.history import History
@@ -192,9 +192,8 @@ class InfertopApp(App[int]):
             self.pop_screen()
         action()
 
-    def set_sort(self, index: int) -> None:
-        self.overview.sort_index = index
-        self._on_overview(self.overview.rerender)
+    def set_sort(self, spec: SortSpec) -> None:
+        self._on_overview(partial(self.overview.set_sort, spec))
 
     def action_pick_phase(self) -> None:
         if not can_mark_phase(self.feed):
@@ -216,11 +215,13 @@ class InfertopApp(App[int]):
                             partial(self._on_overview, self.overview.action_start_filter))
         yield SystemCommand("Clear filter", "Show every node again",
                             partial(self._on_overview, self.overview.action_clear_filter))
-        yield SystemCommand("Cycle sort", "Sort the node table by the next column (s)",
-                            partial(self._on_overview, self.overview.action_cycle_sort))
-        for index, spec in enumerate(SORTS):
-            yield SystemCommand(f"Sort by {spec.label}", "Sort the node table", partial(self.set_sort, index),
-                                discover=False)
+        yield SystemCommand("Next sort column", "Sort the node table by the next column (>)",
+                            partial(self._on_overview, self.overview.action_sort_next))
+        yield SystemCommand("Reverse sort", "Reverse the node table's sort (r)",
+                            partial(self._on_overview, self.overview.action_sort_reverse))
+        for spec in SORTS:
+            yield SystemCommand(f"Sort by {spec.label}", "Sort the node table, worst first",
+                                partial(self.set_sort, spec), discover=False)
         yield SystemCommand("Pause / resume rendering", "Freeze the screen; collection goes on (p)",
                             self.action_toggle_pause)
         yield SystemCommand("Help: keys", "Every key binding (?)", self.action_help)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
+from monitor.evaluation.verdicts import node_hunt_key
 from monitor.format import (
     UNKNOWN,
     fmt_age,
@@ -91,6 +92,9 @@ def _engine(attr: str) -> Callable[[NodeView], float | None]:
     return get
 
 
+SortValue = float | str | tuple[float, ...] | None
+
+
 @dataclass(frozen=True)
 class Column:
     key: str
@@ -98,8 +102,10 @@ class Column:
     width: int | None  # None: fit the content (names, verdicts)
     render: Callable[[NodeView], Text]
     # sort value (None sorts last); absent: the column is not offered for sorting
-    value: Callable[[NodeView], float | str | None] | None = None
-    descending: bool = True  # "worst first" for a column that is offered for sorting
+    value: Callable[[NodeView], SortValue] | None = None
+    descending: bool = True  # worst first: True when a higher value is worse
+    # on a narrow terminal the lowest-priority columns are left out first
+    priority: int = 0
 
 
 def _rx(node: NodeView) -> float | None:
@@ -110,29 +116,55 @@ def _tx(node: NodeView) -> float | None:
     return node.tx_bytes_per_s
 
 
+def _gpus_seen_fraction(node: NodeView) -> float | None:
+    # drawn from two given numbers: the GPUs seen against the GPUs the layout names
+    if node.gpus_expected:
+        return len(node.gpus) / node.gpus_expected
+    return None
+
+
+def _links_value(node: NodeView) -> tuple[float, ...] | None:
+    links = node.links
+    if links is None or links.total == 0:
+        return None
+    return (0.0 if links.trouble else 1.0, links.up / links.total)
+
+
+def _mem_used_fraction(node: NodeView) -> float | None:
+    used, total = node.gpu_mem_used_bytes, node.gpu_mem_total_bytes
+    return used / total if used is not None and total else None
+
+
+# In the order the hunt needs them: what is wrong, what it costs, how busy it is, then
+# the detail (links, GPUs, power, memory, network). NODE is frozen at the left.
 COLUMNS: tuple[Column, ...] = (
-    Column("name", "NODE", None, name_cell, lambda n: n.name, descending=False),
-    Column("role", "ROLE", 7, lambda n: _cell(n.role, justify="left")),
-    Column("status", "STATUS", 11, status_cell,
-           lambda n: STATUS_ORDER.get(n.status, 9), descending=False),
-    # what the operator hunts stays in view on a narrow terminal: right after the status
-    Column("verdicts", "VERDICTS", 22, verdicts_cell),
-    Column("gpus", "GPUS", 5, gpus_cell),
-    Column("util", "UTIL", 5, lambda n: _cell(fmt_num(n.gpu_util_pct, 0, "%")), lambda n: n.gpu_util_pct),
-    Column("mem", "GPU MEM", 13,
-           lambda n: _cell(fmt_bytes_pair(n.gpu_mem_used_bytes, n.gpu_mem_total_bytes))),
-    Column("power", "POWER", 8, lambda n: _cell(fmt_power_w(n.gpu_power_w)), lambda n: n.gpu_power_w),
-    Column("rx", "NET RX", 10, lambda n: _cell(fmt_rate_gbps(_rx(n))), _rx),
-    Column("tx", "NET TX", 10, lambda n: _cell(fmt_rate_gbps(_tx(n))), _tx),
-    Column("links", "LINKS", 12, links_cell),
+    Column("name", "NODE", None, name_cell, lambda n: n.name, descending=False, priority=100),
+    Column("status", "STATUS", 12, status_cell,
+           lambda n: STATUS_ORDER.get(n.status, 9), descending=False, priority=95),
+    # severity first, then the dollars per hour at stake (monitor's hunt key)
+    Column("verdicts", "VERDICTS", 22, verdicts_cell, node_hunt_key, descending=False, priority=90),
+    Column("cost", "$/H", 9, lambda n: _cell(fmt_usd(n.cost_per_hour_usd)), lambda n: n.cost_per_hour_usd,
+           priority=88),
+    Column("idle", "IDLE", 5, idle_cell, lambda n: n.idle_fraction, priority=87),
+    Column("util", "UTIL", 5, lambda n: _cell(fmt_num(n.gpu_util_pct, 0, "%")), lambda n: n.gpu_util_pct,
+           descending=False, priority=80),
     Column("steps", "STEPS/S", 8, lambda n: _cell(fmt_num(_engine("decode_steps_per_s")(n), 1)),
-           _engine("decode_steps_per_s"), descending=False),
-    Column("accept", "ACCEPT", 6, lambda n: _cell(fmt_pct(_engine("draft_acceptance")(n))),
-           _engine("draft_acceptance"), descending=False),
+           _engine("decode_steps_per_s"), descending=False, priority=78),
     Column("tokens", "TOK/S", 8, lambda n: _cell(fmt_num(_engine("accepted_tokens_per_s")(n), 0)),
-           _engine("accepted_tokens_per_s")),
-    Column("cost", "$/H", 9, lambda n: _cell(fmt_usd(n.cost_per_hour_usd)), lambda n: n.cost_per_hour_usd),
-    Column("idle", "IDLE", 5, idle_cell, lambda n: n.idle_fraction),
+           _engine("accepted_tokens_per_s"), descending=False, priority=76),
+    Column("links", "LINKS", 13, links_cell, _links_value, descending=False, priority=74),
+    Column("accept", "ACCEPT", 7, lambda n: _cell(fmt_pct(_engine("draft_acceptance")(n))),
+           _engine("draft_acceptance"), descending=False, priority=60),
+    Column("gpus", "GPUS", 5, gpus_cell, _gpus_seen_fraction, descending=False, priority=58),
+    Column("role", "ROLE", 7, lambda n: _cell(n.role, justify="left"), lambda n: n.role,
+           descending=False, priority=55),
+    Column("power", "POWER", 8, lambda n: _cell(fmt_power_w(n.gpu_power_w)), lambda n: n.gpu_power_w,
+           descending=False, priority=45),
+    Column("mem", "GPU MEM", 13,
+           lambda n: _cell(fmt_bytes_pair(n.gpu_mem_used_bytes, n.gpu_mem_total_bytes)),
+           _mem_used_fraction, priority=30),
+    Column("rx", "NET RX", 10, lambda n: _cell(fmt_rate_gbps(_rx(n))), _rx, descending=False, priority=40),
+    Column("tx", "NET TX", 10, lambda n: _cell(fmt_rate_gbps(_tx(n))), _tx, descending=False, priority=39),
 )
 COLUMN_KEYS = tuple(c.key for c in COLUMNS)
 _GREYED = ("stale", "unreachable")
@@ -148,12 +180,22 @@ def render_row(node: NodeView) -> tuple[Text, ...]:
     return cells
 
 
+def row_cell(cells: tuple[Text, ...], key: str) -> Text:
+    return cells[COLUMN_KEYS.index(key)]
+
+
 # -- sorting -------------------------------------------------------------------------
+
+# Rows swap places only when their values differ by more than this fraction: figures
+# that jitter tick to tick must not reshuffle the table.
+SORT_MARGIN = 0.05
+
 
 @dataclass(frozen=True)
 class SortSpec:
     label: str
     column: str | None  # None: the layout's order
+    reverse: bool = False  # False: worst first
 
 
 SORTS: tuple[SortSpec, ...] = (
@@ -161,23 +203,92 @@ SORTS: tuple[SortSpec, ...] = (
     *(SortSpec(c.label.lower(), c.key) for c in COLUMNS if c.value is not None),
 )
 _BY_KEY = {c.key: c for c in COLUMNS}
+SORTABLE = tuple(c.key for c in COLUMNS if c.value is not None)
 
 
-def sort_order(nodes: list[NodeView], spec: SortSpec) -> list[str]:
-    """Node names in display order. Unknown values last; ties keep the layout's order."""
+def sort_spec(column: str | None, reverse: bool = False) -> SortSpec:
+    """The sort by `column` (None: the layout's order), worst first unless `reverse`."""
+    if column is None:
+        return SortSpec("layout", None)
+    label = _BY_KEY[column].label.lower()
+    return SortSpec(label + (" (reversed)" if reverse else ""), column, reverse)
+
+
+def sort_arrow(spec: SortSpec) -> str:
+    """▼ when the column's higher values come first, ▲ when its lower ones do."""
+    if spec.column is None:
+        return ""
+    higher_first = _BY_KEY[spec.column].descending != spec.reverse
+    return "▼" if higher_first else "▲"
+
+
+def sort_order(
+    nodes: list[NodeView],
+    spec: SortSpec,
+    previous: list[str] | None = None,
+    margin: float = SORT_MARGIN,
+) -> list[str]:
+    """Node names in display order. Unknown values last; ties keep the layout's order.
+
+    With `previous` (the order shown last frame, same sort), rows keep that order unless
+    a row's value is beyond `margin` (a fraction) worse than the row above it: jitter
+    does not reshuffle the table, a real change still does."""
     if spec.column is None:
         return [n.name for n in nodes]
     column = _BY_KEY[spec.column]
     assert column.value is not None
     get = column.value
-    known = [(get(n), i, n.name) for i, n in enumerate(nodes) if get(n) is not None]
-    unknown = [n.name for n in nodes if get(n) is None]
-    if column.descending:
-        known.sort(key=lambda t: (_neg(t[0]), t[1]))
-    else:
-        known.sort(key=lambda t: (t[0], t[1]))  # type: ignore[arg-type,return-value]
-    return [name for _, _, name in known] + unknown
+    higher_first = column.descending != spec.reverse
+    values = {n.name: get(n) for n in nodes}
+    layout = [n.name for n in nodes]
+    known = [name for name in layout if values[name] is not None]
+    unknown = [name for name in layout if values[name] is None]
+    if previous is None:
+        known.sort(key=lambda name: _Ordered(values[name], higher_first))
+        return known + unknown
+    place = {name: i for i, name in enumerate(previous)}
+    start = sorted(known, key=lambda name: place.get(name, len(place)))
+    unknown.sort(key=lambda name: place.get(name, len(place)))
+    return _settle(start, values, higher_first, margin) + unknown
 
 
-def _neg(value: object) -> object:
-    return -value if isinstance(value, int | float) else value
+class _Ordered:
+    """A sort key putting worse values first (`higher_first` or not), for any value."""
+
+    def __init__(self, value: SortValue, higher_first: bool) -> None:
+        self.value = value
+        self.higher_first = higher_first
+
+    def __lt__(self, other: _Ordered) -> bool:
+        return _before(self.value, other.value, self.higher_first, 0.0)
+
+
+def _settle(names: list[str], values: dict[str, SortValue], higher_first: bool, margin: float) -> list[str]:
+    """Insertion sort from the previous order: a row moves up past another only when it
+    is clearly (beyond `margin`) before it. Cheap when little changed (it is adaptive)."""
+    out: list[str] = []
+    for name in names:
+        i = len(out)
+        while i > 0 and _before(values[name], values[out[i - 1]], higher_first, margin):
+            i -= 1
+        out.insert(i, name)
+    return out
+
+
+def _before(a: SortValue, b: SortValue, higher_first: bool, margin: float) -> bool:
+    """`a` sorts clearly before `b`: numbers must differ by more than `margin` of the
+    larger magnitude; text and ranks compare exactly; tuples element by element."""
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        for x, y in zip(a, b, strict=False):
+            if _before(x, y, higher_first, margin):
+                return True
+            if _before(y, x, higher_first, margin):
+                return False
+        return False
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        if abs(a - b) <= margin * max(abs(a), abs(b)):
+            return False
+        return a > b if higher_first else a < b
+    if isinstance(a, str) and isinstance(b, str):
+        return a > b if higher_first else a < b
+    return False

@@ -45,7 +45,7 @@ def header_text(
     out.append("   spend ")
     out.append(fmt_usd(s.spend_usd), "bold")
     out.append(f"   {fmt_usd(s.cost_per_hour_usd)}/h")
-    if s.idle_spend_usd:
+    if s.idle_spend_usd is not None:  # an essential: shown even at $0.00
         out.append(f"   idle {fmt_usd(s.idle_spend_usd)}")
     out.append(f"   phase {inert(s.phase, max_len=16).plain}")
     if s.budget_usd is not None:
@@ -74,15 +74,59 @@ def header_text(
     return out
 
 
+SEPARATOR = "   "  # between the header's items; a wrapped line breaks only here
+
+
+def wrap_items(text: Text, width: int) -> Text:
+    """The header folded to `width`: items (split at `SEPARATOR`) are never cut, an item
+    that does not fit on a line starts the next one. So a narrow terminal shows every
+    item (idle spend, phase, node count…) on two or three lines instead of losing the
+    ones at the end."""
+    if width <= 0:
+        return text
+    out = Text(no_wrap=True, overflow="ellipsis")
+    for n, line in enumerate(text.split("\n", allow_blank=True)):
+        if n:
+            out.append("\n")
+        plain = line.plain
+        cuts, start = [], 0
+        while (at := plain.find(SEPARATOR, start)) != -1:
+            cuts += [at, at + len(SEPARATOR)]
+            start = at + len(SEPARATOR)
+            while plain.startswith(" ", start):  # a longer run of spaces is one separator
+                start += 1
+                cuts[-1] = start
+        pieces = line.divide(cuts)
+        items = [p for i, p in enumerate(pieces) if i % 2 == 0 and p.plain]
+        used = 0
+        for item in items:
+            if used and used + len(SEPARATOR) + item.cell_len > width:
+                out.append("\n")
+                used = 0
+            elif used:
+                out.append(SEPARATOR)
+                used += len(SEPARATOR)
+            out.append_text(item)
+            used += item.cell_len
+    return out
+
+
 class HeaderBar(Static):
     DEFAULT_CSS = """
     HeaderBar { height: auto; padding: 0 1; }
     """
 
-    _lines: int | None = None  # lines shown (the text never wraps: no_wrap)
+    _lines: int | None = None  # lines shown (folded by `wrap_items`, never cut)
+    _args: tuple[Snapshot | None, dict[str, object]] | None = None
+
+    def on_resize(self) -> None:
+        if self._args is not None:
+            snapshot, kwargs = self._args
+            self.show(snapshot, **kwargs)
 
     def show(self, snapshot: Snapshot | None, **kwargs: object) -> None:
-        text = header_text(snapshot, **kwargs)  # type: ignore[arg-type]
+        self._args = (snapshot, kwargs)
+        text = wrap_items(header_text(snapshot, **kwargs), self.content_region.width)  # type: ignore[arg-type]
         lines = text.plain.count("\n") + 1
         # a layout of the whole screen only when the header's height changes, not every
         # frame: at 128 nodes a layout pass costs several ms

@@ -20,6 +20,10 @@ KEY_NAMES = {
     "escape": "Esc",
     "enter": "Enter",
     "ctrl+p": "Ctrl+P",
+    "greater_than_sign": ">",
+    "less_than_sign": "<",
+    "left": "←",
+    "right": "→",
 }
 
 
@@ -70,7 +74,8 @@ class HelpScreen(ModalScreen[None]):
             yield Static(
                 Text(
                     "Filter: a substring of name, role, status or verdict; several words must all "
-                    "match; a leading ! shows the nodes that do not match.",
+                    "match; a leading ! shows the nodes that do not match. Sort: click a column's "
+                    "header (again to reverse); ▲/▼ in the header shows the sort.",
                     "grey70",
                 )
             )

@@ -7,7 +7,9 @@ left the snapshot are dropped.
 
 from __future__ import annotations
 
+import math
 from collections import deque
+from collections.abc import Iterable
 from typing import TypeVar
 
 from monitor.snapshot import Snapshot
@@ -66,6 +68,17 @@ class History:
         for gtable in (self.gpu_util, self.gpu_power):
             for key in [k for k in gtable if k not in gpus]:
                 del gtable[key]
+
+    @staticmethod
+    def peak(table: dict[K, Series], keys: Iterable[K], last: int) -> float | None:
+        """The largest finite value among the last `last` points (what a sparkline of
+        that width draws) of the series `keys`: a scale shared by those lines, so one
+        lower than its peers looks lower. None when none is known."""
+        known = [
+            v for key in keys for v in list(table.get(key, ()))[-last:]
+            if v is not None and math.isfinite(v)
+        ]
+        return max(known) if known else None
 
     @staticmethod
     def values(table: dict[K, Series], key: K) -> list[float | None]:

@@ -78,14 +78,57 @@ def group_cells(group: VerdictGroupView, now: float) -> tuple[Text, ...]:
     )
 
 
+def fmt_since(since: float | None, now: float) -> str:
+    """When a verdict started, as a clock time in UTC (with the date when not today),
+    and how long ago: "06:41:12 UTC (3m ago)"."""
+    if since is None:
+        return "unknown"
+    at = dt.datetime.fromtimestamp(since, dt.UTC)
+    today = dt.datetime.fromtimestamp(now, dt.UTC).date()
+    clock = at.strftime("%H:%M:%S UTC") if at.date() == today else at.strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f"{clock} ({fmt_age(max(now - since, 0.0))} ago)"
+
+
+def group_detail_text(group: VerdictGroupView, now: float) -> Text:
+    """A mass event in full: what, since when, and every node it took (Enter opens the first)."""
+    style = SEVERITY_STYLE.get(group.severity, "")
+    out = Text()
+    out.append(inert(group_label(group), "bold"))
+    out.append(" ")
+    out.append(inert(group.kind, style, max_len=24))
+    out.append(f" · {group.severity} · since {fmt_since(group.since, now)}", "grey70")
+    out.append("\n")
+    out.append(inert(", ".join(group.nodes), max_len=4000))
+    return out
+
+
+def detail_text(node: NodeView, verdict: VerdictView, now: float) -> Text:
+    """The selected verdict in full, for the line under the list: what, where, since
+    when, the money at stake, and the whole evidence (it wraps; the table cuts it)."""
+    style = SEVERITY_STYLE.get(verdict.severity, "")
+    out = Text()
+    out.append(inert(verdict.kind, style, max_len=24))
+    out.append(" on ")
+    out.append(inert(node.name, "bold", max_len=64))
+    out.append(f" · {verdict.severity} · since {fmt_since(verdict.since, now)}", "grey70")
+    if verdict.usd_per_hour_at_stake is not None:
+        out.append(f" · {fmt_usd(verdict.usd_per_hour_at_stake)}/h at stake", "grey70")
+    out.append("\n")
+    out.append(inert(verdict.detail, max_len=2000))
+    return out
+
+
 class HuntList(RowTable):
     """An alerts panel: (node, verdict) rows in hunt order. Feed it with `show(snapshot)`."""
 
     BINDINGS = [Binding("enter", "select_cursor", "Open node", show=True)]
 
     def __init__(self, **kwargs: object) -> None:
-        super().__init__([(key, label, None) for key, label in COLUMNS], **kwargs)
+        super().__init__([(key, label, None) for key, label in COLUMNS], **kwargs)  # type: ignore[arg-type]
         self._opens: dict[str, str] = {}  # row key → the node Enter opens
+        self.pairs: dict[str, tuple[NodeView, VerdictView]] = {}  # single-verdict rows
+        self.groups: dict[str, VerdictGroupView] = {}  # mass-event rows
+        self.now = 0.0
 
     def show_snapshot(self, snapshot: Snapshot) -> None:
         self.show(snapshot)
@@ -108,19 +151,32 @@ class HuntList(RowTable):
     ) -> None:
         rows: list[tuple[str, tuple[Text, ...]]] = []
         opens: dict[str, str] = {}
+        pairs: dict[str, tuple[NodeView, VerdictView]] = {}
+        group_rows: dict[str, VerdictGroupView] = {}
+        self.now = now
         for entry in hunt_entries(nodes, groups):
             if isinstance(entry, VerdictGroupView):
                 key = _group_row_key(entry)
                 rows.append((key, group_cells(entry, now)))
                 opens[key] = entry.nodes[0]
+                group_rows[key] = entry
             else:
                 node, verdict = entry
                 key = _row_key((node.name, verdict.kind))
                 rows.append((key, row_cells(node, verdict, now)))
                 opens[key] = node.name
-        self._opens = opens
+                pairs[key] = (node, verdict)
+        self._opens, self.pairs, self.groups = opens, pairs, group_rows
         self.sync(rows)
         self.set_order([key for key, _ in rows])
+
+    def current_detail(self) -> Text | None:
+        """The full evidence of the row under the cursor (None: no verdict)."""
+        row = self.current_key()
+        if row is not None and row in self.groups:
+            return group_detail_text(self.groups[row], self.now)
+        pair = None if row is None else self.pairs.get(row)
+        return None if pair is None else detail_text(*pair, self.now)
 
     def on_row_table_row_selected(self, event: RowTable.RowSelected) -> None:
         if event.table is self:

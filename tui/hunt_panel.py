@@ -8,25 +8,34 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.widgets import Static
 
 from monitor.evaluation.verdicts import hunt_order
 from monitor.snapshot import Snapshot
 from tui.hunt_list import HuntList
 from tui.panels import register_panel
+from tui.row_table import RowTable
 
 
 class HuntPanel(Vertical):
     DEFAULT_CSS = """
     HuntPanel {
         height: auto;
-        max-height: 14;
+        max-height: 16;
         width: 2fr;
         border: round $panel-lighten-2;
         border-title-color: $text-muted;
     }
     HuntPanel > HuntList {
         height: auto;
-        max-height: 12;
+        max-height: 8;
+        overflow-x: hidden;  /* the detail line below shows the evidence in full */
+    }
+    HuntPanel > #hunt-detail {
+        height: auto;
+        max-height: 6;
+        padding: 0 1;
+        border-top: hkey $panel-lighten-2;
     }
     """
 
@@ -36,12 +45,27 @@ class HuntPanel(Vertical):
         # built here, not in compose: the overview may hand over a frame before this
         # panel has composed (the list keeps it until its columns exist)
         self.hunt = HuntList(id="hunt")
+        # the selected verdict in full (the table cuts the evidence), wrapping
+        self.detail = Static(id="hunt-detail")
+        self.detail.display = False
 
     def compose(self) -> ComposeResult:
         yield self.hunt
+        yield self.detail
+
+    def _show_detail(self) -> None:
+        text = self.hunt.current_detail()
+        self.detail.display = text is not None
+        if text is not None:
+            self.detail.update(text)
+
+    def on_row_table_row_highlighted(self, event: RowTable.RowHighlighted) -> None:
+        if event.table is self.hunt:
+            self._show_detail()
 
     def show_snapshot(self, snapshot: Snapshot) -> None:
         self.hunt.show(snapshot)
+        self._show_detail()
         count = len(hunt_order(snapshot.nodes))
         title = "hunt list · all clear"
         if count:

@@ -92,8 +92,13 @@ def nvlink_cell(gpu: GpuView) -> Text:
 
 
 def gpu_row(
-    gpu: GpuView, util_history: Sequence[float | None], power_history: Sequence[float | None]
+    gpu: GpuView,
+    util_history: Sequence[float | None],
+    power_history: Sequence[float | None],
+    power_top_w: float | None = None,
 ) -> tuple[Text, ...]:
+    """`power_top_w`: the top of the power sparkline's scale (shared by the pool); None:
+    this GPU's own largest value."""
     names = gpu.clock_events
     events_style = {"critical": TROUBLE, "warning": WARN}.get(gpu.clock_event_level or "none", GREY)
     return (
@@ -103,7 +108,7 @@ def gpu_row(
         _l(sparkline(util_history, SPARK_WIDTH, 0.0, 100.0), "cyan"),
         _r(fmt_bytes_pair(gpu.mem_used_bytes, gpu.mem_total_bytes)),
         _r(fmt_power_w(gpu.power_w)),
-        _l(sparkline(power_history, SPARK_WIDTH, 0.0), "cyan"),
+        _l(sparkline(power_history, SPARK_WIDTH, 0.0, power_top_w), "cyan"),
         _r(fmt_num(gpu.temp_c, 0, "°C")),
         _r(fmt_num(gpu.sm_clock_mhz, 0)),
         _l(", ".join(names) if names else (UNKNOWN if names is None else "none"), events_style),
@@ -128,13 +133,15 @@ def nic_row(nic: NicView) -> tuple[Text, ...]:
     up = nic.up
     expected = nic.expected_gbps is not None
     state_style = "" if up else (TROUBLE if expected else GREY)
-    if nic.speed_gbps is None and nic.expected_gbps is None:
+    if (nic.speed_gbps is None or up is False) and nic.expected_gbps is None:
         speed = _r(UNKNOWN)
     elif nic.expected_gbps is None:
         speed = _r(f"{nic.speed_gbps:g} Gb/s")
     else:
-        have = UNKNOWN if nic.speed_gbps is None else f"{nic.speed_gbps:g}"
-        speed = _r(f"{have}/{nic.expected_gbps:g} Gb/s", TROUBLE if nic.slow else "")
+        # a port that is not up carries no traffic at any speed: its rated speed would
+        # read as a healthy 400/400
+        have = UNKNOWN if nic.speed_gbps is None or up is False else f"{nic.speed_gbps:g}"
+        speed = _r(f"{have}/{nic.expected_gbps:g} Gb/s", TROUBLE if nic.slow or up is False else "")
     bond = _l("")
     if nic.members is not None:
         members_up = UNKNOWN if nic.members_up is None else str(nic.members_up)
@@ -163,7 +170,14 @@ def _pair(out: Text, label: str, value: str, style: str = "") -> None:
     out.append("   ")
 
 
-def engine_text(engine: EngineView | None, steps_history: Sequence[float | None]) -> Text:
+def engine_text(
+    engine: EngineView | None,
+    steps_history: Sequence[float | None],
+    steps_top: float | None = None,
+    pool: str = "",
+) -> Text:
+    """`steps_top`: the top of the steps/s sparkline's scale, shared by the node's `pool`
+    (shown after the line); None: the node's own largest value."""
     out = Text(no_wrap=True, overflow="ellipsis")
     out.append("ENGINE  ", "bold")
     if engine is None:
@@ -173,7 +187,11 @@ def engine_text(engine: EngineView | None, steps_history: Sequence[float | None]
     profile = inert(engine.profile or UNKNOWN, max_len=24).plain
     out.append(f"{source} ({profile}), figures {fmt_age(engine.age_s)} old\n", GREY)
     _pair(out, "decode steps/s", fmt_num(engine.decode_steps_per_s, 1))
-    out.append(sparkline(steps_history, SPARK_WIDTH * 2, 0.0), "cyan")
+    out.append(sparkline(steps_history, SPARK_WIDTH * 2, 0.0, steps_top), "cyan")
+    if steps_top is not None:
+        out.append(f" 0–{fmt_num(steps_top, 1)}", GREY)
+        if pool:
+            out.append(f" ({inert(pool, max_len=24).plain} pool scale)", GREY)
     out.append("\n")
     _pair(out, "draft acceptance", fmt_pct(engine.draft_acceptance, 1))
     _pair(out, "mean acceptance length", fmt_num(engine.mean_acceptance_length, 2))
@@ -199,6 +217,18 @@ def host_text(host: HostView | None) -> Text:
         return out
     _pair(out, "cpu", fmt_num(host.cpu_pct, 0, "%"))
     _pair(out, "mem", fmt_bytes_pair(host.mem_used_bytes, host.mem_total_bytes))
+    return out
+
+
+def scale_text(pool: str, nodes: int, power_top_w: float | None) -> Text:
+    """The GPU section's title with the sparklines' scale: shared by the pool's GPUs, so
+    a GPU drawing less than its peers has a lower line."""
+    out = Text(no_wrap=True, overflow="ellipsis")
+    out.append("GPUS", "bold")
+    out.append(f"   sparklines on the {inert(pool, max_len=24).plain} pool's scale "
+               f"({nodes} node{'s' if nodes != 1 else ''}): util 0–100%, power "
+               + (UNKNOWN if power_top_w is None else f"0–{fmt_power_w(power_top_w)}"),
+               GREY)
     return out
 
 

@@ -15,11 +15,13 @@ from tui.history import History
 from tui.node_rows import (
     GPU_COLUMNS,
     NIC_COLUMNS,
+    SPARK_WIDTH,
     engine_text,
     gpu_row,
     host_text,
     nic_row,
     notes_text,
+    scale_text,
     title_text,
 )
 from tui.row_table import RowTable
@@ -36,14 +38,16 @@ class NodeScreen(FrameScreen):
 
     def compose(self) -> ComposeResult:
         self.title_bar = Static(inert(self.node, "bold"), id="node-title")
-        self.gpu_table = RowTable(GPU_COLUMNS, id="gpus")
-        self.nic_table = RowTable(NIC_COLUMNS, id="nics")
+        self.gpu_title = Static(Text("GPUS", "bold"), classes="section", id="gpu-title")
+        # the GPU index and the port name stay put when the rest scroll sideways
+        self.gpu_table = RowTable(GPU_COLUMNS, frozen=1, id="gpus")
+        self.nic_table = RowTable(NIC_COLUMNS, frozen=1, id="nics")
         self.engine_block = Static(id="engine")
         self.host_block = Static(id="host")
         self.notes_block = Static(id="notes")
         yield self.title_bar
         with VerticalScroll(id="node-body"):
-            yield Static(Text("GPUS", "bold"), classes="section")
+            yield self.gpu_title
             yield self.gpu_table
             yield Static(Text("NETWORK", "bold"), classes="section")
             yield self.nic_table
@@ -72,6 +76,12 @@ class NodeScreen(FrameScreen):
             return
         self.title_bar.update(title_text(node))
         h = self.history
+        # sparklines share a scale across the node's pool (drawn values only): a
+        # straggler's line sits lower than its peers' instead of filling its own cell
+        pool = [n for n in snapshot.nodes if n.role == node.role]
+        power_top = h.peak(h.gpu_power, [(n.name, g.index) for n in pool for g in n.gpus], SPARK_WIDTH)
+        steps_top = h.peak(h.node_steps, [n.name for n in pool], SPARK_WIDTH * 2)
+        self.gpu_title.update(scale_text(node.role, len(pool), power_top))
         self.gpu_table.sync(
             (
                 str(gpu.index),
@@ -79,12 +89,14 @@ class NodeScreen(FrameScreen):
                     gpu,
                     h.values(h.gpu_util, (node.name, gpu.index)),
                     h.values(h.gpu_power, (node.name, gpu.index)),
+                    power_top,
                 ),
             )
             for gpu in node.gpus
         )
         self.nic_table.sync((nic.name, nic_row(nic)) for nic in node.nics)
-        self.engine_block.update(engine_text(node.engine, h.values(h.node_steps, node.name)))
+        steps = h.values(h.node_steps, node.name)
+        self.engine_block.update(engine_text(node.engine, steps, steps_top, node.role))
         self.host_block.update(host_text(node.host))
         notes = notes_text(node)
         self.notes_block.update(notes)

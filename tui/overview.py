@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -9,7 +10,7 @@ from textual.widget import Widget
 from textual.widgets import Footer, Input, Static
 
 from monitor.snapshot import Snapshot
-from tui.columns import SORTS, SortSpec
+from tui.columns import SORTABLE, SortSpec, sort_spec
 from tui.filtering import NodeFilter
 from tui.frames import FrameScreen, FrameState
 from tui.header import HeaderBar
@@ -20,20 +21,31 @@ from tui.rollups import RollupStrip
 from tui.row_table import RowTable
 from tui.scoreboard_text import scoreboard_line
 
+COMPACT_WIDTH = 120
+COMPACT_HEIGHT = 30
+
 
 class OverviewScreen(FrameScreen):
     BINDINGS = [
         Binding("slash", "start_filter", "Filter",
                 tooltip="Filter nodes by name, role, status or verdict (! inverts)"),
         Binding("escape", "clear_filter", "Clear filter", tooltip="Clear the filter"),
-        Binding("s", "cycle_sort", "Sort", tooltip="Sort by the next column (worst first)"),
+        Binding("greater_than_sign", "sort_next", "Sort →",
+                tooltip="Sort by the next column, worst first"),
+        Binding("less_than_sign", "sort_previous", "Sort ←", show=False,
+                tooltip="Sort by the column to the left"),
+        Binding("r", "sort_reverse", "Reverse", tooltip="Reverse the sort"),
+        Binding("s", "sort_hunt", "Worst first", show=False,
+                tooltip="Sort by severity, then $/h at stake"),
+        Binding("w", "toggle_wide", "All columns", show=False,
+                tooltip="All columns (←/→ scroll; NODE stays) or those that fit"),
     ]
 
     def __init__(self, frames: FrameState, panels: list[Widget] | None = None) -> None:
         """`panels`: the plug-in panels to show; None = every registered one (`tui.panels`)."""
         super().__init__(frames, id="overview")
         self.node_filter = NodeFilter()
-        self.sort_index = 0
+        self.sort = sort_spec(None)
         self._panels: list[Widget] = overview_panels() if panels is None else panels
         self._scoreboard_plain: str | None = None
 
@@ -60,16 +72,17 @@ class OverviewScreen(FrameScreen):
         yield self.filter_input
         yield Footer()
 
+    def on_resize(self, event: events.Resize) -> None:
+        # a small terminal (80–120 columns or under 30 lines) is compact: the roll-ups
+        # and panels give up lines so the node table keeps most of the screen
+        self.set_class(event.size.width < COMPACT_WIDTH or event.size.height < COMPACT_HEIGHT, "compact")
+
     def on_mount(self) -> None:
         self.filter_input.display = False
         self.header_bar.show(None)
         self.table.focus()
 
     # -- rendering ------------------------------------------------------------------
-
-    @property
-    def sort(self) -> SortSpec:
-        return SORTS[self.sort_index]
 
     def show_snapshot(self, snapshot: Snapshot) -> None:
         """Render one frame. The app calls this inside `batch_update()`."""
@@ -119,9 +132,46 @@ class OverviewScreen(FrameScreen):
         self.node_filter = NodeFilter.parse(query)
         self.rerender()
 
-    def action_cycle_sort(self) -> None:
-        self.sort_index = (self.sort_index + 1) % len(SORTS)
+    def set_sort(self, spec: SortSpec) -> None:
+        self.sort = spec
+        self.refresh_bindings()  # `r` is offered only once there is a sort to reverse
         self.rerender()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "sort_reverse":
+            return self.sort.column is not None
+        return True
+
+    def sort_by(self, column: str | None) -> None:
+        """Sort by `column`, worst first; the column already sorted by is reversed."""
+        if column is not None and column == self.sort.column:
+            self.set_sort(sort_spec(column, not self.sort.reverse))
+        else:
+            self.set_sort(sort_spec(column))
+
+    def _step_sort(self, step: int) -> None:
+        # the sortable columns in the order they are drawn, after the layout's order
+        keys: list[str | None] = [None, *SORTABLE]
+        at = keys.index(self.sort.column) if self.sort.column in keys else 0
+        self.set_sort(sort_spec(keys[(at + step) % len(keys)]))
+
+    def action_sort_next(self) -> None:
+        self._step_sort(1)
+
+    def action_sort_previous(self) -> None:
+        self._step_sort(-1)
+
+    def action_sort_reverse(self) -> None:
+        if self.sort.column is not None:
+            self.set_sort(sort_spec(self.sort.column, not self.sort.reverse))
+
+    def action_sort_hunt(self) -> None:
+        self.set_sort(sort_spec("verdicts"))
+
+    def action_toggle_wide(self) -> None:
+        self.table.set_fit_to_width(not self.table.fit_to_width)
+        self.notify("every column: ←/→ scroll them" if not self.table.fit_to_width
+                    else "only the columns that fit", timeout=2)
 
     def refresh_header(self) -> None:
         self._show_header()
@@ -137,6 +187,11 @@ class OverviewScreen(FrameScreen):
             if not event.value.strip():
                 self.filter_input.display = False
             self.table.focus()
+
+    def on_row_table_header_clicked(self, event: RowTable.HeaderClicked) -> None:
+        if event.table is self.table and event.column in SORTABLE:
+            event.stop()
+            self.sort_by(event.column)
 
     def on_row_table_row_selected(self, event: RowTable.RowSelected) -> None:
         if event.table is self.table:

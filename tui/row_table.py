@@ -10,7 +10,13 @@ changed costs the ~40 rows that are on screen, and a frame where nothing changed
 nothing. Public Textual API only.
 
 Keys: ↑/↓, PgUp/PgDn, Home/End move the cursor; Enter posts `RowSelected`; clicking a row
-moves the cursor there, clicking the row under the cursor again selects it (as Enter).
+moves the cursor there, clicking the row under the cursor again selects it (as Enter);
+clicking a column's header posts `HeaderClicked`.
+
+Fit: the first `frozen` columns never scroll away sideways (←/→ scroll the rest). With
+`fit_to_width`, columns that do not fit the widget are left out, lowest `priority`
+first, so nothing is cut by the screen's edge. A right-justified cell (a number) never
+loses characters: its column widens to hold it (and may then be left out whole).
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ class Column:
     key: str
     label: str
     width: int | None  # None: as wide as the widest cell
+    priority: int = 0  # with `fit_to_width`, the lowest-priority columns are left out first
 
 
 def cell_signature(cell: Text) -> tuple[object, ...]:
@@ -132,10 +139,35 @@ class RowTable(ScrollView, can_focus=True):
     class RowSelected(_RowMessage):
         """Enter (or a second click) on the row `key`."""
 
-    def __init__(self, columns: Sequence[tuple[str, str, int | None]], **kwargs: object) -> None:
-        """`columns`: (key, label, width); a width of None fits the content."""
+    class HeaderClicked(Message):
+        """A click on the header of the column `column` (its key)."""
+
+        def __init__(self, table: RowTable, column: str) -> None:
+            super().__init__()
+            self.table = table
+            self.column = column
+
+        @property
+        def control(self) -> RowTable:
+            return self.table
+
+    def __init__(
+        self,
+        columns: Sequence[tuple[str, str, int | None] | tuple[str, str, int | None, int]],
+        *,
+        frozen: int = 0,
+        fit_to_width: bool = False,
+        **kwargs: object,
+    ) -> None:
+        """`columns`: (key, label, width[, priority]); a width of None fits the content.
+        `frozen`: how many leading columns stay put when the rest scroll sideways."""
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.columns = [Column(*c) for c in columns]
+        self.frozen = frozen
+        self.fit_to_width = fit_to_width
+        self._visible = list(range(len(self.columns)))
+        self._markers: dict[str, str] = {}  # column key → a mark after its label (▲/▼)
+        self._grown: dict[int, int] = {}  # widths that numbers wider than the column forced
         self._column_index = {c.key: i for i, c in enumerate(self.columns)}
         self._cells: dict[str, Cells] = {}
         self._shown: dict[str, Signature] = {}
@@ -208,7 +240,22 @@ class RowTable(ScrollView, can_focus=True):
                     a != b for a, b in zip(previous, signature, strict=False))
                 self._cells[key] = cells
                 self._shown[key] = signature
+                if self._grow_for(cells):
+                    self._contents_changed(self.current_key())
         return self._cells[key]
+
+    def _grow_for(self, cells: Sequence[Text]) -> bool:
+        """Widen fixed columns for numbers that would not fit: a number is shown whole or
+        not at all, never cut. True when a column grew."""
+        grew = False
+        for i, cell in enumerate(cells[: len(self.columns)]):
+            width = self.columns[i].width
+            if width is None or cell.justify != "right":
+                continue
+            if cell.cell_len > max(width, self._grown.get(i, 0)):
+                self._grown[i] = cell.cell_len
+                grew = True
+        return grew
 
     def sync(self, rows: Iterable[tuple[str, Sequence[Text]]]) -> None:
         """Hold exactly `rows`: rows that left go, new ones are appended, and only cells
@@ -236,6 +283,7 @@ class RowTable(ScrollView, can_focus=True):
                 self._cells_updated += sum(a != b for a, b in zip(previous, signature, strict=False))
             self._cells[key] = cells
             self._shown[key] = signature
+            self._grow_for(cells)
             changed = True
         if changed:
             self._contents_changed(keep)
@@ -250,6 +298,22 @@ class RowTable(ScrollView, can_focus=True):
         self._order = named + rest
         self._contents_changed(keep)
 
+    def set_marker(self, column: str | None, mark: str = "") -> None:
+        """Show `mark` after one column's label (the sort arrow); None clears it."""
+        markers = {column: mark} if column is not None and mark else {}
+        if markers != self._markers:
+            self._markers = markers
+            self._contents_changed(self.current_key())
+
+    def set_fit_to_width(self, fit: bool) -> None:
+        self.fit_to_width = fit
+        self._contents_changed(self.current_key())
+
+    @property
+    def visible_columns(self) -> list[str]:
+        """The keys of the columns shown, left to right."""
+        return [self.columns[i].key for i in self._visible]
+
     def clear(self) -> None:
         self._pending.clear()
         self._cells.clear()
@@ -259,24 +323,56 @@ class RowTable(ScrollView, can_focus=True):
 
     def _contents_changed(self, keep: str | None) -> None:
         self._fit_widths()
+        self._choose_columns()
         self.virtual_size = Size(self._table_width(), len(self._order) + 1)
         self.keep_cursor_on(keep)
         if self._order and self.cursor_row >= len(self._order):
             self.cursor_row = len(self._order) - 1
         self.refresh()
 
+    def _label(self, column: Column) -> str:
+        mark = self._markers.get(column.key)
+        return f"{column.label}{mark}" if mark else column.label
+
     def _fit_widths(self) -> None:
         for i, column in enumerate(self.columns):
+            label = len(self._label(column))
             if column.width is not None:
+                self._widths[i] = max(column.width, self._grown.get(i, 0), label)
                 continue
             widest = self._width_hints.get(i) if self._pending else None
             if widest is None:
                 widest = max((cells[i].cell_len for cells in self._cells.values() if i < len(cells)),
                              default=0)
-            self._widths[i] = max(len(column.label), widest)
+            self._widths[i] = max(label, widest)
+
+    def _choose_columns(self) -> None:
+        """Every column, or with `fit_to_width` those that fit, dropping the lowest
+        priority first (frozen columns always stay)."""
+        shown = list(range(len(self.columns)))
+        room = self.scrollable_content_region.width if self.fit_to_width else 0
+        if self.fit_to_width and room > 0:
+            droppable = sorted(
+                (i for i in shown if i >= self.frozen),
+                key=lambda i: (self.columns[i].priority, -i),
+            )
+            while droppable and self._width_of(shown) > room:
+                shown.remove(droppable.pop(0))
+        self._visible = shown
+
+    def _width_of(self, indices: Sequence[int]) -> int:
+        return sum(self._widths[i] for i in indices) + GAP * max(len(indices) - 1, 0)
 
     def _table_width(self) -> int:
-        return sum(self._widths) + GAP * max(len(self._widths) - 1, 0)
+        return self._width_of(self._visible)
+
+    def _frozen_width(self) -> int:
+        frozen = [i for i in self._visible if i < self.frozen]
+        return self._width_of(frozen) + (GAP if frozen else 0)
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self.fit_to_width:
+            self._contents_changed(self.current_key())
 
     # -- cursor -----------------------------------------------------------------------
 
@@ -332,9 +428,24 @@ class RowTable(ScrollView, can_focus=True):
         if key is not None:
             self.post_message(self.RowSelected(self, key))
 
+    def column_at(self, x: int) -> str | None:
+        """The key of the column drawn at screen column `x` of the widget, if any."""
+        frozen = self._frozen_width()
+        table_x = x if x < frozen else x + round(self.scroll_offset.x)
+        left = 0
+        for i in self._visible:
+            right = left + self._widths[i]
+            if left <= table_x < right:
+                return self.columns[i].key
+            left = right + GAP
+        return None
+
     async def _on_click(self, event: events.Click) -> None:
         if event.y < 1:
-            return  # the header
+            column = self.column_at(event.x)
+            if column is not None:
+                self.post_message(self.HeaderClicked(self, column))
+            return
         row = round(self.scroll_offset.y) + event.y - 1
         if not 0 <= row < len(self._order):
             return
@@ -361,8 +472,8 @@ class RowTable(ScrollView, can_focus=True):
         row = scroll_y + y - 1
         if y == 0:
             style = self.get_component_rich_style("row-table--header")
-            labels = tuple(Text(c.label) for c in self.columns)
-            strip = self._cached(("\x00header", tuple(c.label for c in self.columns)), labels, style)
+            names = tuple(self._label(c) for c in self.columns)
+            strip = self._cached(("\x00header", names), tuple(Text(n) for n in names), style)
         elif 0 <= row < len(self._order):
             key = self._order[row]
             style = self.rich_style
@@ -374,19 +485,24 @@ class RowTable(ScrollView, can_focus=True):
         else:
             return Strip.blank(width, self.rich_style)
         # the header and the cursor keep their background to the right edge
-        return strip.crop_extend(scroll_x, scroll_x + width, style)
+        frozen = min(self._frozen_width(), width)
+        if not frozen:
+            return strip.crop_extend(scroll_x, scroll_x + width, style)
+        # the frozen columns stay put; the rest scroll sideways behind them
+        rest = strip.crop_extend(frozen + scroll_x, scroll_x + width, style)
+        return Strip.join([strip.crop(0, frozen), rest])
 
     def _cached(self, key: tuple[object, ...], cells: Cells, style: Style) -> Strip:
         # keyed by what the row looks like (its cells' signature), the widths and the style
-        look = (*key, tuple(self._widths), style)
+        look = (*key, tuple(self._widths), tuple(self._visible), style)
         hit = self._lines.get(look)
         if hit is not None:
             return hit
         line = Text(no_wrap=True, end="")
-        for i, width in enumerate(self._widths):
-            if i:
+        for n, i in enumerate(self._visible):
+            if n:
                 line.append(" " * GAP)
-            line.append_text(fit_cell(cells[i] if i < len(cells) else Text(), width))
+            line.append_text(fit_cell(cells[i] if i < len(cells) else Text(), self._widths[i]))
         # Text.render drops the base style of a text without spans: lay it under every segment
         segments = Segment.apply_style(line.render(self.app.console), style)
         strip = Strip(list(segments), line.cell_len)

@@ -76,6 +76,18 @@ def verdict_sort_key(v: VerdictView) -> tuple[bool, int, float]:
     )
 
 
+def node_hunt_key(node: NodeView) -> tuple[int, float]:
+    """A node's place in the hunt, smaller first: its worst established verdict's
+    severity, then the dollars per hour its verdicts put at stake (most first). A node
+    without a verdict comes after every node with one. The viewers sort by it."""
+    verdicts = [v for v in node.verdicts if not v.pending]
+    if not verdicts:
+        return (len(SEVERITY_RANK), 0.0)
+    worst = min(SEVERITY_RANK.get(v.severity, len(SEVERITY_RANK)) for v in verdicts)
+    stake = sum(v.usd_per_hour_at_stake or 0.0 for v in verdicts)
+    return (worst, -stake)
+
+
 def hunt_order(nodes: Sequence[NodeView]) -> list[tuple[NodeView, VerdictView]]:
     """Every verdict of every node, in the order the operator should look at them."""
     pairs = [(n, v) for n in nodes for v in n.verdicts]

@@ -209,21 +209,25 @@ async def test_table_updates_in_place() -> None:
         assert table.get_cell("decode-01", "cost").plain == "$99.00"
 
 
-async def test_sort_cycles_and_keeps_worst_first() -> None:
+async def test_sort_keys_step_through_columns_worst_first() -> None:
     specs = [NodeSpec("a-ok"), NodeSpec("b-broken", error="refused"), NodeSpec("c-ok", util_pct=10.0)]
     app, _ = live_app(specs)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: len(rows(app)) == 3 and app.frames_rendered >= 3)
         assert rows(app) == ["a-ok", "b-broken", "c-ok"]
-        labels = [s.label for s in SORTS]
-        for _ in range(labels.index("status")):
-            await pilot.press("s")
-        assert app.overview.sort.label == "status"
+        sortable = [s.column for s in SORTS]
+        for _ in range(sortable.index("status")):
+            await pilot.press("greater_than_sign")
+        assert app.overview.sort.column == "status"
         await wait_for(pilot, lambda: rows(app)[0] == "b-broken")
         assert app.overview.table.displayed_order() == rows(app)
-        for _ in range(labels.index("util") - labels.index("status")):
-            await pilot.press("s")
-        await wait_for(pilot, lambda: rows(app) == ["a-ok", "c-ok", "b-broken"])  # unknown last
+        for _ in range(sortable.index("util") - sortable.index("status")):
+            await pilot.press("greater_than_sign")
+        await wait_for(pilot, lambda: rows(app) == ["c-ok", "a-ok", "b-broken"])  # idle first, unknown last
+        await pilot.press("r")
+        await wait_for(pilot, lambda: rows(app) == ["a-ok", "c-ok", "b-broken"])  # reversed, unknown still last
+        await pilot.press("less_than_sign")
+        assert app.overview.sort.column == sortable[sortable.index("util") - 1]
 
 
 async def test_pause_freezes_rendering_not_collection() -> None:

@@ -11,7 +11,18 @@ from collectors.safe_text import inert_text
 from monitor.evaluation.link_summary import gpu_sums
 from monitor.format import fmt_bytes_pair, fmt_power_w
 from monitor.snapshot import EngineView, GpuView, NodeView, VerdictView
-from tui.columns import GREY, SORTS, TROUBLE, SortSpec, render_row, sort_order
+from tui.columns import (
+    COLUMN_KEYS,
+    GREY,
+    SORTS,
+    TROUBLE,
+    SortSpec,
+    render_row,
+    row_cell,
+    sort_arrow,
+    sort_order,
+    sort_spec,
+)
 from tui.filtering import NodeFilter
 from tui.sparkline import sparkline
 from tui.text import inert
@@ -88,9 +99,7 @@ def test_filter_matches_name_role_status_verdict_and_inverts() -> None:
 # -- columns -----------------------------------------------------------------------
 
 def test_unknown_values_show_as_dash() -> None:
-    cells = {c: t.plain for c, t in zip(
-        ("name", "role", "status", "verdicts", "gpus", "util", "mem", "power", "rx", "tx", "links",
-         "steps", "accept", "tokens", "cost", "idle"), render_row(node()), strict=True)}
+    cells = {c: t.plain for c, t in zip(COLUMN_KEYS, render_row(node()), strict=True)}
     for key in ("gpus", "util", "mem", "power", "rx", "tx", "links", "steps", "accept", "tokens",
                 "cost", "idle"):
         assert cells[key] == "—", key
@@ -102,18 +111,20 @@ def test_row_figures_and_trouble_colours() -> None:
     n = node(gpus=gpus, gpus_expected=4, cost_per_hour_usd=21.16, idle_fraction=0.75,
              engine=EngineView(decode_steps_per_s=31.25, draft_acceptance=0.7, accepted_tokens_per_s=1234.4))
     cells = render_row(n)
-    plain = [c.plain for c in cells]
-    assert plain[4] == "2/4" and TROUBLE in str(cells[4].style)  # GPUs missing
-    assert plain[5] == "55%" and plain[6] == "2.0/8.0 GiB" and plain[7] == "800 W"
-    assert plain[11:16] == ["31.2", "70%", "1,234", "$21.16", "75%"]
+    plain = {key: row_cell(cells, key).plain for key in COLUMN_KEYS}
+    assert plain["gpus"] == "2/4" and TROUBLE in str(row_cell(cells, "gpus").style)  # GPUs missing
+    assert plain["util"] == "55%" and plain["mem"] == "2.0/8.0 GiB" and plain["power"] == "800 W"
+    assert [plain[k] for k in ("steps", "accept", "tokens", "cost", "idle")] == [
+        "31.2", "70%", "1,234", "$21.16", "75%"]
 
 
 def test_stale_row_greyed_but_status_says_why() -> None:
     cells = render_row(node(status="stale", age_s=7.0, gpus=[GpuView(index=0, util_pct=90.0)]))
-    assert cells[2].plain == "stale 7s"
-    assert any(GREY in str(s.style) for s in cells[5].spans)
+    assert row_cell(cells, "status").plain == "stale 7s"
+    assert any(GREY in str(s.style) for s in row_cell(cells, "util").spans)
     unreachable = render_row(node(status="unreachable", age_s=125.0))
-    assert unreachable[2].plain == "UNREACH 2m" and TROUBLE in str(unreachable[2].style)
+    status = row_cell(unreachable, "status")
+    assert status.plain == "UNREACH 2m" and TROUBLE in str(status.style)
 
 
 def test_name_cell_is_inert() -> None:
@@ -129,9 +140,60 @@ def test_sort_orders_worst_first_unknown_last() -> None:
     by = {s.label: s for s in SORTS}
     assert sort_order(nodes, SortSpec("layout", None)) == ["a", "b", "c"]
     assert sort_order(nodes, by["status"]) == ["b", "a", "c"]
-    assert sort_order(nodes, by["util"]) == ["c", "a", "b"]
+    assert sort_order(nodes, by["util"]) == ["a", "c", "b"]  # the idle node first
     assert sort_order(nodes, by["steps/s"]) == ["c", "a", "b"]  # stragglers first
     assert sort_order(nodes, by["node"]) == ["a", "b", "c"]
+    # reversed: best first, unknown still last
+    assert sort_order(nodes, sort_spec("util", reverse=True)) == ["c", "a", "b"]
+    assert sort_order(nodes, sort_spec("name", reverse=True)) == ["c", "b", "a"]
+
+
+@pytest.mark.parametrize(
+    ("column", "worst_first", "arrow"),
+    [("util", ["idle", "mid", "busy"], "▲"), ("steps", ["idle", "mid", "busy"], "▲"),
+     ("cost", ["busy", "mid", "idle"], "▼"), ("idle", ["idle", "mid", "busy"], "▼")],
+)
+def test_each_column_sorts_worst_first_with_its_arrow(column: str, worst_first: list[str], arrow: str) -> None:
+    def n(name: str, util: float, steps: float, cost: float, idle: float) -> NodeView:
+        return node(name, gpus=[GpuView(index=0, util_pct=util)], engine=EngineView(decode_steps_per_s=steps),
+                    cost_per_hour_usd=cost, idle_fraction=idle)
+
+    nodes = [n("busy", 95.0, 30.0, 40.0, 0.0), n("idle", 2.0, 1.0, 10.0, 0.9), n("mid", 50.0, 15.0, 20.0, 0.4)]
+    spec = sort_spec(column)
+    assert sort_order(nodes, spec) == worst_first
+    assert sort_arrow(spec) == arrow
+    assert sort_order(nodes, sort_spec(column, reverse=True)) == worst_first[::-1]
+    assert sort_arrow(sort_spec(column, reverse=True)) != arrow
+
+
+def test_sort_by_severity_then_dollars_at_stake() -> None:
+    def v(kind: str, severity: str, stake: float | None) -> VerdictView:
+        return VerdictView(kind=kind, detail="x", severity=severity, usd_per_hour_at_stake=stake)  # type: ignore[arg-type]
+
+    nodes = [
+        node("calm"),
+        node("warn-cheap", verdicts=[v("idle", "warning", 5.0)]),
+        node("crit", verdicts=[v("link-down", "critical", 2.0)]),
+        node("warn-dear", verdicts=[v("straggler", "warning", 40.0)]),
+    ]
+    assert sort_order(nodes, sort_spec("verdicts")) == ["crit", "warn-dear", "warn-cheap", "calm"]
+
+
+def test_sort_keeps_its_order_while_values_jitter_within_the_margin() -> None:
+    def n(name: str, util: float) -> NodeView:
+        return node(name, gpus=[GpuView(index=0, util_pct=util)])
+
+    spec = sort_spec("util")
+    first = sort_order([n("a", 50.0), n("b", 51.0), n("c", 10.0)], spec)
+    assert first == ["c", "a", "b"]
+    # a and b swap values by less than the margin: the shown order stays
+    jittered = [n("a", 51.5), n("b", 50.0), n("c", 10.5)]
+    assert sort_order(jittered, spec, previous=first) == ["c", "a", "b"]
+    assert sort_order(jittered, spec) == ["c", "b", "a"]  # without the previous order it would swap
+    # a real change (beyond the margin) still reorders
+    assert sort_order([n("a", 90.0), n("b", 20.0), n("c", 10.5)], spec, previous=first) == ["c", "b", "a"]
+    # a node that arrives takes its place; one that leaves is gone
+    assert sort_order([n("d", 5.0), n("a", 50.0), n("c", 10.0)], spec, previous=first) == ["d", "c", "a"]
 
 
 # -- format helpers ----------------------------------------------------------------

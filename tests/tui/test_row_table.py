@@ -64,3 +64,48 @@ def test_cells_fit_their_column_whatever_their_length() -> None:
     assert fit_cell(Text("abc"), 5).plain == "abc  "
     assert fit_cell(Text("abcdefgh"), 5).plain == "abcd…"
     assert fit_cell(Text("ab", justify="center"), 6).plain == "  ab  "
+
+
+class _WideApp(App[None]):
+    def __init__(self) -> None:
+        super().__init__()
+        self.clicked: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield RowTable([("name", "NAME", None, 100), ("a", "AAAA", 6, 50), ("b", "BBBB", 6, 10),
+                        ("c", "CCCC", 6, 40)], frozen=1, fit_to_width=True, id="t")
+
+    def on_row_table_header_clicked(self, event: RowTable.HeaderClicked) -> None:
+        self.clicked.append(event.column)
+
+
+async def test_fit_drops_low_priority_columns_whole_and_numbers_widen() -> None:
+    app = _WideApp()
+    async with app.run_test(size=(24, 6)) as pilot:
+        table = app.query_one(RowTable)
+        table.sync([("n1", [Text("n1"), Text("1", justify="right"), Text("2", justify="right"),
+                            Text("1234567890", justify="right")])])
+        await pilot.pause()
+        # NAME(4) + AAAA(6) + CCCC widened to its 10-digit number: 22 of 24; BBBB left out
+        assert table.visible_columns == ["name", "a", "c"]
+        line = table.render_line(1).text
+        assert "1234567890" in line and "…" not in line
+        await pilot.click(RowTable, offset=(6, 0))
+        await pilot.pause()
+        assert app.clicked == ["a"]
+
+
+async def test_frozen_column_stays_while_the_rest_scroll() -> None:
+    app = _WideApp()
+    async with app.run_test(size=(16, 6)) as pilot:
+        table = app.query_one(RowTable)
+        table.set_fit_to_width(False)
+        table.sync([("row-1", [Text("row-1"), Text("a1"), Text("b1"), Text("c1")])])
+        await pilot.pause()
+        table.scroll_to(x=7, animate=False)
+        await pilot.pause()
+        header, row = table.render_line(0).text, table.render_line(1).text
+        assert header.startswith("NAME  BBBB") and row.startswith("row-1 b1")
+        await pilot.click(RowTable, offset=(7, 0))  # the header of a scrolled column
+        await pilot.pause()
+        assert app.clicked == ["b"]
