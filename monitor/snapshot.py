@@ -223,6 +223,29 @@ class SessionView(_View):
     usd_per_million_output_tokens_now: float | None = None
     # counter steps the ledger did not count, and why (an engine no engine could be)
     notes: list[str] = Field(default_factory=list)
+    # scoreboard money (DESIGN.md "Scoreboard fields"); the span rule: token figures, $/1M,
+    # API-equivalent and the spend ÷ API ratio all cover the same stretch of time
+    tokens_since: str | None = None  # ISO 8601, UTC: start of the stretch the tokens cover
+    usd_per_million_span: str | None = None  # "reservation" or "since <tokens_since>"
+    span_spend_usd: float | None = None  # spend over that same stretch (what $/1M divides)
+    # output tokens/s the whole cluster must sustain to cost no more than the API's output
+    # price in the current price window: cluster $/h ÷ (API $ per output token × 3600)
+    breakeven_output_tokens_per_s: float | None = None
+    price_window: str | None = None  # "peak" or "off-peak" (API price window now)
+    price_window_flips_at: str | None = None  # ISO 8601, UTC: when the window changes
+    api_output_usd_per_million: float | None = None  # API output price in this window
+    # budget: one figure for every viewer
+    budget_over_by_usd: float | None = None  # spend beyond the budget; None while under
+    reservation_end: str | None = None  # ISO 8601, UTC, from the layout
+    projected_spend_usd: float | None = None  # total at the current $/h to reservation_end
+    budget_holds: bool | None = None  # projected_spend_usd <= budget_usd
+    # idle: the idle nodes' own $/h; extras (billed to no node) are shown apart, never idle
+    idle_cost_per_hour_usd: float | None = None
+    extras_cost_per_hour_usd: float | None = None
+    # energy, from GPU total-energy counters (NVML or DCGM) over the watched stretch
+    energy_kwh: float | None = None
+    joules_per_output_token: float | None = None  # over ticks where both were counted
+    energy_usd: float | None = None  # owned mode: energy_kwh × PUE × $/kWh
 
 
 class Snapshot(_View):
