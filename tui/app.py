@@ -145,9 +145,20 @@ class InfertopApp(App[int]):
             self.render_snapshot(self.latest_snapshot)
         self._refresh_headers()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # a key that would only refuse is not offered: hidden from the footer and help
+        if action == "pick_phase" and not can_mark_phase(self.feed):
+            return False
+        return True
+
+    def offered(self, bindings: Iterable[BindingType]) -> list[BindingType]:
+        """`bindings` less those whose action `check_action` turns off for this feed."""
+        return [b for b in bindings
+                if not isinstance(b, Binding) or self.check_action(b.action, ()) is not False]
+
     def help_scopes(self) -> list[tuple[str, Iterable[BindingType]]]:
         return [
-            ("everywhere", self.BINDINGS),
+            ("everywhere", self.offered(InfertopApp.BINDINGS)),
             ("overview", OverviewScreen.BINDINGS),
             ("node table", NodeTable.BINDINGS),
             ("node screen", NodeScreen.BINDINGS),

@@ -151,3 +151,33 @@ def test_replay_refuses_a_record_without_ticks(tmp_path: Path) -> None:
     from infertop.cli.main import main
 
     assert main(["replay", str(path)]) == 2
+
+
+async def test_replay_bar_shows_position_and_paused_and_no_phase_key(tmp_path: Path) -> None:
+    path, frames = make_recording(tmp_path)
+    feed = ReplayFeed.open(path, speed=0.5)  # 20 s per frame: nothing moves on its own
+    app = ReplayApp(feed)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.latest_snapshot == frames[0])
+        await wait_for(pilot, lambda: "PLAYING" in screen_text(app))
+        text = screen_text(app)
+        # 30 frames 10 s apart: 4m50s recorded; the first frame at 1_800_000_000
+        assert "0:00:00 / 0:04:50" in text and "recorded 2027-01-15 08:00:00 UTC" in text
+        assert "frame 1/30" in text
+        assert "Phase" not in text  # the footer offers no key that would only refuse
+        await pilot.press("space")
+        await wait_for(pilot, lambda: "PAUSED" in screen_text(app))
+        await pilot.press("right_square_bracket")  # +1 min: frame 7 of 30, 20 %
+        await wait_for(pilot, lambda: "0:01:00 / 0:04:50" in screen_text(app))
+        text = screen_text(app)
+        assert "PAUSED" in text and "frame 7/30" in text and "21%" in text
+        assert "━━━━━━" in text and "recorded 2027-01-15 08:01:00 UTC" in text
+        await pilot.press("9")
+        await wait_for(pilot, lambda: "0:04:50 / 0:04:50" in screen_text(app))
+        await pilot.press("space")  # resumed at the end: nothing left to play
+        await wait_for(pilot, lambda: "ENDED" in screen_text(app))
+        await pilot.press("question_mark")
+        await pilot.pause()
+        help_text = screen_text(app)
+        assert "Pause or resume the replay" in help_text
+        assert "Mark the session phase" not in help_text
