@@ -1,13 +1,12 @@
 """The session panel: running spend, spend by phase, idle spend, $/1M tokens, the
-API-equivalent, a budget bar and a chart of spend and accepted tokens/s over time.
+API-equivalent, a budget bar, charts of the spend rate and of spend vs budget with its
+projection (`tui.spend_chart`), and accepted tokens/s over time.
 
 Registered with `tui.panels` on import. Also holds the phase picker (a modal the app
 opens with a key) so that everything about the session lives in one module.
 """
 
 from __future__ import annotations
-
-from collections import deque
 
 from rich.cells import cell_len
 from rich.console import Group
@@ -22,8 +21,10 @@ from textual.widgets.option_list import Option
 from monitor.evaluation.ledger import PHASES
 from monitor.format import fmt_num, fmt_pct, fmt_span, fmt_usd
 from monitor.snapshot import SessionView, Snapshot
+from tui.history import SpendHistory
 from tui.panels import register_panel
 from tui.sparkline import sparkline
+from tui.spend_chart import spend_chart_lines
 from tui.text import inert
 
 CHART_POINTS = 240  # frames kept for the chart: 4 minutes at 1 s
@@ -38,8 +39,7 @@ def budget_bar(used: float | None, width: int = 20) -> Text:
     return Text("█" * filled, style=style) + Text("░" * (width - filled), style="grey50")
 
 
-def session_lines(s: SessionView, spend: list[float | None], tokens: list[float | None],
-                  chart_width: int = 40) -> list[Text]:
+def session_lines(s: SessionView, history: SpendHistory, chart_width: int = 40) -> list[Text]:
     """The panel's text, one `Text` per line (a pure function: easy to test)."""
     lines: list[Text] = []
     head = Text.assemble(
@@ -77,8 +77,10 @@ def session_lines(s: SessionView, spend: list[float | None], tokens: list[float 
         for p in s.spend_by_phase:
             parts += [(p.phase, "cyan"), f" {fmt_usd(p.spend_usd)} ({fmt_span(p.seconds)})  "]
         lines.append(Text.assemble(*parts))
-    lines.append(Text.assemble(("spend  ", "grey70"), (sparkline(spend, chart_width), "red")))
-    lines.append(Text.assemble(("tok/s  ", "grey70"), (sparkline(tokens, chart_width), "blue"),
+    # spend as a rate ($/h between frames) and against the budget with its projection:
+    # a cumulative figure drawn as bars is a solid block
+    lines += spend_chart_lines(s, history, chart_width)
+    lines.append(Text.assemble(("tok/s  ", "grey70"), (sparkline(history.tokens_per_s, chart_width), "blue"),
                                f" {fmt_num(s.accepted_tokens_per_s, 0)}"))
     if s.api_cache_note and "cache misses" in s.api_cache_note:
         lines.append(Text.assemble(("note ", "grey70"), inert(s.api_cache_note, "grey50", 120)))
@@ -103,7 +105,7 @@ class SessionPanel(Vertical):
     DEFAULT_CSS = """
     SessionPanel {
         height: auto;
-        max-height: 14;
+        max-height: 19;
         width: 3fr;
         border: round $panel-lighten-2;
         border-title-color: $text-muted;
@@ -115,8 +117,7 @@ class SessionPanel(Vertical):
         super().__init__(id="session-panel")
         self.border_title = "session"
         self.body = Static("waiting for the first tick…", id="session-body")
-        self.spend_history: deque[float | None] = deque(maxlen=CHART_POINTS)
-        self.tokens_history: deque[float | None] = deque(maxlen=CHART_POINTS)
+        self.history = SpendHistory(CHART_POINTS)
         self.last_taken_at: str | None = None
         self._body_rows: int | None = None  # rows drawn (wrapped lines count for several)
 
@@ -127,10 +128,10 @@ class SessionPanel(Vertical):
         s = snapshot.session
         if snapshot.taken_at != self.last_taken_at:  # a re-render is not a new point
             self.last_taken_at = snapshot.taken_at
-            self.spend_history.append(s.spend_usd)
-            self.tokens_history.append(s.accepted_tokens_per_s)
-        width = max(10, min(CHART_POINTS, (self.size.width or 60) - 20))
-        lines = session_lines(s, list(self.spend_history), list(self.tokens_history), width)
+            self.history.record(snapshot)
+        # room left of the charts for their labels (7) and right for the $/h scale (~34)
+        width = max(10, min(CHART_POINTS, (self.size.width or 60) - 43))
+        lines = session_lines(s, self.history, width)
         # a layout of the whole screen only when the panel's height changes (at 128 nodes
         # a layout pass costs ms): its rows, counting the wrapped ones as Rich wraps them
         body_width = self.body.size.width

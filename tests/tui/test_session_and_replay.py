@@ -15,6 +15,7 @@ from monitor.record.replay import ReplayFeed
 from monitor.record.store import Recorder, Recording
 from monitor.snapshot import Snapshot
 from tui.app import InfertopApp
+from tui.history import SpendHistory
 from tui.replay_app import ReplayApp
 from tui.session_panel import PhasePicker, SessionPanel, budget_bar, session_lines
 
@@ -28,7 +29,7 @@ def specs() -> list[NodeSpec]:
 def test_panel_lines_and_budget_bar() -> None:
     feed = FrozenFeed(specs(), ticks=4)
     s = feed.frames[-1].session
-    text = "\n".join(line.plain for line in session_lines(s, [1.0, 2.0, 3.0], [5.0, 6.0, None], 10))
+    text = "\n".join(line.plain for line in session_lines(s, SpendHistory(), 10))
     assert f"spend ${s.spend_usd:,.2f}" in text
     assert "of $100.00" in text and "phase run" in text
     assert "by phase run" in text and "API-equivalent" in text
@@ -41,10 +42,10 @@ def test_panel_lines_and_budget_bar() -> None:
 def test_panel_says_when_tokens_were_counted_over_part_of_the_session() -> None:
     s = FrozenFeed(specs(), ticks=4).frames[-1].session
     late = s.model_copy(update={"elapsed_s": 7200.0, "unwatched_s": 7140.0})
-    text = "\n".join(line.plain for line in session_lines(late, [], [], 10))
+    text = "\n".join(line.plain for line in session_lines(late, SpendHistory(), 10))
     assert "tokens counted over 1m00s of 2h00m" in text
     watched = s.model_copy(update={"elapsed_s": 7200.0, "unwatched_s": 1.0})
-    assert "tokens counted over" not in "\n".join(line.plain for line in session_lines(watched, [], [], 10))
+    assert "tokens counted over" not in "\n".join(line.plain for line in session_lines(watched, SpendHistory(), 10))
 
 
 async def test_session_panel_in_the_overview() -> None:
@@ -53,7 +54,7 @@ async def test_session_panel_in_the_overview() -> None:
     async with app.run_test(size=SIZE) as pilot:
         panel = app.overview.query_one(SessionPanel)
         await wait_for(pilot, lambda: panel.last_taken_at == feed.frames[-1].taken_at)
-        assert 1 <= len(panel.spend_history) <= 5  # a burst of frames collapses to the latest
+        assert 1 <= len(panel.history.times) <= 5  # a burst of frames collapses to the latest
         last = feed.frames[-1].session
         await wait_for(pilot, lambda: "API-equivalent" in screen_text(app))
         text = screen_text(app)
