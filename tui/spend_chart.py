@@ -70,7 +70,7 @@ def rate_lines(history: SpendHistory, width: int) -> list[Text]:
     for mark in history.marks:
         if times and times[0] <= mark.at <= times[-1]:
             cells[offset + bisect_left(times, mark.at)] = Text(mark.glyph, style=mark.style)
-    return [line, Text.assemble(_gutter(), _mark_row(cells, width))]
+    return [line, Text.assemble(_gutter(), _mark_row(cells, width), ("  r… phase  ! verdict", "grey50"))]
 
 
 def _spend_at(at: float, start: float, times: Sequence[float], spend: Sequence[float | None]) -> float | None:
@@ -90,7 +90,8 @@ def _spend_at(at: float, start: float, times: Sequence[float], spend: Sequence[f
 
 
 def budget_lines(s: SessionView, history: SpendHistory, width: int, rows: int = 2) -> list[Text]:
-    """Spend vs budget over the reservation: `rows` chart rows, the time axis, a legend."""
+    """Spend vs budget over the reservation: `rows` chart rows (the budget and the
+    projection named to their right) and the time axis with its span."""
     start = epoch_of(s.started_at)
     times = list(history.times)
     spend_now = _finite(s.spend_usd)
@@ -134,10 +135,18 @@ def budget_lines(s: SessionView, history: SpendHistory, width: int, rows: int = 
             cell = grid[rows - 1 - r][col]
             if not cell.plain.strip():
                 grid[rows - 1 - r][col] = Text("─", style="bold yellow")
+    # what each row means, to its right: the budget, the projection, the time span
+    notes = [Text() for _ in range(rows)]
+    if budget is not None:
+        notes[0] = Text.assemble(("  ─ ", "bold yellow"), ("budget ", "grey70"), fmt_usd(budget))
+    if projected is not None:
+        how = "" if s.projected_spend_usd is not None and s.reservation_end else " (now's $/h)"
+        notes[-1] = Text.assemble((f"  {chr(0x2800 + _BRAILLE_ROWS[1])} ", "magenta"),
+                                  ("projected ", "grey70"), fmt_usd(projected), (how, "grey70"))
     lines = []
     for i, row in enumerate(grid):
         label = fmt_usd(top, 0) if i == 0 else "$0" if i == rows - 1 else ""
-        lines.append(Text.assemble(_gutter(label), *row))
+        lines.append(Text.assemble(_gutter(label), *row, notes[i]))
     axis: list[Text | None] = [None] * width
     now_col = min(width - 1, int((now - start) / span * width))
     axis[now_col] = Text(NOW_GLYPH, style="bold")
@@ -147,20 +156,8 @@ def budget_lines(s: SessionView, history: SpendHistory, width: int, rows: int = 
     axis_row = Text()
     for slot in axis:
         axis_row.append_text(slot if slot is not None else Text("─", style="grey35"))
-    lines.append(Text.assemble(_gutter(), axis_row))
-    legend = Text.assemble(
-        _gutter(), (f"{_hhmm(start)}→{_hhmm(end)} UTC", "grey70"), (f"  {NOW_GLYPH}now", "grey70"),
-    )
-    if budget is not None:
-        legend.append_text(Text.assemble(("  ─", "bold yellow"), ("budget ", "grey70"), fmt_usd(budget)))
-    if projected is not None:
-        how = "" if s.projected_spend_usd is not None and s.reservation_end else " at now's $/h"
-        legend.append_text(Text.assemble(
-            (f"  {chr(0x2800 + _BRAILLE_ROWS[1])}", "magenta"), ("projected ", "grey70"),
-            fmt_usd(projected), (f" by {_hhmm(end)}{how}", "grey70"),
-        ))
-    legend.append_text(Text("  !verdict r…phase", style="grey50"))
-    lines.append(legend)
+    span_note = f"  {_hhmm(start)}→{_hhmm(end)} UTC {NOW_GLYPH}now"
+    lines.append(Text.assemble(_gutter(), axis_row, (span_note, "grey70")))
     return lines
 
 

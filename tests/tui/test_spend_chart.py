@@ -68,15 +68,16 @@ def test_budget_chart_marks_the_projection_and_the_budget() -> None:
     for frame in frames:
         history.record(frame)
     rows = [line.plain for line in budget_lines(frames[-1].session, history, 64, rows=2)]
-    chart, axis, legend = rows[:2], rows[2], rows[3]
+    assert len(rows) == 3
+    chart, axis = [row[:7 + 64] for row in rows[:2]], rows[2]
     # 3 h done of 8: columns past 24 are the projection, a braille line rising to the
     # snapshot's projected spend; the budget is a ─ line where nothing else is drawn
     assert all(c in PROJECTION_GLYPHS or c == " " or c == "─" for row in chart for c in row[7 + 25:])
     assert sum(c in PROJECTION_GLYPHS for row in chart for c in row[7:]) >= 38
     assert "─" in chart[0] and not any(c in PROJECTION_GLYPHS for row in chart for c in row[7:7 + 24])
     last = frames[-1].session
-    assert f"projected ${last.projected_spend_usd:,.2f} by 13:00" in legend
-    assert "05:00→13:00 UTC" in legend and "budget $400.00" in legend
+    assert rows[1].endswith(f"projected ${last.projected_spend_usd:,.2f}")  # to the reservation end
+    assert rows[0].endswith("budget $400.00") and "05:00→13:00 UTC" in axis
     assert "!" in axis[7:]  # the verdict start, where `since` puts it (the now column)
     assert rows[0].startswith("$") and rows[1].startswith("$0")
 
@@ -86,12 +87,12 @@ def test_without_a_reservation_end_the_projection_runs_at_the_current_rate() -> 
     frames = spend_frames(projection=False)
     for frame in frames:
         history.record(frame)
-    legend = budget_lines(frames[-1].session, history, 64)[-1].plain
+    legend = "\n".join(line.plain for line in budget_lines(frames[-1].session, history, 64))
     last = frames[-1].session
     assert last.spend_usd is not None
     # a third of the session past now, at $72/h: 3h06m30s ÷ 3 × $72/h on top of the spend
     expected = last.spend_usd + 72.0 * (3 * 3600 + 390) / 3 / 3600
-    assert f"projected ${expected:,.2f}" in legend and "at now's $/h" in legend
+    assert f"projected ${expected:,.2f}" in legend and "(now's $/h)" in legend and "05:00→09:08 UTC" in legend
 
 
 def test_seeking_back_starts_the_history_again() -> None:
@@ -118,4 +119,21 @@ async def test_session_panel_draws_the_spend_charts() -> None:
         rate_row = next(line for line in body.splitlines() if "$/h " in line)
         assert "▄" in rate_row and "█" in rate_row and "$0–$72.00/h" in rate_row
         assert any(c in PROJECTION_GLYPHS for c in body) and NOW_GLYPH in body
-        assert "projected $" in body and "by 13:00" in body
+        assert "projected $" in body and "05:00→13:00 UTC" in body
+
+
+def test_session_panel_look(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """The charts as drawn, frozen (the session panel alone, so other panels do not churn it)."""
+    frames = spend_frames()
+    panel = SessionPanel()
+    app = InfertopApp(FrozenFeed([NodeSpec("decode-01")], ticks=0), panels=[panel])  # type: ignore[arg-type]
+
+    async def publish_all(pilot) -> None:  # type: ignore[no-untyped-def]
+        await wait_for(pilot, lambda: panel.is_mounted)
+        for frame in frames:
+            app.publish(frame)
+            await wait_for(pilot, lambda frame=frame: panel.last_taken_at == frame.taken_at)  # type: ignore[misc]
+        app.clear_notifications()  # the verdict's toast is not part of the look
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(140, 36), run_before=publish_all)
