@@ -25,6 +25,7 @@ from monitor.feeds import PhaseMarkingFeed, SnapshotFeed, can_mark_phase
 from monitor.format import inert_text
 from monitor.snapshot import Snapshot
 from monitor.stopping import SIGNALS, arm_watchdog, run_bounded
+from tui.alerts import Alerter, AlertSettings
 from tui.announcer import VerdictAnnouncer
 from tui.columns import SORTS
 from tui.frames import FrameScreen, FrameState
@@ -49,19 +50,24 @@ class InfertopApp(App[int]):
                 tooltip="Pause / resume rendering (collection and spend go on)"),
         Binding("m", "pick_phase", "Phase",
                 tooltip="Mark the session phase (build, load, warmup, run, failed, idle)"),
+        Binding("b", "toggle_alerts", "Mute bell",
+                tooltip="Mute / unmute the alert bell ([alerts] bell = true in the layout)"),
     ]
 
     def __init__(
-        self, feed: SnapshotFeed, history_length: int = 60, panels: list[Widget] | None = None
+        self, feed: SnapshotFeed, history_length: int = 60, panels: list[Widget] | None = None,
+        alerts: AlertSettings | None = None,
     ) -> None:
-        """`panels`: overview plug-in panels; None = every registered one (see `tui.panels`)."""
+        """`panels`: overview plug-in panels; None = every registered one (see `tui.panels`).
+        `alerts`: the bell's settings; None = the feed's layout's `[alerts]`."""
         super().__init__()
         self.feed = feed
         self.history = History(history_length)
         # fed every frame, whatever screen is on top: a verdict that starts while the
         # operator reads a node screen is still announced at once
         self.verdict_announcer = VerdictAnnouncer()
-        self.frames = FrameState()
+        self.alerter = Alerter(alerts if alerts is not None else feed.layout.alerts)
+        self.frames = FrameState(alerts=self.alerter.state())
         self.frames_received = 0
         self.frames_rendered = 0
         self.overview = OverviewScreen(self.frames, panels)
@@ -120,6 +126,7 @@ class InfertopApp(App[int]):
         self.frames.latest = snapshot
         self.history.record(snapshot)
         self.verdict_announcer.observe(self, snapshot.nodes)
+        self.alerter.observe(self, snapshot)  # rings while rendering is paused too
         if self.paused:
             self._refresh_headers()
             return
@@ -149,12 +156,20 @@ class InfertopApp(App[int]):
         # a key that would only refuse is not offered: hidden from the footer and help
         if action == "pick_phase" and not can_mark_phase(self.feed):
             return False
+        if action == "toggle_alerts" and not self.alerter.active:
+            return False
         return True
 
     def offered(self, bindings: Iterable[BindingType]) -> list[BindingType]:
         """`bindings` less those whose action `check_action` turns off for this feed."""
         return [b for b in bindings
                 if not isinstance(b, Binding) or self.check_action(b.action, ()) is not False]
+
+    def action_toggle_alerts(self) -> None:
+        muted = self.alerter.toggle_mute()
+        self.frames.alerts = self.alerter.state()
+        self.notify("alert bell muted" if muted else "alert bell on", timeout=2)
+        self._refresh_headers()
 
     def help_scopes(self) -> list[tuple[str, Iterable[BindingType]]]:
         return [

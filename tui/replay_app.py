@@ -15,6 +15,7 @@ from textual.widgets import Footer, Static
 
 from monitor.format import fmt_duration
 from monitor.record.replay import ReplayFeed
+from tui.alerts import AlertsOff
 from tui.app import InfertopApp
 from tui.messages import SnapshotArrived
 
@@ -75,7 +76,8 @@ class ReplayApp(InfertopApp):
     ]
 
     def __init__(self, feed: ReplayFeed, history_length: int = 60) -> None:
-        super().__init__(feed, history_length)
+        # the past does not ring: a replay's alerts are off whatever its layout says
+        super().__init__(feed, history_length, alerts=AlertsOff())
         self.replay = feed
         self.sub_title = feed.status()
         self.replay_bar = ReplayBar(feed)

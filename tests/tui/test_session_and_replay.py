@@ -166,6 +166,7 @@ async def test_replay_bar_shows_position_and_paused_and_no_phase_key(tmp_path: P
         assert "0:00:00 / 0:04:50" in text and "recorded 2027-01-15 08:00:00 UTC" in text
         assert "frame 1/30" in text
         assert "Phase" not in text  # the footer offers no key that would only refuse
+        assert "Mute bell" not in text and app.alerter.state() is None  # the past does not ring
         await pilot.press("space")
         await wait_for(pilot, lambda: "PAUSED" in screen_text(app))
         await pilot.press("right_square_bracket")  # +1 min: frame 7 of 30, 20 %
