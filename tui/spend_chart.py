@@ -89,6 +89,14 @@ def _spend_at(at: float, start: float, times: Sequence[float], spend: Sequence[f
     return va + (vb - va) * (at - ta) / (tb - ta)
 
 
+def _steps(value: float, top: float, steps: int) -> float:
+    """`value` in steps of `top / steps`, clamped to 0–`steps` (0 for a value not finite)."""
+    fraction = value / top
+    if not math.isfinite(fraction):
+        return 0.0
+    return max(0.0, min(fraction, 1.0)) * steps
+
+
 def budget_lines(s: SessionView, history: SpendHistory, width: int, rows: int = 2) -> list[Text]:
     """Spend vs budget over the reservation: `rows` chart rows (the budget and the
     projection named to their right) and the time axis with its span."""
@@ -98,6 +106,7 @@ def budget_lines(s: SessionView, history: SpendHistory, width: int, rows: int = 
     if start is None or not times or spend_now is None:
         return [Text.assemble(_gutter("budget"), ("no spend figures yet", "grey50"))]
     now = times[-1]
+    start = min(start, times[0])  # a session start after the first frame (a skewed clock)
     rate = _finite(s.cost_per_hour_usd)
     end = epoch_of(s.reservation_end)
     projected = _finite(s.projected_spend_usd)
@@ -108,10 +117,11 @@ def budget_lines(s: SessionView, history: SpendHistory, width: int, rows: int = 
         projected = spend_now + rate * (end - now) / 3600.0
     budget = _finite(s.budget_usd)
     seen = max((_finite(v) or 0.0) for v in history.spend)
-    top = max(v for v in (budget, projected, spend_now, seen, 0.01) if v is not None) * 1.05
+    # 1.05: headroom over the highest figure; capped so that the scale stays finite
+    top = min(max(v for v in (budget, projected, spend_now, seen, 0.01) if v is not None), 1e300) * 1.05
     span = end - start
     at_col = [start + (i + 0.5) * span / width for i in range(width)]
-    budget_level = None if budget is None else budget / top * rows
+    budget_level = None if budget is None else _steps(budget, top, rows)
     grid: list[list[Text]] = [[Text(" ") for _ in range(width)] for _ in range(rows)]
     for col, at in enumerate(at_col):
         if at <= now:
@@ -120,18 +130,18 @@ def budget_lines(s: SessionView, history: SpendHistory, width: int, rows: int = 
                 continue
             over = budget is not None and value > budget
             style = "red" if over else ("green" if at >= times[0] else "grey50")  # grey: unwatched
-            eighths = round(max(0.0, min(value / top, 1.0)) * rows * 8)
+            eighths = round(_steps(value, top, rows * 8))
             for r in range(rows):  # r = 0 is the bottom row
                 fill = max(0, min(8, eighths - r * 8))
                 if fill:
                     grid[rows - 1 - r][col] = Text(_EIGHTHS[fill], style=style)
         elif projected is not None:
             value = spend_now + (projected - spend_now) * (at - now) / (end - now)
-            quarters = min(rows * 4 - 1, max(0, int(value / top * rows * 4)))
+            quarters = min(rows * 4 - 1, int(_steps(value, top, rows * 4)))
             r, q = divmod(quarters, 4)
             grid[rows - 1 - r][col] = Text(chr(0x2800 + _BRAILLE_ROWS[3 - q]), style="magenta")
         if budget_level is not None:
-            r = min(rows - 1, int(budget_level))
+            r = min(rows - 1, max(0, int(budget_level)))
             cell = grid[rows - 1 - r][col]
             if not cell.plain.strip():
                 grid[rows - 1 - r][col] = Text("─", style="bold yellow")

@@ -137,3 +137,20 @@ def test_session_panel_look(snap_compare) -> None:  # type: ignore[no-untyped-de
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(140, 36), run_before=publish_all)
+
+
+def test_charts_draw_whatever_figures_arrive() -> None:
+    """Extreme or broken figures (bounded upstream) draw something and never raise."""
+    frames = spend_frames(5)
+    odd = [1e308, -1e308, float("nan"), float("inf"), 0.0, None]
+    for i, value in enumerate(odd):
+        history = SpendHistory()
+        for n, frame in enumerate(frames):
+            session = frame.session.model_copy(update={
+                "spend_usd": value if n == 3 else frame.session.spend_usd, "cost_per_hour_usd": value,
+                "projected_spend_usd": value, "budget_usd": odd[(i + 1) % len(odd)],
+                "started_at": iso(START + 3600) if i % 2 else frame.session.started_at,  # after now
+            })
+            history.record(frame.model_copy(update={"session": session}))
+        lines = [*rate_lines(history, 30), *budget_lines(session, history, 30)]
+        assert all(isinstance(line.plain, str) for line in lines)
