@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from monitor.format import fmt_duration
 from monitor.record.replay import ReplayFeed
@@ -42,10 +42,10 @@ def replay_bar_text(feed: ReplayFeed, width: int = BAR_WIDTH) -> Text:
     unreadable = len(feed.recording.unreadable_snapshots)
     return Text.assemble(
         state,
-        f"  {fmt_duration(feed.position_at - first)} / {fmt_duration(last - first)}  ",
+        f" {fmt_duration(feed.position_at - first)}/{fmt_duration(last - first)} ",
         progress_bar(feed.progress(), width),
         f" {feed.progress():.0%}",
-        ("  recorded ", "grey70"), recorded,
+        ("  at ", "grey70"), recorded,
         ("  frame ", "grey70"), f"{max(feed.index, 1)}/{len(ticks)}",
         (f"  {unreadable} unreadable", "yellow") if unreadable else "",
     )
@@ -60,8 +60,15 @@ class ReplayBar(Static):
         super().__init__(id="replay-bar")
         self.feed = feed
 
+    def on_resize(self) -> None:
+        self.show()
+
     def show(self) -> None:
-        self.update(replay_bar_text(self.feed))
+        # the progress bar takes what the rest of the line leaves (6 to 40 cells), so the
+        # recorded time still fits at 80 columns
+        rest = replay_bar_text(self.feed, 0).cell_len
+        room = (self.size.width or 78) - rest - 1  # the content width (padding excluded)
+        self.update(replay_bar_text(self.feed, max(6, min(40, room))))
 
 
 class ReplayApp(InfertopApp):
@@ -84,8 +91,9 @@ class ReplayApp(InfertopApp):
 
     # Textual runs the handlers of every class in the MRO, this one first: no super() calls
     async def on_ready(self) -> None:
-        # the bar sits above the overview's footer, mounted before the feed starts
-        await self.overview.mount(self.replay_bar, before=self.overview.query_one(Footer))
+        # under the header, mounted before the feed starts: at the top it stays on screen
+        # when a short terminal pushes the overview's lower parts under the footer
+        await self.overview.mount(self.replay_bar, after=self.overview.header_bar)
         self.replay_bar.show()
 
     def on_snapshot_arrived(self, message: SnapshotArrived) -> None:

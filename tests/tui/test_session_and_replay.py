@@ -163,19 +163,19 @@ async def test_replay_bar_shows_position_and_paused_and_no_phase_key(tmp_path: P
         await wait_for(pilot, lambda: "PLAYING" in screen_text(app))
         text = screen_text(app)
         # 30 frames 10 s apart: 4m50s recorded; the first frame at 1_800_000_000
-        assert "0:00:00 / 0:04:50" in text and "recorded 2027-01-15 08:00:00 UTC" in text
+        assert "0:00:00/0:04:50" in text and "at 2027-01-15 08:00:00 UTC" in text
         assert "frame 1/30" in text
         assert "Phase" not in text  # the footer offers no key that would only refuse
         assert "Mute bell" not in text and app.alerter.state() is None  # the past does not ring
         await pilot.press("space")
         await wait_for(pilot, lambda: "PAUSED" in screen_text(app))
         await pilot.press("right_square_bracket")  # +1 min: frame 7 of 30, 20 %
-        await wait_for(pilot, lambda: "0:01:00 / 0:04:50" in screen_text(app))
+        await wait_for(pilot, lambda: "0:01:00/0:04:50" in screen_text(app))
         text = screen_text(app)
         assert "PAUSED" in text and "frame 7/30" in text and "21%" in text
-        assert "━━━━━━" in text and "recorded 2027-01-15 08:01:00 UTC" in text
+        assert "━━━━━━" in text and "at 2027-01-15 08:01:00 UTC" in text
         await pilot.press("9")
-        await wait_for(pilot, lambda: "0:04:50 / 0:04:50" in screen_text(app))
+        await wait_for(pilot, lambda: "0:04:50/0:04:50" in screen_text(app))
         await pilot.press("space")  # resumed at the end: nothing left to play
         await wait_for(pilot, lambda: "ENDED" in screen_text(app))
         await pilot.press("question_mark")
@@ -183,3 +183,28 @@ async def test_replay_bar_shows_position_and_paused_and_no_phase_key(tmp_path: P
         help_text = screen_text(app)
         assert "Pause or resume the replay" in help_text
         assert "Mark the session phase" not in help_text
+
+
+async def test_replay_bar_fits_80_columns(tmp_path: Path) -> None:
+    path, frames = make_recording(tmp_path)
+    app = ReplayApp(ReplayFeed.open(path, speed=0.5))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.latest_snapshot == frames[0])
+        await pilot.press("space")
+        await wait_for(pilot, lambda: "PAUSED" in screen_text(app))
+        bar = next(line for line in screen_text(app).splitlines() if "PAUSED" in line)
+        assert bar.rstrip().endswith("frame 1/30") and "at 2027-01-15 08:00:00 UTC" in bar
+
+
+def test_replay_bar_look(tmp_path: Path, snap_compare) -> None:  # type: ignore[no-untyped-def]
+    path, frames = make_recording(tmp_path)
+    app = ReplayApp(ReplayFeed.open(path, speed=0.5))
+
+    async def pause_at_a_minute(pilot) -> None:  # type: ignore[no-untyped-def]
+        await wait_for(pilot, lambda: app.latest_snapshot == frames[0])
+        await pilot.press("space", "right_square_bracket")
+        await wait_for(pilot, lambda: app.latest_snapshot == frames[6])
+        app.clear_notifications()  # the seek's toast is not part of the look
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(120, 30), run_before=pause_at_a_minute)
