@@ -155,7 +155,7 @@ def budget_lines(s: SessionView, history: SpendHistory, width: int, rows: int = 
                                   ("projected ", "grey70"), fmt_usd(projected), (how, "grey70"))
     lines = []
     for i, row in enumerate(grid):
-        label = fmt_usd(top, 0) if i == 0 else "$0" if i == rows - 1 else ""
+        label = fmt_usd(top, 0 if top >= 10 else 2) if i == 0 else "$0" if i == rows - 1 else ""
         lines.append(Text.assemble(_gutter(label), *row, notes[i]))
     axis: list[Text | None] = [None] * width
     now_col = min(width - 1, int((now - start) / span * width))
