@@ -95,6 +95,7 @@ ENGINE_BOUNDS: Bounds = {
     "spec_accept_rate": (0.0, 1.0),
     "spec_accept_length": (1.0, 1024.0),  # tokens per verify, bonus included
     "log_last_line_at": (0.0, 2.0**32),  # unix seconds (until 2106)
+    "counters_started_at": (0.0, 2.0**32),
 }
 
 # The fastest a counter can rise on one node, per second. Tokens: a node of 8 GPUs

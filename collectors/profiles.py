@@ -74,6 +74,7 @@ _MEAN_FIELDS = frozenset({"kv_cache_usage"})
 # gauges averaged with the verify calls as weights (SGLang), and the field naming them
 _SPEC_GAUGE_FIELDS = frozenset({"spec_accept_rate", "spec_accept_length"})
 _SPEC_WEIGHT_FIELD = "spec_verify_calls"
+PROCESS_START = "process_start_time_seconds"  # prometheus_client's process collector
 # labels that tell one data-parallel engine from another (vLLM, SGLang)
 ENGINE_LABELS: tuple[str, ...] = ("engine", "dp_rank")
 
@@ -105,10 +106,20 @@ class Profile:
                 for suffix in ("_sum", "_count")]
         return out
 
+    def birth_names(self) -> list[str]:
+        """Samples that say when the output-token counter began: its `_created` series
+        (prometheus_client writes one per counter series) and the process start time."""
+        created = [
+            n.removesuffix("_total") + "_created"
+            for n in self.scalars.get("generation_tokens_total", ())
+            if n.endswith("_total")
+        ]
+        return [*created, PROCESS_START]
+
     @property
     def wanted(self) -> frozenset[str]:
-        """`metric_names` as a set, for `parse_exposition(wanted=…)`."""
-        return frozenset(self.metric_names())
+        """`metric_names` and `birth_names` as a set, for `parse_exposition(wanted=…)`."""
+        return frozenset([*self.metric_names(), *self.birth_names()])
 
 
 class ProfileError(ValueError):
@@ -341,6 +352,21 @@ def _verify_weighted(gauge: Series, lengths: Series, verify: Series) -> float | 
     return total / weights if weights > 0 else None
 
 
+def counters_started_at(index: Exposition, profile: Profile) -> float | None:
+    """When the engine's token counters began (unix seconds), or None when the page does
+    not say. The earliest `_created` of the output-token counter's series is when it began
+    (a series made later counted only since); the process start is a bound below that:
+    a counter cannot begin before its process. The later of the two is the sharper."""
+    known: list[float] = []
+    created = index.first_present(profile.birth_names()[:-1])
+    if created is not None:
+        known.append(min(v for _, v in index.series(created)))
+    started = index.series(PROCESS_START)
+    if started:
+        known.append(min(v for _, v in started))
+    return max(known) if known else None
+
+
 def engine_sample_from_exposition(
     index: Exposition, profile: Profile, source: EngineSourceKind = "endpoint", where: str = "engine"
 ) -> EngineSample:
@@ -379,6 +405,7 @@ def engine_sample_from_exposition(
         values[sum_field] = _aggregate([v for _, v in index.series(f"{base}_sum")], "sum")
     if not any(v is not None for v in values.values()):
         raise ExpositionError(f"no {profile.name} engine metrics in {redact_url(where)}")
+    values["counters_started_at"] = counters_started_at(index, profile)
     return EngineSample(
         source=source, profile=profile.name, steps_by_engine_total=engine_steps, **values  # type: ignore[arg-type]
     )

@@ -152,6 +152,9 @@ class EngineSample(_Frozen):
     # draft / accepted counters exist. Acceptance 0–1; length includes the bonus token.
     spec_accept_rate: float | None = None
     spec_accept_length: float | None = None
+    # when the token counters began (unix s): their `_created` sample, else the process
+    # start; a counter born after the reservation start counted only this reservation
+    counters_started_at: float | None = None
     # when the figures came from a log: the time of the newest parsed line
     log_last_line_at: float | None = None
     log_lines_skipped_total: int | None = None

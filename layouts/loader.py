@@ -277,6 +277,7 @@ def parse_layout(text: str, path: str = "<layout>") -> Layout:
             path, "nodes", "no [[nodes]]: the layout watches nothing "
             "(list nodes, or set [prometheus] discover = true)", None,
         )
+    _check_gpus_priced(path, text, layout, origin)
     return layout
 
 
@@ -296,10 +297,39 @@ def _all_problems(path: str, text: str, origin: list[int], exc: ValidationError)
         if str(problem) not in seen:
             seen.add(str(problem))
             found.append(problem)
+    return _one_error(found)
+
+
+def _one_error(found: list[LayoutError]) -> LayoutError:
+    """The problems in file order, as one LayoutError carrying them all."""
     found.sort(key=lambda p: p.line if p.line is not None else 1 << 30)
     first = found[0]
     first.problems = found
     return first
+
+
+def _check_gpus_priced(path: str, text: str, layout: Layout, origin: list[int]) -> None:
+    """A rented node priced per GPU must say how many GPUs are reserved: the bill runs for
+    every reserved GPU, whether or not the node ever answers (priced by the GPUs it shows,
+    a node that never answers would be billed $0). Every such node is reported at once."""
+    pricing = layout.pricing
+    if pricing.mode != "rented":
+        return
+    found = []
+    for i, node in enumerate(layout.nodes):
+        if node.gpus is not None:
+            continue
+        node_rate = node.node_hour_usd if node.node_hour_usd is not None else pricing.node_hour_usd
+        per_gpu = node.gpu_hour_usd is not None or (node_rate is None and pricing.gpu_hour_usd is not None)
+        if per_gpu:
+            line = _find_line(text, ("nodes", i), origin)
+            problem = (
+                f"required for node {node.name!r}: it is priced per GPU (gpu_hour_usd), and the "
+                "reserved GPUs are billed whether or not the node answers"
+            )
+            found.append(LayoutError(path, f"nodes[{i}].gpus", problem, line))
+    if found:
+        raise _one_error(found)
 
 
 _FILE_KINDS = {

@@ -176,13 +176,26 @@ class SessionConfig(_Strict):
     budget_usd: NonNegFloat | None = None
     # tasks the user counts as acceptable (for $ per acceptable task)
     acceptable_tasks: Annotated[int, Field(ge=0)] | None = None
+    # when the reservation ends (or how long it lasts from its start): the spend at the
+    # current rate is projected to that instant and set against the budget
+    reservation_end: dt.datetime | None = None
+    duration_h: Annotated[float, Field(gt=0, le=24 * 366)] | None = None
 
-    @field_validator("reservation_start")
+    @field_validator("reservation_start", "reservation_end")
     @classmethod
     def _aware(cls, value: dt.datetime | None) -> dt.datetime | None:
         if value is not None and value.tzinfo is None:
-            raise ValueError("reservation_start needs a time zone, e.g. 2026-11-29T09:00:00Z")
+            raise ValueError("needs a time zone, e.g. 2026-11-29T09:00:00Z")
         return value
+
+    @model_validator(mode="after")
+    def _one_end(self) -> SessionConfig:
+        if self.reservation_end is not None and self.duration_h is not None:
+            raise ValueError("give at most one of reservation_end and duration_h")
+        start, end = self.reservation_start, self.reservation_end
+        if start is not None and end is not None and end <= start:
+            raise ValueError("reservation_end must be after reservation_start")
+        return self
 
 
 class AlertsConfig(_Strict):

@@ -226,7 +226,9 @@ class SessionView(_View):
     # scoreboard money (DESIGN.md "Scoreboard fields"); the span rule: token figures, $/1M,
     # API-equivalent and the spend ÷ API ratio all cover the same stretch of time
     tokens_since: str | None = None  # ISO 8601, UTC: start of the stretch the tokens cover
-    usd_per_million_span: str | None = None  # "reservation" or "since <tokens_since>"
+    # "reservation": the engines' counters began within it, so the tokens cover all of it;
+    # "watched": counted from when infertop first read them (tokens_since), not before
+    usd_per_million_span: str | None = None
     span_spend_usd: float | None = None  # spend over that same stretch (what $/1M divides)
     # output tokens/s the whole cluster must sustain to cost no more than the API's output
     # price in the current price window: cluster $/h ÷ (API $ per output token × 3600)
@@ -235,6 +237,7 @@ class SessionView(_View):
     price_window_flips_at: str | None = None  # ISO 8601, UTC: when the window changes
     api_output_usd_per_million: float | None = None  # API output price in this window
     # budget: one figure for every viewer
+    budget_label: str | None = None  # "97% of $600", "over by $12.40 of $600"
     budget_over_by_usd: float | None = None  # spend beyond the budget; None while under
     reservation_end: str | None = None  # ISO 8601, UTC, from the layout
     projected_spend_usd: float | None = None  # total at the current $/h to reservation_end

@@ -59,6 +59,7 @@ def snapshot_table(snapshot: Snapshot) -> str:
         f"{fmt_usd(snapshot.cluster.total.cost_per_hour_usd)}/h, "
         f"spend {fmt_usd(s.spend_usd)} (idle {fmt_usd(s.idle_spend_usd)}), "
         f"$/1M tokens {fmt_usd(s.usd_per_million_output_tokens)}"
+        + (f" (since {s.tokens_since})" if s.usd_per_million_span == "watched" else "")
     )
     for node in snapshot.nodes:
         name = inert_text(node.name, MAX_CELL_CHARS)

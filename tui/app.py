@@ -21,7 +21,7 @@ from textual.theme import BUILTIN_THEMES
 from textual.widget import Widget
 
 from monitor.evaluation.ledger import PHASES
-from monitor.feeds import PhaseMarkingFeed, SnapshotFeed, can_mark_phase
+from monitor.feeds import EndingFeed, PhaseMarkingFeed, SnapshotFeed, can_mark_phase
 from monitor.format import inert_text
 from monitor.snapshot import Snapshot
 from monitor.stopping import SIGNALS, arm_watchdog, run_bounded
@@ -104,6 +104,13 @@ class InfertopApp(App[int]):
         # that has not composed yet
         await self.feed.start(self.publish)
         self._feed_running = True
+        if isinstance(self.feed, EndingFeed):
+            self.run_worker(self._leave_when_feed_ends(self.feed), name="feed-end", exit_on_error=False)
+
+    async def _leave_when_feed_ends(self, feed: EndingFeed) -> None:
+        # a monitor in another process stopped: its last frame must not stay up as live
+        await feed.ended()
+        self.exit()
 
     async def on_unmount(self) -> None:
         loop = asyncio.get_running_loop()
@@ -236,10 +243,18 @@ class InfertopApp(App[int]):
             for node in self.latest_snapshot.nodes:
                 yield SystemCommand(f"Open node {inert_text(node.name, 60)}", f"{node.role}, {node.status}",
                                     partial(self.open_node, node.name), discover=False)
+        stop_monitor = getattr(self.feed, "stop_monitor", None)
+        if callable(stop_monitor):  # a monitor in a process of its own outlives `q`
+            yield SystemCommand("Quit and stop the monitor", "Leave, and end the monitor and its record",
+                                partial(self._quit_and_stop, stop_monitor))
         if can_mark_phase(self.feed):
             for phase in PHASES:
                 yield SystemCommand(f"Mark phase: {phase}", "Attribute spend from now on to this phase",
                                     partial(self.mark_phase, phase), discover=False)
+
+    def _quit_and_stop(self, stop_monitor: Callable[[], None]) -> None:
+        stop_monitor()
+        self.exit()
 
 
 def theme_names() -> list[str]:

@@ -16,7 +16,22 @@ from types import ModuleType
 from typing import NoReturn
 
 from infertop import __version__
-from infertop.cli import completion, demo, export, phase, record, records, replay, report, snapshot, tui
+from infertop.cli import (
+    attach,
+    completion,
+    demo,
+    export,
+    phase,
+    ps,
+    record,
+    records,
+    replay,
+    report,
+    serve,
+    snapshot,
+    stop,
+    tui,
+)
 from infertop.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_OK,
@@ -31,7 +46,7 @@ from infertop.cli.common import (
 from layouts import LayoutError
 
 SUBCOMMANDS: tuple[ModuleType, ...] = (
-    snapshot, record, phase, report, replay, export, demo, records, completion,
+    snapshot, record, attach, ps, stop, phase, report, replay, export, demo, records, serve, completion,
 )
 
 

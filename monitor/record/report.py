@@ -266,6 +266,15 @@ def _pricing_line(rec: Recording) -> str:
     return "rented: " + (", ".join(parts) or "no rates")
 
 
+def _span_words(s: SessionView) -> str:
+    """Which stretch the token figures (and $/1M, API-equivalent) cover."""
+    if s.usd_per_million_span == "reservation":
+        return "the whole reservation (the engines' counters began within it)"
+    if s.usd_per_million_span == "watched":
+        return f"since {s.tokens_since} (spend over it: {fmt_usd(s.span_spend_usd)})"
+    return "—"
+
+
 def _money_lines(s: SessionView | None, tasks: int | None) -> list[tuple[str, str]]:
     if s is None:
         return [("session", "no readable figures")]
@@ -276,6 +285,7 @@ def _money_lines(s: SessionView | None, tasks: int | None) -> list[tuple[str, st
         ("cost per hour (last)", fmt_usd(s.cost_per_hour_usd)),
         ("elapsed since reservation start", fmt_span(s.elapsed_s, precise=True)),
         ("charged but not watched", fmt_span(s.unwatched_s, precise=True)),
+        ("token figures cover", _span_words(s)),
         ("accepted output tokens", fmt_num(s.accepted_tokens, 0)),
         ("$ per 1M accepted output tokens", fmt_usd(s.usd_per_million_output_tokens, 4)),
         ("finished requests", fmt_num(s.requests_finished, 0)),
@@ -284,7 +294,8 @@ def _money_lines(s: SessionView | None, tasks: int | None) -> list[tuple[str, st
         ("API-equivalent", fmt_usd(s.api_equivalent_usd, 4)),
         ("break-even ratio (spend ÷ API-equivalent)", fmt_num(s.api_break_even_ratio, 2)),
         ("budget", fmt_usd(s.budget_usd)),
-        ("budget used", fmt_pct(s.budget_used_fraction, 1)),
+        ("budget used", s.budget_label or fmt_pct(s.budget_used_fraction, 1)),
+        ("projected spend at the reservation end", fmt_usd(s.projected_spend_usd)),
     ]
 
 

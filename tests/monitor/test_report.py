@@ -104,6 +104,10 @@ def test_report_totals_equal_the_live_session(tmp_path: Path, capsys: pytest.Cap
                  "2026-11-30 00:30:00 UTC", "ticks recorded | 200", "$25/GPU-h"):
         assert fact in md, fact
     assert f"| spend | ${live.session.spend_usd:,.2f} |" in md
+    # the engine does not say since when it counts: tokens are set against the spend since
+    # infertop first read them, and the report says so
+    assert live.session.tokens_since is not None
+    assert f"| token figures cover | since {live.session.tokens_since} (spend over it: $" in md
     assert "\x1b" not in md  # hostile text from the layout is inert
     svg = ET.fromstring((out / "spend.svg").read_text())
     assert len(svg.findall("{http://www.w3.org/2000/svg}polyline")) == 2

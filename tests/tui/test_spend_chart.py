@@ -39,6 +39,7 @@ def spend_frames(n: int = 40, projection: bool = True) -> list[Snapshot]:
         session = base.session.model_copy(update={
             "spend_usd": spend, "cost_per_hour_usd": rate, "phase": "load" if i < 25 else "run",
             "started_at": iso(START - 3 * 3600), "budget_usd": 400.0,
+            "budget_used_fraction": spend / 400.0, "budget_label": f"{spend / 400.0:.0%} of $400",
             "reservation_end": iso(START + 5 * 3600) if projection else None,
             "projected_spend_usd": spend + rate * (5 * 3600 - i * STEP_S) / 3600 if projection else None,
         })
@@ -116,7 +117,7 @@ async def test_session_panel_draws_the_spend_charts() -> None:
             await wait_for(pilot, lambda frame=frame: panel.last_taken_at == frame.taken_at)  # type: ignore[misc]
         await pilot.pause()
         body = screen_text(app)
-        rate_row = next(line for line in body.splitlines() if "$/h " in line)
+        rate_row = next(line for line in body.splitlines() if "$0–$72.00/h" in line)
         assert "▄" in rate_row and "█" in rate_row and "$0–$72.00/h" in rate_row
         assert any(c in PROJECTION_GLYPHS for c in body) and NOW_GLYPH in body
         assert "projected $" in body and "05:00→13:00 UTC" in body
@@ -136,7 +137,7 @@ def test_session_panel_look(snap_compare) -> None:  # type: ignore[no-untyped-de
         app.clear_notifications()  # the verdict's toast is not part of the look
         await pilot.pause()
 
-    assert snap_compare(app, terminal_size=(140, 36), run_before=publish_all)
+    assert snap_compare(app, terminal_size=(140, 50), run_before=publish_all)
 
 
 def test_charts_draw_whatever_figures_arrive() -> None:
