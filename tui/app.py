@@ -239,6 +239,9 @@ class InfertopApp(App[int]):
         yield SystemCommand("Pause / resume rendering", "Freeze the screen; collection goes on (p)",
                             self.action_toggle_pause)
         yield SystemCommand("Help: keys", "Every key binding (?)", self.action_help)
+        if self.alerter.active:
+            yield SystemCommand("Mute / unmute the alert bell", "[alerts] bell in the layout (b)",
+                                self.action_toggle_alerts)
         if self.latest_snapshot is not None:
             for node in self.latest_snapshot.nodes:
                 yield SystemCommand(f"Open node {inert_text(node.name, 60)}", f"{node.role}, {node.status}",

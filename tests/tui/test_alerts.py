@@ -115,6 +115,8 @@ async def test_muted_never_rings_and_the_header_says_so() -> None:
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
         await pilot.pause()
         assert "Mute / unmute the alert bell" in screen_text(app)
+        await pilot.press("escape")
+        assert any(c.title == "Mute / unmute the alert bell" for c in app.get_system_commands(app.screen))
 
 
 async def test_alerts_off_never_ring_and_offer_no_mute_key() -> None:
