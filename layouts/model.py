@@ -198,6 +198,17 @@ class SessionConfig(_Strict):
         return self
 
 
+class AlertsConfig(_Strict):
+    """`[alerts]`: opt-in terminal bell in the TUI (the viewer only decides whether to
+    ring; which verdicts are new and which budget threshold is passed come from the
+    snapshot). Desktop notifications are not offered: Textual has no public API for them."""
+
+    bell: bool = False  # ring the terminal bell (off unless asked for)
+    on: Literal["critical", "warning"] = "critical"  # the least severe verdict that rings
+    budget: bool = True  # ring when the budget passes 80 % and 100 %
+    min_interval_s: Annotated[float, Field(ge=1.0, le=3600.0)] = 5.0  # at most one ring per
+
+
 class ApiPriceTable(_Strict):
     """Per 1M tokens. Defaults: DeepSeek-V4.1-Flash (DESIGN.md)."""
 
@@ -502,6 +513,7 @@ class Layout(_Strict):
     session: SessionConfig = SessionConfig()
     pricing: PricingConfig = PricingConfig()
     thresholds: Thresholds = Thresholds()
+    alerts: AlertsConfig = AlertsConfig()
     prometheus: PrometheusConfig | None = None
     ssh: SshOptions = SshOptions()
     nodes: list[NodeConfig] = Field(default_factory=list)

@@ -25,6 +25,7 @@ from monitor.feeds import EndingFeed, PhaseMarkingFeed, SnapshotFeed, can_mark_p
 from monitor.format import inert_text
 from monitor.snapshot import Snapshot
 from monitor.stopping import SIGNALS, arm_watchdog, run_bounded
+from tui.alerts import Alerter, AlertSettings
 from tui.announcer import VerdictAnnouncer
 from tui.columns import SORTS, SortSpec
 from tui.frames import FrameScreen, FrameState
@@ -52,19 +53,24 @@ class InfertopApp(App[int]):
                 tooltip="Mark the session phase (build, load, warmup, run, failed, idle)"),
         Binding("b", "scoreboard", "Scoreboard",
                 tooltip="Scoreboard: live point vs the chart, latency, cache"),
+        Binding("a", "toggle_alerts", "Mute bell",
+                tooltip="Mute / unmute the alert bell ([alerts] bell = true in the layout)"),
     ]
 
     def __init__(
-        self, feed: SnapshotFeed, history_length: int = 60, panels: list[Widget] | None = None
+        self, feed: SnapshotFeed, history_length: int = 60, panels: list[Widget] | None = None,
+        alerts: AlertSettings | None = None,
     ) -> None:
-        """`panels`: overview plug-in panels; None = every registered one (see `tui.panels`)."""
+        """`panels`: overview plug-in panels; None = every registered one (see `tui.panels`).
+        `alerts`: the bell's settings; None = the feed's layout's `[alerts]`."""
         super().__init__()
         self.feed = feed
         self.history = History(history_length)
         # fed every frame, whatever screen is on top: a verdict that starts while the
         # operator reads a node screen is still announced at once
         self.verdict_announcer = VerdictAnnouncer()
-        self.frames = FrameState()
+        self.alerter = Alerter(alerts if alerts is not None else feed.layout.alerts)
+        self.frames = FrameState(alerts=self.alerter.state())
         self.frames_received = 0
         self.frames_rendered = 0
         self.overview = OverviewScreen(self.frames, panels)
@@ -130,6 +136,7 @@ class InfertopApp(App[int]):
         self.frames.latest = snapshot
         self.history.record(snapshot)
         self.verdict_announcer.observe(self, snapshot.nodes, snapshot.verdict_groups)
+        self.alerter.observe(self, snapshot)  # rings while rendering is paused too
         if self.paused:
             self._refresh_headers()
             return
@@ -155,9 +162,28 @@ class InfertopApp(App[int]):
             self.render_snapshot(self.latest_snapshot)
         self._refresh_headers()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # a key that would only refuse is not offered: hidden from the footer and help
+        if action == "pick_phase" and not can_mark_phase(self.feed):
+            return False
+        if action == "toggle_alerts" and not self.alerter.active:
+            return False
+        return True
+
+    def offered(self, bindings: Iterable[BindingType]) -> list[BindingType]:
+        """`bindings` less those whose action `check_action` turns off for this feed."""
+        return [b for b in bindings
+                if not isinstance(b, Binding) or self.check_action(b.action, ()) is not False]
+
+    def action_toggle_alerts(self) -> None:
+        muted = self.alerter.toggle_mute()
+        self.frames.alerts = self.alerter.state()
+        self.notify("alert bell muted" if muted else "alert bell on", timeout=2)
+        self._refresh_headers()
+
     def help_scopes(self) -> list[tuple[str, Iterable[BindingType]]]:
         return [
-            ("everywhere", self.BINDINGS),
+            ("everywhere", self.offered(InfertopApp.BINDINGS)),
             ("overview", OverviewScreen.BINDINGS),
             ("node table", NodeTable.BINDINGS),
             ("node screen", NodeScreen.BINDINGS),
@@ -227,6 +253,9 @@ class InfertopApp(App[int]):
         yield SystemCommand("Help: keys", "Every key binding (?)", self.action_help)
         yield SystemCommand("Scoreboard", "Live point vs the reference chart, latency, cache (b)",
                             self.action_scoreboard)
+        if self.alerter.active:
+            yield SystemCommand("Mute / unmute the alert bell", "[alerts] bell in the layout (a)",
+                                self.action_toggle_alerts)
         if self.latest_snapshot is not None:
             for node in self.latest_snapshot.nodes:
                 yield SystemCommand(f"Open node {inert_text(node.name, 60)}", f"{node.role}, {node.status}",

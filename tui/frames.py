@@ -20,6 +20,7 @@ from monitor.snapshot import Snapshot
 class FrameState:
     latest: Snapshot | None = None  # the newest frame received
     paused: bool = False  # drawing is paused (collection and spend go on)
+    alerts: str | None = None  # the alert bell: None (off in the layout), "on", "muted"
 
 
 class FrameScreen(Screen[None]):

@@ -31,6 +31,7 @@ def header_text(
     filter_text: str = "",
     shown: int | None = None,
     sort_label: str = "layout",
+    alerts: str | None = None,
 ) -> Text:
     out = Text(no_wrap=True, overflow="ellipsis")
     out.append("infertop", "bold")
@@ -40,6 +41,12 @@ def header_text(
     s = snapshot.session
     out.append(" ▸ ")
     out.append(inert(snapshot.cluster.name, "bold", max_len=40))
+    # early in the line: a narrow terminal cuts the end, and a muted bell must show
+    if alerts == "muted":
+        out.append("   ")
+        out.append(" BELL MUTED ", "reverse yellow")
+    elif alerts == "on":
+        out.append("   bell on", "grey70")
     out.append("   session ")
     out.append(fmt_duration(s.elapsed_s), "bold")
     out.append("   spend ")

@@ -107,6 +107,7 @@ class OverviewScreen(FrameScreen):
             filter_text=self.node_filter.describe(),
             shown=shown if shown is not None else self.table.row_count,
             sort_label=self.sort.label,
+            alerts=self.frames.alerts,
         )
 
     def rerender(self) -> None:

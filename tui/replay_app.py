@@ -1,13 +1,74 @@
-"""The TUI on a recording: the live app plus pause and seek keys for a `ReplayFeed`."""
+"""The TUI on a recording: the live app plus pause and seek keys for a `ReplayFeed`, and a
+position bar (elapsed / total, progress, the recorded time, PLAYING / PAUSED / ENDED).
+
+Only the keys that work are offered: a recording's phases cannot be marked, so `m` is
+neither in the footer nor in the help (`InfertopApp.check_action`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import UTC, datetime
 
+from rich.text import Text
 from textual.binding import Binding, BindingType
+from textual.widgets import Static
 
+from monitor.format import fmt_duration
 from monitor.record.replay import ReplayFeed
+from tui.alerts import AlertsOff
 from tui.app import InfertopApp
+from tui.messages import SnapshotArrived
+
+BAR_WIDTH = 30
+
+
+def progress_bar(fraction: float, width: int = BAR_WIDTH) -> Text:
+    """━ for what was played, ─ for what is left."""
+    done = max(0, min(width, round(max(0.0, min(1.0, fraction)) * width)))
+    return Text("━" * done, style="cyan") + Text("─" * (width - done), style="grey50")
+
+
+def replay_bar_text(feed: ReplayFeed, width: int = BAR_WIDTH) -> Text:
+    """One line: state, elapsed / total, progress bar, recorded time, frame n/N."""
+    ticks = feed.recording.ticks
+    first, last = ticks[0].at, ticks[-1].at
+    if feed.paused:
+        state = Text(" ⏸ PAUSED ", style="reverse bold yellow")
+    elif feed.index >= len(ticks):
+        state = Text(" ■ ENDED ", style="reverse grey70")
+    else:
+        state = Text(f" ▶ PLAYING ×{feed.speed:g} ", style="bold green")
+    recorded = datetime.fromtimestamp(feed.position_at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    unreadable = len(feed.recording.unreadable_snapshots)
+    return Text.assemble(
+        state,
+        f" {fmt_duration(feed.position_at - first)}/{fmt_duration(last - first)} ",
+        progress_bar(feed.progress(), width),
+        f" {feed.progress():.0%}",
+        ("  at ", "grey70"), recorded,
+        ("  frame ", "grey70"), f"{max(feed.index, 1)}/{len(ticks)}",
+        (f"  {unreadable} unreadable", "yellow") if unreadable else "",
+    )
+
+
+class ReplayBar(Static):
+    DEFAULT_CSS = """
+    ReplayBar { height: 1; padding: 0 1; background: $panel; }
+    """
+
+    def __init__(self, feed: ReplayFeed) -> None:
+        super().__init__(id="replay-bar")
+        self.feed = feed
+
+    def on_resize(self) -> None:
+        self.show()
+
+    def show(self) -> None:
+        # the progress bar takes what the rest of the line leaves (6 to 40 cells), so the
+        # recorded time still fits at 80 columns
+        rest = replay_bar_text(self.feed, 0).cell_len
+        room = (self.size.width or 78) - rest - 1  # the content width (padding excluded)
+        self.update(replay_bar_text(self.feed, max(6, min(40, room))))
 
 
 class ReplayApp(InfertopApp):
@@ -22,12 +83,29 @@ class ReplayApp(InfertopApp):
     ]
 
     def __init__(self, feed: ReplayFeed, history_length: int = 60) -> None:
-        super().__init__(feed, history_length)
+        # the past does not ring: a replay's alerts are off whatever its layout says
+        super().__init__(feed, history_length, alerts=AlertsOff())
         self.replay = feed
         self.sub_title = feed.status()
+        self.replay_bar = ReplayBar(feed)
+
+    # Textual runs the handlers of every class in the MRO, this one first: no super() calls
+    async def on_ready(self) -> None:
+        # under the header, mounted before the feed starts: at the top it stays on screen
+        # when a short terminal pushes the overview's lower parts under the footer
+        await self.overview.mount(self.replay_bar, after=self.overview.header_bar)
+        self.replay_bar.show()
+
+    def on_snapshot_arrived(self, message: SnapshotArrived) -> None:
+        self._show_position()
+
+    def _show_position(self) -> None:
+        self.sub_title = self.replay.status()
+        if self.replay_bar.is_mounted:
+            self.replay_bar.show()
 
     def _replay_moved(self) -> None:
-        self.sub_title = self.replay.status()
+        self._show_position()
         self.notify(self.replay.status(), timeout=2)
 
     def action_toggle_replay(self) -> None:

@@ -1,13 +1,12 @@
 """The session panel: running spend, spend by phase, idle spend, $/1M tokens, the
-API-equivalent, a budget bar and a chart of spend and accepted tokens/s over time.
+API-equivalent, a budget bar, charts of the spend rate and of spend vs budget with its
+projection (`tui.spend_chart`), and accepted tokens/s over time.
 
 Registered with `tui.panels` on import. Also holds the phase picker (a modal the app
 opens with a key) so that everything about the session lives in one module.
 """
 
 from __future__ import annotations
-
-from collections import deque
 
 from rich.cells import cell_len
 from rich.console import Group
@@ -23,8 +22,10 @@ from monitor.evaluation.ledger import PHASES
 from monitor.evaluation.money import api_output_tokens_for
 from monitor.format import fmt_num, fmt_span, fmt_usd
 from monitor.snapshot import RollupView, SessionView, Snapshot
+from tui.history import SpendHistory
 from tui.panels import register_panel
 from tui.sparkline import sparkline
+from tui.spend_chart import spend_chart_lines
 from tui.text import inert
 
 CHART_POINTS = 240  # frames kept for the chart: 4 minutes at 1 s
@@ -71,8 +72,8 @@ def breakeven_lines(s: SessionView) -> list[Text]:
     return lines
 
 
-def session_lines(s: SessionView, spend: list[float | None], tokens: list[float | None],
-                  chart_width: int = 40, tokens_from: RollupView | None = None) -> list[Text]:
+def session_lines(s: SessionView, history: SpendHistory, chart_width: int = 40,
+                  tokens_from: RollupView | None = None) -> list[Text]:
     """The panel's text, one `Text` per line (a pure function: easy to test).
     `tokens_from`: the roll-up the session's tokens/s is (the cluster's), for its count."""
     lines: list[Text] = []
@@ -133,11 +134,13 @@ def session_lines(s: SessionView, spend: list[float | None], tokens: list[float 
         for p in s.spend_by_phase:
             parts += [(p.phase, "cyan"), f" {fmt_usd(p.spend_usd)} ({fmt_span(p.seconds)})  "]
         lines.append(Text.assemble(*parts))
-    lines.append(Text.assemble(("spend  ", "grey70"), (sparkline(spend, chart_width), "red")))
+    # spend as a rate ($/h between frames) and against the budget with its projection:
+    # a cumulative figure drawn as bars is a solid block
+    lines += spend_chart_lines(s, history, chart_width)
     counted = ""
     if tokens_from is not None and tokens_from.partial:  # a partial sum says so
         counted = f" ({tokens_from.nodes_counted}/{tokens_from.nodes_expected} nodes)"
-    lines.append(Text.assemble(("tok/s  ", "grey70"), (sparkline(tokens, chart_width), "blue"),
+    lines.append(Text.assemble(("tok/s  ", "grey70"), (sparkline(history.tokens_per_s, chart_width), "blue"),
                                f" {fmt_num(s.accepted_tokens_per_s, 0)}", (counted, "yellow")))
     if s.api_cache_note and "cache misses" in s.api_cache_note:
         lines.append(Text.assemble(("note ", "grey70"), inert(s.api_cache_note, "grey50", 120)))
@@ -162,7 +165,7 @@ class SessionPanel(Vertical):
     DEFAULT_CSS = """
     SessionPanel {
         height: auto;
-        max-height: 18;  /* budget, projection, break-even, energy: up to 16 lines */
+        max-height: 22;  /* budget, projection, break-even, energy, the spend charts: up to 20 lines */
         width: 3fr;
         border: round $panel-lighten-2;
         border-title-color: $text-muted;
@@ -174,8 +177,7 @@ class SessionPanel(Vertical):
         super().__init__(id="session-panel")
         self.border_title = "session"
         self.body = Static("waiting for the first tick…", id="session-body")
-        self.spend_history: deque[float | None] = deque(maxlen=CHART_POINTS)
-        self.tokens_history: deque[float | None] = deque(maxlen=CHART_POINTS)
+        self.history = SpendHistory(CHART_POINTS)
         self.last_taken_at: str | None = None
         self._body_rows: int | None = None  # rows drawn (wrapped lines count for several)
 
@@ -186,11 +188,10 @@ class SessionPanel(Vertical):
         s = snapshot.session
         if snapshot.taken_at != self.last_taken_at:  # a re-render is not a new point
             self.last_taken_at = snapshot.taken_at
-            self.spend_history.append(s.spend_usd)
-            self.tokens_history.append(s.accepted_tokens_per_s)
-        width = max(10, min(CHART_POINTS, (self.size.width or 60) - 20))
-        lines = session_lines(s, list(self.spend_history), list(self.tokens_history), width,
-                              tokens_from=snapshot.cluster.total)
+            self.history.record(snapshot)
+        # room left of the charts for their labels (7) and right for the $/h scale (~34)
+        width = max(10, min(CHART_POINTS, (self.size.width or 60) - 43))
+        lines = session_lines(s, self.history, width, tokens_from=snapshot.cluster.total)
         # a layout of the whole screen only when the panel's height changes (at 128 nodes
         # a layout pass costs ms): its rows, counting the wrapped ones as Rich wraps them
         body_width = self.body.size.width

@@ -15,6 +15,7 @@ import pytest
 from hostile_server import check_figure, growing, ib_page, snapshot_of, vllm_page
 
 from monitor.snapshot import SessionView
+from tui.history import SpendHistory
 from tui.session_panel import session_lines
 
 CASES = [
@@ -76,5 +77,5 @@ def test_session_panel_shows_what_the_ledger_left_out() -> None:
                        spend_usd=None, idle_spend_usd=None, budget_usd=None,
                        usd_per_million_output_tokens=None, api_equivalent_usd=None,
                        notes=["[red]n1[/] generation_tokens_total rose by 1e+18 in 1 s: not counted"])
-    text = "\n".join(line.plain for line in session_lines(view, [], []))
+    text = "\n".join(line.plain for line in session_lines(view, SpendHistory()))
     assert "[red]n1[/] generation_tokens_total rose by 1e+18 in 1 s: not counted" in text

@@ -63,9 +63,10 @@ def test_energy_per_session_and_per_output_token() -> None:
     assert s.energy_kwh == pytest.approx(16 * 700.0 * 10 / 3.6e6, rel=1e-9)
     assert s.joules_per_output_token == pytest.approx(16 * 700.0 / 2000.0, rel=1e-9)
     assert s.energy_usd is None  # rented: the rent covers the energy
+    from tui.history import SpendHistory
     from tui.session_panel import session_lines
 
-    text = "\n".join(line.plain for line in session_lines(s, [], [], 10))
+    text = "\n".join(line.plain for line in session_lines(s, SpendHistory(), 10))
     assert "energy 0.031 kWh  per output token 5.60 J" in text
     data = monitor.tick(t0 + 10).to_json_dict()["session"]
     assert isinstance(data, dict) and data["energy_kwh"] == pytest.approx(s.energy_kwh)

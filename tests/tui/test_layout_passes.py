@@ -64,5 +64,5 @@ async def test_steady_frames_lay_out_nothing() -> None:
         # and the panels are as tall as what they hold (a long note line wraps here)
         panel = app.query_one(SessionPanel)
         assert panel._body_rows is not None and panel._body_rows > len(session_lines(
-            frame.session, [], [], 10))
+            frame.session, panel.history, 10))
         assert panel.body.size.height == panel._body_rows

@@ -16,6 +16,7 @@ from monitor.record.store import Recorder, Recording
 from monitor.snapshot import SessionView, Snapshot
 from tui.app import InfertopApp
 from tui.header import header_text
+from tui.history import SpendHistory
 from tui.replay_app import ReplayApp
 from tui.session_panel import PhasePicker, SessionPanel, budget_bar, session_lines
 
@@ -29,7 +30,7 @@ def specs() -> list[NodeSpec]:
 def test_panel_lines_and_budget_bar() -> None:
     feed = FrozenFeed(specs(), ticks=4)
     s = feed.frames[-1].session
-    text = "\n".join(line.plain for line in session_lines(s, [1.0, 2.0, 3.0], [5.0, 6.0, None], 10))
+    text = "\n".join(line.plain for line in session_lines(s, SpendHistory(), 10))
     assert f"spend ${s.spend_usd:,.2f}" in text
     assert "10% of $100" in text and "phase run" in text
     assert "by phase run" in text and "API-equivalent" in text
@@ -44,11 +45,11 @@ def test_panel_says_which_stretch_the_token_figures_cover() -> None:
         "usd_per_million_span": "watched", "tokens_since": "2027-01-15T07:59:30+00:00",
         "span_spend_usd": 0.25,
     })
-    text = "\n".join(line.plain for line in session_lines(s, [], [], 10))
+    text = "\n".join(line.plain for line in session_lines(s, SpendHistory(), 10))
     assert "tokens counted since 2027-01-15 07:59 UTC" in text
     assert f"against the $0.25 spent since, not the whole ${s.spend_usd:,.2f}" in text
     whole = s.model_copy(update={"usd_per_million_span": "reservation"})
-    assert "tokens counted since" not in "\n".join(line.plain for line in session_lines(whole, [], [], 10))
+    assert "tokens counted since" not in "\n".join(line.plain for line in session_lines(whole, SpendHistory(), 10))
 
 
 async def test_session_panel_in_the_overview() -> None:
@@ -57,7 +58,7 @@ async def test_session_panel_in_the_overview() -> None:
     async with app.run_test(size=SIZE) as pilot:
         panel = app.overview.query_one(SessionPanel)
         await wait_for(pilot, lambda: panel.last_taken_at == feed.frames[-1].taken_at)
-        assert 1 <= len(panel.spend_history) <= 5  # a burst of frames collapses to the latest
+        assert 1 <= len(panel.history.times) <= 5  # a burst of frames collapses to the latest
         last = feed.frames[-1].session
         await wait_for(pilot, lambda: "API-equivalent" in screen_text(app))
         text = screen_text(app)
@@ -74,11 +75,11 @@ def test_one_budget_figure_before_and_past_the_budget() -> None:
     over = ledger_view(budget=s.spend_usd - 2.4)  # type: ignore[operator]
     for view, words in ((near, "99% of $"), (over, "over by $2.40 of $")):
         head = header_text(frame.model_copy(update={"session": view})).plain
-        panel = "\n".join(line.plain for line in session_lines(view, [], [], 10))
+        panel = "\n".join(line.plain for line in session_lines(view, SpendHistory(), 10))
         assert f"budget {view.budget_label}" in head and view.budget_label in panel
         assert words in head and "100%" not in head + panel
-    assert "runs out in" in "\n".join(line.plain for line in session_lines(near, [], [], 10))
-    assert "runs out in" not in "\n".join(line.plain for line in session_lines(over, [], [], 10))
+    assert "runs out in" in "\n".join(line.plain for line in session_lines(near, SpendHistory(), 10))
+    assert "runs out in" not in "\n".join(line.plain for line in session_lines(over, SpendHistory(), 10))
 
 
 def ledger_view(budget: float) -> SessionView:
@@ -191,6 +192,62 @@ def test_replay_refuses_a_record_without_ticks(tmp_path: Path) -> None:
     from infertop.cli.main import main
 
     assert main(["replay", str(path)]) == 2
+
+
+async def test_replay_bar_shows_position_and_paused_and_no_phase_key(tmp_path: Path) -> None:
+    path, frames = make_recording(tmp_path)
+    feed = ReplayFeed.open(path, speed=0.5)  # 20 s per frame: nothing moves on its own
+    app = ReplayApp(feed)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.latest_snapshot == frames[0])
+        await wait_for(pilot, lambda: "PLAYING" in screen_text(app))
+        text = screen_text(app)
+        # 30 frames 10 s apart: 4m50s recorded; the first frame at 1_800_000_000
+        assert "0:00:00/0:04:50" in text and "at 2027-01-15 08:00:00 UTC" in text
+        assert "frame 1/30" in text
+        assert "Phase" not in text  # the footer offers no key that would only refuse
+        assert "Mute bell" not in text and app.alerter.state() is None  # the past does not ring
+        await pilot.press("space")
+        await wait_for(pilot, lambda: "PAUSED" in screen_text(app))
+        await pilot.press("right_square_bracket")  # +1 min: frame 7 of 30, 20 %
+        await wait_for(pilot, lambda: "0:01:00/0:04:50" in screen_text(app))
+        text = screen_text(app)
+        assert "PAUSED" in text and "frame 7/30" in text and "21%" in text
+        assert "━━━━━━" in text and "at 2027-01-15 08:01:00 UTC" in text
+        await pilot.press("9")
+        await wait_for(pilot, lambda: "0:04:50/0:04:50" in screen_text(app))
+        await pilot.press("space")  # resumed at the end: nothing left to play
+        await wait_for(pilot, lambda: "ENDED" in screen_text(app))
+        await pilot.press("question_mark")
+        await pilot.pause()
+        help_text = screen_text(app)
+        assert "Pause or resume the replay" in help_text
+        assert "Mark the session phase" not in help_text
+
+
+async def test_replay_bar_fits_80_columns(tmp_path: Path) -> None:
+    path, frames = make_recording(tmp_path)
+    app = ReplayApp(ReplayFeed.open(path, speed=0.5))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.latest_snapshot == frames[0])
+        await pilot.press("space")
+        await wait_for(pilot, lambda: "PAUSED" in screen_text(app))
+        bar = next(line for line in screen_text(app).splitlines() if "PAUSED" in line)
+        assert bar.rstrip().endswith("frame 1/30") and "at 2027-01-15 08:00:00 UTC" in bar
+
+
+def test_replay_bar_look(tmp_path: Path, snap_compare) -> None:  # type: ignore[no-untyped-def]
+    path, frames = make_recording(tmp_path)
+    app = ReplayApp(ReplayFeed.open(path, speed=0.5))
+
+    async def pause_at_a_minute(pilot) -> None:  # type: ignore[no-untyped-def]
+        await wait_for(pilot, lambda: app.latest_snapshot == frames[0])
+        await pilot.press("space", "right_square_bracket")
+        await wait_for(pilot, lambda: app.latest_snapshot == frames[6])
+        app.clear_notifications()  # the seek's toast is not part of the look
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(120, 30), run_before=pause_at_a_minute)
 
 
 def test_record_tick_line_says_the_same_budget_words() -> None:
