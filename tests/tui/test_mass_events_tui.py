@@ -43,6 +43,7 @@ class SteppedFeed:
         layout = layout.model_copy(
             update={"thresholds": layout.thresholds.model_copy(update={"hold_s": 2.0, "clear_s": 2.0})}
         )
+        self.layout = layout  # a feed names its layout (SnapshotFeed)
         monitor = Monitor(layout, sources=[], clock=lambda: START)
         self.frames: list[Snapshot] = []
         for n in range(ticks):

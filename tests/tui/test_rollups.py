@@ -120,12 +120,13 @@ def test_a_partial_pool_shows_how_many_nodes_it_counted() -> None:
 
 
 def test_the_session_tokens_per_s_says_when_it_is_partial() -> None:
+    from tui.history import SpendHistory
     from tui.session_panel import session_lines
 
     session = snapshot({}).session.model_copy(update={"accepted_tokens_per_s": 1234.0})
     partial = BUSY.model_copy(update={"nodes_counted": 71, "nodes_expected": 96})
     whole = BUSY.model_copy(update={"nodes_counted": 64, "nodes_expected": 64})
-    line = next(t.plain for t in session_lines(session, [], [], tokens_from=partial) if t.plain.startswith("tok/s"))
+    line = next(t.plain for t in session_lines(session, SpendHistory(), tokens_from=partial) if t.plain.startswith("tok/s"))
     assert line.endswith(" 1,234 (71/96 nodes)")
-    line = next(t.plain for t in session_lines(session, [], [], tokens_from=whole) if t.plain.startswith("tok/s"))
+    line = next(t.plain for t in session_lines(session, SpendHistory(), tokens_from=whole) if t.plain.startswith("tok/s"))
     assert line.endswith(" 1,234")
