@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from collectors.exposition_fast import parse_wanted_fast
 from collectors.safe_text import inert_text, redact_url
 
 # A real node_exporter page is ~100–500 KiB; anything far larger is not a metrics page.
@@ -133,19 +134,40 @@ def _has_value(line: str, name_end: int) -> bool:
     return True
 
 
+def _usable(text: str, where: str) -> str:
+    """`where` made safe to show; `ExpositionError` if the text is too big or binary."""
+    where = redact_url(where)
+    if len(text) > MAX_EXPOSITION_BYTES:
+        raise ExpositionError(f"bad exposition from {where}: larger than {MAX_EXPOSITION_BYTES} bytes")
+    if "\x00" in text:
+        raise ExpositionError(f"bad exposition from {where}: binary data, not text")
+    return where
+
+
 def parse_exposition(
     text: str, where: str = "text", wanted: AbstractSet[str] | None = None
 ) -> Exposition:
     """Parse exposition text; raise `ExpositionError` naming `where` on anything unusable.
 
     `wanted`, when given, is the set of sample names the caller will look up: other
-    sample lines are skipped before parsing (a large saving on big pages).
+    sample lines are skipped before parsing (a large saving on big pages), and an
+    ordinary page is read by the fast path (`collectors/exposition_fast.py`), which
+    returns what the exact path below would, or hands the page back to it.
     """
-    where = redact_url(where)
-    if len(text) > MAX_EXPOSITION_BYTES:
-        raise ExpositionError(f"bad exposition from {where}: larger than {MAX_EXPOSITION_BYTES} bytes")
-    if "\x00" in text:
-        raise ExpositionError(f"bad exposition from {where}: binary data, not text")
+    where = _usable(text, where)
+    if wanted is not None:
+        tables = parse_wanted_fast(text, wanted)
+        if tables is not None:
+            return Exposition(*tables)
+    return parse_exposition_exact(text, where, wanted)
+
+
+def parse_exposition_exact(
+    text: str, where: str = "text", wanted: AbstractSet[str] | None = None
+) -> Exposition:
+    """`parse_exposition` without the fast path: `prometheus_client`'s parser on the
+    wanted lines (or all). The reference the fast path is tested against."""
+    where = _usable(text, where)
     if wanted is not None:
         text = _keep_wanted(text, wanted, where)
     index = Exposition()
