@@ -16,7 +16,7 @@ from pathlib import Path
 from infertop.cli.argtypes import positive_float, whole_number
 from infertop.cli.common import EXIT_OK, UsageError
 from infertop.demo.scenario import RESTART_EVERY_S, pool_sizes, trouble_nodes
-from infertop.demo.server import DemoServer, ServerThread, write_layout
+from infertop.demo.server import PAGE_SIZES, DemoServer, ServerThread, write_layout
 from layouts import load_layout
 from monitor.feeds import MonitorFeed
 from monitor.stopping import Stop, run_stoppable
@@ -42,6 +42,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--platform", choices=("nvidia", "ascend"), default="nvidia",
                    help="accelerators to simulate: NVIDIA GPUs (dcgm-exporter) or Ascend NPUs "
                         "(npu-exporter) (default nvidia)")
+    p.add_argument("--pages", choices=PAGE_SIZES, default="realistic",
+                   help="realistic (default): pages of real size, 8 data-parallel vLLM engines a node "
+                        "(~300 KB), dcgm-exporter's default counters, node_exporter of a host with many "
+                        "interfaces; small: only the series infertop reads (~130 lines a page)")
     p.add_argument("--restart-every", type=positive_float, default=RESTART_EVERY_S, metavar="S",
                    help=f"seconds between simulated engine restarts (default {RESTART_EVERY_S:g})")
 
@@ -79,7 +83,7 @@ async def serve_until_signalled(server: DemoServer, path: Path, stop: Stop) -> N
 def run(args: argparse.Namespace) -> int:
     path = _layout_path(args)
     server = DemoServer(args.nodes, host=args.host, seed=args.seed, restart_every_s=args.restart_every,
-                        platform=args.platform)
+                        platform=args.platform, pages=args.pages)
     if args.serve_only:
         stop = Stop()
         try:
