@@ -116,111 +116,67 @@ def _scanner(wanted: frozenset[str]) -> re.Pattern[str]:
     return re.compile(f"{skip}(?:{event})")
 
 
+# the sample names a family of each type holds, by suffix (prometheus_client's rule)
+_FAMILY_SUFFIXES = {"summary": ("_count", "_sum", ""), "histogram": ("_count", "_sum", "_bucket")}
+# families long enough for a run of their own to pay (a histogram: ~20 lines a series)
+_RUN_KINDS = frozenset({"histogram"})
+
+
+@lru_cache(maxsize=64)
+def _family_run(suffixes: tuple[str, ...]) -> re.Pattern[str]:
+    """Matched at the name in a TYPE line: that line's name and type, then the run of
+    lines after it whose name is the family's own plus one of `suffixes` (none of them
+    wanted). The name is compared as a literal (a backreference): most lines of a real
+    page sit in such runs (histogram buckets), and this is cheaper than the general
+    skip, which must test every line against the wanted set and the name grammar."""
+    names = "|".join(re.escape(x) for x in suffixes)
+    return re.compile(
+        rf"(?P<family>{_NAME}) (?:{'|'.join(_TYPES)})"
+        rf"(?:\n(?P=family)(?:{names})(?:\{{[^\n]*\}})? (?:{_VALUE})(?: {_TIMESTAMP})?(?![^\n]))*+"
+    )
+
+
 class _GiveUp(Exception):
     """The page is not ordinary: let the exact path read it."""
 
 
-def _number(text: str) -> float:
-    """What the exact path makes of a value: prometheus_client reads an integer literal
-    with int() (then float() of it), anything else with float(). The two agree wherever
-    the result is finite and not zero (both round the same decimal); "-0" and
-    overflowing literals are where they differ."""
-    value = float(text)
-    if value == 0.0 or value in (_INF, -_INF):
-        if text.lstrip("+-").isdigit():
-            if len(text) > _MAX_INT_DIGITS:
-                raise _GiveUp
-            return float(int(text))
+def _exact_number(text: str, value: float) -> float:
+    """What the exact path makes of a value `float()` read as `value`: prometheus_client
+    reads an integer literal with int() (then float() of it), anything else with
+    float(). The two agree wherever the result is finite and not zero (both round the
+    same decimal); "-0" and overflowing literals are where they differ."""
+    if text.lstrip("+-").isdigit():
+        if len(text) > _MAX_INT_DIGITS:
+            raise _GiveUp
+        return float(int(text))
     return value
-
-
-Sample = tuple[str, dict[str, str], float]
-
-
-class _Families:
-    """prometheus_client's family state machine, over the lines the fast path reads.
-
-    A sample belongs to the family of the last HELP / TYPE line when its name is one the
-    family's type allows; otherwise it is a family of its own (untyped) and the next
-    samples are too until the next HELP / TYPE. A counter family renames samples without
-    `_total` to `<name>_total`; samples of a counter family are also indexed by the
-    family name (the aliases).
-    """
-
-    _SUFFIXES = {"summary": ("_count", "_sum", ""), "histogram": ("_count", "_sum", "_bucket")}
-
-    def __init__(self) -> None:
-        self.samples: dict[str, Series] = {}
-        self.aliases: dict[str, Series] = {}
-        self.duplicates: dict[str, int] = {}
-        self._seen: set[tuple[str, frozenset[tuple[str, str]]]] = set()
-        self.name = ""
-        self.kind = "untyped"
-        self.allowed: tuple[str, ...] = ()
-        self.pending: list[Sample] = []
-
-    def _flush(self) -> None:
-        if self.name:
-            self._emit(self.name, self.kind, self.pending)
-        self.pending = []
-
-    def _emit(self, name: str, kind: str, samples: list[Sample]) -> None:
-        family = name
-        rename = alias = False
-        if kind == "counter":
-            alias = True
-            if name.endswith("_total"):
-                family = name[:-6]
-            else:
-                rename = True
-        if not family:
-            raise _GiveUp  # prometheus_client rejects an empty family name
-        alias_of = family + "_total"
-        seen, index = self._seen, self.samples
-        for sample_name, labels, value in samples:
-            if rename:
-                sample_name += "_total"
-            if value != value or value in (_INF, -_INF):
-                continue
-            series = (sample_name, frozenset(labels.items()))
-            if series in seen:
-                self.duplicates[sample_name] = self.duplicates.get(sample_name, 0) + 1
-                continue
-            seen.add(series)
-            index.setdefault(sample_name, []).append((labels, value))
-            if alias and sample_name == alias_of:
-                self.aliases.setdefault(family, []).append((labels, value))
-
-    def help(self, name: str) -> None:
-        if name != self.name:
-            self._flush()
-            self.name, self.kind, self.allowed = name, "untyped", (name,)
-
-    def type(self, name: str, kind: str) -> None:
-        if name != self.name:
-            self._flush()
-            self.name = name
-        self.kind = kind
-        self.allowed = tuple(name + s for s in self._SUFFIXES.get(kind, ("",)))
-
-    def orphan(self, sample: Sample) -> None:
-        """A sample its family does not allow: a family of its own, and no family after."""
-        self._flush()
-        self.name, self.kind, self.allowed = "", "untyped", ()
-        self._emit(sample[0], "untyped", [sample])
-
-    def finish(self) -> Tables:
-        self._flush()
-        return self.samples, self.aliases, self.duplicates
 
 
 def parse_wanted_fast(text: str, wanted: AbstractSet[str]) -> Tables | None:
     """The tables `parse_exposition(text, wanted=wanted)` would build, or None when the
-    page is not ordinary enough to be sure (the caller then runs the exact path)."""
+    page is not ordinary enough to be sure (the caller then runs the exact path).
+
+    prometheus_client's family rules, replayed: a sample belongs to the family of the
+    last HELP / TYPE line when its name is one the family's type allows; otherwise it is
+    a family of its own (untyped) and so are the next samples until the next HELP /
+    TYPE. A counter family renames samples without `_total` to `<name>_total`, and its
+    samples are also indexed by the family name (the aliases). Samples are indexed as
+    they come, in page order (the order the exact path yields them); a TYPE line that
+    retypes a family after its samples is left to the exact path.
+    """
     body = "\n" + text
     match_at = _scanner(frozenset(wanted)).match
-    families = _Families()
     findall = _LABEL.findall
+    samples: dict[str, Series] = {}
+    aliases: dict[str, Series] = {}
+    duplicates: dict[str, int] = {}
+    seen: set[tuple[str, frozenset[tuple[str, str]]]] = set()
+    family = ""  # the current family ("" = none)
+    allowed: tuple[str, ...] = ()  # the sample names it holds
+    rename = False  # a counter family without `_total`: its samples get the suffix
+    alias_of: str | None = None  # a counter family: the sample name indexed under alias_to
+    alias_to = ""
+    used = False  # the family has samples already
     pos = 0
     try:
         while True:
@@ -229,6 +185,7 @@ def parse_wanted_fast(text: str, wanted: AbstractSet[str]) -> Tables | None:
                 return None
             (name, label_text, value_text, stamp, _loose, pair_name, pair_kind, type_name, kind,
              help_name, _bad, end) = match.groups()
+            pos = match.end()
             if value_text is not None:
                 if stamp is not None and len(stamp) > _MAX_TIMESTAMP_CHARS:
                     return None
@@ -238,21 +195,52 @@ def parse_wanted_fast(text: str, wanted: AbstractSet[str]) -> Tables | None:
                     labels = dict(pairs)
                     if len(labels) != len(pairs):
                         return None  # a label named twice: the exact path says what that is
-                sample = (name, labels, _number(value_text))
-                if name in families.allowed:
-                    families.pending.append(sample)
-                else:
-                    families.orphan(sample)
-            elif pair_kind is not None:
-                families.type(pair_name, pair_kind)
-            elif kind is not None:
-                families.type(type_name, kind)
+                value = float(value_text)
+                if value == 0.0 or value in (_INF, -_INF):
+                    value = _exact_number(value_text, value)
+                aliased = False
+                if name in allowed:
+                    used = True
+                    if rename:
+                        name += "_total"
+                    aliased = name == alias_of
+                else:  # a family of its own, and no family after it
+                    family, allowed, rename, alias_of, used = "", (), False, None, False
+                if value != value or value in (_INF, -_INF):
+                    continue
+                series = (name, frozenset(labels.items()))
+                if series in seen:
+                    duplicates[name] = duplicates.get(name, 0) + 1
+                    continue
+                seen.add(series)
+                samples.setdefault(name, []).append((labels, value))
+                if aliased:
+                    aliases.setdefault(alias_to, []).append((labels, value))
+            elif pair_kind is not None or kind is not None:
+                new, new_kind = (pair_name, pair_kind) if pair_kind is not None else (type_name, kind)
+                if new == family and used:
+                    return None  # retyped after its samples
+                family, used = new, False
+                allowed = tuple(new + s for s in _FAMILY_SUFFIXES.get(new_kind, ("",)))
+                rename, alias_of = False, None
+                if new_kind == "counter":
+                    if new.endswith("_total"):
+                        alias_to, alias_of = new[:-6], new
+                    else:
+                        alias_to, alias_of, rename = new, new + "_total", True
+                    if not alias_to:
+                        return None  # prometheus_client rejects an empty family name
+                if new_kind in _RUN_KINDS:
+                    skipped = tuple(s for s in _FAMILY_SUFFIXES[new_kind] if new + s not in wanted)
+                    if skipped:  # the family's own unwanted lines, in one step
+                        start = pos - len(new_kind) - 1 - len(new)
+                        pos = _family_run(skipped).match(body, start).end()  # type: ignore[union-attr]
             elif help_name is not None:
-                families.help(help_name)
+                if help_name != family:
+                    family, allowed, rename, alias_of, used = help_name, (help_name,), False, None, False
             elif end is not None:
-                return families.finish()
+                return samples, aliases, duplicates
             else:
                 return None  # wanted but not strict, or a line that is not plainly fine
-            pos = match.end()
     except _GiveUp:
         return None
