@@ -83,21 +83,23 @@ def monitor_run(nodes: int = NODES, pages: str = "realistic", exact: bool = Fals
             raise RuntimeError("the monitor run failed")
         result: dict[str, Any] = json.loads(out.read_text())
     result["server_cpu_pct"] = server_pct
+    result["load_average"] = os.getloadavg()[0]  # other work on the machine (1 min)
     return result
 
 
 def _rows(label: str, r: dict[str, Any]) -> list[Row]:
     met = r["nodes_not_ok"] == 0
     return [
-        Row(f"{label}: monitor CPU (% of one core) / demo server CPU (%)",
-            f"{r['cpu_pct']:.0f} / {r['server_cpu_pct']:.0f}", "—", "info", COMMAND),
+        Row(f"{label}: monitor CPU (% of one core) / demo server CPU (%); machine load average",
+            f"{r['cpu_pct']:.0f} / {r['server_cpu_pct']:.0f}; {r['load_average']:.1f}", "—", "info", COMMAND),
         Row(f"{label}: Monitor.tick (ms, median / p99 of {r['ticks']})",
             f"{r['tick_ms_median']:.1f} / {r['tick_ms_p99']:.1f}", "—", "info", COMMAND),
         Row(f"{label}: newest-sample age (s, median over nodes and ticks / worst node, median tick / worst)",
             f"{r['age_s_median']:.2f} / {r['age_s_worst_median']:.2f} / {r['age_s_worst']:.2f}", "< 1 s",
             "met" if r["age_s_worst_median"] < 1.0 else "missed", COMMAND),
         Row(f"{label}: nodes ever shown stale / unreachable / in error (node-ticks)",
-            f"{r['nodes_not_ok']} of {r['nodes']} ({r['node_ticks_not_ok']})", "0",
+            f"{r['nodes_not_ok']} of {r['nodes']} ({r['node_ticks_not_ok']})"
+            + (f"; commonest: {r['commonest_problem']}" if r["commonest_problem"] else ""), "0",
             "met" if met else "missed", COMMAND),
     ]
 

@@ -32,6 +32,7 @@ async def measure(layout_path: Path, warmup_s: float, measure_s: float) -> dict[
     ages: list[float] = []
     worst_ages: list[float] = []
     not_ok: dict[str, int] = {}
+    errors: dict[str, int] = {}
     measuring = False
     tick = monitor.tick
 
@@ -51,6 +52,8 @@ async def measure(layout_path: Path, warmup_s: float, measure_s: float) -> dict[
         for node in snapshot.nodes:
             if node.status != "ok":
                 not_ok[node.name] = not_ok.get(node.name, 0) + 1
+                why = f"{node.status}: {node.error or ''}"[:80]
+                errors[why] = errors.get(why, 0) + 1
 
     monitor.tick = timed_tick  # type: ignore[method-assign]
     monitor.listeners.append(seen)
@@ -76,6 +79,7 @@ async def measure(layout_path: Path, warmup_s: float, measure_s: float) -> dict[
         "age_s_worst_median": statistics.median(worst_ages) if worst_ages else None,
         "nodes_not_ok": len(not_ok),
         "node_ticks_not_ok": sum(not_ok.values()),
+        "commonest_problem": max(errors, key=errors.__getitem__) if errors else None,
     }
 
 

@@ -13,7 +13,9 @@ character at a time. Here one compiled regular expression walks the page once, i
 - `# HELP` / `# TYPE` lines are handed to Python too: which family a sample falls in
   decides whether a counter is renamed `<name>_total` and aliased, as the exact path does;
 - every other line must be *plainly* fine (a sample line of the usual shape, a comment, a
-  blank line) and is skipped without a Python step.
+  blank line) and is skipped without a Python step; after a TYPE line, the family's own
+  lines (its name and a suffix, a histogram's buckets) are recognised by that name as a
+  literal, which is cheaper than testing the name's grammar.
 
 Anything else (an escape in a wanted label, a tab, a carriage return, a timestamp with 20
 digits, a line the exact path would call garbage, an unusual comment) makes the fast
@@ -99,6 +101,15 @@ def _scanner(wanted: frozenset[str]) -> re.Pattern[str]:
     trie = _trie_pattern(wanted)
     eol = r"(?=\n|\Z)"
     kinds = "|".join(_TYPES)
+
+    def run(group: str) -> str:
+        """After a TYPE line: the family's own unwanted lines (its name, a suffix its type
+        may have), the name compared as a literal (a backreference) instead of by grammar."""
+        return (
+            rf"(?:\n(?!{trie}[{{ ])(?P={group})(?:_bucket|_count|_sum|_total|)(?:\{{[^\n]*\}})? "
+            rf"(?:{_VALUE})(?: {_TIMESTAMP})?{eol})*+"
+        )
+
     skip = (
         rf"(?:\n(?:(?!{trie}[{{ ]){_NAME}+(?:\{{[^\n]*\}})? (?:{_VALUE})(?: {_TIMESTAMP})?{eol}"
         rf"|#{eol}|# (?!(?:HELP|TYPE)(?:[{_WS}\n]|\Z))[^{_WS}\n][^\n]*+|{eol}))*+"
@@ -107,8 +118,8 @@ def _scanner(wanted: frozenset[str]) -> re.Pattern[str]:
         rf"\n(?:(?P<w>{trie})(?=[{{ ])(?:{_STRICT_REST}|(?P<x>))"
         # a HELP line and the TYPE line of the same name after it, as prometheus_client
         # writes them, read as one: what the HELP line does, the TYPE line then redoes
-        rf"|# HELP (?P<hn>{_NAME})(?: [^\n]*+)?\n# TYPE (?P=hn) (?P<hk>{kinds}){eol}"
-        rf"|# TYPE (?P<t>{_NAME}) (?P<k>{kinds}){eol}"
+        rf"|# HELP (?P<hn>{_NAME})(?: [^\n]*+)?\n# TYPE (?P=hn) (?P<hk>{kinds}){eol}{run('hn')}"
+        rf"|# TYPE (?P<t>{_NAME}) (?P<k>{kinds}){eol}{run('t')}"
         rf"|# HELP (?P<h>{_NAME})(?=[ \n]|\Z)[^\n]*+"
         rf"|(?P<bad>))"
         rf"|(?P<end>\Z)"
@@ -118,22 +129,6 @@ def _scanner(wanted: frozenset[str]) -> re.Pattern[str]:
 
 # the sample names a family of each type holds, by suffix (prometheus_client's rule)
 _FAMILY_SUFFIXES = {"summary": ("_count", "_sum", ""), "histogram": ("_count", "_sum", "_bucket")}
-# families long enough for a run of their own to pay (a histogram: ~20 lines a series)
-_RUN_KINDS = frozenset({"histogram"})
-
-
-@lru_cache(maxsize=64)
-def _family_run(suffixes: tuple[str, ...]) -> re.Pattern[str]:
-    """Matched at the name in a TYPE line: that line's name and type, then the run of
-    lines after it whose name is the family's own plus one of `suffixes` (none of them
-    wanted). The name is compared as a literal (a backreference): most lines of a real
-    page sit in such runs (histogram buckets), and this is cheaper than the general
-    skip, which must test every line against the wanted set and the name grammar."""
-    names = "|".join(re.escape(x) for x in suffixes)
-    return re.compile(
-        rf"(?P<family>{_NAME}) (?:{'|'.join(_TYPES)})"
-        rf"(?:\n(?P=family)(?:{names})(?:\{{[^\n]*\}})? (?:{_VALUE})(?: {_TIMESTAMP})?(?![^\n]))*+"
-    )
 
 
 class _GiveUp(Exception):
@@ -230,11 +225,6 @@ def parse_wanted_fast(text: str, wanted: AbstractSet[str]) -> Tables | None:
                         alias_to, alias_of, rename = new, new + "_total", True
                     if not alias_to:
                         return None  # prometheus_client rejects an empty family name
-                if new_kind in _RUN_KINDS:
-                    skipped = tuple(s for s in _FAMILY_SUFFIXES[new_kind] if new + s not in wanted)
-                    if skipped:  # the family's own unwanted lines, in one step
-                        start = pos - len(new_kind) - 1 - len(new)
-                        pos = _family_run(skipped).match(body, start).end()  # type: ignore[union-attr]
             elif help_name is not None:
                 if help_name != family:
                     family, allowed, rename, alias_of, used = help_name, (help_name,), False, None, False
