@@ -51,8 +51,8 @@ _TYPES = ("counter", "gauge", "histogram", "summary", "untyped", "unknown", "inf
 # the whitespace prometheus_client splits comment lines on (string.whitespace)
 _WS = r" \t\r\x0b\x0c"
 
-# A wanted sample line after its name, in the strict grammar: labels without escapes or
-# spaces, label names neither repeated (checked in Python) nor reserved (`__…`).
+# A wanted sample line after its name, in the strict grammar: label values without escapes,
+# no spaces around `=` or `,`, label names neither repeated (checked in Python) nor reserved (`__…`).
 _LABEL_NAME = r"(?:[a-zA-Z]|_(?!_))[a-zA-Z0-9_]*"
 _STRICT_REST = (
     rf'(?:\{{(?P<l>(?:{_LABEL_NAME}="[^"\\\n]*"(?:,{_LABEL_NAME}="[^"\\\n]*")*,?)?)\}})?'
@@ -64,6 +64,10 @@ _INF = math.inf
 # exact path; a timestamp's int / 1000 likewise
 _MAX_INT_DIGITS = 300
 _MAX_TIMESTAMP_CHARS = 19
+# label text → (its pairs, their set), kept across pages: an endpoint's wanted series
+# have the same labels every scrape (~100 label texts a node); cleared when full
+_LABEL_SETS: dict[str | None, tuple[tuple[tuple[str, str], ...], frozenset[tuple[str, str]]]] = {}
+_MAX_LABEL_SETS = 50_000
 
 
 def _trie_pattern(names: AbstractSet[str]) -> str:
@@ -162,6 +166,7 @@ def parse_wanted_fast(text: str, wanted: AbstractSet[str]) -> Tables | None:
     body = "\n" + text
     match_at = _scanner(frozenset(wanted)).match
     findall = _LABEL.findall
+    label_sets = _LABEL_SETS
     samples: dict[str, Series] = {}
     aliases: dict[str, Series] = {}
     duplicates: dict[str, int] = {}
@@ -184,12 +189,16 @@ def parse_wanted_fast(text: str, wanted: AbstractSet[str]) -> Tables | None:
             if value_text is not None:
                 if stamp is not None and len(stamp) > _MAX_TIMESTAMP_CHARS:
                     return None
-                labels: dict[str, str] = {}
-                if label_text:
-                    pairs = findall(label_text)
-                    labels = dict(pairs)
-                    if len(labels) != len(pairs):
+                known = label_sets.get(label_text)
+                if known is None:
+                    pairs = tuple(findall(label_text)) if label_text else ()
+                    if len(dict(pairs)) != len(pairs):
                         return None  # a label named twice: the exact path says what that is
+                    known = (pairs, frozenset(pairs))
+                    if len(label_sets) >= _MAX_LABEL_SETS:
+                        label_sets.clear()
+                    label_sets[label_text] = known
+                labels = dict(known[0])  # a dict of its own: callers may keep it
                 value = float(value_text)
                 if value == 0.0 or value in (_INF, -_INF):
                     value = _exact_number(value_text, value)
@@ -203,7 +212,7 @@ def parse_wanted_fast(text: str, wanted: AbstractSet[str]) -> Tables | None:
                     family, allowed, rename, alias_of, used = "", (), False, None, False
                 if value != value or value in (_INF, -_INF):
                     continue
-                series = (name, frozenset(labels.items()))
+                series = (name, known[1])
                 if series in seen:
                     duplicates[name] = duplicates.get(name, 0) + 1
                     continue
