@@ -21,7 +21,7 @@ from collectors.exporters import EXPORTER_WANTED
 from collectors.exposition import parse_exposition, parse_exposition_exact
 from collectors.exposition_fast import parse_wanted_fast
 from collectors.profiles import BUNDLED_PROFILES
-from infertop.demo import realistic
+from infertop.demo import realistic, realistic_hosts
 from infertop.demo.scenario import SimCluster
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,8 +43,8 @@ def pages() -> list[tuple[str, str, frozenset[str]]]:
     out = [
         ("vLLM, 8 DP engines, stock definitions (prometheus_client)", vllm_dp_page(8)[0], vllm),
         ("demo realistic engine page (vLLM, 8 DP engines)", realistic.engine_page(node, now), vllm),
-        ("demo realistic dcgm-exporter, 8 GPUs, default counters", realistic.dcgm_page(node, now), exporters),
-        ("demo realistic node_exporter, 36 interfaces, 224 CPUs", realistic.node_exporter_page(node, now),
+        ("demo realistic dcgm-exporter, 8 GPUs, default counters", realistic_hosts.dcgm_page(node, now), exporters),
+        ("demo realistic node_exporter, 36 interfaces, 224 CPUs", realistic_hosts.node_exporter_page(node, now),
          exporters),
     ]
     for name, wanted in (("exposition/vllm_v1.txt", vllm), ("exposition/sglang.txt",

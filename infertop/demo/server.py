@@ -19,7 +19,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from infertop.demo import realistic
+from infertop.demo import realistic, realistic_hosts
 from infertop.demo.ascend import ASCEND_ENDPOINTS, ascend_nics_toml
 from infertop.demo.render import dcgm_page, engine_page, node_exporter_page
 from infertop.demo.scenario import (
@@ -43,8 +43,8 @@ ENDPOINTS: dict[str, Callable[[SimNode, float], str]] = {
 # what real exporters serve (infertop/demo/realistic.py): the default
 REALISTIC_ENDPOINTS: dict[str, Callable[[SimNode, float], str]] = {
     "engine": realistic.engine_page,
-    "dcgm": realistic.dcgm_page,
-    "node": realistic.node_exporter_page,
+    "dcgm": realistic_hosts.dcgm_page,
+    "node": realistic_hosts.node_exporter_page,
 }
 PAGE_SIZES = ("realistic", "small")
 

@@ -13,8 +13,9 @@ from collectors.exporters import EXPORTER_WANTED, parts_from_exporter
 from collectors.exposition import parse_exposition
 from collectors.exposition_fast import parse_wanted_fast
 from collectors.profiles import BUNDLED_PROFILES, engine_sample_from_text
-from infertop.demo import realistic, render
-from infertop.demo.realistic import DCGM_DEFAULT, ENGINES, split
+from infertop.demo import realistic, realistic_hosts, render
+from infertop.demo.realistic import ENGINES, split
+from infertop.demo.realistic_hosts import DCGM_DEFAULT
 from infertop.demo.scenario import SimCluster
 
 T0 = 1_000_000.0
@@ -62,7 +63,7 @@ def test_engine_page_has_vllms_own_families_and_buckets() -> None:
 def test_dcgm_page_has_the_default_counters_for_eight_gpus_and_the_same_gpus() -> None:
     small, real = _pair()
     for node in NODES:
-        text = realistic.dcgm_page(real.nodes[node], T0 + 40)
+        text = realistic_hosts.dcgm_page(real.nodes[node], T0 + 40)
         expected = parts_from_exporter(parse_exposition(render.dcgm_page(small.nodes[node], T0 + 40),
                                                         wanted=EXPORTER_WANTED))
         assert parts_from_exporter(parse_exposition(text, wanted=EXPORTER_WANTED))["gpus"] == expected["gpus"]
@@ -74,7 +75,7 @@ def test_dcgm_page_has_the_default_counters_for_eight_gpus_and_the_same_gpus() -
 def test_node_exporter_page_has_many_interfaces_and_the_same_links() -> None:
     small, real = _pair()
     for node in NODES:
-        text = realistic.node_exporter_page(real.nodes[node], T0 + 50)
+        text = realistic_hosts.node_exporter_page(real.nodes[node], T0 + 50)
         nics = {n.name: n for n in parts_from_exporter(parse_exposition(text, wanted=EXPORTER_WANTED))["nics"]}
         expected = parts_from_exporter(parse_exposition(render.node_exporter_page(small.nodes[node], T0 + 50),
                                                         wanted=EXPORTER_WANTED))
