@@ -87,16 +87,24 @@ def monitor_run(nodes: int = NODES, pages: str = "realistic", exact: bool = Fals
     return result
 
 
+def _figure(value: float | None, unit: str = "") -> str:
+    """A measured figure, or "none" where the run never got one (no sample arrived)."""
+    if value is None or value != value:  # None or NaN
+        return "none"
+    return f"{value:.2f}{unit}"
+
+
 def _rows(label: str, r: dict[str, Any]) -> list[Row]:
     met = r["nodes_not_ok"] == 0
+    worst = r["age_s_worst_median"]
     return [
         Row(f"{label}: monitor CPU (% of one core) / demo server CPU (%); machine load average",
             f"{r['cpu_pct']:.0f} / {r['server_cpu_pct']:.0f}; {r['load_average']:.1f}", "—", "info", COMMAND),
         Row(f"{label}: Monitor.tick (ms, median / p99 of {r['ticks']})",
-            f"{r['tick_ms_median']:.1f} / {r['tick_ms_p99']:.1f}", "—", "info", COMMAND),
+            f"{_figure(r['tick_ms_median'])} / {_figure(r['tick_ms_p99'])}", "—", "info", COMMAND),
         Row(f"{label}: newest-sample age (s, median over nodes and ticks / worst node, median tick / worst)",
-            f"{r['age_s_median']:.2f} / {r['age_s_worst_median']:.2f} / {r['age_s_worst']:.2f}", "< 1 s",
-            "met" if r["age_s_worst_median"] < 1.0 else "missed", COMMAND),
+            f"{_figure(r['age_s_median'])} / {_figure(worst)} / {_figure(r['age_s_worst'])}", "< 1 s",
+            "met" if worst is not None and worst == worst and worst < 1.0 else "missed", COMMAND),
         Row(f"{label}: nodes ever shown stale / unreachable / in error (node-ticks)",
             f"{r['nodes_not_ok']} of {r['nodes']} ({r['node_ticks_not_ok']})"
             + (f"; commonest: {r['commonest_problem']}" if r["commonest_problem"] else ""), "0",
