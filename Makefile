@@ -14,8 +14,20 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-demo: $(STAMP)
-	$(BIN)/infertop demo
+# `make demo` installs infertop and its runtime dependencies only (no test tools), as a
+# regular (non-editable) install in a venv of its own, rebuilt when a source changes
+RUN_VENV := .venv-run
+RUN_STAMP := $(RUN_VENV)/.installed-stamp
+PACKAGE_FILES := $(shell find infertop collectors layouts monitor tui -type f -not -path '*/__pycache__/*' 2>/dev/null)
+
+$(RUN_STAMP): pyproject.toml $(PACKAGE_FILES)
+	$(PYTHON) -m venv $(RUN_VENV)
+	$(RUN_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(RUN_VENV)/bin/python -m pip install --quiet .
+	touch $(RUN_STAMP)
+
+demo: $(RUN_STAMP)
+	$(RUN_VENV)/bin/infertop demo
 
 # Debian packages the integration tests use (sshd, tmux, prometheus, iproute2).
 system-deps:
@@ -40,4 +52,4 @@ bench: $(STAMP) system-deps
 	$(BIN)/python -m benchmarks.run_all
 
 clean:
-	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(RUN_VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache

@@ -9,8 +9,17 @@ Label names changed between npu-exporter generations: current builds label a chi
 ``id`` / ``model_name`` / ``vdie_id`` / ``pcie_bus_info`` (plus ``namespace``,
 ``pod_name``, ``container_name``), older ones ``npuID`` / ``modelName`` / ``uuid`` /
 ``pcie``. Both are read. Units follow the exporter's HELP texts: memory in MB (MiB),
-power in W, link speed in Mb/s, bandwidth in MB/s (a gauge, not a counter, so it is not
-turned into byte counters here).
+power in W, link speed in Mb/s (``npu_chip_link_speed``) or G (``npu_chip_info_link_speed``
+per port on 910A5 / Atlas 350), bandwidth in MB/s (hccn_tool's "MB/sec", read as 10^6
+bytes/s: a gauge, so it fills the ports' as-read rates, never byte counters), HCCS
+bandwidth in GB/s (10^9 bytes/s).
+
+A failed read (a DCMI or hccn_tool call that failed) is printed as -1 by npu-exporter
+v26.1 (`FailedValue` → `FailedMetricValue`): every -1 here is unknown (None), never
+"unhealthy", "down" or -1 W.
+
+910A5 (Atlas 350 and later) pages carry the network figures per port, with the labels
+``udie`` and ``port``: every port is a `NicSample` of its own (``npu<id>-d<udie>p<port>``).
 """
 
 from __future__ import annotations
@@ -18,6 +27,11 @@ from __future__ import annotations
 from collectors.bounds import whole
 from collectors.exposition import Exposition, clean_label
 from collectors.sample import GpuSample, NicSample
+
+# what npu-exporter prints for a read that failed (FailedValue → FailedMetricValue)
+FAILED_READ = -1.0
+MB = 1e6  # hccn_tool's "MB/sec"
+GB = 1e9
 
 MIB = 1024 * 1024
 ID_LABELS = ("id", "npuID")
@@ -39,8 +53,19 @@ _NPU_MEMORY = (
 _NPU_HEALTH = "npu_chip_info_health_status"  # 1 healthy, 0 not
 _NPU_ERROR_CODE = "npu_chip_info_error_code"
 _NPU_NAME = "npu_chip_info_name"  # value 1, the name in its `name` label
-_NPU_LINK_STATUS = "npu_chip_info_link_status"  # 1 up, 0 down
+_NPU_LINK_STATUS = "npu_chip_info_link_status"  # 1 up, 0 down, -1 unknown
 _NPU_LINK_SPEED = "npu_chip_link_speed"  # Mb/s
+_NPU_PORT_SPEED = "npu_chip_info_link_speed"  # G (Gb/s), per (udie, port) on 910A5
+_NPU_BANDWIDTH_TX = "npu_chip_info_bandwidth_tx"  # MB/s, per chip (or per port on 910A5)
+_NPU_BANDWIDTH_RX = "npu_chip_info_bandwidth_rx"
+# HCCS (chip-to-chip, 910B / A3): totals in GB/s, else per link X in GB/s; CRC errors per link
+_HCCS_BW = "npu_chip_info_hccs_bandwidth_info_"
+_HCCS_TOTAL_TX = _HCCS_BW + "total_tx"
+_HCCS_TOTAL_RX = _HCCS_BW + "total_rx"
+_HCCS_LINKS = range(8)  # npu-exporter's MaxHccsNum; links begin at 1 or 2
+_HCCS_TX = tuple(f"{_HCCS_BW}tx_{i}" for i in _HCCS_LINKS)
+_HCCS_RX = tuple(f"{_HCCS_BW}rx_{i}" for i in _HCCS_LINKS)
+_HCCS_CRC = tuple(f"npu_chip_info_hccs_statistic_info_crc_err_cnt_{i}" for i in _HCCS_LINKS)
 _NPU_LINK_UP_NUM = "npu_chip_link_up_num"  # times the link came up (flaps)
 # error-like RoCE counters summed into errors_total: their rise is what matters
 _NPU_ROCE_ERRORS = (
@@ -48,14 +73,18 @@ _NPU_ROCE_ERRORS = (
     "npu_chip_roce_tx_err_pkt_num",
     "npu_chip_roce_out_of_order_num",
 )
-_NPU_NETWORK = (_NPU_LINK_STATUS, _NPU_LINK_SPEED, _NPU_LINK_UP_NUM, *_NPU_ROCE_ERRORS)
+_NPU_NETWORK = (
+    _NPU_LINK_STATUS, _NPU_LINK_SPEED, _NPU_PORT_SPEED, _NPU_LINK_UP_NUM, *_NPU_ROCE_ERRORS,
+    _NPU_BANDWIDTH_TX, _NPU_BANDWIDTH_RX,
+)
+_NPU_HCCS = (_HCCS_TOTAL_TX, _HCCS_TOTAL_RX, *_HCCS_TX, *_HCCS_RX, *_HCCS_CRC)
 
 #: every sample name read here (the scrape source parses only these)
 ASCEND_WANTED: frozenset[str] = frozenset(
     {
         *(n for names in _NPU_GAUGES.values() for n in names),
         *(n for pair in _NPU_MEMORY for n in pair),
-        _NPU_HEALTH, _NPU_ERROR_CODE, _NPU_NAME, *_NPU_NETWORK, "machine_npu_nums",
+        _NPU_HEALTH, _NPU_ERROR_CODE, _NPU_NAME, *_NPU_NETWORK, *_NPU_HCCS, "machine_npu_nums",
     }
 )
 
@@ -78,20 +107,27 @@ def _chip_id(labels: dict[str, str]) -> int | None:
     return value if 0 <= value < 65536 else None
 
 
-def _per_chip(families: Exposition, name: str) -> dict[int, tuple[dict[str, str], float]]:
-    """chip id → (labels, value) of the first series for it (later duplicates ignored)."""
-    out: dict[int, tuple[dict[str, str], float]] = {}
+def _known(value: float) -> float | None:
+    """A value as read, or None for npu-exporter's failed-read marker."""
+    return None if value == FAILED_READ else value
+
+
+def _per_chip(families: Exposition, name: str) -> dict[int, tuple[dict[str, str], float | None]]:
+    """chip id → (labels, value) of the first series for it (later duplicates ignored);
+    the value is None where the exporter's read failed (-1)."""
+    out: dict[int, tuple[dict[str, str], float | None]] = {}
     for labels, value in families.series(name):
         chip = _chip_id(labels)
         if chip is not None and chip not in out:
-            out[chip] = (labels, value)
+            out[chip] = (labels, _known(value))
     return out
 
 
 def _first(families: Exposition, names: tuple[str, ...], chip: int) -> float | None:
+    """The first known value for `chip` of `names` (a failed read falls to the next)."""
     for name in names:
         found = _per_chip(families, name).get(chip)
-        if found is not None:
+        if found is not None and found[1] is not None:
             return found[1]
     return None
 
@@ -120,11 +156,13 @@ def gpu_samples_from_npu_exporter(families: Exposition) -> list[GpuSample]:
                 fields["mem_total_bytes"] = whole(total_mb * MIB)
                 fields["mem_used_bytes"] = whole(used_mb * MIB) if used_mb is not None else None
                 break
-        healthy = None if chip not in health else health[chip][1] == 1
+        status = health[chip][1] if chip in health else None
+        healthy = None if status is None else status == 1  # -1: the read failed, unknown
         error = None
         if healthy is False:
             code = errors.get(chip)
             error = "unhealthy" + (f" (error code {int(code[1]):#x})" if code and code[1] else "")
+        fields.update(_hccs(families, chip))
         samples.append(
             GpuSample(
                 index=chip,
@@ -139,33 +177,109 @@ def gpu_samples_from_npu_exporter(families: Exposition) -> list[GpuSample]:
     return samples
 
 
+def _hccs(families: Exposition, chip: int) -> dict[str, object]:
+    """A chip's HCCS traffic (bytes/s each way) and CRC errors, where the page has them:
+    the totals, else the sum over the links the exporter reports (1–7 or 2–7)."""
+    out: dict[str, object] = {}
+    for field, total, links in (
+        ("nvlink_tx_bytes_per_s", _HCCS_TOTAL_TX, _HCCS_TX),
+        ("nvlink_rx_bytes_per_s", _HCCS_TOTAL_RX, _HCCS_RX),
+    ):
+        value = _first(families, (total,), chip)
+        if value is None:
+            per_link = [v for name in links if (v := _first(families, (name,), chip)) is not None]
+            value = sum(per_link) if per_link else None
+        if value is not None:
+            out[field] = value * GB
+    crc = [v for name in _HCCS_CRC if (v := _first(families, (name,), chip)) is not None]
+    if crc:
+        out["nvlink_errors_total"] = whole(sum(crc))
+    return out
+
+
+PortKey = tuple[int, str | None, str | None]  # (chip, udie, port); udie/port None before 910A5
+
+
+def _per_port(families: Exposition, name: str) -> dict[PortKey, float | None]:
+    """(chip, udie, port) → value (None: failed read) of every series of `name`."""
+    out: dict[PortKey, float | None] = {}
+    for labels, value in families.series(name):
+        chip = _chip_id(labels)
+        if chip is None:
+            continue
+        key = (chip, labels.get("udie"), labels.get("port"))
+        out.setdefault(key, _known(value))
+    return out
+
+
+def _port_order(key: PortKey) -> tuple[int, str, int, str]:
+    chip, udie, port = key
+    port_text = port or ""
+    return chip, udie or "", int(port_text) if port_text.isdigit() else -1, port_text
+
+
+def _port_name(key: PortKey) -> str:
+    chip, udie, port = key
+    if udie is None and port is None:
+        return f"npu{chip}-roce"
+    return clean_label(f"npu{chip}-d{udie}p{port}") or f"npu{chip}"
+
+
 def nic_samples_from_npu_exporter(families: Exposition) -> list[NicSample]:
-    """Each chip's own RoCE port, when the page carries its network figures."""
-    status = _per_chip(families, _NPU_LINK_STATUS)
-    speed = _per_chip(families, _NPU_LINK_SPEED)
-    up_num = _per_chip(families, _NPU_LINK_UP_NUM)
-    roce = [_per_chip(families, n) for n in _NPU_ROCE_ERRORS]
-    chips = sorted(set(status) | set(speed) | set(up_num) | {c for r in roce for c in r})
+    """Each chip's own RoCE port (910B / A3), or every (udie, port) of a 910A5 chip, when
+    the page carries its network figures."""
+    status = _per_port(families, _NPU_LINK_STATUS)
+    speed_mbps = _per_port(families, _NPU_LINK_SPEED)
+    speed_g = _per_port(families, _NPU_PORT_SPEED)
+    up_num = _per_port(families, _NPU_LINK_UP_NUM)
+    tx = _per_port(families, _NPU_BANDWIDTH_TX)
+    rx = _per_port(families, _NPU_BANDWIDTH_RX)
+    roce = [_per_port(families, n) for n in _NPU_ROCE_ERRORS]
+    keys = sorted(
+        {*status, *speed_mbps, *speed_g, *up_num, *tx, *rx, *(k for r in roce for k in r)},
+        key=_port_order,
+    )
     ports = []
-    for chip in chips:
-        error_values = [r[chip][1] for r in roce if chip in r]
-        state = None
-        if chip in status:
-            state = "up" if status[chip][1] == 1 else "down"
-        ups = up_num[chip][1] if chip in up_num else None
+    for key in keys:
+        error_values = [v for r in roce if (v := r.get(key)) is not None]
+        link = status.get(key)
+        state = None if link is None else ("up" if link == 1 else "down")
+        ups = up_num.get(key)
+        speed: float | None = None
+        if speed_g.get(key) is not None:
+            speed = speed_g[key]
+        elif speed_mbps.get(key) is not None:
+            speed = speed_mbps[key] / 1000.0  # type: ignore[operator]
         ports.append(
             NicSample(
-                name=f"npu{chip}-roce",
+                name=_port_name(key),
                 kind="npu-roce",
                 state=state,
-                speed_gbps=speed[chip][1] / 1000.0 if chip in speed and speed[chip][1] > 0 else None,
+                speed_gbps=speed if speed else None,
+                rx_bytes_per_s=None if rx.get(key) is None else rx[key] * MB,  # type: ignore[operator]
+                tx_bytes_per_s=None if tx.get(key) is None else tx[key] * MB,  # type: ignore[operator]
                 errors_total=sum(error_values) if error_values else None,
                 # each re-up follows a down; the first up is the bring-up
                 link_downed_total=max(ups - 1, 0) if ups is not None else None,
-                accelerator_index=chip,
+                accelerator_index=key[0],
             )
         )
     return ports
+
+
+def ascend_unseen(nics: list[NicSample]) -> dict[str, str]:
+    """What an npu-exporter page does not let infertop see about the NPUs' own ports."""
+    unseen: dict[str, str] = {}
+    if nics and all(n.speed_gbps is None for n in nics):
+        unseen["npu_link_speed"] = (
+            "npu-exporter reports no NPU link speed (npu_chip_link_speed / "
+            "npu_chip_info_link_speed): hccn_tool failed or the network group is off"
+        )
+    if nics and all(n.rx_bytes_per_s is None and n.tx_bytes_per_s is None for n in nics):
+        unseen["npu_traffic"] = (
+            "npu-exporter reports no NPU RoCE traffic (npu_chip_info_bandwidth_tx/rx)"
+        )
+    return unseen
 
 
 def ascend_notes(families: Exposition, gpus: list[GpuSample]) -> list[str]:
@@ -184,6 +298,9 @@ def ascend_parts(families: Exposition) -> dict[str, object]:
     nics = nic_samples_from_npu_exporter(families)
     if nics:
         parts["nics"] = nics
+    unseen = ascend_unseen(nics)
+    if unseen:
+        parts["unseen"] = unseen
     notes = ascend_notes(families, gpus)
     if notes:
         parts["notes"] = notes

@@ -41,6 +41,7 @@ GPU_BOUNDS: Bounds = {
     "util_pct": (0.0, 100.0),
     "mem_used_bytes": (0.0, 16 * TIB),
     "mem_total_bytes": (0.0, 16 * TIB),
+    "mem_info_version": (1.0, 2.0),
     "power_w": (0.0, 5000.0),  # a whole GB300 superchip draws well under 2 kW
     "temp_c": (-50.0, 200.0),
     "sm_clock_mhz": (0.0, 10_000.0),
@@ -55,6 +56,7 @@ GPU_BOUNDS: Bounds = {
     "nvlink_errors_total": _COUNTER,
     "nvlink_tx_bytes_per_s": (0.0, 4e12),  # NVLink 5 carries 0.9 TB/s each way
     "nvlink_rx_bytes_per_s": (0.0, 4e12),
+    "nvlink_bytes_per_s": (0.0, 8e12),
 }
 NIC_BOUNDS: Bounds = {
     "speed_gbps": (0.0, 3200.0),  # 3.2 Tb/s: four times today's fastest port
@@ -63,6 +65,14 @@ NIC_BOUNDS: Bounds = {
     "xmit_wait_total": _COUNTER,
     "link_downed_total": _COUNTER,
     "errors_total": _COUNTER,
+    "rx_bytes_per_s": (0.0, 4e11),  # 3.2 Tb/s in bytes
+    "tx_bytes_per_s": (0.0, 4e11),
+    "rx_errors_total": _COUNTER,
+    "tx_errors_total": _COUNTER,
+    "rx_drops_total": _COUNTER,
+    "tx_drops_total": _COUNTER,
+    "link_recoveries_total": _COUNTER,
+    "link_integrity_errors_total": _COUNTER,
     "members_up": (0.0, 1024.0),
     "accelerator_index": (0.0, 1024.0),
 }
@@ -76,13 +86,16 @@ ENGINE_BOUNDS: Bounds = {
     **{f: _COUNTER for f in (
         "steps_total", "drafts_total", "draft_tokens_total", "accepted_tokens_total",
         "generation_tokens_total", "prompt_tokens_total", "prompt_cached_tokens_total",
-        "requests_finished_total", "ttft_seconds_sum", "ttft_seconds_count",
+        "requests_finished_total", "requests_aborted_total", "ttft_seconds_sum", "ttft_seconds_count",
         "itl_seconds_sum", "itl_seconds_count", "log_lines_skipped_total",
     )},
     "requests_running": (0.0, 1e7),
     "requests_waiting": (0.0, 1e7),
     "kv_cache_usage": (0.0, 1.0),  # a share of the KV pool
+    "spec_accept_rate": (0.0, 1.0),
+    "spec_accept_length": (1.0, 1024.0),  # tokens per verify, bonus included
     "log_last_line_at": (0.0, 2.0**32),  # unix seconds (until 2106)
+    "counters_started_at": (0.0, 2.0**32),
 }
 
 # The fastest a counter can rise on one node, per second. Tokens: a node of 8 GPUs
@@ -97,10 +110,17 @@ COUNTER_MAX_PER_S: Mapping[str, float] = {
     "prompt_tokens_total": _TOKENS_PER_S,
     "prompt_cached_tokens_total": _TOKENS_PER_S,
     "requests_finished_total": 1e7,
+    "requests_aborted_total": 1e7,
     "rx_bytes_total": 4e11,  # 3.2 Tb/s in bytes
     "tx_bytes_total": 4e11,
     "xmit_wait_total": 1e10,  # IB ticks waited: bounded by the port's clock
     "errors_total": 1e10,  # bounded by the packet rate
+    "rx_errors_total": 1e10,
+    "tx_errors_total": 1e10,
+    "rx_drops_total": 1e10,
+    "tx_drops_total": 1e10,
+    "link_recoveries_total": 1e6,  # each takes link retraining: far fewer than packets
+    "link_integrity_errors_total": 1e6,
     "nvlink_tx_bytes_total": 4e12,
     "nvlink_rx_bytes_total": 4e12,
 }

@@ -30,25 +30,63 @@ _DCGM_GAUGES: dict[str, tuple[tuple[str, ...], float]] = {
     "temp_c": (("DCGM_FI_DEV_GPU_TEMP",), 1.0),
     "sm_clock_mhz": (("DCGM_FI_DEV_SM_CLOCK",), 1.0),
     "energy_j_total": (("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",), 1e-3),  # mJ
-    # profiling fields: NVLink bytes per second (header + payload), all links of the GPU
-    "nvlink_tx_bytes_per_s": (("DCGM_FI_PROF_NVLINK_TX_BYTES",), 1.0),
-    "nvlink_rx_bytes_per_s": (("DCGM_FI_PROF_NVLINK_RX_BYTES",), 1.0),
 }
 _DCGM_UTIL_RATIO = "DCGM_FI_DEV_GPU_UTIL_RATIO"  # newer builds: 0–1 instead of %
 _DCGM_XID = ("DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_XID_ERROR")
 _DCGM_CLOCK_REASONS = ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")
 _DCGM_ECC_DBE = ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL")
-# NVLink error counters, summed per GPU. DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL is not read
-# into the byte counters: exporters disagree on its type (counter or gauge) and unit,
-# and it does not split transmit from receive; the profiling fields
-# DCGM_FI_PROF_NVLINK_{TX,RX}_BYTES (bytes/s, when enabled) are read instead.
+
+# NVLink traffic, best first. Each entry: (tx names, rx names, factor to bytes/s); a GPU
+# takes the first entry it has a series for. The profiling fields are bytes/s per GPU;
+# their per-link twins (label `nvlink`, one series per link) are summed over the links.
+# DCGM_FI_DEV_NVLINK_{TX,RX}_THROUGHPUT_TOTAL share the unit of the total below.
+NVLINK_TOTAL_BYTES_PER_UNIT = 1000.0 * 1024.0
+_DCGM_NVLINK_DIRECTED: tuple[tuple[str, str, float], ...] = (
+    ("DCGM_FI_PROF_NVLINK_TX_BYTES", "DCGM_FI_PROF_NVLINK_RX_BYTES", 1.0),
+    ("DCGM_FI_PROF_NVLINK_TX_BYTES_PER_LINK", "DCGM_FI_PROF_NVLINK_RX_BYTES_PER_LINK", 1.0),
+    ("DCGM_FI_DEV_NVLINK_TX_THROUGHPUT_TOTAL", "DCGM_FI_DEV_NVLINK_RX_THROUGHPUT_TOTAL",
+     NVLINK_TOTAL_BYTES_PER_UNIT),
+)
+# The one NVLink traffic field in dcgm-exporter's default counters (4.5.3-4.8.2):
+# DCGM field 449, alias of DCGM_FI_DEV_NVLINK_THROUGHPUT_TOTAL. Declared a "counter" in
+# the CSV, it is a rate: DCGM reads NVML's cumulative data TX + RX counters (KiB), takes
+# the difference to its previous reading over the elapsed seconds and divides by 1000
+# (DcgmCacheManager::ReadAndCacheNvLinkBandwidth), an integer of 1000 KiB/s units
+# (labelled "MB/s"). Both directions together, payload only: it fills
+# `nvlink_bytes_per_s`, never the per-direction fields.
+_DCGM_NVLINK_TOTAL = ("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "DCGM_FI_DEV_NVLINK_THROUGHPUT_TOTAL")
+# NVLink error counters, summed per GPU: the per-GPU totals, else their per-link twins
+# (summed over every link, not the first series only)
 _DCGM_NVLINK_ERRORS = (
     "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
     "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
     "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
     "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
 )
+_DCGM_NVLINK_ERRORS_PER_LINK = (
+    "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_PER_LINK_TOTAL",
+    "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_PER_LINK_TOTAL",
+    "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_PER_LINK_TOTAL",
+    "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_PER_LINK_TOTAL",
+)
 HOSTNAME_LABELS = ("Hostname", "hostname")  # renamed in newer dcgm-exporter builds
+# `UUID` by default, `uuid` with --use-old-namespace, `gpu_uuid` on per-link series
+UUID_LABELS = ("UUID", "uuid", "gpu_uuid")
+# what infertop reads that dcgm-exporter's default counters do not collect: capability
+# key → (names that would give it, the reason shown when none is on the page)
+DCGM_COUNTERS_DOC = "docs/dcgm-counters.csv"
+_DCGM_UNSEEN: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("clock_events", _DCGM_CLOCK_REASONS,
+     "dcgm-exporter does not collect DCGM_FI_DEV_CLOCKS_EVENT_REASONS"),
+    ("ecc", _DCGM_ECC_DBE, "dcgm-exporter does not collect DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"),
+    # a GPU without NVLink (PCIe cards) has these blank, and dcgm-exporter skips blanks
+    ("nvlink_errors", (*_DCGM_NVLINK_ERRORS, *_DCGM_NVLINK_ERRORS_PER_LINK),
+     "dcgm-exporter does not collect the NVLink error counters "
+     "(DCGM_FI_DEV_NVLINK_*_ERROR_COUNT_TOTAL), or the GPUs have no NVLink"),
+    ("nvlink", (*(n for t in _DCGM_NVLINK_DIRECTED for n in t[:2]), *_DCGM_NVLINK_TOTAL),
+     "dcgm-exporter does not collect NVLink traffic (DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL), "
+     "or the GPUs have no NVLink"),
+)
 
 
 def label_hostname(labels: dict[str, str]) -> str | None:
@@ -56,6 +94,29 @@ def label_hostname(labels: dict[str, str]) -> str | None:
         if labels.get(key):
             return labels[key]
     return None
+
+
+def _label_uuid(labels: dict[str, str]) -> str | None:
+    for key in UUID_LABELS:
+        if labels.get(key):
+            return labels[key]
+    return None
+
+
+def _gpu_series(
+    families: Exposition, name: str, hostname: str | None
+) -> list[tuple[int, dict[str, str], float]]:
+    """(gpu index, labels, value) of every per-GPU series of `name` (of `hostname`)."""
+    out = []
+    for labels, value in families.series(name):
+        if hostname is not None and label_hostname(labels) not in (None, hostname):
+            continue
+        try:
+            index = int(labels.get("gpu", ""))
+        except ValueError:
+            continue  # not a per-GPU series (or a MIG instance without a GPU index)
+        out.append((index, labels, value))
+    return out
 
 
 def _per_gpu(
@@ -66,15 +127,30 @@ def _per_gpu(
     out: dict[int, tuple[dict[str, str], float]] = {}
     if found is None:
         return out
-    for labels, value in families.series(found):
-        if hostname is not None and label_hostname(labels) not in (None, hostname):
-            continue
-        try:
-            index = int(labels.get("gpu", ""))
-        except ValueError:
-            continue  # not a per-GPU series (or a MIG instance without a GPU index)
+    for index, labels, value in _gpu_series(families, found, hostname):
         out.setdefault(index, (labels, value))
     return out
+
+
+def _per_gpu_sum(
+    families: Exposition, name: str, hostname: str | None
+) -> dict[int, tuple[dict[str, str], float]]:
+    """gpu index → (labels of its first series, sum over all its series): for per-link
+    fields, one series per NVLink (label `nvlink`) of the GPU."""
+    out: dict[int, tuple[dict[str, str], float]] = {}
+    for index, labels, value in _gpu_series(families, name, hostname):
+        first, total = out.get(index, (labels, 0.0))
+        out[index] = (first, total + value)
+    return out
+
+
+def dcgm_unseen(families: Exposition) -> dict[str, str]:
+    """What a dcgm-exporter page does not let infertop see, and why (`NodeSample.unseen`)."""
+    return {
+        key: f"{reason} (add it: {DCGM_COUNTERS_DOC})"
+        for key, names, reason in _DCGM_UNSEEN
+        if families.first_present(names) is None
+    }
 
 
 def gpu_samples_from_dcgm(families: Exposition, hostname: str | None = None) -> list[GpuSample]:
@@ -115,9 +191,11 @@ def gpu_samples_from_dcgm(families: Exposition, hostname: str | None = None) -> 
     ):
         for index, (labels, value) in _per_gpu(families, names, hostname).items():
             put(index, labels, field, convert(value))
+    _put_nvlink_traffic(families, hostname, put)
     errors: dict[int, float] = {}
-    for name in _DCGM_NVLINK_ERRORS:
-        for index, (labels, value) in _per_gpu(families, (name,), hostname).items():
+    for per_gpu, per_link in zip(_DCGM_NVLINK_ERRORS, _DCGM_NVLINK_ERRORS_PER_LINK, strict=True):
+        found = _per_gpu(families, (per_gpu,), hostname) or _per_gpu_sum(families, per_link, hostname)
+        for index, (labels, value) in found.items():
             errors[index] = errors.get(index, 0.0) + value
             labels_of.setdefault(index, labels)
     for index, count in errors.items():
@@ -130,19 +208,67 @@ def gpu_samples_from_dcgm(families: Exposition, hostname: str | None = None) -> 
                 index=index,
                 kind="gpu",
                 name=clean_label(labels.get("modelName")),
-                uuid=clean_label(labels.get("UUID")),
+                uuid=clean_label(_label_uuid(labels)),
                 **fields[index],  # type: ignore[arg-type]
             )
         )
     return samples
 
 
+def _put_nvlink_traffic(
+    families: Exposition,
+    hostname: str | None,
+    put: Callable[[int, dict[str, str], str, object], None],
+) -> None:
+    """NVLink bytes/s per GPU: per direction from the best entry the GPU has a series of
+    (both directions from that one entry), else both directions together from
+    DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL (the default counters' only NVLink traffic field)."""
+    done: set[int] = set()
+    for tx_name, rx_name, factor in _DCGM_NVLINK_DIRECTED:
+        tx = _per_gpu_sum(families, tx_name, hostname)
+        rx = _per_gpu_sum(families, rx_name, hostname)
+        for index in sorted((set(tx) | set(rx)) - done):
+            done.add(index)
+            for field, found in (("nvlink_tx_bytes_per_s", tx), ("nvlink_rx_bytes_per_s", rx)):
+                if index in found:
+                    labels, value = found[index]
+                    put(index, labels, field, value * factor)
+    for index, (labels, value) in _per_gpu(families, _DCGM_NVLINK_TOTAL, hostname).items():
+        if index not in done:
+            put(index, labels, "nvlink_bytes_per_s", value * NVLINK_TOTAL_BYTES_PER_UNIT)
+
+
 # ---------------------------------------------------------------------------- node_exporter
 
 # /sys/class/infiniband/<dev>/ports/<n>/state ids
 _IB_STATES = {0: "nop", 1: "down", 2: "init", 3: "armed", 4: "active", 5: "active_defer"}
+# …/phys_state ids (node_exporter 1.12.1's HELP text of node_infiniband_physical_state_id)
+_IB_PHYS_STATES = {
+    0: "no_change", 1: "sleep", 2: "polling", 3: "disabled", 4: "shift", 5: "link_up",
+    6: "link_error_recover", 7: "phytest",
+}
+# NicSample counter field → node_exporter names (netdev: the default "legacy" names, then
+# those of --collector.netdev.enable-detailed-metrics)
+_NETDEV_ERRORS: dict[str, tuple[str, ...]] = {
+    "rx_errors_total": ("node_network_receive_errs_total", "node_network_receive_errors_total"),
+    "tx_errors_total": ("node_network_transmit_errs_total", "node_network_transmit_errors_total"),
+    "rx_drops_total": ("node_network_receive_drop_total", "node_network_receive_dropped_total"),
+    "tx_drops_total": ("node_network_transmit_drop_total", "node_network_transmit_dropped_total"),
+}
+_IB_ERRORS: dict[str, str] = {
+    "rx_errors_total": "node_infiniband_port_errors_received_total",
+    "link_recoveries_total": "node_infiniband_link_error_recovery_total",
+    "link_integrity_errors_total": "node_infiniband_local_link_integrity_errors_total",
+    "rx_drops_total": "node_infiniband_port_discards_received_total",
+    "tx_drops_total": "node_infiniband_port_discards_transmitted_total",
+}
 # ARPHRD_* of /sys/class/net/<if>/type
 _ARPHRD_KINDS: dict[int, NicKind] = {1: "ethernet", 32: "infiniband", 772: "loopback"}
+
+
+def ib_physical_state(state_id: float | None) -> str | None:
+    """node_infiniband_physical_state_id → its name (None when not reported)."""
+    return None if state_id is None else _IB_PHYS_STATES.get(int(state_id), "unknown")
 
 
 def _by_label(families: Exposition, name: str, label: str) -> dict[str, tuple[dict[str, str], float]]:
@@ -174,6 +300,8 @@ def _ib_ports(families: Exposition) -> list[NicSample]:
     wait = per_port("node_infiniband_port_transmit_wait_total")
     downed = per_port("node_infiniband_link_downed_total")
     symbol = per_port("node_infiniband_symbol_error_total")
+    phys = per_port("node_infiniband_physical_state_id")
+    ib_errors = {field: per_port(name) for field, name in _IB_ERRORS.items()}
     keys = sorted({*state, *rate, *rx, *tx})
     ports_per_dev: dict[str, int] = {}
     for dev, _ in keys:
@@ -194,6 +322,8 @@ def _ib_ports(families: Exposition) -> list[NicSample]:
                 xmit_wait_total=wait.get(key),
                 link_downed_total=downed.get(key),
                 errors_total=symbol.get(key),
+                physical_state=ib_physical_state(phys.get(key)),
+                **{field: table.get(key) for field, table in ib_errors.items()},
             )
         )
     return nics
@@ -228,6 +358,10 @@ def nic_samples_from_node_exporter(families: Exposition) -> list[NicSample]:
     arp_type = _by_label(families, "node_network_protocol_type", "device")
     slaves = _by_label(families, "node_bonding_slaves", "master")
     active = _by_label(families, "node_bonding_active", "master")
+    netdev_errors = {
+        field: _by_label(families, families.first_present(names) or names[0], "device")
+        for field, names in _NETDEV_ERRORS.items()
+    }
     devices = sorted({*rx, *tx, *up, *info, *slaves})
     nics: list[NicSample] = []
     for dev in devices:
@@ -264,9 +398,24 @@ def nic_samples_from_node_exporter(families: Exposition) -> list[NicSample]:
                 tx_bytes_total=value(tx),
                 members=members,
                 members_up=members_up,
+                **{field: value(table) for field, table in netdev_errors.items()},
             )
         )
     return nics + _ib_ports(families)
+
+
+def node_exporter_unseen(families: Exposition, nics: Sequence[NicSample]) -> dict[str, str]:
+    """What a node_exporter page does not let infertop see about its ports' errors."""
+    ib = [n for n in nics if n.kind == "infiniband" and n.rx_bytes_total is not None]
+    if ib and all(n.rx_errors_total is None and n.link_recoveries_total is None for n in ib):
+        return {"nic_errors": "node_exporter reports no InfiniBand error counters "
+                "(node_infiniband_port_errors_received_total): is the infiniband collector's "
+                "counters directory readable?"}
+    netdev = [n for n in nics if n.kind != "infiniband" and n.rx_bytes_total is not None]
+    if netdev and all(n.rx_errors_total is None for n in netdev):
+        return {"nic_errors": "node_exporter reports no network device error counters "
+                "(node_network_receive_errs_total)"}
+    return {}
 
 
 def bond_notes(families: Exposition, nics: Sequence[NicSample]) -> list[str]:
@@ -288,18 +437,28 @@ Extractor = Callable[[Exposition], dict[str, object]]
 
 
 def _dcgm_parts(families: Exposition) -> dict[str, object]:
-    return {"gpus": gpu_samples_from_dcgm(families)} if families.has_prefix("DCGM_FI_") else {}
+    if not families.has_prefix("DCGM_FI_"):
+        return {}
+    parts: dict[str, object] = {"gpus": gpu_samples_from_dcgm(families)}
+    unseen = dcgm_unseen(families)
+    if unseen:
+        parts["unseen"] = unseen
+    return parts
 
 
 def _node_parts(families: Exposition) -> dict[str, object]:
     if not (families.has_prefix("node_network_") or families.has_prefix("node_infiniband_")):
         return {}
     nics = nic_samples_from_node_exporter(families)
-    return {"nics": nics, "notes": bond_notes(families, nics)}
+    parts: dict[str, object] = {"nics": nics, "notes": bond_notes(families, nics)}
+    unseen = node_exporter_unseen(families, nics)
+    if unseen:
+        parts["unseen"] = unseen
+    return parts
 
 
 #: Recognisers for exporter pages, tried in order on every `metrics` URL of a node. Each
-#: returns the parts it found ("gpus", "nics", "notes"); other exporters (npu-exporter)
+#: returns the parts it found ("gpus", "nics", "notes", "unseen"); other exporters (npu-exporter)
 #: append theirs here.
 EXPORTER_EXTRACTORS: list[Extractor] = [_dcgm_parts, _node_parts]
 
@@ -310,6 +469,8 @@ EXPORTER_EXTRACTORS: list[Extractor] = [_dcgm_parts, _node_parts]
 EXPORTER_WANTED: set[str] = {
     *(n for names, _ in _DCGM_GAUGES.values() for n in names),
     _DCGM_UTIL_RATIO, *_DCGM_XID, *_DCGM_CLOCK_REASONS, *_DCGM_ECC_DBE, *_DCGM_NVLINK_ERRORS,
+    *_DCGM_NVLINK_ERRORS_PER_LINK, *(n for entry in _DCGM_NVLINK_DIRECTED for n in entry[:2]),
+    *_DCGM_NVLINK_TOTAL,
     "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_RESERVED", "DCGM_FI_DEV_FB_TOTAL",
     "node_network_receive_bytes_total", "node_network_transmit_bytes_total", "node_network_up",
     "node_network_speed_bytes", "node_network_info", "node_network_protocol_type",
@@ -317,7 +478,8 @@ EXPORTER_WANTED: set[str] = {
     "node_infiniband_state_id", "node_infiniband_rate_bytes_per_second",
     "node_infiniband_port_data_received_bytes_total", "node_infiniband_port_data_transmitted_bytes_total",
     "node_infiniband_port_transmit_wait_total", "node_infiniband_link_downed_total",
-    "node_infiniband_symbol_error_total",
+    "node_infiniband_symbol_error_total", "node_infiniband_physical_state_id",
+    *(n for names in _NETDEV_ERRORS.values() for n in names), *_IB_ERRORS.values(),
 }
 
 
@@ -333,6 +495,8 @@ def parts_from_exporter(families: Exposition) -> dict[str, object]:
         for key, value in extract(families).items():
             if isinstance(value, list) and isinstance(parts.get(key), list):
                 parts[key] = [*parts[key], *value]  # type: ignore[misc]
+            elif isinstance(value, dict) and isinstance(parts.get(key), dict):
+                parts[key] = {**parts[key], **value}  # type: ignore[dict-item]
             else:
                 parts[key] = value
     return parts

@@ -35,6 +35,7 @@ def log_watch_config(engine: EngineConfig, layout: Layout) -> dict[str, Any] | N
             if name in layout.log_patterns
         },
         "interval_s": engine.log_interval_s,
+        "decode_passes": engine.log_decode_passes,
         "follow_symlink_out": engine.log_follow_symlink_out,
     }
 

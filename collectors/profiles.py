@@ -9,21 +9,35 @@ bundled profile. Keys are the canonical names of DESIGN.md (``steps``, ``drafts`
 field names (``steps_total``, ``ttft_seconds_sum``, …).
 
 How several series of one metric (vLLM's `engine` label per data-parallel engine,
-SGLang's `tp_rank` / `dp_rank`, `finished_reason`, …) become one figure:
-- counters and the running / waiting gauges are summed — each series counts its own
-  requests and tokens;
+SGLang's `dp_rank`, `tp_rank`, `priority`, `mode`, …) become one figure:
+- first, series a profile does not count are dropped (`Profile.series_filters`): vLLM's
+  `request_success{finished_reason}` counts stop / length as finished and abort / error /
+  repetition apart; SGLang's passes count decode modes only, its live tokens `mode="decode"` only,
+  and its queue gauges the `priority=""` total only (per-priority series repeat it);
+- then copies are dropped (`Profile.replica_labels`): with
+  `--enable-metrics-for-all-schedulers` every SGLang tensor-parallel rank exports the
+  same figures under its own `tp_rank` (and `moe_ep_rank`; its pass counter even
+  without the flag), so of the series that differ only by those labels the largest is
+  kept (copies are equal; with pipeline parallelism the stage that saw the work wins);
+- counters and the running / waiting gauges are then summed — each series counts its
+  own requests and tokens;
 - `steps_total` is summed within each data-parallel engine (series told apart by
-  `ENGINE_LABELS`; SGLang splits its pass counter by a `mode` label) and then *averaged*
-  over engines: in wide expert parallelism every DP engine steps in lockstep with its
-  peers, so the node's decode steps/s is one engine's rate, not the sum (which would
-  grow with the number of engines);
-- `kv_cache_usage` is the mean (each engine has its own KV pool of the same size).
+  `ENGINE_LABELS`), kept per engine (`steps_by_engine_total`) and *averaged* over
+  engines: in wide expert parallelism every DP engine steps in lockstep with its peers,
+  so the node's decode steps/s is one engine's rate, not the sum (which would grow with
+  the number of engines). Neither engine counts the steps of an idle engine, so the
+  evaluation takes the fastest engine's rate over its window (docs/engines.md);
+- `kv_cache_usage` is the mean (each engine has its own KV pool of the same size);
+- `spec_accept_rate` / `spec_accept_length` (SGLang's gauges) are averaged over the
+  engines that report a length, weighted by the verify calls
+  (`sglang:spec_verify_calls_total`) of the series sharing their labels; unknown while
+  no verify call was counted (speculative decoding off, or nothing finished yet).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from collectors.exposition import Exposition, ExpositionError, duplicate_note, parse_exposition
@@ -43,9 +57,13 @@ _SCALAR_FIELDS: dict[str, str] = {
     "prompt_tokens": "prompt_tokens_total",
     "prompt_cached_tokens": "prompt_cached_tokens_total",
     "requests_finished": "requests_finished_total",
+    "requests_aborted": "requests_aborted_total",
     "requests_running": "requests_running",
     "requests_waiting": "requests_waiting",
     "kv_cache_usage": "kv_cache_usage",
+    "spec_accept_rate": "spec_accept_rate",
+    "spec_accept_length": "spec_accept_length",
+    "spec_verify_calls": "spec_verify_calls",
 }
 # histogram short name → (EngineSample sum field, count field)
 _HISTOGRAMS: dict[str, tuple[str, str]] = {
@@ -53,6 +71,10 @@ _HISTOGRAMS: dict[str, tuple[str, str]] = {
     "itl_seconds": ("itl_seconds_sum", "itl_seconds_count"),
 }
 _MEAN_FIELDS = frozenset({"kv_cache_usage"})
+# gauges averaged with the verify calls as weights (SGLang), and the field naming them
+_SPEC_GAUGE_FIELDS = frozenset({"spec_accept_rate", "spec_accept_length"})
+_SPEC_WEIGHT_FIELD = "spec_verify_calls"
+PROCESS_START = "process_start_time_seconds"  # prometheus_client's process collector
 # labels that tell one data-parallel engine from another (vLLM, SGLang)
 ENGINE_LABELS: tuple[str, ...] = ("engine", "dp_rank")
 
@@ -64,6 +86,18 @@ class Profile:
     name: str
     scalars: Mapping[str, tuple[str, ...]]  # EngineSample field → metric sample names
     histograms: Mapping[str, tuple[str, ...]]  # "ttft_seconds" / "itl_seconds" → base names
+    # sample name → label → the values a counted series may have ("" also admits a
+    # series without the label); series of that name with any other value are dropped
+    series_filters: Mapping[str, Mapping[str, frozenset[str]]] = field(default_factory=dict)
+    # EngineSample field → label filter for that field only, in place of the name's own
+    # (two fields read one counter: vLLM's finished and aborted requests)
+    field_filters: Mapping[str, Mapping[str, frozenset[str]]] = field(default_factory=dict)
+    # labels whose values only tell copies of one figure apart (one series kept)
+    replica_labels: tuple[str, ...] = ()
+
+    def filter_for(self, field_name: str, sample_name: str) -> Mapping[str, frozenset[str]] | None:
+        found = self.field_filters.get(field_name)
+        return found if found is not None else self.series_filters.get(sample_name)
 
     def metric_names(self) -> list[str]:
         """Every sample name this profile may read (for PromQL and for filtering)."""
@@ -72,10 +106,20 @@ class Profile:
                 for suffix in ("_sum", "_count")]
         return out
 
+    def birth_names(self) -> list[str]:
+        """Samples that say when the output-token counter began: its `_created` series
+        (prometheus_client writes one per counter series) and the process start time."""
+        created = [
+            n.removesuffix("_total") + "_created"
+            for n in self.scalars.get("generation_tokens_total", ())
+            if n.endswith("_total")
+        ]
+        return [*created, PROCESS_START]
+
     @property
     def wanted(self) -> frozenset[str]:
-        """`metric_names` as a set, for `parse_exposition(wanted=…)`."""
-        return frozenset(self.metric_names())
+        """`metric_names` and `birth_names` as a set, for `parse_exposition(wanted=…)`."""
+        return frozenset([*self.metric_names(), *self.birth_names()])
 
 
 class ProfileError(ValueError):
@@ -87,53 +131,95 @@ class ProfileError(ValueError):
         super().__init__(f"{field}: {problem}")
 
 
+# vLLM names as of vLLM 0.33.0 (vllm/v1/metrics/loggers.py, docs/engines.md); the second
+# name of a pair is the older one, read only where the newer one is absent.
 _VLLM = Profile(
     name="vllm",
     scalars={
-        # vLLM has no step counter: each engine step observes the histogram once
+        # vLLM has no step counter: each engine step that produced output observes the
+        # histogram once (docs/engines.md: what decode steps/s means)
         "steps_total": ("vllm:iteration_tokens_total_count",),
         "drafts_total": ("vllm:spec_decode_num_drafts_total",),
         "draft_tokens_total": ("vllm:spec_decode_num_draft_tokens_total",),
         "accepted_tokens_total": ("vllm:spec_decode_num_accepted_tokens_total",),
         "generation_tokens_total": ("vllm:generation_tokens_total",),
         "prompt_tokens_total": ("vllm:prompt_tokens_total",),
-        "prompt_cached_tokens_total": ("vllm:prefix_cache_hits_total",),
+        # cached prompt tokens, local prefix cache + external (KV connector, i.e. sent by
+        # the prefill pool under disaggregation); older builds: the local hits only
+        "prompt_cached_tokens_total": ("vllm:prompt_tokens_cached_total", "vllm:prefix_cache_hits_total"),
         "requests_finished_total": ("vllm:request_success_total",),
+        "requests_aborted_total": ("vllm:request_success_total",),
         "requests_running": ("vllm:num_requests_running",),
         "requests_waiting": ("vllm:num_requests_waiting",),
+        # gpu_cache_usage_perc: removed upstream (renamed kv_cache_usage_perc in 0.9);
+        # a fallback for older builds only
         "kv_cache_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
     },
     histograms={
         "ttft_seconds": ("vllm:time_to_first_token_seconds",),
+        # time_per_output_token_seconds: removed upstream (now inter_token_latency_seconds);
+        # a fallback for older builds only
         "itl_seconds": ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"),
+    },
+    series_filters={
+        # request_success counts every finish: only stop / length are finished work
+        # ($ per finished request); abort / error / repetition (a degenerate answer the
+        # engine cut) are shown apart
+        "vllm:request_success_total": {"finished_reason": frozenset({"stop", "length"})},
+    },
+    # the same counter, read a second time for the requests that did not finish normally
+    field_filters={
+        "requests_aborted_total": {"finished_reason": frozenset({"abort", "error", "repetition"})},
     },
 )
 
+# SGLang names as of SGLang 0.5.23 (python/sglang/srt/observability/metrics_collector.py)
+_SGLANG_DECODE_MODES = frozenset({"decode_cuda_graph", "decode_none"})
 _SGLANG = Profile(
     name="sglang",
     scalars={
         # forward passes by CUDA-graph mode (recent builds only); older builds: unknown
         "steps_total": ("sglang:cuda_graph_passes_total",),
-        # SGLang exposes speculative decoding only as gauges written every 40 batches
-        # (spec_accept_rate / _length): stale between logs, so not read as figures
-        "generation_tokens_total": ("sglang:generation_tokens_total",),
+        # decode tokens counted as they are generated; generation_tokens_total only
+        # moves when a request finishes (late and in bursts): a fallback for old builds
+        "generation_tokens_total": ("sglang:realtime_tokens_total", "sglang:generation_tokens_total"),
         "prompt_tokens_total": ("sglang:prompt_tokens_total",),
         "prompt_cached_tokens_total": ("sglang:cached_tokens_total",),
+        # every finished request, aborted ones included (SGLang splits no finish reason)
         "requests_finished_total": ("sglang:num_requests_total",),
+        "requests_aborted_total": ("sglang:num_aborted_requests_total",),
         "requests_running": ("sglang:num_running_reqs",),
         "requests_waiting": ("sglang:num_queue_reqs",),
         "kv_cache_usage": ("sglang:token_usage",),
+        # speculative decoding exists only as gauges, rewritten every decode log interval
+        # (40 passes by default), and a verify-call counter used to weigh them
+        "spec_accept_rate": ("sglang:spec_accept_rate",),
+        "spec_accept_length": ("sglang:spec_accept_length",),
+        "spec_verify_calls": ("sglang:spec_verify_calls_total",),
     },
     histograms={
         "ttft_seconds": ("sglang:time_to_first_token_seconds",),
         "itl_seconds": ("sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"),
     },
+    series_filters={
+        # passes of prefill batches are not decode steps
+        "sglang:cuda_graph_passes_total": {"mode": _SGLANG_DECODE_MODES},
+        "sglang:realtime_tokens_total": {"mode": frozenset({"decode"})},
+        # with --enable-priority-scheduling: the total under priority="", then one series
+        # per priority repeating a share of it
+        "sglang:num_running_reqs": {"priority": frozenset({""})},
+        "sglang:num_queue_reqs": {"priority": frozenset({""})},
+    },
+    replica_labels=("tp_rank", "moe_ep_rank", "pp_rank"),
 )
 
 BUNDLED_PROFILES: dict[str, Profile] = {
     "vllm": _VLLM,
     "sglang": _SGLANG,
-    "deepinfer": Profile(name="deepinfer", scalars=_VLLM.scalars, histograms=_VLLM.histograms),
+    "deepinfer": Profile(
+        name="deepinfer", scalars=_VLLM.scalars, histograms=_VLLM.histograms,
+        series_filters=_VLLM.series_filters, field_filters=_VLLM.field_filters,
+    ),
 }
 
 
@@ -180,7 +266,15 @@ def custom_profile(name: str, mapping: Mapping[str, str | list[str]]) -> Profile
         else:
             known = sorted([*_SCALAR_FIELDS, *_HISTOGRAMS, "extends"])
             raise ProfileError(where, f"unknown canonical field (known: {', '.join(known)})")
-    return Profile(name=name, scalars=scalars, histograms=histograms)
+    if base_name is None:
+        return Profile(name=name, scalars=scalars, histograms=histograms)
+    base = BUNDLED_PROFILES[str(base_name)]
+    # a field the layout renamed keeps no filter meant for the bundled name
+    kept = {f: flt for f, flt in base.field_filters.items() if scalars.get(f) == base.scalars.get(f)}
+    return Profile(
+        name=name, scalars=scalars, histograms=histograms, series_filters=base.series_filters,
+        field_filters=kept, replica_labels=base.replica_labels,
+    )
 
 
 def resolve_profile(name: str, custom_profiles: CustomProfiles | None = None) -> Profile:
@@ -193,19 +287,84 @@ def resolve_profile(name: str, custom_profiles: CustomProfiles | None = None) ->
     raise ProfileError(name, f"unknown engine profile {name!r} (known: {', '.join(known)})")
 
 
+Series = Sequence[tuple[dict[str, str], float]]
+
+
 def _aggregate(values: Sequence[float], how: Aggregate) -> float | None:
     if not values:
         return None
     return sum(values) if how == "sum" else sum(values) / len(values)
 
 
-def _per_engine_mean(series: Sequence[tuple[dict[str, str], float]]) -> float | None:
-    """Sum the series of each DP engine, then average over engines."""
-    per_engine: dict[tuple[str | None, ...], float] = {}
+def _counted(series: Series, keep: Mapping[str, frozenset[str]] | None, replicas: Sequence[str]) -> Series:
+    """The series a figure counts: those `keep` admits, one per set of replicas."""
+    if keep:
+        series = [(labels, value) for labels, value in series
+                  if all(labels.get(label, "") in allowed for label, allowed in keep.items())]
+    if not replicas or not any(r in labels for labels, _ in series for r in replicas):
+        return series
+    kept: dict[frozenset[tuple[str, str]], tuple[dict[str, str], float]] = {}
     for labels, value in series:
-        key = tuple(labels.get(label) for label in ENGINE_LABELS)
+        key = frozenset((k, v) for k, v in labels.items() if k not in replicas)
+        seen = kept.get(key)
+        # copies are equal; where they are not (pipeline stages), the one that saw the work
+        if seen is None or value > seen[1]:
+            kept[key] = (labels, value)
+    return list(kept.values())
+
+
+def _engine_key(labels: Mapping[str, str]) -> tuple[str | None, ...]:
+    return tuple(labels.get(label) for label in ENGINE_LABELS)
+
+
+def _per_engine(series: Series) -> dict[str, float]:
+    """The series of each DP engine summed, by engine ("engine=3", "dp_rank=1", "-")."""
+    per_engine: dict[str, float] = {}
+    for labels, value in series:
+        key = ",".join(f"{k}={v}" for k, v in zip(ENGINE_LABELS, _engine_key(labels), strict=True)
+                       if v is not None) or "-"
         per_engine[key] = per_engine.get(key, 0.0) + value
-    return _aggregate(list(per_engine.values()), "mean")
+    return per_engine
+
+
+def _verify_weighted(gauge: Series, lengths: Series, verify: Series) -> float | None:
+    """A speculative gauge averaged over engines, weighted by verify calls.
+
+    Only engines that report a length (SGLang writes 0 before its first decode log, and
+    with speculative decoding off) count. Each engine's weight is the verify calls of
+    the verify series whose labels agree with its own on every label both carry
+    (`priority` aside: SGLang fills it per request); SGLang counts verify calls per
+    server (no `dp_rank`), so the DP engines of one server weigh the same.
+    """
+    if not verify or sum(v for _, v in verify) <= 0:
+        return None  # speculative decoding off, or no request verified yet
+    active = {frozenset(labels.items()) for labels, value in lengths if value > 0}
+    total = weights = 0.0
+    for labels, value in gauge:
+        if frozenset(labels.items()) not in active:
+            continue
+        weight = sum(
+            v for vlabels, v in verify
+            if all(labels[k] == vlabels[k] for k in vlabels.keys() & labels.keys() if k != "priority")
+        )
+        total += weight * value
+        weights += weight
+    return total / weights if weights > 0 else None
+
+
+def counters_started_at(index: Exposition, profile: Profile) -> float | None:
+    """When the engine's token counters began (unix seconds), or None when the page does
+    not say. The earliest `_created` of the output-token counter's series is when it began
+    (a series made later counted only since); the process start is a bound below that:
+    a counter cannot begin before its process. The later of the two is the sharper."""
+    known: list[float] = []
+    created = index.first_present(profile.birth_names()[:-1])
+    if created is not None:
+        known.append(min(v for _, v in index.series(created)))
+    started = index.series(PROCESS_START)
+    if started:
+        known.append(min(v for _, v in started))
+    return max(known) if known else None
 
 
 def engine_sample_from_exposition(
@@ -214,15 +373,27 @@ def engine_sample_from_exposition(
     """Canonical figures from parsed text. `ExpositionError` if none of the profile's
     metrics is present (a wrong URL or a wrong profile should say so, not show blanks)."""
     values: dict[str, float | None] = {}
-    for field, names in profile.scalars.items():
+    counted: dict[str, Series] = {}
+    engine_steps: dict[str, float] | None = None
+    for field_name, names in profile.scalars.items():
         found = index.first_present(names)
         if found is None:
             continue
-        if field == "steps_total":
-            values[field] = _per_engine_mean(index.series(found))
+        series = _counted(index.series(found), profile.filter_for(field_name, found), profile.replica_labels)
+        counted[field_name] = series
+        if field_name == _SPEC_WEIGHT_FIELD or field_name in _SPEC_GAUGE_FIELDS:
             continue
-        how: Aggregate = "mean" if field in _MEAN_FIELDS else "sum"
-        values[field] = _aggregate([v for _, v in index.series(found)], how)
+        if field_name == "steps_total":
+            per_engine = _per_engine(series)
+            values[field_name] = _aggregate(list(per_engine.values()), "mean")
+            engine_steps = per_engine or None
+            continue
+        how: Aggregate = "mean" if field_name in _MEAN_FIELDS else "sum"
+        values[field_name] = _aggregate([v for _, v in series], how)
+    for field_name in _SPEC_GAUGE_FIELDS & counted.keys():
+        values[field_name] = _verify_weighted(
+            counted[field_name], counted.get("spec_accept_length", []), counted.get(_SPEC_WEIGHT_FIELD, [])
+        )
     for hist, bases in profile.histograms.items():
         # sum and count from the same base name, never one old and one new
         base = index.first_present(f"{b}_count" for b in bases)
@@ -234,7 +405,10 @@ def engine_sample_from_exposition(
         values[sum_field] = _aggregate([v for _, v in index.series(f"{base}_sum")], "sum")
     if not any(v is not None for v in values.values()):
         raise ExpositionError(f"no {profile.name} engine metrics in {redact_url(where)}")
-    return EngineSample(source=source, profile=profile.name, **values)  # type: ignore[arg-type]
+    values["counters_started_at"] = counters_started_at(index, profile)
+    return EngineSample(
+        source=source, profile=profile.name, steps_by_engine_total=engine_steps, **values  # type: ignore[arg-type]
+    )
 
 
 def engine_sample_from_text(

@@ -184,6 +184,7 @@ class PromSource(PollingSource):
             strip_port=config.strip_port,
             selector=config.selector,
             engine_metrics=promql.profile_metrics(profile_names, profiles),
+            engine_matchers=promql.profile_matchers(profile_names, profiles),
         )
         self.namer = NodeNamer(nodes, config.discover)
         self._executor = ThreadPoolExecutor(MAX_WORKERS, thread_name_prefix="prom")

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collectors.bounds import whole
+from collectors.exporters import NVLINK_TOTAL_BYTES_PER_UNIT, ib_physical_state
 from collectors.profiles import ENGINE_LABELS, CustomProfiles, ProfileError, resolve_profile
 from collectors.sample import (
     ENGINE_COUNTER_FIELDS,
@@ -51,8 +52,11 @@ VIRTUAL_NICS = "lo|veth.*|docker.*|br-.*|cali.*|flannel.*|cni.*|virbr.*|tun.*|ta
 # several engines on one node (data parallel): KV usage is averaged, the rest summed, and
 # steps are summed per engine then averaged over engines (they step in lockstep) — the
 # same aggregation collectors/profiles.py applies to a scraped page
-_ENGINE_AVG = frozenset({"kv_cache_usage"})
+_ENGINE_AVG = frozenset({"kv_cache_usage", "spec_accept_rate", "spec_accept_length"})
+# read from a page only to weigh other figures (collectors/profiles.py), not a sample field
+_ENGINE_HELPERS = frozenset({"spec_verify_calls"})
 _ENGINE_STEPS = "steps_total"
+_ENGINE_STEPS_BY_ENGINE = "steps_by_engine"
 
 _MIB = 1024 * 1024
 
@@ -77,9 +81,38 @@ def profile_metrics(
             pairs += [(f"{hist}{sfx}", f"{b}{sfx}") for b in bases for sfx in ("_sum", "_count")]
         for field_name, metric in pairs:
             names = merged.setdefault(field_name, [])
-            if _METRIC_NAME.fullmatch(metric) and metric not in names:
+            if _METRIC_NAME.fullmatch(metric) and metric not in names and metric not in _PROM_SKIP:
                 names.append(metric)
-    return {k: tuple(v) for k, v in merged.items() if v}
+    return {k: tuple(v) for k, v in merged.items() if v and k not in _ENGINE_HELPERS}
+
+
+# labels of copies of one figure (SGLang's TP ranks; see collectors/profiles.py)
+_REPLICA_LABELS = ("tp_rank", "moe_ep_rank", "pp_rank")
+# PromQL's `a or b` is a union of series with different label sets, not "the first name
+# present": a name that has labelled series beside another name's would be added to it
+_PROM_SKIP = frozenset({"sglang:realtime_tokens_total"})
+
+
+def profile_matchers(
+    profile_names: Iterable[str] = (), custom: CustomProfiles | None = None
+) -> dict[tuple[str, str], str]:
+    """(field, metric name) → label matchers from the profiles' series filters (vLLM's
+    finished_reason, SGLang's decode modes, `priority=""` totals). `label=~""` also
+    matches a series without the label, as the filters mean."""
+    out: dict[tuple[str, str], str] = {}
+    for name in dict.fromkeys([*profile_names, "vllm", "sglang"]):
+        try:
+            profile = resolve_profile(name, custom)
+        except ProfileError:
+            continue
+        for field_name, names in profile.scalars.items():
+            for metric in names:
+                keep = profile.filter_for(field_name, metric)
+                if keep and (field_name, metric) not in out:
+                    out[(field_name, metric)] = ", ".join(
+                        f'{label}=~"{"|".join(sorted(keep[label]))}"' for label in sorted(keep)
+                    )
+    return out
 
 
 @dataclass(frozen=True)
@@ -97,6 +130,7 @@ class QueryBuilder:
     strip_port: bool = True
     selector: str | None = None
     engine_metrics: Mapping[str, tuple[str, ...]] = field(default_factory=profile_metrics)
+    engine_matchers: Mapping[tuple[str, str], str] = field(default_factory=profile_matchers)
 
     def sel(self, metric: str, extra: str = "") -> str:
         matchers = ", ".join(m for m in (self.selector, extra) if m)
@@ -118,15 +152,27 @@ class QueryBuilder:
         labels = ", ".join((NODE, *by))
         return f"{op} by ({labels}) ({self.with_node(expr)})"
 
+    def _engine_alts(self, key: str, names: Sequence[str]) -> str:
+        """The names of one field with their label filters, SGLang's TP-rank copies merged
+        into one series (`max`: copies are equal), as collectors/profiles.py does."""
+        parts = [self.sel(n, self.engine_matchers.get((key, n), "")) for n in names]
+        alts = parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"
+        return f"max without ({', '.join(_REPLICA_LABELS)}) ({alts})"
+
     def engine(self) -> list[Query]:
         out = []
         for key, names in self.engine_metrics.items():
             if key == _ENGINE_STEPS:
-                per_engine = self.agg("sum", self._alts(names), ENGINE_LABELS)
+                per_engine = self.agg("sum", self._engine_alts(key, names), ENGINE_LABELS)
                 out.append(Query("engine", key, f"avg by ({NODE}) ({per_engine})"))
+                # and per engine: the node's decode steps/s is its fastest engine's
+                out.append(Query("engine", _ENGINE_STEPS_BY_ENGINE, per_engine))
             else:
                 op = "avg" if key in _ENGINE_AVG else "sum"
-                out.append(Query("engine", key, self.agg(op, self._alts(names))))
+                alts = self._engine_alts(key, names)
+                if key in _ENGINE_AVG - {"kv_cache_usage"}:
+                    alts = f"({alts} > 0)"  # SGLang writes 0 until it has a figure
+                out.append(Query("engine", key, self.agg(op, alts)))
         stamp = [*self.engine_metrics.get("generation_tokens_total", ()),
                  *self.engine_metrics.get("requests_running", ())]
         out.append(Query("engine", "timestamp", self.agg("max", self._alts(stamp, wrap="timestamp"))))
@@ -150,6 +196,13 @@ class QueryBuilder:
                 "max", self._alts(("DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_XID_ERROR")), by)),
             Query("gpu", "energy_mj_total", self.agg(
                 "max", self.sel("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"), by)),
+            # the default CSV's NVLink field: a rate in 1000-KiB/s units (collectors.exporters)
+            Query("gpu", "nvlink_total", self.agg(
+                "max", self.sel("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"), by)),
+            Query("gpu", "clock_event_reasons", self.agg("max", self._alts(
+                ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")), by)),
+            Query("gpu", "ecc_dbe", self.agg("max", self._alts(
+                ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL")), by)),
             Query("gpu", "timestamp", self.agg(
                 "max", self._alts(("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_UTIL_RATIO"), wrap="timestamp"))),
         ]
@@ -172,6 +225,22 @@ class QueryBuilder:
                 "max", self.sel("node_infiniband_rate_bytes_per_second"), ib)),
             Query("node", "ib_wait", self.agg(
                 "sum", self.sel("node_infiniband_port_transmit_wait_total"), ib)),
+            # per-port error counters (node_exporter 1.12.1 names; see collectors.exporters)
+            Query("node", "ib_rx_errors", self.agg(
+                "sum", self.sel("node_infiniband_port_errors_received_total"), ib)),
+            Query("node", "ib_recoveries", self.agg(
+                "sum", self.sel("node_infiniband_link_error_recovery_total"), ib)),
+            Query("node", "ib_integrity", self.agg(
+                "sum", self.sel("node_infiniband_local_link_integrity_errors_total"), ib)),
+            Query("node", "ib_phys", self.agg("max", self.sel("node_infiniband_physical_state_id"), ib)),
+            Query("node", "eth_rx_errors", self.agg("sum", self.sel(
+                "node_network_receive_errs_total", real), eth)),
+            Query("node", "eth_tx_errors", self.agg("sum", self.sel(
+                "node_network_transmit_errs_total", real), eth)),
+            Query("node", "eth_rx_drops", self.agg("sum", self.sel(
+                "node_network_receive_drop_total", real), eth)),
+            Query("node", "eth_tx_drops", self.agg("sum", self.sel(
+                "node_network_transmit_drop_total", real), eth)),
             Query("node", "mem_total", self.agg("max", self.sel("node_memory_MemTotal_bytes"))),
             Query("node", "mem_avail", self.agg("max", self.sel("node_memory_MemAvailable_bytes"))),
             Query("node", "load1", self.agg("max", self.sel("node_load1"))),
@@ -240,13 +309,16 @@ def group_range(
 
 
 SUBKEYS: dict[str, tuple[str, ...]] = {
+    _ENGINE_STEPS_BY_ENGINE: ENGINE_LABELS,
     "util_pct": ("gpu", "modelName"),
     "eth_rx": ("device",), "eth_tx": ("device",), "eth_up": ("device",), "eth_speed": ("device",),
     "ib_rx": ("device", "port"), "ib_tx": ("device", "port"), "ib_state": ("device", "port"),
     "ib_rate": ("device", "port"), "ib_wait": ("device", "port"),
+    **{k: ("device", "port") for k in ("ib_rx_errors", "ib_recoveries", "ib_integrity", "ib_phys")},
+    **{k: ("device",) for k in ("eth_rx_errors", "eth_tx_errors", "eth_rx_drops", "eth_tx_drops")},
 }
 _GPU_KEYS = ("mem_used_mib", "mem_free_mib", "power_w", "temp_c", "sm_clock_mhz", "xid_last",
-             "energy_mj_total")
+             "energy_mj_total", "nvlink_total", "clock_event_reasons", "ecc_dbe")
 
 
 def subkeys(tier: str, key: str) -> tuple[str, ...]:
@@ -267,8 +339,15 @@ def engine_sample(node: str, taken_at: float, fig: Mapping[str, Mapping[tuple[st
     values = {k: single(fig, k) for k in (*ENGINE_COUNTER_FIELDS, *ENGINE_GAUGE_FIELDS)}
     if all(v is None for v in values.values()):
         return None
+    # named as collectors/profiles.py names them ("engine=3", "dp_rank=1", "-")
+    per_engine = {
+        ",".join(f"{label}={v}" for label, v in zip(ENGINE_LABELS, sub, strict=False) if v) or "-": value
+        for sub, value in (fig.get(_ENGINE_STEPS_BY_ENGINE) or {}).items()
+        if value is not None
+    }
     return NodeSample(node=node, source=source, taken_at=taken_at,
-                      engine=EngineSample(source="endpoint", profile="prom", **values))
+                      engine=EngineSample(source="endpoint", profile="prom",
+                                          steps_by_engine_total=per_engine or None, **values))
 
 
 def _int(value: float | None) -> int | None:
@@ -301,6 +380,10 @@ def gpu_sample(node: str, taken_at: float, fig: Mapping[str, Mapping[tuple[str, 
             power_w=f.get("power_w"), temp_c=f.get("temp_c"), sm_clock_mhz=f.get("sm_clock_mhz"),
             xid_last=_int(f.get("xid_last")),
             energy_j_total=None if energy is None else energy / 1000.0,
+            nvlink_bytes_per_s=None if f.get("nvlink_total") is None
+            else f["nvlink_total"] * NVLINK_TOTAL_BYTES_PER_UNIT,  # type: ignore[operator]
+            clock_event_reasons=_int(f.get("clock_event_reasons")),
+            ecc_uncorrected_total=_int(f.get("ecc_dbe")),
         ))
     if not gpus:
         return None
@@ -320,6 +403,10 @@ def node_sample(node: str, taken_at: float, fig: Mapping[str, Mapping[tuple[str,
             state=None if up is None else ("up" if up >= 1 else "down"),
             speed_gbps=speed * 8 / 1e9 if speed else None,
             rx_bytes_total=eth.get(sub), tx_bytes_total=(fig.get("eth_tx") or {}).get(sub),
+            rx_errors_total=(fig.get("eth_rx_errors") or {}).get(sub),
+            tx_errors_total=(fig.get("eth_tx_errors") or {}).get(sub),
+            rx_drops_total=(fig.get("eth_rx_drops") or {}).get(sub),
+            tx_drops_total=(fig.get("eth_tx_drops") or {}).get(sub),
         ))
     ib = fig.get("ib_rx") or {}
     ports = sorted(set(ib) | set(fig.get("ib_state") or {}))
@@ -337,6 +424,10 @@ def node_sample(node: str, taken_at: float, fig: Mapping[str, Mapping[tuple[str,
             speed_gbps=rate * 8 / 1e9 if rate else None,
             rx_bytes_total=ib.get(sub), tx_bytes_total=(fig.get("ib_tx") or {}).get(sub),
             xmit_wait_total=(fig.get("ib_wait") or {}).get(sub),
+            rx_errors_total=(fig.get("ib_rx_errors") or {}).get(sub),
+            link_recoveries_total=(fig.get("ib_recoveries") or {}).get(sub),
+            link_integrity_errors_total=(fig.get("ib_integrity") or {}).get(sub),
+            physical_state=ib_physical_state((fig.get("ib_phys") or {}).get(sub)),
         ))
     total, avail = single(fig, "mem_total"), single(fig, "mem_avail")
     load1 = single(fig, "load1")

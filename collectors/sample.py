@@ -37,6 +37,9 @@ class GpuSample(_Frozen):
     util_pct: float | None = None
     mem_used_bytes: int | None = None
     mem_total_bytes: int | None = None
+    # which NVML memory call gave the two above: 2 (driver-reserved memory apart, as
+    # nvidia-smi shows it) or 1 (older drivers: reserved memory counted as used)
+    mem_info_version: int | None = None
     power_w: float | None = None
     temp_c: float | None = None
     sm_clock_mhz: float | None = None
@@ -58,6 +61,9 @@ class GpuSample(_Frozen):
     # used where no cumulative counter is available
     nvlink_tx_bytes_per_s: float | None = None
     nvlink_rx_bytes_per_s: float | None = None
+    # NVLink throughput of both directions together, where the source does not split them
+    # (dcgm-exporter's default DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, payload only)
+    nvlink_bytes_per_s: float | None = None
 
 
 class NicSample(_Frozen):
@@ -72,6 +78,20 @@ class NicSample(_Frozen):
     xmit_wait_total: float | None = None  # counter (IB port_xmit_wait)
     link_downed_total: float | None = None  # counter
     errors_total: float | None = None  # counter (symbol errors, RoCE error packets, …)
+    # traffic as a rate read directly, where the source has no byte counter (npu-exporter's
+    # npu_chip_info_bandwidth_rx/tx gauges); a counter's rate wins where both are known
+    rx_bytes_per_s: float | None = None
+    tx_bytes_per_s: float | None = None
+    # node_exporter's per-port error counters (netdev *_errs / *_drop; IB port_errors_received,
+    # link_error_recovery, local_link_integrity_errors), each a counter
+    rx_errors_total: float | None = None
+    tx_errors_total: float | None = None
+    rx_drops_total: float | None = None
+    tx_drops_total: float | None = None
+    link_recoveries_total: float | None = None  # IB: the link recovered from an error state
+    link_integrity_errors_total: float | None = None  # IB: local physical errors over threshold
+    # IB physical state ("link_up", "polling", "disabled", "link_error_recover", …)
+    physical_state: str | None = None
     netdev: str | None = None  # the Ethernet device of an IB/RoCE port, when known
     members: list[str] | None = None  # bond members
     members_up: int | None = None  # bond members whose MII status is up
@@ -113,18 +133,44 @@ class EngineSample(_Frozen):
     generation_tokens_total: float | None = None
     prompt_tokens_total: float | None = None
     prompt_cached_tokens_total: float | None = None
-    requests_finished_total: float | None = None
+    requests_finished_total: float | None = None  # ended normally (vLLM: stop / length)
+    requests_aborted_total: float | None = None  # vLLM: abort / error / repetition
     ttft_seconds_sum: float | None = None
     ttft_seconds_count: float | None = None
     itl_seconds_sum: float | None = None
     itl_seconds_count: float | None = None
+    # steps counted per data-parallel engine (vLLM `engine`, SGLang `dp_rank`, a log's
+    # engine id), where the source tells engines apart: the node's decode steps/s is the
+    # fastest engine's (docs/engines.md); `steps_total` is their mean
+    steps_by_engine_total: dict[str, float] | None = None
     # gauges
     requests_running: float | None = None
     requests_waiting: float | None = None
     kv_cache_usage: float | None = None  # 0–1
+    # speculative decoding as the engine itself reports it, over its own last stats
+    # interval (SGLang's spec_accept_rate / spec_accept_length gauges): used where no
+    # draft / accepted counters exist. Acceptance 0–1; length includes the bonus token.
+    spec_accept_rate: float | None = None
+    spec_accept_length: float | None = None
+    # when the token counters began (unix s): their `_created` sample, else the process
+    # start; a counter born after the reservation start counted only this reservation
+    counters_started_at: float | None = None
     # when the figures came from a log: the time of the newest parsed line
     log_last_line_at: float | None = None
     log_lines_skipped_total: int | None = None
+
+
+    @field_validator("steps_by_engine_total")
+    @classmethod
+    def _sane_engines(cls, steps: dict[str, float] | None) -> dict[str, float] | None:
+        # a page or a probe may send anything: finite counters of at most 4096 engines
+        if steps is None:
+            return None
+        kept = {k[:64]: v for k, v in list(steps.items())[:MAX_ENGINES] if 0 <= v <= 2.0**64}
+        return kept or None
+
+
+MAX_ENGINES = 4096
 
 
 class NodeSample(_Frozen):
@@ -138,6 +184,12 @@ class NodeSample(_Frozen):
     engine: EngineSample | None = None
     host: HostSample | None = None
     notes: list[str] = Field(default_factory=list)
+    # What this source could not see on this node although it covers the part, and why:
+    # a capability key ("clock_events", "nvlink", "ecc", "nic_errors", "npu_link_speed", …)
+    # mapped to a one-line reason, e.g. {"clock_events": "dcgm-exporter does not collect
+    # DCGM_FI_DEV_CLOCKS_EVENT_REASONS"}. A blind spot is a finding, not silence: the
+    # coverage evaluation reads this to say what is unknown and why.
+    unseen: dict[str, str] = Field(default_factory=dict)
     # Set when this source failed for this node; the other parts are then None.
     error: str | None = None
 
@@ -147,6 +199,11 @@ class NodeSample(_Frozen):
         # the last net for secrets: a source's message may quote a URL or an exception
         # that holds one; what a sample says is shown, exported and recorded
         return [redact_text(n) for n in notes]
+
+    @field_validator("unseen")
+    @classmethod
+    def _redact_unseen(cls, unseen: dict[str, str]) -> dict[str, str]:
+        return {k: redact_text(v) for k, v in unseen.items()}
 
     @field_validator("error")
     @classmethod
@@ -167,9 +224,12 @@ ENGINE_COUNTER_FIELDS: tuple[str, ...] = (
     "prompt_tokens_total",
     "prompt_cached_tokens_total",
     "requests_finished_total",
+    "requests_aborted_total",
     "ttft_seconds_sum",
     "ttft_seconds_count",
     "itl_seconds_sum",
     "itl_seconds_count",
 )
-ENGINE_GAUGE_FIELDS: tuple[str, ...] = ("requests_running", "requests_waiting", "kv_cache_usage")
+ENGINE_GAUGE_FIELDS: tuple[str, ...] = (
+    "requests_running", "requests_waiting", "kv_cache_usage", "spec_accept_rate", "spec_accept_length",
+)

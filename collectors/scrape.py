@@ -170,6 +170,7 @@ class ScrapeSource(PollingSource):
         gpus: list[GpuSample] | None = None
         nics: list[NicSample] | None = None
         notes = list(errors)
+        unseen: dict[str, str] = {}
         for result in results:
             parts = result.parts or {}
             if "gpus" in parts:
@@ -177,6 +178,7 @@ class ScrapeSource(PollingSource):
             if "nics" in parts:
                 nics = [*(nics or []), *parts["nics"]]
             notes += [n for n in (*result.notes, *parts.get("notes", ())) if n not in notes]
+            unseen.update(parts.get("unseen") or {})
         return NodeSample(
             node=node,
             source=self.kind,
@@ -185,6 +187,7 @@ class ScrapeSource(PollingSource):
             gpus=gpus,
             nics=nics,
             notes=notes[:MAX_NOTES],
+            unseen=unseen,
         )
 
     # ------------------------------------------------------------------ poll

@@ -6,15 +6,16 @@ line where it can be found) and the problem, so the CLI can print one line and e
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import stat
 import tomllib
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from layouts.hostrange import MAX_HOSTS, HostRangeError, count_hosts, expand_hosts
 from layouts.model import Layout
@@ -31,13 +32,48 @@ _TOO_BIG = f"larger than {LAYOUT_MAX_BYTES // (1024 * 1024)} MiB: not a layout"
 
 
 class LayoutError(ValueError):
-    """A layout that cannot be used. `str()` is the one-line message for the user."""
+    """A layout that cannot be used. `str()` is the one-line message for the user; a
+    layout with several problems carries them all in `problems` (the first is `self`),
+    so that one run shows every error, one line each."""
 
     def __init__(self, path: str, field: str | None, problem: str, line: int | None = None):
         self.path, self.field, self.problem, self.line = path, field, problem, line
         where = path if line is None else f"{path}:{line}"
         what = f" {field}:" if field else ""
         super().__init__(f"{where}:{what} {problem}")
+        self.problems: list[LayoutError] = [self]
+
+    def lines(self) -> list[str]:
+        """Every problem, one `file:line: field: problem` line each."""
+        return [str(p) for p in self.problems]
+
+
+# every setting name a layout may use, for "did you mean …?" on an unknown one
+def _known_field_names(model: type[BaseModel], seen: set[type[BaseModel]] | None = None) -> set[str]:
+    seen = seen if seen is not None else set()
+    if model in seen:
+        return set()
+    seen.add(model)
+    names: set[str] = set()
+    for name, info in model.model_fields.items():
+        names.add(info.alias or name)
+        for inner in _models_in(info.annotation):
+            names |= _known_field_names(inner, seen)
+    return names
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in get_args(annotation) for m in _models_in(arg)]
+
+
+_KNOWN_FIELDS = sorted(_known_field_names(Layout) - {"source_path"})
+
+
+def _did_you_mean(key: object) -> str:
+    close = difflib.get_close_matches(str(key), _KNOWN_FIELDS, n=1, cutoff=0.7)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _loc_to_field(loc: tuple[Any, ...]) -> str:
@@ -232,18 +268,68 @@ def parse_layout(text: str, path: str = "<layout>") -> Layout:
             names[name] = i
     raw["source_path"] = path
     try:
-        return Layout.model_validate(raw)
+        layout = Layout.model_validate(raw)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        raise _all_problems(path, text, origin, exc) from None
+    if not layout.nodes and not (layout.prometheus is not None and layout.prometheus.discover):
+        # an empty table that exits 0 hides a mistake (a misspelt [[nodes]], a wrong file)
+        raise LayoutError(
+            path, "nodes", "no [[nodes]]: the layout watches nothing "
+            "(list nodes, or set [prometheus] discover = true)", None,
+        )
+    _check_gpus_priced(path, text, layout, origin)
+    return layout
+
+
+def _all_problems(path: str, text: str, origin: list[int], exc: ValidationError) -> LayoutError:
+    """Every validation error at once, in file order, each one line."""
+    found: list[LayoutError] = []
+    seen: set[str] = set()
+    for err in exc.errors():
         loc = tuple(err["loc"])
         msg = str(err["msg"]).removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
-            msg = "unknown field"
+            msg = "unknown field" + (_did_you_mean(loc[-1]) if loc else "")
         elif err["type"] == "literal_error":
             got = err.get("input")
             msg = f"{msg} (got {got!r})"
-        line = _find_line(text, loc, origin)
-        raise LayoutError(path, _loc_to_field(loc) or None, msg, line) from None
+        problem = LayoutError(path, _loc_to_field(loc) or None, msg, _find_line(text, loc, origin))
+        if str(problem) not in seen:
+            seen.add(str(problem))
+            found.append(problem)
+    return _one_error(found)
+
+
+def _one_error(found: list[LayoutError]) -> LayoutError:
+    """The problems in file order, as one LayoutError carrying them all."""
+    found.sort(key=lambda p: p.line if p.line is not None else 1 << 30)
+    first = found[0]
+    first.problems = found
+    return first
+
+
+def _check_gpus_priced(path: str, text: str, layout: Layout, origin: list[int]) -> None:
+    """A rented node priced per GPU must say how many GPUs are reserved: the bill runs for
+    every reserved GPU, whether or not the node ever answers (priced by the GPUs it shows,
+    a node that never answers would be billed $0). Every such node is reported at once."""
+    pricing = layout.pricing
+    if pricing.mode != "rented":
+        return
+    found = []
+    for i, node in enumerate(layout.nodes):
+        if node.gpus is not None:
+            continue
+        node_rate = node.node_hour_usd if node.node_hour_usd is not None else pricing.node_hour_usd
+        per_gpu = node.gpu_hour_usd is not None or (node_rate is None and pricing.gpu_hour_usd is not None)
+        if per_gpu:
+            line = _find_line(text, ("nodes", i), origin)
+            problem = (
+                f"required for node {node.name!r}: it is priced per GPU (gpu_hour_usd), and the "
+                "reserved GPUs are billed whether or not the node answers"
+            )
+            found.append(LayoutError(path, f"nodes[{i}].gpus", problem, line))
+    if found:
+        raise _one_error(found)
 
 
 _FILE_KINDS = {

@@ -6,7 +6,7 @@ that runs on the nodes (collectors/probe/logs.py): standard library only, no imp
 the SSH probe bundle pastes this file's text as it is.
 """
 
-BUILTIN_PATTERN_SETS = ("vllm", "deepinfer-offline")
+BUILTIN_PATTERN_SETS = ("vllm", "sglang", "deepinfer-offline")
 LOG_PATTERN_KINDS = ("counter", "count", "rate", "gauge")
 # canonical quantities a user pattern may fill: counters, then gauges, then helpers
 LOG_COUNTER_QUANTITIES = (

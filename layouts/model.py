@@ -176,13 +176,26 @@ class SessionConfig(_Strict):
     budget_usd: NonNegFloat | None = None
     # tasks the user counts as acceptable (for $ per acceptable task)
     acceptable_tasks: Annotated[int, Field(ge=0)] | None = None
+    # when the reservation ends (or how long it lasts from its start): the spend at the
+    # current rate is projected to that instant and set against the budget
+    reservation_end: dt.datetime | None = None
+    duration_h: Annotated[float, Field(gt=0, le=24 * 366)] | None = None
 
-    @field_validator("reservation_start")
+    @field_validator("reservation_start", "reservation_end")
     @classmethod
     def _aware(cls, value: dt.datetime | None) -> dt.datetime | None:
         if value is not None and value.tzinfo is None:
-            raise ValueError("reservation_start needs a time zone, e.g. 2026-11-29T09:00:00Z")
+            raise ValueError("needs a time zone, e.g. 2026-11-29T09:00:00Z")
         return value
+
+    @model_validator(mode="after")
+    def _one_end(self) -> SessionConfig:
+        if self.reservation_end is not None and self.duration_h is not None:
+            raise ValueError("give at most one of reservation_end and duration_h")
+        start, end = self.reservation_start, self.reservation_end
+        if start is not None and end is not None and end <= start:
+            raise ValueError("reservation_end must be after reservation_start")
+        return self
 
 
 class ApiPriceTable(_Strict):
@@ -256,10 +269,12 @@ class EngineConfig(_Strict):
     log: PathStr | None = None  # a log file on the node, followed read-only
     # or a command whose output is the log (argv, never a shell), e.g. journalctl -u x -f
     log_command: Annotated[list[ArgStr], Field(min_length=1, max_length=64)] | None = None
-    # pattern set(s) for the log: built in "vllm", "deepinfer-offline", or [log_patterns.NAME]
+    # pattern set(s) for the log: built in "vllm", "sglang", "deepinfer-offline", or [log_patterns.NAME]
     log_patterns: str | list[str] | None = None
     # the engine's stats interval (vLLM --log-stats-interval); learnt from the log if unset
     log_interval_s: PositiveFloat | None = None
+    # SGLang's --decode-log-interval: decode passes per "Decode batch" line (40 if unset)
+    log_decode_passes: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
     # read `log` even when it resolves (through symlinks) outside its own directory; off,
     # because the reader is often root and the log directory the engine user's
     log_follow_symlink_out: bool = False

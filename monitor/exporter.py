@@ -50,8 +50,15 @@ _SESSION: tuple[tuple[str, str, Callable[[SessionView], float | None]], ...] = (
      lambda s: s.api_equivalent_usd),
     ("budget_usd", "The session budget, USD", lambda s: s.budget_usd),
     ("budget_used_ratio", "Spend / budget", lambda s: s.budget_used_fraction),
-    ("accepted_tokens", "Accepted output tokens counted this session", lambda s: s.accepted_tokens),
+    ("accepted_tokens", "Accepted output tokens counted since tokens_since", lambda s: s.accepted_tokens),
     ("elapsed_seconds", "Seconds since the reservation start", lambda s: s.elapsed_s),
+    ("breakeven_output_tokens_per_second",
+     "Output tokens/s the cluster must sustain to cost no more than the API now",
+     lambda s: s.breakeven_output_tokens_per_s),
+    ("projected_spend_usd", "Spend at the reservation end at the current cost per hour, USD",
+     lambda s: s.projected_spend_usd),
+    ("energy_kwh", "GPU energy counted this session, kWh", lambda s: s.energy_kwh),
+    ("joules_per_output_token", "GPU energy per output token, J", lambda s: s.joules_per_output_token),
 )
 _ROLLUP: tuple[tuple[str, str, Callable[[RollupView], float | None]], ...] = (
     ("decode_steps_per_second", "Mean decode steps per second over the role's nodes",

@@ -46,6 +46,17 @@ class PhaseMarkingFeed(Protocol):
     def mark_phase(self, phase: str) -> None: ...
 
 
+@runtime_checkable
+class EndingFeed(Protocol):
+    """A feed that can end on its own: a monitor in another process that stopped or died.
+
+    Optional: the viewer leaves when `ended()` returns (why, one line), rather than show
+    the last frame as if it were still live.
+    """
+
+    async def ended(self) -> str: ...
+
+
 def can_mark_phase(feed: object) -> bool:
     return isinstance(feed, PhaseMarkingFeed)
 

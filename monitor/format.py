@@ -4,6 +4,7 @@ Unknown → "—"; text from outside (names, notes, evidence) → `inert_text`."
 from __future__ import annotations
 
 from collectors import safe_text
+from monitor.snapshot import LinksView
 
 UNKNOWN = "—"
 
@@ -101,3 +102,10 @@ def fmt_span(seconds: float | None, precise: bool = False) -> str:
     if h:
         return f"{h}h{m:02d}m{s:02d}s" if precise else f"{h}h{m:02d}m"
     return f"{m}m{s:02d}s"
+
+
+def links_text(links: LinksView | None) -> str:
+    """A node's ports at a glance, "3/4 up slow"; unknown when no port state is known."""
+    if links is None or links.total == 0 or links.up + links.down == 0:
+        return UNKNOWN  # no port, or no state known for any: unknown, not "0 up"
+    return f"{links.up}/{links.total} up" + (" slow" if links.degraded else "")

@@ -21,7 +21,11 @@ from collectors.sample import NodeSample
 from collectors.source import Source
 from monitor.evaluation.cluster import evaluate_cluster, evaluate_nodes
 from monitor.evaluation.ledger import SessionLedger, TickFigures
-from monitor.evaluation.money import cost_weighted_idle_fraction
+from monitor.evaluation.money import (
+    cost_weighted_idle_fraction,
+    extras_cost_per_hour_usd,
+    idle_cost_per_hour_usd,
+)
 from monitor.evaluation.verdicts import VerdictTracker
 from monitor.evaluation.window_rates import RateCache
 
@@ -60,6 +64,7 @@ class Monitor:
         self.ledger = recorder.ledger if recorder is not None else SessionLedger.for_layout(layout, clock())
         # the ledger counts tokens from counter increases as samples arrive
         self.fleet.listeners.append(self.ledger.tally.observe)
+        self.fleet.listeners.append(self.ledger.energy.observe)
         self.verdicts = VerdictTracker()
         # each tick's rates from the last tick's: a window only slides by a sample or two
         self.rates = RateCache()
@@ -132,16 +137,21 @@ class Monitor:
         nodes = evaluate_nodes(self.state, layout, now, self.rates)
         nodes = self.verdicts.apply(nodes, layout, now)
         cluster = evaluate_cluster(nodes, layout)
+        idle_pairs = [(n.cost_per_hour_usd, n.idle_fraction) for n in nodes]
+        counted = self.ledger.energy.watched_nodes() if layout.pricing.mode == "owned" else set()
+        counted_power = {n.name: n.gpu_power_w for n in nodes if n.name in counted}
         self.ledger.advance(
             TickFigures(
                 now=now,
                 cost_per_hour_usd=cluster.total.cost_per_hour_usd,
-                idle_fraction=cost_weighted_idle_fraction(
-                    [(n.cost_per_hour_usd, n.idle_fraction) for n in nodes]
-                ),
+                idle_fraction=cost_weighted_idle_fraction(idle_pairs),
+                idle_cost_per_hour_usd=idle_cost_per_hour_usd(idle_pairs),
+                extras_cost_per_hour_usd=extras_cost_per_hour_usd(layout.pricing),
                 node_cost_per_hour_usd={n.name: n.cost_per_hour_usd for n in nodes},
                 deltas=self.ledger.tally.drain(),
                 accepted_tokens_per_s=cluster.total.accepted_tokens_per_s,
+                energy_j_by_node=self.ledger.energy.drain(),
+                counted_gpu_power_w=counted_power,
             )
         )
         snapshot = Snapshot(

@@ -9,7 +9,8 @@ renamed or dropped.
 from __future__ import annotations
 
 import json
-from typing import Literal
+from datetime import UTC, datetime
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
@@ -36,6 +37,7 @@ class GpuView(_View):
     sm_clock_mhz: float | None = None
     # additions
     kind: str = "gpu"
+    mem_info_version: int | None = None  # NVML memory call: 2 as nvidia-smi, 1 older (see sample)
     clock_event_reasons: int | None = None
     xid_last: int | None = None
     ecc_uncorrected_total: int | None = None
@@ -45,6 +47,7 @@ class GpuView(_View):
     nvlink_links_up: int | None = None
     nvlink_tx_bytes_per_s: float | None = None
     nvlink_rx_bytes_per_s: float | None = None
+    nvlink_bytes_per_s: float | None = None  # both directions, where not split (dcgm default)
     # judged by the evaluation (clock_events.py), so every viewer agrees with the verdicts
     clock_events: list[str] | None = None  # labels of the set reasons; None: unknown
     clock_event_level: ClockEventLevel | None = None  # worst of them; None: unknown
@@ -62,6 +65,14 @@ class NicView(_View):
     xmit_wait_per_s: float | None = None
     link_downed_total: float | None = None
     errors_per_s: float | None = None
+    # per-port error rates from node_exporter's counters (reset-aware, like every rate)
+    rx_errors_per_s: float | None = None
+    tx_errors_per_s: float | None = None
+    rx_drops_per_s: float | None = None
+    tx_drops_per_s: float | None = None
+    link_recoveries_per_s: float | None = None
+    link_integrity_errors_per_s: float | None = None
+    physical_state: str | None = None
     members: list[str] | None = None
     members_up: int | None = None
     accelerator_index: int | None = None
@@ -86,7 +97,8 @@ class EngineView(_View):
     kv_cache_usage: float | None = None
     # additions
     prompt_tokens_per_s: float | None = None
-    requests_finished_per_s: float | None = None
+    requests_finished_per_s: float | None = None  # ended normally (stop / length)
+    requests_aborted_per_s: float | None = None  # aborted or failed, not in the line above
     source: str | None = None  # "endpoint" or "log"
     profile: str | None = None
     age_s: float | None = None  # age of the newest engine figure (log line or scrape)
@@ -96,8 +108,12 @@ class VerdictView(_View):
     kind: str
     detail: str
     severity: Severity = "warning"
-    since: float | None = None  # unix seconds when the verdict started
+    since: float | None = None  # unix seconds when the verdict started (JSON: ISO 8601)
     usd_per_hour_at_stake: float | None = None
+    # a condition seen but not yet held for its hold time: only reported when asked
+    # (`infertop snapshot`, whose window may be shorter than the hold), never in the TUI
+    pending: bool = False
+    held_s: float | None = None  # how long a pending condition has held so far
 
 
 class LinksView(_View):
@@ -207,6 +223,32 @@ class SessionView(_View):
     usd_per_million_output_tokens_now: float | None = None
     # counter steps the ledger did not count, and why (an engine no engine could be)
     notes: list[str] = Field(default_factory=list)
+    # scoreboard money (DESIGN.md "Scoreboard fields"); the span rule: token figures, $/1M,
+    # API-equivalent and the spend ÷ API ratio all cover the same stretch of time
+    tokens_since: str | None = None  # ISO 8601, UTC: start of the stretch the tokens cover
+    # "reservation": the engines' counters began within it, so the tokens cover all of it;
+    # "watched": counted from when infertop first read them (tokens_since), not before
+    usd_per_million_span: str | None = None
+    span_spend_usd: float | None = None  # spend over that same stretch (what $/1M divides)
+    # output tokens/s the whole cluster must sustain to cost no more than the API's output
+    # price in the current price window: cluster $/h ÷ (API $ per output token × 3600)
+    breakeven_output_tokens_per_s: float | None = None
+    price_window: str | None = None  # "peak" or "off-peak" (API price window now)
+    price_window_flips_at: str | None = None  # ISO 8601, UTC: when the window changes
+    api_output_usd_per_million: float | None = None  # API output price in this window
+    # budget: one figure for every viewer
+    budget_label: str | None = None  # "97% of $600", "over by $12.40 of $600"
+    budget_over_by_usd: float | None = None  # spend beyond the budget; None while under
+    reservation_end: str | None = None  # ISO 8601, UTC, from the layout
+    projected_spend_usd: float | None = None  # total at the current $/h to reservation_end
+    budget_holds: bool | None = None  # projected_spend_usd <= budget_usd
+    # idle: the idle nodes' own $/h; extras (billed to no node) are shown apart, never idle
+    idle_cost_per_hour_usd: float | None = None
+    extras_cost_per_hour_usd: float | None = None
+    # energy, from GPU total-energy counters (NVML or DCGM) over the watched stretch
+    energy_kwh: float | None = None
+    joules_per_output_token: float | None = None  # over ticks where both were counted
+    energy_usd: float | None = None  # owned mode: energy_kwh × PUE × $/kWh
 
 
 class Snapshot(_View):
@@ -225,6 +267,36 @@ class Snapshot(_View):
         """The snapshot as plain JSON data: every NaN or infinity is None (JSON null).
         Values are bounded where samples enter (`collectors.bounds`); this is the last
         guard, so that `json.dumps(..., allow_nan=False)` can never fail on a figure.
-        pydantic's JSON writer maps non-finite floats to null (its `model_dump` does not)."""
+        pydantic's JSON writer maps non-finite floats to null (its `model_dump` does not).
+
+        The public JSON also follows two conventions the in-memory model does not need:
+        times are ISO 8601 strings like `taken_at` (a verdict's `since`), and money is
+        rounded to the cent (`1354.5`, never `1354.4959999999996`)."""
         data: dict[str, object] = json.loads(self.model_dump_json(by_alias=True))
-        return data
+        return _public_json(data)
+
+
+def _iso_utc(epoch_s: float) -> str:
+    return datetime.fromtimestamp(epoch_s, UTC).isoformat()  # the form of `taken_at`
+
+
+# session totals counted in whole tokens / requests (the ledger sums them as floats)
+_COUNT_KEYS = frozenset({"accepted_tokens", "requests_finished", "prompt_tokens", "prompt_cached_tokens"})
+
+
+def _public_json(value: Any, key: str = "") -> Any:
+    """Money to the cent, counts as integers, epoch `since` as ISO 8601, recursively."""
+    if isinstance(value, dict):
+        return {k: _public_json(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_public_json(v, key) for v in value]
+    if isinstance(value, float):
+        if key == "since":
+            return _iso_utc(value)
+        if key.endswith("_usd") or key.startswith(("usd_per_hour", "usd_per_million")):
+            return round(value, 2)
+        if key.startswith("usd_per_"):  # per request / task: can be well under a cent
+            return round(value, 6)
+        if key in _COUNT_KEYS:
+            return round(value)
+    return value

@@ -63,6 +63,33 @@ class Stop:
         return self._event.is_set()
 
 
+async def watch_parent(pid: int | None, stop: Stop, every_s: float = 0.5) -> None:
+    """Set `stop` once process `pid` is gone (None: never): a child started to end with
+    its parent (the demo's cluster and monitor) ends even when the parent was killed.
+
+    For our own parent the test is that we were handed to another one: a killed parent
+    stays a zombie until its own parent reaps it, and a zombie still answers kill(pid, 0).
+    """
+    if pid is None:
+        return
+    ours = os.getppid() == pid
+    while not stop.is_set():
+        if ours:
+            gone = os.getppid() != pid
+        else:
+            try:
+                os.kill(pid, 0)
+                gone = False
+            except ProcessLookupError:
+                gone = True
+            except PermissionError:
+                gone = False  # it exists (another user's now: pids are reused)
+        if gone:
+            stop.set()
+            return
+        await stop.sleep(every_s)
+
+
 def _flush_and_exit(code: int) -> NoReturn:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):

@@ -24,6 +24,9 @@ async def take_snapshot(
             update={"cluster": layout.cluster.model_copy(update={"window_s": window})}
         )
     monitor = Monitor(layout, sources=sources)
+    # a window shorter than a hold time would hide every condition: report those seen
+    # but not yet held, marked pending with the time held
+    monitor.verdicts.report_pending = True
     # tick through the window, not just at its end: a verdict shows only once its
     # condition has been seen to hold for the hold time (the tracker needs the ticks)
     await monitor.start(tick=True)

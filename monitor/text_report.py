@@ -8,13 +8,18 @@ reorder a line with bidi overrides or forge a line of its own.
 from __future__ import annotations
 
 from collectors.safe_text import inert_text
-from monitor.format import fmt_num, fmt_pct, fmt_rate_gbps, fmt_usd
-from monitor.snapshot import NodeView, Snapshot
+from monitor.format import UNKNOWN, fmt_age, fmt_num, fmt_pct, fmt_rate_gbps, fmt_usd, links_text
+from monitor.snapshot import NodeView, Snapshot, VerdictView
 
 MAX_CELL_CHARS = 80
 MAX_LINE_CHARS = 500
-_COLUMNS = ("NODE", "ROLE", "STATUS", "GPUS", "UTIL", "POWER", "NET RX", "NET TX",
+_COLUMNS = ("NODE", "ROLE", "STATUS", "GPUS", "UTIL", "POWER", "LINKS", "NET RX", "NET TX",
             "STEPS/S", "ACCEPT", "TOK/S", "$/H", "IDLE", "VERDICTS")
+
+
+def _verdict_text(v: VerdictView) -> str:
+    # a condition still within its hold time is said as such: "idle (pending 4s)"
+    return f"{v.kind} (pending {fmt_age(v.held_s)})" if v.pending else v.kind
 
 
 def _row(n: NodeView) -> tuple[str, ...]:
@@ -27,9 +32,11 @@ def _row(n: NodeView) -> tuple[str, ...]:
         inert_text(n.name, MAX_CELL_CHARS),
         inert_text(n.role, MAX_CELL_CHARS),
         inert_text(n.status, MAX_CELL_CHARS),
-        str(len(n.gpus)),
+        # no GPU seen is unknown, not 0 (an unreachable node's layout may say 8)
+        str(len(n.gpus)) if n.gpus else UNKNOWN,
         fmt_num(sum(utils) / len(utils), 0, "%") if utils else "—",
         fmt_num(sum(power), 0, " W") if power else "—",
+        links_text(n.links),
         fmt_rate_gbps(sum(rx)) if rx else "—",
         fmt_rate_gbps(sum(tx)) if tx else "—",
         fmt_num(e.decode_steps_per_s if e else None, 1),
@@ -37,7 +44,7 @@ def _row(n: NodeView) -> tuple[str, ...]:
         fmt_num(e.accepted_tokens_per_s if e else None, 0),
         fmt_usd(n.cost_per_hour_usd),
         fmt_pct(n.idle_fraction),
-        inert_text(", ".join(v.kind for v in n.verdicts) or "—", MAX_LINE_CHARS),
+        inert_text(", ".join(_verdict_text(v) for v in n.verdicts) or "—", MAX_LINE_CHARS),
     )
 
 
@@ -52,6 +59,7 @@ def snapshot_table(snapshot: Snapshot) -> str:
         f"{fmt_usd(snapshot.cluster.total.cost_per_hour_usd)}/h, "
         f"spend {fmt_usd(s.spend_usd)} (idle {fmt_usd(s.idle_spend_usd)}), "
         f"$/1M tokens {fmt_usd(s.usd_per_million_output_tokens)}"
+        + (f" (since {s.tokens_since})" if s.usd_per_million_span == "watched" else "")
     )
     for node in snapshot.nodes:
         name = inert_text(node.name, MAX_CELL_CHARS)

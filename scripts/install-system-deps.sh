@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages that the integration tests start for real:
 # OpenSSH server (ssh source), tmux (smoke test of the real binary), Prometheus (prom
-# source), iproute2 (network namespaces, veth, tc). Idempotent; skips what is present.
+# source), iproute2 (network namespaces, veth, tc), chromium (the browser view). Idempotent;
+# skips what is present.
 set -euo pipefail
 need=()
 command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need+=(openssh-server)
@@ -10,6 +11,8 @@ command -v tmux >/dev/null 2>&1 || need+=(tmux)
 command -v prometheus >/dev/null 2>&1 || [ -x /usr/bin/prometheus ] || need+=(prometheus)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v tc >/dev/null 2>&1 || need+=(iproute2)
+# the browser test of `infertop serve` (Playwright drives Debian's chromium)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi

@@ -28,7 +28,9 @@ def finish(proc: subprocess.Popen[str], timeout_s: float = 60.0) -> subprocess.C
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-def run_infertop(*commands: Sequence[str], timeout_s: float = 60.0) -> list[subprocess.CompletedProcess[str]]:
+def run_infertop(
+    *commands: Sequence[str], timeout_s: float = 60.0, env: dict[str, str] | None = None
+) -> list[subprocess.CompletedProcess[str]]:
     """Run the commands at the same time (most of their time is a collection window)."""
-    procs = [start_infertop(*command) for command in commands]
+    procs = [start_infertop(*command, env=env) for command in commands]
     return [finish(p, timeout_s) for p in procs]

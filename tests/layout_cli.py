@@ -48,15 +48,16 @@ def run_infertop(
     return Run(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - started)
 
 
-def assert_refused(run: Run, *needles: str, max_s: float = 5.0) -> str:
-    """Exit 2, nothing on stdout, exactly one plain line on stderr naming every needle."""
+def assert_refused(run: Run, *needles: str, max_s: float = 5.0, problems: int = 1) -> str:
+    """Exit 2, nothing on stdout, `problems` plain lines on stderr (one per problem of the
+    layout), the first naming every needle."""
     assert run.returncode == 2, (run.returncode, run.stdout[-500:], run.stderr[-2000:])
     assert run.stdout == ""
     assert "Traceback" not in run.stderr
     lines = run.stderr.splitlines()
-    assert len(lines) == 1, run.stderr[-2000:]
+    assert len(lines) == problems, run.stderr[-2000:]
+    assert all(line.isprintable() for line in lines), lines  # hostile text shown escaped
     line = lines[0]
-    assert line.isprintable(), repr(line)  # hostile text is shown escaped, never raw
     for needle in needles:
         assert needle in line, line
     assert run.seconds < max_s, f"took {run.seconds:.1f} s"

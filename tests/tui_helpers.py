@@ -142,10 +142,10 @@ class FrozenFeed:
     """A feed whose frames come from the real Monitor at fixed instants (deterministic)."""
 
     def __init__(self, specs: Sequence[NodeSpec], start: float = 1_800_000_000.0, ticks: int = 5,
-                 interval_s: float = 1.0, insecure: bool = False):
+                 interval_s: float = 1.0, insecure: bool = False, budget_usd: float = 100.0):
         self.layout = make_layout(specs, interval_s=interval_s, insecure=insecure)
         self.layout = self.layout.model_copy(
-            update={"session": self.layout.session.model_copy(update={"budget_usd": 100.0})}
+            update={"session": self.layout.session.model_copy(update={"budget_usd": budget_usd})}
         )
         self.monitor = Monitor(self.layout, sources=[], clock=lambda: start)
         self.monitor.ledger.started_at = start - 3600.0  # an hour into the reservation

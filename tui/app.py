@@ -17,10 +17,11 @@ from functools import partial
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
+from textual.theme import BUILTIN_THEMES
 from textual.widget import Widget
 
 from monitor.evaluation.ledger import PHASES
-from monitor.feeds import PhaseMarkingFeed, SnapshotFeed, can_mark_phase
+from monitor.feeds import EndingFeed, PhaseMarkingFeed, SnapshotFeed, can_mark_phase
 from monitor.format import inert_text
 from monitor.snapshot import Snapshot
 from monitor.stopping import SIGNALS, arm_watchdog, run_bounded
@@ -97,6 +98,13 @@ class InfertopApp(App[int]):
         # that has not composed yet
         await self.feed.start(self.publish)
         self._feed_running = True
+        if isinstance(self.feed, EndingFeed):
+            self.run_worker(self._leave_when_feed_ends(self.feed), name="feed-end", exit_on_error=False)
+
+    async def _leave_when_feed_ends(self, feed: EndingFeed) -> None:
+        # a monitor in another process stopped: its last frame must not stay up as live
+        await feed.ended()
+        self.exit()
 
     async def on_unmount(self) -> None:
         loop = asyncio.get_running_loop()
@@ -209,14 +217,30 @@ class InfertopApp(App[int]):
             for node in self.latest_snapshot.nodes:
                 yield SystemCommand(f"Open node {inert_text(node.name, 60)}", f"{node.role}, {node.status}",
                                     partial(self.open_node, node.name), discover=False)
+        stop_monitor = getattr(self.feed, "stop_monitor", None)
+        if callable(stop_monitor):  # a monitor in a process of its own outlives `q`
+            yield SystemCommand("Quit and stop the monitor", "Leave, and end the monitor and its record",
+                                partial(self._quit_and_stop, stop_monitor))
         if can_mark_phase(self.feed):
             for phase in PHASES:
                 yield SystemCommand(f"Mark phase: {phase}", "Attribute spend from now on to this phase",
                                     partial(self.mark_phase, phase), discover=False)
 
+    def _quit_and_stop(self, stop_monitor: Callable[[], None]) -> None:
+        stop_monitor()
+        self.exit()
 
-def run_feed(feed: SnapshotFeed) -> int:
-    """Run the TUI on any feed (live, replay, demo) until the user quits. Returns an exit code."""
+
+def theme_names() -> list[str]:
+    """The colour themes `theme` may name (Textual's built-in ones)."""
+    return sorted(BUILTIN_THEMES)
+
+
+def run_feed(feed: SnapshotFeed, theme: str | None = None) -> int:
+    """Run the TUI on any feed (live, replay, demo) until the user quits. Returns an exit code.
+    `theme`: one of `theme_names()` (the user's config), else Textual's default."""
     app = InfertopApp(feed)
+    if theme is not None:
+        app.theme = theme
     run_bounded(app.run_async())  # not app.run(): its asyncio.run joins stuck worker threads
     return app.return_code or 0

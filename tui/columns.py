@@ -20,8 +20,9 @@ from monitor.format import (
     fmt_power_w,
     fmt_rate_gbps,
     fmt_usd,
+    links_text,
 )
-from monitor.snapshot import LinksView, NodeView
+from monitor.snapshot import NodeView
 from tui.text import inert
 
 # Calm at 3 a.m.: plain text for normal figures, grey for old ones, yellow for worth a
@@ -59,12 +60,6 @@ def gpus_cell(node: NodeView) -> Text:
     if seen == 0 and expected is None:
         return _cell(UNKNOWN)
     return _cell(str(seen if seen else expected))
-
-
-def links_text(links: LinksView | None) -> str:
-    if links is None or links.total == 0 or links.up + links.down == 0:
-        return UNKNOWN  # no port, or no state known for any: unknown, not "0 up"
-    return f"{links.up}/{links.total} up" + (" slow" if links.degraded else "")
 
 
 def links_cell(node: NodeView) -> Text:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from monitor.format import fmt_duration, fmt_pct, fmt_usd
+from monitor.format import fmt_duration, fmt_usd
 from monitor.snapshot import Snapshot
 from tui.columns import TROUBLE, WARN
 from tui.text import inert
@@ -39,7 +39,7 @@ def header_text(
     out.append(f"   phase {inert(s.phase, max_len=16).plain}")
     if s.budget_usd is not None:
         style = {"100%": TROUBLE, "80%": WARN}.get(s.budget_alert or "", "")
-        out.append(f"   budget {fmt_pct(s.budget_used_fraction)} of {fmt_usd(s.budget_usd, 0)}", style)
+        out.append(f"   budget {s.budget_label or fmt_usd(s.budget_usd, 0)}", style)
     total = len(snapshot.nodes)
     out.append(f"   nodes {shown if shown is not None else total}/{total}", "grey70")
     if filter_text:

@@ -76,13 +76,17 @@ def health_cell(gpu: GpuView) -> Text:
 
 
 def nvlink_cell(gpu: GpuView) -> Text:
+    rates = [r for r in (gpu.nvlink_rx_bytes_per_s, gpu.nvlink_tx_bytes_per_s) if r is not None]
+    if not rates and gpu.nvlink_bytes_per_s is not None:
+        rates = [gpu.nvlink_bytes_per_s]  # both directions together (dcgm-exporter default)
+    traffic = fmt_rate_gbps(sum(rates)) if rates else None
     if gpu.nvlink_links_total is None:
-        return _l(UNKNOWN)
+        # an exporter gives traffic without a link count: still worth showing
+        return _l(traffic or UNKNOWN)
     up = gpu.nvlink_links_up
     text = f"{UNKNOWN if up is None else up}/{gpu.nvlink_links_total} up"
-    rates = [r for r in (gpu.nvlink_rx_bytes_per_s, gpu.nvlink_tx_bytes_per_s) if r is not None]
-    if rates:
-        text += f" {fmt_rate_gbps(sum(rates))}"
+    if traffic:
+        text += f" {traffic}"
     down = up is not None and up < gpu.nvlink_links_total
     return _l(text, TROUBLE if down else "")
 
@@ -108,6 +112,18 @@ def gpu_row(
     )
 
 
+def port_errors_per_s(nic: NicView) -> float | None:
+    """Every known error rate of a port together (symbol / RoCE errors, received and sent
+    errors, link integrity errors, link recoveries); None when none is known. Drops are
+    not errors (a full queue, a down port) and are left to the JSON snapshot."""
+    known = [
+        r for r in (nic.errors_per_s, nic.rx_errors_per_s, nic.tx_errors_per_s,
+                    nic.link_integrity_errors_per_s, nic.link_recoveries_per_s)
+        if r is not None
+    ]
+    return sum(known) if known else None
+
+
 def nic_row(nic: NicView) -> tuple[Text, ...]:
     up = nic.up
     expected = nic.expected_gbps is not None
@@ -127,6 +143,7 @@ def nic_row(nic: NicView) -> tuple[Text, ...]:
                                                                     for m in nic.members[:8]),
                   TROUBLE if short else "")
     waits = nic.xmit_wait_per_s
+    errors = port_errors_per_s(nic)
     return (
         inert(nic.name, max_len=40),
         inert(nic.kind, max_len=10),
@@ -135,7 +152,7 @@ def nic_row(nic: NicView) -> tuple[Text, ...]:
         _r(fmt_rate_gbps(nic.rx_bytes_per_s)),
         _r(fmt_rate_gbps(nic.tx_bytes_per_s)),
         _r(fmt_num(waits, 0), WARN if waits else ""),
-        _r(fmt_num(nic.errors_per_s, 1), WARN if nic.errors_per_s else ""),
+        _r(fmt_num(errors, 1), WARN if errors else ""),
         bond,
     )
 
@@ -168,6 +185,8 @@ def engine_text(engine: EngineView | None, steps_history: Sequence[float | None]
     _pair(out, "requests running", fmt_num(engine.requests_running, 0))
     _pair(out, "waiting", fmt_num(engine.requests_waiting, 0))
     _pair(out, "finished/s", fmt_num(engine.requests_finished_per_s, 2))
+    if engine.requests_aborted_per_s:
+        _pair(out, "aborted/s", fmt_num(engine.requests_aborted_per_s, 2))
     _pair(out, "KV cache", fmt_pct(engine.kv_cache_usage))
     return out
 
@@ -206,6 +225,13 @@ def notes_text(node: NodeView) -> Text:
     if node.error:
         out.append("error: ", TROUBLE)
         out.append(inert(node.error, max_len=300))
+        out.append("\n")
+    old_memory = [str(g.index) for g in node.gpus if g.mem_info_version == 1]
+    if old_memory:
+        # drawn from the view, not judged: which NVML call the MEM figures come from
+        out.append("note: ", GREY)
+        out.append(f"GPU {', '.join(old_memory)} memory from NVML v1 (this driver has no v2): "
+                   "used includes the driver's reserved memory, nvidia-smi shows less")
         out.append("\n")
     for note in node.notes:
         out.append("note: ", GREY)

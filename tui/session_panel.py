@@ -20,7 +20,8 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from monitor.evaluation.ledger import PHASES
-from monitor.format import fmt_num, fmt_pct, fmt_span, fmt_usd
+from monitor.evaluation.money import api_output_tokens_for
+from monitor.format import fmt_num, fmt_span, fmt_usd
 from monitor.snapshot import SessionView, Snapshot
 from tui.panels import register_panel
 from tui.sparkline import sparkline
@@ -38,6 +39,38 @@ def budget_bar(used: float | None, width: int = 20) -> Text:
     return Text("█" * filled, style=style) + Text("░" * (width - filled), style="grey50")
 
 
+def _clock(iso: str | None) -> str:
+    """"2026-11-29 12:00 UTC" from an ISO 8601 UTC time (views format; they do not judge)."""
+    if iso is None:
+        return "—"
+    return iso[:16].replace("T", " ") + " UTC"
+
+
+def breakeven_lines(s: SessionView) -> list[Text]:
+    """Break-even against the API in the current price window: the output tokens/s needed,
+    the tokens/s now, and what a day of the cluster would buy from the API."""
+    if s.breakeven_output_tokens_per_s is None:
+        return []
+    needed = s.breakeven_output_tokens_per_s
+    now = s.accepted_tokens_per_s
+    share = "" if now is None or needed <= 0 else f" ({now / needed:.1%} of it)"
+    lines = [Text.assemble(
+        ("break-even ", "grey70"), (f"{needed:,.0f} output tok/s", "bold"),
+        (f"  {s.price_window} at {fmt_usd(s.api_output_usd_per_million)}/1M until ", "grey70"),
+        _clock(s.price_window_flips_at),
+        ("  now ", "grey70"), (f"{fmt_num(now, 0)} tok/s{share}",
+                                "green" if now is not None and now >= needed else ""),
+    )]
+    day_usd = None if s.cost_per_hour_usd is None else s.cost_per_hour_usd * 24.0
+    bought = api_output_tokens_for(day_usd, s.api_output_usd_per_million)
+    if day_usd is not None and bought is not None:
+        lines.append(Text(
+            f"{fmt_usd(day_usd, 0)} a day buys {bought / 1e9:,.1f} billion output tokens "
+            f"{s.price_window} from the API", style="grey70",
+        ))
+    return lines
+
+
 def session_lines(s: SessionView, spend: list[float | None], tokens: list[float | None],
                   chart_width: int = 40) -> list[Text]:
     """The panel's text, one `Text` per line (a pure function: easy to test)."""
@@ -46,18 +79,33 @@ def session_lines(s: SessionView, spend: list[float | None], tokens: list[float 
         ("spend ", "grey70"), (fmt_usd(s.spend_usd), "bold"),
         ("  at ", "grey70"), f"{fmt_usd(s.cost_per_hour_usd)}/h",
         ("  idle ", "grey70"), fmt_usd(s.idle_spend_usd),
-        f" ({fmt_pct(s.idle_fraction)} now)",
+        f" (now {fmt_usd(s.idle_cost_per_hour_usd)}/h)",
+        *((("  extras ", "grey70"), f"{fmt_usd(s.extras_cost_per_hour_usd)}/h")
+          if s.extras_cost_per_hour_usd else ()),
         ("  phase ", "grey70"), (s.phase, "bold cyan"),
         ("  for ", "grey70"), fmt_span(s.elapsed_s),
     )
     lines.append(head)
     if s.budget_usd is not None:
-        alert = {"80%": ("  ▲ 80% of budget", "yellow"), "100%": ("  ■ budget spent", "bold red")}
-        lines.append(Text.assemble(
+        style = {"80%": "yellow", "100%": "bold red"}.get(s.budget_alert or "", "")
+        budget: list[Text | str | tuple[str, str]] = [
             ("budget ", "grey70"), budget_bar(s.budget_used_fraction),
-            f" {fmt_pct(s.budget_used_fraction)} of {fmt_usd(s.budget_usd)}",
-            ("  runs out in ", "grey70"), fmt_span(s.budget_exhausted_in_s),
-            alert.get(s.budget_alert or "", ("", "")),
+            (f" {s.budget_label or fmt_usd(s.budget_usd)}", style),
+        ]
+        if s.budget_exhausted_in_s is not None:  # only before the budget is reached
+            budget += [("  runs out in ", "grey70"), fmt_span(s.budget_exhausted_in_s)]
+        lines.append(Text.assemble(*budget))
+    if s.projected_spend_usd is not None:
+        holds = (
+            "" if s.budget_holds is None
+            else "  within budget" if s.budget_holds
+            else f"  over budget by {fmt_usd(s.projected_spend_usd - (s.budget_usd or 0.0))}"
+        )
+        lines.append(Text.assemble(
+            ("projected ", "grey70"), (fmt_usd(s.projected_spend_usd), "bold"),
+            ("  by the reservation end ", "grey70"), _clock(s.reservation_end),
+            ("  at the current $/h", "grey70"),
+            (holds, "green" if s.budget_holds else "bold red"),
         ))
     lines.append(Text.assemble(
         ("$/1M tok ", "grey70"), fmt_usd(s.usd_per_million_output_tokens, 3),
@@ -72,6 +120,13 @@ def session_lines(s: SessionView, spend: list[float | None], tokens: list[float 
         ("API-equivalent ", "grey70"), fmt_usd(s.api_equivalent_usd, 4),
         ("  spend ÷ API ", "grey70"), fmt_num(ratio, 2), (verdict, "grey70"),
     ))
+    lines.extend(breakeven_lines(s))
+    if s.energy_kwh is not None:
+        lines.append(Text.assemble(
+            ("energy ", "grey70"), f"{fmt_num(s.energy_kwh, 3)} kWh",
+            ("  per output token ", "grey70"), fmt_num(s.joules_per_output_token, 2, " J"),
+            *((("  energy bill ", "grey70"), fmt_usd(s.energy_usd)) if s.energy_usd is not None else ()),
+        ))
     if s.spend_by_phase:
         parts: list[Text | str | tuple[str, str]] = [("by phase ", "grey70")]
         for p in s.spend_by_phase:
@@ -82,14 +137,14 @@ def session_lines(s: SessionView, spend: list[float | None], tokens: list[float 
                                f" {fmt_num(s.accepted_tokens_per_s, 0)}"))
     if s.api_cache_note and "cache misses" in s.api_cache_note:
         lines.append(Text.assemble(("note ", "grey70"), inert(s.api_cache_note, "grey50", 120)))
-    if s.elapsed_s > 0 and s.unwatched_s > 0.05 * s.elapsed_s:
-        # spend ran before infertop counted tokens: the session $/1M and the API ratio
-        # divide all of that spend by only the tokens seen since
+    if s.usd_per_million_span == "watched":
+        # the engines' counters began before the reservation (or do not say when): the
+        # token figures cover only the stretch since infertop first read them
         lines.append(Text.assemble(
             ("note ", "grey70"),
-            (f"tokens counted over {fmt_span(s.elapsed_s - s.unwatched_s)} of "
-             f"{fmt_span(s.elapsed_s)}: $/1M and spend ÷ API include spend from before; "
-             "'now' is the current rate", "yellow"),
+            (f"tokens counted since {_clock(s.tokens_since)}: $/1M, $/request and spend ÷ API "
+             f"set them against the {fmt_usd(s.span_spend_usd)} spent since, not the whole "
+             f"{fmt_usd(s.spend_usd)}", "yellow"),
         ))
     for note in s.notes[:2]:  # counter steps the ledger left out: tokens would be wrong
         lines.append(Text.assemble(("note ", "grey70"), inert(note, "yellow", 120)))
@@ -103,7 +158,7 @@ class SessionPanel(Vertical):
     DEFAULT_CSS = """
     SessionPanel {
         height: auto;
-        max-height: 14;
+        max-height: 18;  /* budget, projection, break-even, energy: up to 16 lines */
         width: 3fr;
         border: round $panel-lighten-2;
         border-title-color: $text-muted;
@@ -142,7 +197,7 @@ class SessionPanel(Vertical):
             )
         self.body.update(Group(*lines), layout=rows is None or rows != self._body_rows)
         self._body_rows = rows
-        alert = f" · budget {s.budget_alert}" if s.budget_alert else ""
+        alert = f" · budget {s.budget_label}" if s.budget_alert and s.budget_label else ""
         self.border_title = f"session · {fmt_usd(s.spend_usd)}{alert}"
 
 

@@ -520,7 +520,11 @@ class VllmParser:
     _GEN = re.compile(r"Avg generation throughput: " + _LOG_NUM + r" tokens/s")
     _RUNNING = re.compile(r"\bRunning: (\d+) reqs")
     _WAITING = re.compile(r"\b(?:Waiting|Pending): (\d+) reqs")
-    _KV = re.compile(r"(?:\bGPU |(?<![A-Za-z] ))KV cache usage: " + _LOG_NUM + "%")
+    # "%s KV cache usage": GPU on CUDA, else the device type in capitals (NPU under
+    # vLLM-Ascend, XPU, CPU); very old lines print no device
+    _KV = re.compile(r"(?:\b[A-Z]{2,8} |(?<![A-Za-z] ))KV cache usage: " + _LOG_NUM + "%")
+    # --enable-logging-iteration-details: one line per engine step (vLLM 0.33 loggers.py)
+    _ITERATION = re.compile(r"\bIteration\((\d+)\): \d+ context requests")
 
     _SPEC_MARK = re.compile(r"\b(?:SpecDecoding|Speculative) metrics:")
     _MEAN_LEN = re.compile(r"Mean acceptance length: " + _LOG_NUM)
@@ -538,7 +542,21 @@ class VllmParser:
         if self._SPEC_MARK.search(text):
             self._spec(text, figures)
             return True
+        if self._ITERATION.search(text):
+            self._iteration(text, figures)
+            return True
         return False
+
+    def _iteration(self, text: str, figures: LogFigures) -> None:
+        """One engine step. Every DP engine prints its own (idle ones their dummy steps,
+        taken in lockstep), so each line counts 1 / engines: the node's decode steps are
+        one engine's. Tokens are left to the stats line (counting both would double)."""
+        engine_m = self._ENGINE.search(text)
+        engine = engine_m.group(1) if engine_m else "-"
+        figures.add_steps(engine, 1.0)
+        kv_pct = _log_check(_log_num(self._KV.search(text)), 0, 100.5, "KV cache usage")
+        if kv_pct is not None:
+            figures.engine_gauges.setdefault(engine, {})["kv_cache_usage"] = min(kv_pct / 100.0, 1.0)
 
     def _stats(self, text: str, figures: LogFigures) -> None:
         engine_m = self._ENGINE.search(text)
@@ -654,6 +672,99 @@ class VllmParser:
             figures.set_counter("drafts", drafted / k)
 
 
+_SGLANG_STAMP = re.compile(r"\b(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?\b")
+
+
+class SglangParser:
+    """SGLang's scheduler line, printed every `--decode-log-interval` decode passes (40 by
+    default) by each DP rank's logging scheduler (SGLang 0.5.23 metrics_reporter.py):
+
+    ``[2026-11-30 10:00:01 DP3 TP3 EP3] Decode batch, #running-req: 48, #token: 9120,
+    token usage: 0.41, accept len: 3.21, accept rate: 0.74, cuda graph: True,
+    gen throughput (token/s): 4567.89, #queue-req: 2``
+
+    Steps: the interval's passes, counted 1 / engines per engine line (the node's decode
+    steps are one engine's). Tokens: throughput × the time since that engine's previous
+    line (its stamps; to the millisecond with SGLANG_LOG_MS). Speculative counts from the
+    interval's tokens G, accept len L and rate r: drafts = G ÷ L, accepted = drafts ×
+    (L − 1), draft tokens = accepted ÷ r, so the derived acceptance and length are L and r.
+    """
+
+    name = "sglang"
+    decode_log_interval = 40
+
+    _MARK = re.compile(r"\bDecode batch\b")
+    _DP = re.compile(r"\bDP(\d{1,6})\b")
+    _RUNNING = re.compile(r"#running-req: (\d+)")
+    _QUEUE = re.compile(r"#queue-req: (\d+)")
+    _USAGE = re.compile(r"(?<![a-z] )(?<!swa )\btoken usage: " + _LOG_NUM)
+    _ACCEPT_LEN = re.compile(r"\baccept len: " + _LOG_NUM)
+    _ACCEPT_RATE = re.compile(r"\baccept rate: " + _LOG_NUM)
+    _GEN = re.compile(r"gen throughput \(token/s\): " + _LOG_NUM)
+
+    def __init__(self, decode_passes=None) -> None:
+        if decode_passes:
+            self.decode_log_interval = int(decode_passes)
+        self._last: dict[str, float] = {}  # engine → stamp of its previous line
+        self._gaps: list[float] = []
+
+    @staticmethod
+    def _stamp(text: str):
+        m = _SGLANG_STAMP.search(text)
+        if m is None:
+            return None
+        whole = _log_stamp_s(f"{m.group(2)}-{m.group(3)} {m.group(4)}:{m.group(5)}:{m.group(6)}")
+        if whole is None:
+            return None
+        frac = m.group(7)
+        return whole + (int(frac) / 10 ** len(frac) if frac else 0.0)
+
+    def _gap(self, engine: str, stamp) -> float | None:
+        if stamp is None:
+            return None
+        prev = self._last.get(engine)
+        self._last[engine] = stamp
+        if prev is not None and 0 < stamp - prev <= 600:
+            self._gaps = [*self._gaps, stamp - prev][-9:]
+            return stamp - prev
+        return None
+
+    def parse(self, text: str, figures: LogFigures) -> bool:
+        if not self._MARK.search(text):
+            return False
+        dp = self._DP.search(text)
+        engine = "dp" + dp.group(1) if dp else "-"
+        running = _log_check(_log_num(self._RUNNING.search(text)), 0, 1e7, "running")
+        waiting = _log_check(_log_num(self._QUEUE.search(text)), 0, 1e8, "queue")
+        usage = _log_check(_log_num(self._USAGE.search(text)), 0, 1.005, "token usage")
+        gen_tps = _log_check(_log_num(self._GEN.search(text)), 0, 1e9, "gen throughput")
+        length = _log_check(_log_num(self._ACCEPT_LEN.search(text)), 0, 1e4, "accept len")
+        rate = _log_check(_log_num(self._ACCEPT_RATE.search(text)), 0, 1.005, "accept rate")
+        if gen_tps is None and running is None:
+            raise LogLineError("decode line without running requests or throughput")
+        figures.add_steps(engine, self.decode_log_interval)
+        gap = self._gap(engine, self._stamp(text))
+        gauges = figures.engine_gauges.setdefault(engine, {})
+        if running is not None:
+            gauges["requests_running"] = running
+        if waiting is not None:
+            gauges["requests_waiting"] = waiting
+        if usage is not None:
+            gauges["kv_cache_usage"] = min(usage, 1.0)
+        if gen_tps is None or gap is None:
+            return True  # an engine's first line: the time it covers is not known yet
+        tokens = gen_tps * gap
+        figures.add("generation_tokens", tokens)
+        if length is not None and length >= 1 and tokens > 0:
+            drafts = tokens / length
+            accepted = drafts * (length - 1)
+            figures.add("drafts", drafts)
+            figures.add("accepted_tokens", accepted)
+            if rate:
+                figures.add("draft_tokens", accepted / rate)
+        return True
+
+
 class PatternParser:
     """User patterns: regexes whose named groups are canonical quantities.
 
@@ -767,11 +878,13 @@ DEEPINFER_OFFLINE_PATTERNS = [
 ]
 
 
-def _log_parser(name: str, user_sets: dict):
+def _log_parser(name: str, user_sets: dict, decode_passes=None):
     if name in user_sets:
         return PatternParser(name, user_sets[name])
     if name == "vllm":
         return VllmParser()
+    if name == "sglang":
+        return SglangParser(decode_passes)
     if name == "deepinfer-offline":
         return PatternParser(name, DEEPINFER_OFFLINE_PATTERNS)
     raise ValueError(f"unknown log pattern set {name!r}")
@@ -793,6 +906,8 @@ class LogFigures:
         self.last_line_at: float | None = None
         self.spec_positions = 0  # k, speculative tokens per draft, once known
         self.pending_generation_tokens: float | None = None  # of the latest stats line, for old spec lines
+        self.step_engines: set[str] = set()  # engines whose step lines were seen
+        self.engine_steps: dict[str, float] = {}  # engine → its steps (lines × passes each)
         self.notes: set[str] = set()
         self._stamps: dict[str, int] = {}  # engine → last stamp (s)
         self._gaps: list[int] = []  # recent gaps between consecutive stats lines (s)
@@ -802,6 +917,12 @@ class LogFigures:
 
     def add(self, quantity: str, amount: float) -> None:
         self.counters[quantity] = self.counters.get(quantity, 0.0) + amount
+
+    def add_steps(self, engine: str, steps: float) -> None:
+        """Steps of one engine: counted for it, and as 1 / engines of the node's mean."""
+        self.step_engines.add(engine)
+        self.engine_steps[engine] = self.engine_steps.get(engine, 0.0) + steps
+        self.add("steps", steps / len(self.step_engines))
 
     def set_counter(self, quantity: str, value: float) -> None:
         self.counters[quantity] = float(value)
@@ -858,6 +979,8 @@ class LogFigures:
             if values:
                 # one line per data-parallel engine: queues add up, KV usage is a mean
                 out[gauge] = sum(values) / len(values) if gauge == "kv_cache_usage" else sum(values)
+        if self.engine_steps:
+            out["steps_by_engine_total"] = dict(self.engine_steps)
         out["log_last_line_at"] = self.last_line_at
         out["log_lines_skipped_total"] = self.lines_skipped
         return out
@@ -870,7 +993,8 @@ class LogWatch:
     file) or ``command`` (an argv whose output is the log); ``pattern_sets`` (names,
     default ``["vllm"]``); ``user_patterns`` (name → list of entries, see
     `PatternParser`); ``interval_s`` (the engine's stats interval, optional);
-    ``follow_symlink_out`` (read the file even if it resolves outside its directory).
+    ``follow_symlink_out`` (read the file even if it resolves outside its directory);
+    ``decode_passes`` (SGLang's --decode-log-interval, 40 if unset).
     """
 
     def __init__(self, config: dict):
@@ -880,7 +1004,8 @@ class LogWatch:
         user_sets = dict(config.get("user_patterns") or {})
         self.profile = "+".join(names)
         self.figures = LogFigures(
-            [_log_parser(name, user_sets) for name in names], config.get("interval_s")
+            [_log_parser(name, user_sets, config.get("decode_passes")) for name in names],
+            config.get("interval_s"),
         )
         self.follower: LogFollower
         if command:

@@ -138,6 +138,17 @@ def parse_bonding(text):
 _RATE = re.compile(r"([\d.]+)\s*Gb/sec")
 
 
+# …/ports/<n>/phys_state ids, named as collectors.exporters names node_exporter's
+_PHYS_STATES = {0: "no_change", 1: "sleep", 2: "polling", 3: "disabled", 4: "shift", 5: "link_up",
+                6: "link_error_recover", 7: "phytest"}
+
+
+def _phys_state_name(text):
+    """ "5: LinkUp" → "link_up" (None when unreadable)."""
+    head = (text or "").split(":", 1)[0].strip()
+    return _PHYS_STATES.get(int(head), "unknown") if head.isdigit() else None
+
+
 def read_ib(root=SYS_IB):
     """InfiniBand / RoCE ports: state, rate, data counters (octets ÷ 4 → ×4), waits."""
     ports = []
@@ -166,6 +177,12 @@ def read_ib(root=SYS_IB):
                     "xmit_wait_total": _read_int(os.path.join(counters, "port_xmit_wait")),
                     "link_downed_total": _read_int(os.path.join(counters, "link_downed")),
                     "errors_total": _read_int(os.path.join(counters, "symbol_error")),
+                    # the counters node_exporter's infiniband collector reads from here too
+                    "rx_errors_total": _read_int(os.path.join(counters, "port_rcv_errors")),
+                    "link_recoveries_total": _read_int(os.path.join(counters, "link_error_recovery")),
+                    "link_integrity_errors_total": _read_int(
+                        os.path.join(counters, "local_link_integrity_errors")),
+                    "physical_state": _phys_state_name(_read(os.path.join(base, "phys_state"))),
                     "netdev": netdevs[0] if netdevs else None,
                 }
             )
@@ -237,6 +254,37 @@ def _field_number(fv):
     return getattr(fv.value, member, None)
 
 
+def memory_info(nv, h, unsupported):
+    """{"mem_used_bytes", "mem_total_bytes", "mem_info_version"} of one GPU ({} when even
+    v1 fails). `unsupported` (a set) remembers that v2 is missing, so it is asked once."""
+    version = getattr(nv, "nvmlMemory_v2", None)
+    if version is not None and "mem_v2" not in unsupported:
+        try:
+            mem = nv.nvmlDeviceGetMemoryInfo(h, version=version)
+            return {"mem_used_bytes": int(mem.used), "mem_total_bytes": int(mem.total),
+                    "mem_info_version": 2}
+        except TypeError:
+            unsupported.add("mem_v2")  # bindings whose call takes no version
+        except nv.NVMLError as exc:
+            if isinstance(exc, _v2_missing_errors(nv)):
+                unsupported.add("mem_v2")  # the driver has no v2: do not ask again
+            # any other error (a lost GPU, a timeout) falls to v1 for this reading only
+        except Exception:
+            pass
+    try:
+        mem = nv.nvmlDeviceGetMemoryInfo(h)
+    except Exception:
+        return {}
+    return {"mem_used_bytes": int(mem.used), "mem_total_bytes": int(mem.total), "mem_info_version": 1}
+
+
+def _v2_missing_errors(nv):
+    """The NVML errors that mean "this driver has no v2 memory info"."""
+    names = ("NVMLError_FunctionNotFound", "NVMLError_NotSupported", "NVMLError_ArgumentVersionMismatch")
+    found = (getattr(nv, name, None) for name in names)  # no walrus: 3.6+ on nodes
+    return tuple(cls for cls in found if cls is not None)
+
+
 class NvmlReader:
     """Reads GPUs through pynvml. Handles are looked up once; only cheap calls per tick.
 
@@ -293,6 +341,19 @@ class NvmlReader:
         except Exception:
             pass
         return None
+
+    # -- memory
+
+    def _memory(self, h):
+        """Used and total framebuffer as nvidia-smi shows them, and which NVML call said so.
+
+        NVML's v1 memory info counts the driver's reserved memory as used (615 MiB on an
+        idle H200 where nvidia-smi says 0); the v2 call (`nvmlDeviceGetMemoryInfo_v2`,
+        nvidia-ml-py's `version=nvmlMemory_v2`) reports it apart, and nvidia-smi uses it.
+        Drivers or bindings without v2 fall back to v1, once learnt, and the reading says
+        `mem_info_version: 1`.
+        """
+        return memory_info(self.nvml, h, self.unsupported)
 
     # -- NVLink
 
@@ -384,10 +445,7 @@ class NvmlReader:
                 continue
             except Exception:
                 pass
-            mem = self._try(nv.nvmlDeviceGetMemoryInfo, h)
-            if mem is not None:
-                gpu["mem_used_bytes"] = int(mem.used)
-                gpu["mem_total_bytes"] = int(mem.total)
+            gpu.update(self._memory(h))
             power_mw = self._try(nv.nvmlDeviceGetPowerUsage, h)
             gpu["power_w"] = power_mw / 1000.0 if power_mw is not None else None
             gpu["temp_c"] = self._try(nv.nvmlDeviceGetTemperature, h, nv.NVML_TEMPERATURE_GPU)

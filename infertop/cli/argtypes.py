@@ -29,3 +29,18 @@ def whole_number(text: str, low: int | None = None, high: int | None = None, uni
 
 def non_negative_int(text: str) -> int:
     return whole_number(text, low=0)
+
+
+_AGE_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}
+
+
+def age_s(text: str) -> float:
+    """An age such as `7d`, `12h`, `30m`, `90s` or plain seconds, in seconds (> 0)."""
+    number, unit = (text[:-1], text[-1]) if text[-1:].lower() in _AGE_UNITS else (text, "s")
+    try:
+        value = float(number) * _AGE_UNITS[unit.lower()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an age (e.g. 7d, 12h, 30m, 90s)") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive age")
+    return value

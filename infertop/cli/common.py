@@ -16,7 +16,9 @@ from types import TracebackType
 from typing import Any, NoReturn, TextIO
 
 from collectors.safe_text import inert_text
-from layouts import Layout, load_layout, local_layout
+from infertop.cli.argtypes import positive_float
+from layouts import Layout, LayoutError, load_layout, local_layout
+from layouts.user_config import config_path, load_user_config
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 MAX_MESSAGE_CHARS = 1000
@@ -75,16 +77,43 @@ def layout_or_local(path: str | None) -> Layout:
 
 
 def layout_of(args: argparse.Namespace) -> Layout:
-    """The layout the command line names (before or after the subcommand)."""
-    return layout_or_local(getattr(args, "layout", None))
+    """The layout the command line names (before or after the subcommand), its poll
+    interval from, lowest first: the default, the user's config, the layout, `--interval`."""
+    layout = layout_or_local(getattr(args, "layout", None))
+    interval = getattr(args, "interval", None)
+    if interval is None and "interval_s" not in layout.cluster.model_fields_set:
+        interval = load_user_config().interval_s
+    if interval is None:
+        return layout
+    return layout.model_copy(update={"cluster": layout.cluster.model_copy(update={"interval_s": interval})})
 
 
-def add_layout_arg(p: argparse.ArgumentParser) -> None:
+def user_theme() -> str | None:
+    """The TUI theme the user's config names (checked: a wrong name is exit 2, not a crash)."""
+    from tui.app import theme_names  # Textual loads only for the commands that draw
+
+    config = load_user_config()
+    if config.theme is not None and config.theme not in theme_names():
+        raise LayoutError(str(config_path()), "theme",
+                          f"unknown theme {config.theme!r} (known: {', '.join(theme_names())})")
+    return config.theme
+
+
+def add_layout_arg(p: argparse.ArgumentParser, interval: bool = True) -> None:
     # SUPPRESS keeps `infertop --layout F snapshot` working: a subparser default would
     # otherwise overwrite the top-level value with None
     p.add_argument(
         "--layout", metavar="FILE", default=argparse.SUPPRESS,
         help="layout file (default: this machine)",
+    )
+    if interval:
+        add_interval_arg(p, default=argparse.SUPPRESS)
+
+
+def add_interval_arg(p: argparse.ArgumentParser, default: object = None) -> None:
+    p.add_argument(
+        "--interval", type=positive_float, metavar="S", default=default,
+        help="poll interval in seconds (overrides the layout's interval_s and the user config)",
     )
 
 

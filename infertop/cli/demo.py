@@ -1,25 +1,37 @@
 """`infertop demo`: a simulated DeepInfer cluster on loopback, and the TUI on it.
 
-    infertop demo [--nodes N]                  endpoints in-process + the TUI
+    infertop demo [--nodes N]                  the cluster, its monitor and the TUI
     infertop demo --serve-only [--layout-out F] endpoints only, a layout for them in F,
                                                until SIGINT / SIGTERM
+
+One command, three processes, as a real deployment has them: the served cluster
+(`demo --serve-only`), the monitor (`record --no-record`: the demo records nothing) and
+this process, the viewer, attached to the monitor's socket. The two children end with
+the demo, also when the viewer is killed (`--exit-with`).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
+import os
+import shutil
+import signal
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+from typing import IO
 
 from infertop.cli.argtypes import positive_float, whole_number
 from infertop.cli.common import EXIT_OK, UsageError
 from infertop.demo.scenario import RESTART_EVERY_S, pool_sizes, trouble_nodes
-from infertop.demo.server import PAGE_SIZES, DemoServer, ServerThread, write_layout
-from layouts import load_layout
-from monitor.feeds import MonitorFeed
-from monitor.stopping import Stop, run_stoppable
+from infertop.demo.server import PAGE_SIZES, DemoServer, write_layout
+from layouts import LayoutError, load_layout
+from layouts.model import Layout
+from monitor.stopping import Stop, run_stoppable, watch_parent
 
 NAME = "demo"
 HELP = "a simulated DeepInfer cluster on loopback, and the TUI on it"
@@ -46,6 +58,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="realistic (default): pages of real size, 8 data-parallel vLLM engines a node "
                         "(~300 KB), dcgm-exporter's default counters, node_exporter of a host with many "
                         "interfaces; small: only the series infertop reads (~130 lines a page)")
+    p.add_argument("--exit-with", type=int, default=None, help=argparse.SUPPRESS)  # the viewer's pid
     p.add_argument("--restart-every", type=positive_float, default=RESTART_EVERY_S, metavar="S",
                    help=f"seconds between simulated engine restarts (default {RESTART_EVERY_S:g})")
 
@@ -69,40 +82,115 @@ def _describe(server: DemoServer, path: Path) -> str:
     )
 
 
-async def serve_until_signalled(server: DemoServer, path: Path, stop: Stop) -> None:
+async def serve_until_signalled(
+    server: DemoServer, path: Path, stop: Stop, parent: int | None = None
+) -> None:
     await server.start()
+    watching = asyncio.create_task(watch_parent(parent, stop))
     try:
         write_layout(server, path)
         sys.stdout.write(_describe(server, path))
         sys.stdout.flush()
         await stop.wait()
     finally:
+        watching.cancel()
         await server.stop()
 
 
+def _wait_for_layout(
+    path: Path, served: subprocess.Popen[bytes], said: IO[bytes], timeout_s: float = 60.0
+) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if served.poll() is not None:
+            said.seek(0)
+            last = (said.read().decode(errors="replace").strip().splitlines() or [""])[-1]
+            # its own one-line error (e.g. "cannot serve on HOST: …"), without the prefix twice
+            raise UsageError(last or f"infertop demo: the simulated cluster exited ({served.returncode})")
+        if path.exists():
+            with contextlib.suppress(LayoutError):
+                load_layout(path)
+                return
+        time.sleep(0.1)
+    raise UsageError("infertop demo: the simulated cluster wrote no layout in time")
+
+
+def _end(proc: subprocess.Popen[bytes] | None) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
+def _forget_monitor(layout: Layout) -> None:
+    from monitor.channel.paths import lock_path, log_path, socket_path
+
+    socket = socket_path(layout)
+    for leftover in (lock_path(socket), log_path(socket)):
+        with contextlib.suppress(OSError):
+            leftover.unlink()
+
+
+def _serve_argv(args: argparse.Namespace, path: Path) -> list[str]:
+    return [
+        sys.executable, "-m", "infertop", "demo", "--serve-only", "--nodes", str(args.nodes),
+        "--layout-out", str(path), "--host", args.host, "--seed", str(args.seed),
+        "--platform", args.platform, "--pages", args.pages, "--restart-every", repr(args.restart_every),
+        "--exit-with", str(os.getpid()),
+    ]
+
+
+def run_three_processes(args: argparse.Namespace) -> int:
+    """The served cluster, the monitor and (here) the viewer, each a process of its own."""
+    from infertop.cli.monitors import child_env, start_monitor, view, wait_for_monitor
+    from monitor.channel.client import MonitorUnavailable
+
+    # a folder of its own: two demos of one size must not share a layout (nor a monitor)
+    folder = None if args.layout_out else Path(tempfile.mkdtemp(prefix="infertop-demo-"))
+    path = Path(args.layout_out) if args.layout_out else folder / f"demo-{args.nodes}.toml"  # type: ignore[operator]
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()  # the layout to wait for is the one this demo's cluster writes
+    served = monitor = None
+    layout = None
+    said = tempfile.TemporaryFile()
+    try:
+        served = subprocess.Popen(_serve_argv(args, path), stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, stderr=said, start_new_session=True,
+                                  env=child_env())
+        _wait_for_layout(path, served, said)
+        layout = load_layout(path)
+        monitor = start_monitor(layout, None, recording=False, exit_with=os.getpid())
+        try:
+            info = wait_for_monitor(layout, monitor)
+        except MonitorUnavailable as exc:
+            raise UsageError(f"infertop demo: {exc}") from None
+        if info.pid != monitor.pid:  # an older monitor on --layout-out: it watches old ports
+            raise UsageError(f"infertop demo: a monitor already runs for {path} (pid {info.pid}); "
+                             f"stop it first: infertop stop --layout {path}")
+        return view(layout, info, outlives=False)
+    finally:
+        said.close()
+        _end(monitor)
+        _end(served)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+            if layout is not None:  # a layout of this run only: its monitor's files go with it
+                _forget_monitor(layout)
+
+
 def run(args: argparse.Namespace) -> int:
-    path = _layout_path(args)
-    server = DemoServer(args.nodes, host=args.host, seed=args.seed, restart_every_s=args.restart_every,
-                        platform=args.platform, pages=args.pages)
     if args.serve_only:
+        path = _layout_path(args)
+        server = DemoServer(args.nodes, host=args.host, seed=args.seed, restart_every_s=args.restart_every,
+                            platform=args.platform, pages=args.pages)
         stop = Stop()
         try:
-            run_stoppable(serve_until_signalled(server, path, stop), stop)
+            run_stoppable(serve_until_signalled(server, path, stop, args.exit_with), stop)
         except OSError as exc:
             raise UsageError(f"infertop demo: cannot serve on {args.host}: {exc.strerror or exc}") from None
         return EXIT_OK
-    from tui.app import run_feed  # Textual loads only for the TUI
-
-    thread = ServerThread(server)
-    try:
-        thread.start()
-    except OSError as exc:
-        raise UsageError(f"infertop demo: cannot serve on {args.host}: {exc.strerror or exc}") from None
-    try:
-        write_layout(server, path)
-        return run_feed(MonitorFeed(load_layout(path)))
-    finally:
-        thread.stop()
-        if args.layout_out is None:
-            with contextlib.suppress(OSError):
-                path.unlink()
+    return run_three_processes(args)

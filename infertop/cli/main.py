@@ -16,7 +16,22 @@ from types import ModuleType
 from typing import NoReturn
 
 from infertop import __version__
-from infertop.cli import demo, export, phase, record, replay, report, snapshot, tui
+from infertop.cli import (
+    attach,
+    completion,
+    demo,
+    export,
+    phase,
+    ps,
+    record,
+    records,
+    replay,
+    report,
+    serve,
+    snapshot,
+    stop,
+    tui,
+)
 from infertop.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_OK,
@@ -24,12 +39,27 @@ from infertop.cli.common import (
     InertFormatter,
     Parser,
     UsageError,
+    add_interval_arg,
     inert_excepthook,
     say,
 )
 from layouts import LayoutError
 
-SUBCOMMANDS: tuple[ModuleType, ...] = (snapshot, record, phase, report, replay, export, demo)
+SUBCOMMANDS: tuple[ModuleType, ...] = (
+    snapshot, record, attach, ps, stop, phase, report, replay, export, demo, records, serve, completion,
+)
+
+
+def add_global_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags before any subcommand (the live TUI's)."""
+    parser.add_argument("--version", action="version", version=f"infertop {__version__}")
+    parser.add_argument("--layout", metavar="FILE", help="layout file (default: this machine)")
+    add_interval_arg(parser)
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging to stderr")
+    parser.add_argument("--record", metavar="FILE", default=None,
+                        help="session record (default: one per layout in $INFERTOP_STATE_DIR or "
+                             "$XDG_STATE_HOME/infertop)")
+    parser.add_argument("--no-record", action="store_true", help="do not record the session")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,13 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="infertop",
         description="Live terminal monitor for DeepSeek/DeepInfer-style inference clusters.",
     )
-    parser.add_argument("--version", action="version", version=f"infertop {__version__}")
-    parser.add_argument("--layout", metavar="FILE", help="layout file (default: this machine)")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging to stderr")
-    parser.add_argument("--record", metavar="FILE", default=None,
-                        help="session record (default: one per layout in $INFERTOP_STATE_DIR or "
-                             "$XDG_STATE_HOME/infertop)")
-    parser.add_argument("--no-record", action="store_true", help="do not record the session")
+    add_global_arguments(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for command in SUBCOMMANDS:
         command.add_arguments(sub.add_parser(command.NAME, help=command.HELP, description=command.HELP))
@@ -60,8 +84,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, handlers=[handler])
         command = tui if args.command is None else by_name[args.command]
         return int(command.run(args))
-    except (UsageError, LayoutError) as exc:
-        say(f"infertop: {exc}" if isinstance(exc, LayoutError) else exc)
+    except LayoutError as exc:
+        for line in exc.lines():  # every problem of the layout, one line each
+            say(f"infertop: {line}")
+        return EXIT_BAD_INPUT
+    except UsageError as exc:
+        say(exc)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130

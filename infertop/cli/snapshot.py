@@ -7,13 +7,17 @@ import json
 import sys
 
 from infertop.cli.argtypes import positive_float
-from infertop.cli.common import EXIT_FAIL, EXIT_OK, add_layout_arg, layout_of
+from infertop.cli.common import EXIT_FAIL, EXIT_OK, add_layout_arg, layout_of, say
+from monitor.snapshot import Snapshot
 from monitor.stopping import Stop, run_stoppable
 from monitor.take_snapshot import take_snapshot
 from monitor.text_report import snapshot_table
 
 NAME = "snapshot"
 HELP = "one collection over a window, then exit"
+#: `--fail-on`: some node has an established verdict at least this severe
+EXIT_VERDICT = 3
+_SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -23,6 +27,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="seconds to collect before the snapshot (default: the layout's window_s)",
     )
     p.add_argument("--json", action="store_true", help="print infertop.snapshot/1 JSON")
+    p.add_argument(
+        "--fail-on", choices=("warning", "critical"), default=None,
+        help=f"exit {EXIT_VERDICT} when a node has a verdict at least this severe "
+        "(a node in error or unreachable is critical); pending verdicts do not count",
+    )
+
+
+def failing_verdicts(snapshot: Snapshot, level: str) -> list[str]:
+    """`node: kind` of every established verdict at `level` or worse."""
+    floor = _SEVERITY_RANK[level]
+    return [
+        f"{n.name}: {v.kind}"
+        for n in snapshot.nodes
+        for v in n.verdicts
+        if not v.pending and _SEVERITY_RANK.get(v.severity, 0) >= floor
+    ]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -37,4 +57,10 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         sys.stdout.write(snapshot_table(snapshot))
+    if args.fail_on is not None:
+        failing = failing_verdicts(snapshot, args.fail_on)
+        if failing:
+            shown = ", ".join(failing[:5]) + (f" and {len(failing) - 5} more" if len(failing) > 5 else "")
+            say(f"infertop: {len(failing)} verdict(s) at {args.fail_on} or worse: {shown}")
+            return EXIT_VERDICT
     return EXIT_OK

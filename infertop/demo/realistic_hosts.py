@@ -94,7 +94,9 @@ def dcgm_page(node: SimNode, now: float) -> str:
             "DCGM_FI_DEV_MEM_COPY_UTIL": round(util * 0.6),
             "DCGM_FI_DEV_ENC_UTIL": 0,
             "DCGM_FI_DEV_DEC_UTIL": 0,
-            "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": round(8.1e12 + 9.0e9 * up * util / 100),
+            # a rate despite its "counter" type, in units of 1000 × 1024 bytes/s (docs/exporters.md):
+            # ~190 GB/s of expert-parallel traffic at full load
+            "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": round(2000 * util),
             "DCGM_FI_DEV_VGPU_LICENSE_STATUS": 0,
             "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": 0,
             "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": 0,

@@ -64,6 +64,29 @@ def peak_share(t0: float, t1: float) -> float:
     return peak_seconds(t0, t1) / (t1 - t0)
 
 
+def next_flip(t: float) -> float:
+    """The first instant after `t` where the price window changes (peak ↔ off-peak). The
+    windows never touch each other or midnight, so every window edge is a change."""
+    first_day = int(t // DAY_S)
+    for day in range(first_day, first_day + 8):  # a weekend is at most 3 days without one
+        if not is_weekday(day):
+            continue
+        base = day * DAY_S
+        for edge in sorted(base + e for window in PEAK_WINDOWS_S for e in window):
+            if edge > t:
+                return float(edge)
+    raise AssertionError("no weekday within 8 days")  # pragma: no cover
+
+
+def output_price_per_million(t: float, table: ApiPriceTable = BUNDLED) -> float:
+    """The API's output price per 1M tokens at the instant `t`."""
+    return table.output_peak if is_peak(t) else table.output_offpeak
+
+
+def price_window(t: float) -> str:
+    return "peak" if is_peak(t) else "off-peak"
+
+
 @dataclass(frozen=True)
 class ApiCost:
     """API-equivalent cost of one interval's tokens, split by what was billed."""

@@ -8,14 +8,14 @@ counters are never subtracted from each other.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 from pydantic import BaseModel
 
 from collectors.bounds import counter_trust
 from collectors.fleet import NodeState
 from collectors.rates import ratio
-from collectors.sample import GpuSample, NicSample, NodeSample
+from collectors.sample import EngineSample, GpuSample, NicSample, NodeSample
 from layouts.model import NodeConfig, Thresholds
 from monitor.evaluation.clock_events import describe as describe_clock_events
 from monitor.evaluation.window_rates import Values, WindowRates, WindowSums
@@ -52,19 +52,33 @@ def gpu_counters(sample: NodeSample) -> Values:
     }
 
 
+#: port error counters → the view's rate of each (node_exporter's netdev and IB counters)
+NIC_ERROR_RATES: dict[str, str] = {
+    "rx_errors_total": "rx_errors_per_s",
+    "tx_errors_total": "tx_errors_per_s",
+    "rx_drops_total": "rx_drops_per_s",
+    "tx_drops_total": "tx_drops_per_s",
+    "link_recoveries_total": "link_recoveries_per_s",
+    "link_integrity_errors_total": "link_integrity_errors_per_s",
+}
+
+
 def nic_counters(sample: NodeSample) -> Values:
     """The known port counters a view derives rates from, keyed (port name, field)."""
     return {
         (n.name, attr): value
         for n in sample.nics or ()
-        for attr in ("rx_bytes_total", "tx_bytes_total", "xmit_wait_total", "errors_total")
+        for attr in ("rx_bytes_total", "tx_bytes_total", "xmit_wait_total", "errors_total",
+                     *NIC_ERROR_RATES)
         if (value := getattr(n, attr)) is not None
     }
+
 
 
 ENGINE_RATE_FIELDS = (
     "steps_total", "drafts_total", "draft_tokens_total", "accepted_tokens_total",
     "generation_tokens_total", "prompt_tokens_total", "requests_finished_total",
+    "requests_aborted_total",
 )
 
 
@@ -73,7 +87,26 @@ def engine_counters(sample: NodeSample) -> Values:
     e = sample.engine
     if e is None:
         return {}
-    return {attr: value for attr in ENGINE_RATE_FIELDS if (value := getattr(e, attr)) is not None}
+    out: dict[Hashable, float] = {
+        attr: value for attr in ENGINE_RATE_FIELDS if (value := getattr(e, attr)) is not None
+    }
+    for engine, steps in (e.steps_by_engine_total or {}).items():
+        out[(engine, "steps_total")] = steps  # keyed like a GPU's counters: (which, field)
+    return out
+
+
+def decode_steps_per_s(sample: EngineSample, rate: Callable[[Hashable], float | None]) -> float | None:
+    """The fastest engine's step rate over the window, where steps are known per engine;
+    else the rate of the mean step count.
+
+    In wide expert parallelism the DP engines step in lockstep, idle ones with dummy
+    batches; neither vLLM (steps with output) nor SGLang (decode passes) counts those, so
+    the mean over engines would be the lockstep rate times the share of engines busy.
+    The fastest engine is the lockstep rate while any engine is busy (docs/engines.md).
+    """
+    per_engine = [r for engine in sample.steps_by_engine_total or ()
+                  if (r := rate((engine, "steps_total"))) is not None]
+    return max(per_engine) if per_engine else rate("steps_total")
 
 
 def _as_read(view: type[BaseModel], sample: type[BaseModel], derived: set[str]) -> tuple[str, ...]:
@@ -83,7 +116,7 @@ def _as_read(view: type[BaseModel], sample: type[BaseModel], derived: set[str]) 
 
 
 GPU_AS_READ = _as_read(GpuView, GpuSample, {"nvlink_tx_bytes_per_s", "nvlink_rx_bytes_per_s"})
-NIC_AS_READ = _as_read(NicView, NicSample, set())
+NIC_AS_READ = _as_read(NicView, NicSample, {"rx_bytes_per_s", "tx_bytes_per_s"})
 
 
 def gpu_views(samples: Sequence[NodeSample], rates: WindowRates | None = None) -> list[GpuView]:
@@ -145,12 +178,21 @@ def nic_views(
                 **{f: getattr(nic, f) for f in NIC_AS_READ},
                 slow=_slow(nic.speed_gbps, expected_gbps, rate_ratio),
                 expected_gbps=expected_gbps,
-                rx_bytes_per_s=rates.rate((name, "rx_bytes_total")),
-                tx_bytes_per_s=rates.rate((name, "tx_bytes_total")),
+                # a rate from the byte counters, else one the exporter read as a rate
+                rx_bytes_per_s=rates.rate((name, "rx_bytes_total"))
+                if nic.rx_bytes_total is not None
+                else nic.rx_bytes_per_s,
+                tx_bytes_per_s=rates.rate((name, "tx_bytes_total"))
+                if nic.tx_bytes_total is not None
+                else nic.tx_bytes_per_s,
                 xmit_wait_per_s=rates.rate((name, "xmit_wait_total"))
                 if nic.xmit_wait_total is not None
                 else None,
                 errors_per_s=rates.rate((name, "errors_total")) if nic.errors_total is not None else None,
+                **{
+                    rate: rates.rate((name, counter)) if getattr(nic, counter) is not None else None
+                    for counter, rate in NIC_ERROR_RATES.items()
+                },
             )
         )
     seen = {nic.name for nic in latest.nics}
@@ -177,19 +219,26 @@ def engine_view(
     draft_tokens = rate("draft_tokens_total")
     drafts = rate("drafts_total")
     acceptance_length = None if accepted is None or not drafts else 1 + accepted / drafts
+    acceptance = ratio(accepted, draft_tokens)
+    generated = rate("generation_tokens_total")
+    if acceptance is None and acceptance_length is None and generated != 0:
+        # no draft counters (SGLang): the engine's own figures over its last stats
+        # interval; they hold their last value while the engine idles, so not then
+        acceptance, acceptance_length = latest.spec_accept_rate, latest.spec_accept_length
     full = None if drafts is None or draft_tokens is None else drafts + draft_tokens
     age = now - (latest.log_last_line_at if latest.log_last_line_at is not None else latest_at)
     return EngineView(
-        decode_steps_per_s=rate("steps_total"),
-        draft_acceptance=ratio(accepted, draft_tokens),
+        decode_steps_per_s=decode_steps_per_s(latest, rate),
+        draft_acceptance=acceptance,
         mean_acceptance_length=acceptance_length,
-        accepted_tokens_per_s=rate("generation_tokens_total"),
+        accepted_tokens_per_s=generated,
         full_acceptance_tokens_per_s=full,
         requests_running=latest.requests_running,
         requests_waiting=latest.requests_waiting,
         kv_cache_usage=latest.kv_cache_usage,
         prompt_tokens_per_s=rate("prompt_tokens_total"),
         requests_finished_per_s=rate("requests_finished_total"),
+        requests_aborted_per_s=rate("requests_aborted_total"),
         source=latest.source,
         profile=latest.profile,
         age_s=max(age, 0.0),

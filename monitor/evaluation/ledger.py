@@ -11,6 +11,13 @@ Tokens and finished requests come from counter increases (reset-aware, like Prom
 sliding window would count the same tokens in several ticks. A step that no engine could
 make (a rise faster than `collectors.bounds.COUNTER_MAX_PER_S`, a counter going down again
 within a minute of its last reset) is not counted, and the session says so in its notes.
+
+Figures that set spend against tokens ($/1M, $/request, the API-equivalent and spend ÷ API)
+take both over one stretch (`SpanSums`): the whole reservation when every engine's counters
+began within it (their `_created` sample or process start says so: what they held at first
+sight is this reservation's, counted whole), else the stretch since infertop first read the
+last of them. Energy (GPU total-energy counters, `energy.py`) is counted over watched
+stretches only; in owned mode it replaces the power gauge's estimate in the spend.
 """
 
 from __future__ import annotations
@@ -27,10 +34,19 @@ from collectors.bounds import counter_trust
 from collectors.rates import step_doubt
 from collectors.sample import NodeSample
 from layouts.model import ApiPriceTable, Layout
-from monitor.evaluation.api_price import BUNDLED, api_cost, describe
+from monitor.evaluation.api_price import (
+    BUNDLED,
+    api_cost,
+    describe,
+    next_flip,
+    output_price_per_million,
+    price_window,
+)
+from monitor.evaluation.energy import J_PER_KWH, EnergyTally
 from monitor.evaluation.money import (
     break_even_ratio,
-    budget_status,
+    breakeven_output_tokens_per_s,
+    budget_figures,
     usd_per,
     usd_per_million,
     usd_per_million_at_rate,
@@ -61,6 +77,26 @@ TALLIED = (
 )
 
 
+def _iso(t: float) -> str:
+    return dt.datetime.fromtimestamp(t, dt.UTC).isoformat()
+
+
+def reservation_end(layout: Layout, started_at: float) -> float | None:
+    """The reservation end from the layout: `reservation_end`, or the start + `duration_h`."""
+    session = layout.session
+    if session.reservation_end is not None:
+        return session.reservation_end.timestamp()
+    if session.duration_h is not None:
+        return started_at + session.duration_h * 3600.0
+    return None
+
+
+def energy_usd_per_kwh(layout: Layout) -> float | None:
+    """Owned hardware pays for its energy: PUE × $/kWh. Rented: the rent covers it."""
+    pricing = layout.pricing
+    return pricing.pue * pricing.kwh_usd if pricing.mode == "owned" else None
+
+
 def _finite(value: float | None) -> float | None:
     # a NaN or infinite figure from a broken source must not poison an exact sum forever
     return value if value is not None and math.isfinite(value) else None
@@ -77,6 +113,19 @@ class TokenDeltas:
     # prompt tokens from nodes that expose no cache counter (billed all as cache miss)
     prompt_tokens_without_cache_figure: float = 0.0
     requests_finished: float | None = None
+    # nodes whose engine counters were read for the first time since the last drain
+    first_sights: list[FirstSight] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class FirstSight:
+    """A node's engine counters read for the first time: what they held, when, and when
+    they began (None: the engine does not say)."""
+
+    node: str
+    seen_at: float
+    born_at: float | None
+    values: Mapping[str, float]
 
 
 def _add(a: float | None, b: float | None) -> float | None:
@@ -100,12 +149,20 @@ class CounterTally:
         self.reset_at: dict[tuple[str, str, str], float] = {}
         # steps not counted, by (node, counter): the newest reason
         self.doubts: dict[tuple[str, str], str] = {}
+        self.first_sights: list[FirstSight] = []
+        self.seen_nodes: set[str] = set()  # nodes whose counters were read at least once
 
     def observe(self, sample: NodeSample) -> None:
         engine = sample.engine
         if sample.error is not None or engine is None:
             return
         key = (sample.node, sample.source)
+        if sample.node not in self.seen_nodes:
+            values = {n: v for n in TALLIED if (v := getattr(engine, n)) is not None}
+            if values:
+                self.seen_nodes.add(sample.node)
+                born = self._plausible_birth(sample.node, sample.taken_at, engine.counters_started_at, values)
+                self.first_sights.append(FirstSight(sample.node, sample.taken_at, born, values))
         last = self.last.setdefault(key, {})
         pending = self.pending.setdefault(key, {})
         prev_at = self.heard_at.get(key)
@@ -122,6 +179,25 @@ class CounterTally:
                 continue
             # a counter that went down restarted from zero: it counted `value` since
             pending[name] = pending.get(name, 0.0) + (value - prev if value >= prev else value)
+
+    def _plausible_birth(
+        self, node: str, seen_at: float, born_at: float | None, values: Mapping[str, float]
+    ) -> float | None:
+        """The counters' start, if an engine could have counted what they hold since then
+        (a page may claim anything: a start in the future, 1e18 tokens in a minute)."""
+        if born_at is None:
+            return None
+        for name, value in values.items():
+            trust = counter_trust(name)
+            span_s = seen_at - born_at
+            if span_s < 0 or (trust is not None and value > trust.max_per_s * span_s):
+                if (node, name) in self.doubts or len(self.doubts) < MAX_TALLY_NOTES:
+                    self.doubts[(node, name)] = (
+                        f"{node} {name} {value:.3g} could not have been counted since its "
+                        "counters began: not counted whole"
+                    )
+                return None
+        return born_at
 
     def _trusted(
         self, key: tuple[str, str], name: str, prev_at: float, prev: float, at: float, value: float
@@ -162,6 +238,7 @@ class CounterTally:
             else:
                 out.prompt_tokens_without_cache_figure += prompt
         self.pending = {}
+        out.first_sights, self.first_sights = self.first_sights, []
         return out
 
     # a resumed session continues from the counters it last saw, so the tokens produced
@@ -186,9 +263,46 @@ class CounterTally:
                     check.bounded(v, f"{where}.last.{k}", -sys.float_info.max, sys.float_info.max)
                 for k, v in last.items()
             }
+            if self.last[key]:
+                self.seen_nodes.add(key[0])
             at = check.optional(check.time_s)(row.get("at"), f"{where}.at")
             if at is not None:
                 self.heard_at[key] = at
+
+
+@dataclass
+class SpanSums:
+    """Token figures since `start`, and the spend over that same stretch: what the
+    session's $/1M, $/request, API-equivalent and spend ÷ API ratio are made of."""
+
+    start: float  # unix seconds; the reservation start when the tokens cover all of it
+    spend_usd: Decimal = ZERO
+    output_tokens: float = 0.0
+    prompt_tokens: float = 0.0
+    prompt_cached_tokens: float = 0.0
+    requests_finished: float = 0.0
+    api_usd: Decimal = ZERO
+
+    def to_state(self) -> dict[str, Any]:
+        return {
+            "start": self.start, "spend_usd": str(self.spend_usd), "api_usd": str(self.api_usd),
+            "output_tokens": self.output_tokens, "prompt_tokens": self.prompt_tokens,
+            "prompt_cached_tokens": self.prompt_cached_tokens,
+            "requests_finished": self.requests_finished,
+        }
+
+    @classmethod
+    def from_state(cls, value: object, started_at: float) -> SpanSums:
+        row = check.mapping(value, "span", 7)
+        return cls(
+            start=check.near(check.time_s(row.get("start"), "span.start"), started_at, "span.start"),
+            spend_usd=check.amount(row.get("spend_usd"), "span.spend_usd"),
+            api_usd=check.amount(row.get("api_usd"), "span.api_usd"),
+            output_tokens=check.count(row.get("output_tokens"), "span.output_tokens"),
+            prompt_tokens=check.count(row.get("prompt_tokens"), "span.prompt_tokens"),
+            prompt_cached_tokens=check.count(row.get("prompt_cached_tokens"), "span.prompt_cached_tokens"),
+            requests_finished=check.count(row.get("requests_finished"), "span.requests_finished"),
+        )
 
 
 @dataclass
@@ -197,16 +311,26 @@ class TickFigures:
 
     now: float
     cost_per_hour_usd: float | None
-    idle_fraction: float | None = None  # of the bill (cost-weighted over nodes)
+    idle_fraction: float | None = None  # of the node bill (cost-weighted over nodes)
+    # Σ node $/h × node idle fraction: what idle spend integrates. Without it (a caller
+    # that knows only a share) the share is taken of the whole $/h
+    idle_cost_per_hour_usd: float | None = None
+    extras_cost_per_hour_usd: float | None = None  # billed to no node: shown apart
     node_cost_per_hour_usd: Mapping[str, float | None] = field(default_factory=dict)
     deltas: TokenDeltas = field(default_factory=TokenDeltas)
     accepted_tokens_per_s: float | None = None
+    # GPU energy counted since the last tick, per node (joules)
+    energy_j_by_node: Mapping[str, float] = field(default_factory=dict)
+    # owned: the measured GPU power (W) of the nodes whose energy is counted: in their $/h,
+    # and replaced in the spend by the counted energy
+    counted_gpu_power_w: Mapping[str, float | None] = field(default_factory=dict)
 
 
 @dataclass
 class SessionLedger:
     started_at: float  # unix seconds: the reservation start
     budget_usd: float | None = None
+    ends_at: float | None = None  # unix seconds: the reservation end, when the layout says
     acceptable_tasks: int | None = None
     prices: ApiPriceTable = BUNDLED
     phase: str = "run"
@@ -226,6 +350,8 @@ class SessionLedger:
     last_at: float | None = None
     cost_per_hour_usd: float | None = None
     idle_fraction: float | None = None
+    idle_cost_per_hour_usd: float | None = None
+    extras_cost_per_hour_usd: float | None = None
     accepted_tokens_per_s: float | None = None
     tokens_known: bool = False
     requests_known: bool = False
@@ -238,16 +364,27 @@ class SessionLedger:
     marks: list[tuple[float, str]] = field(default_factory=list)
     tally: CounterTally = field(default_factory=CounterTally)
     resumed: bool = False  # set when restored from a record: the next stretch was unwatched
+    span: SpanSums | None = None  # None until tokens are first read
+    energy: EnergyTally = field(default_factory=EnergyTally)
+    energy_j: float = 0.0  # GPU energy over the watched stretches
+    energy_known: bool = False
+    energy_watched: bool = False  # some GPU's energy counter has been read
+    paired_output_tokens: float = 0.0  # output tokens since then
+    energy_usd_per_kwh: float | None = None  # owned: PUE × $/kWh
+    energy_nodes: set[str] = field(default_factory=set)  # energy counted as of the last tick
 
     @classmethod
     def for_layout(cls, layout: Layout, now: float) -> SessionLedger:
         """A new session's ledger: from the layout's reservation start, else from `now`."""
         start = layout.session.reservation_start
+        started_at = start.timestamp() if start else now
         return cls(
-            started_at=start.timestamp() if start else now,
+            started_at=started_at,
+            ends_at=reservation_end(layout, started_at),
             budget_usd=layout.session.budget_usd,
             acceptable_tasks=layout.session.acceptable_tasks,
             prices=layout.pricing.api,
+            energy_usd_per_kwh=energy_usd_per_kwh(layout),
         )
 
     # ------------------------------------------------------------------ phases
@@ -286,6 +423,9 @@ class SessionLedger:
         seconds = now - since
         rate = _finite(tick.cost_per_hour_usd)
         idle = _finite(tick.idle_fraction)
+        idle_rate = _finite(tick.idle_cost_per_hour_usd)
+        if idle_rate is None and idle is not None and rate is not None:
+            idle_rate = idle * rate
         for phase, piece_s in self._phase_pieces(since, now):
             self.seconds_by_phase[phase] = self.seconds_by_phase.get(phase, 0.0) + piece_s
             if rate is not None:
@@ -295,8 +435,8 @@ class SessionLedger:
             cost = charge(rate, seconds)
             self.spend_usd += cost
             self.priced = True
-            if watched and idle is not None:
-                self.idle_spend_usd += cost * Decimal(idle)
+            if watched and idle_rate is not None:
+                self.idle_spend_usd += charge(idle_rate, seconds)
             node_total = ZERO
             for node, node_rate_usd in tick.node_cost_per_hour_usd.items():
                 node_rate = _finite(node_rate_usd)
@@ -310,15 +450,95 @@ class SessionLedger:
             )
         if not watched:
             self.unwatched_s += seconds
-        self._count_tokens(since, now, tick.deltas)
+        if self.span is not None and rate is not None:
+            self.span.spend_usd += charge(rate, seconds)
+        restarted = self._first_sights(now, tick.deltas.first_sights)
+        self._count_tokens(since, now, tick.deltas, into_span=not restarted)
+        # joules per output token: energy and tokens over the same stretch, from the tick
+        # after the GPUs' energy was first read (NVML reads it every few ticks, so the
+        # ticks that bring an energy increase are not the only ones that made tokens)
+        by_node = {n: j for n, v in tick.energy_j_by_node.items() if (j := _finite(v)) is not None and j >= 0}
+        if self.energy_watched:
+            self.paired_output_tokens += _finite(tick.deltas.output_tokens) or 0.0
+        if by_node:
+            self.energy_j += sum(by_node.values())
+            self.energy_known = True
+        self.energy_watched = self.energy_watched or bool(self.energy.heard_at)
+        if rate is not None and self.energy_usd_per_kwh is not None and watched:
+            # only nodes whose counter was read before this stretch began: before its
+            # first reading, a node's energy is known from its power gauge alone
+            gauge_w = {n: w for n, w in tick.counted_gpu_power_w.items() if n in self.energy_nodes}
+            self._owned_energy(seconds, by_node, gauge_w)
+        self.energy_nodes = set(tick.counted_gpu_power_w)
         self.last_at = now
         self.resumed = False
         self.ticks += 1
         self.cost_per_hour_usd = rate
         self.idle_fraction = idle
+        self.idle_cost_per_hour_usd = idle_rate
+        self.extras_cost_per_hour_usd = _finite(tick.extras_cost_per_hour_usd)
         self.accepted_tokens_per_s = _finite(tick.accepted_tokens_per_s)
 
-    def _count_tokens(self, since: float, now: float, d: TokenDeltas) -> None:
+    def _first_sights(self, now: float, sights: list[FirstSight]) -> bool:
+        """The span rule: token figures and the spend they are set against cover one
+        stretch. Counters that began within this reservation hold only its tokens: they
+        are counted whole, and the stretch stays the reservation. Counters that began
+        before it (or do not say when) hold tokens of no known stretch: counting starts
+        at their first reading, and the stretch starts again from this tick (whose counter
+        increases, from readings before it, stay out of it). True when it started again."""
+        born_within = [
+            s for s in sights if s.born_at is not None and s.born_at >= self.started_at
+        ]
+        restart = len(born_within) < len(sights)
+        for sight in born_within:
+            assert sight.born_at is not None
+            if not restart:
+                self._reservation_span()
+            v = sight.values
+            prompt = _finite(v.get("prompt_tokens_total"))
+            cached = _finite(v.get("prompt_cached_tokens_total"))
+            backfill = TokenDeltas(
+                output_tokens=_finite(v.get("generation_tokens_total")),
+                prompt_tokens=prompt,
+                prompt_cached_tokens=cached if prompt is not None else None,
+                prompt_tokens_without_cache_figure=(prompt or 0.0) if cached is None else 0.0,
+                requests_finished=_finite(v.get("requests_finished_total")),
+            )
+            # produced evenly between the counters' birth and this reading
+            self._count_tokens(
+                min(sight.born_at, sight.seen_at), sight.seen_at, backfill, into_span=not restart
+            )
+        if restart:
+            self.span = SpanSums(start=now)
+        return restart
+
+    def _owned_energy(
+        self, seconds: float, joules: Mapping[str, float], gauge_w: Mapping[str, float | None]
+    ) -> None:
+        """Owned hardware pays for the energy its GPUs used: where a node's energy counter
+        is read, the counted joules replace the estimate from its power gauge (which the
+        $/h, and so the stretch's charge, holds). The counter may be read every few ticks:
+        the gauge's share is taken out every tick, the counted energy added when it comes."""
+        assert self.energy_usd_per_kwh is not None
+        price = self.energy_usd_per_kwh
+        for node in set(joules) | set(gauge_w):
+            watts = _finite(gauge_w.get(node))
+            counted = Decimal(joules.get(node, 0.0) / J_PER_KWH * price)
+            estimated = charge(watts / 1000.0 * price, seconds) if watts is not None else ZERO
+            adjust = counted - estimated
+            if not adjust:
+                continue
+            self.spend_usd += adjust
+            self.spend_by_node[node] = self.spend_by_node.get(node, ZERO) + adjust
+            self.spend_by_phase[self.phase] = self.spend_by_phase.get(self.phase, ZERO) + adjust
+            if self.span is not None:
+                self.span.spend_usd += adjust
+
+    def _reservation_span(self) -> None:
+        if self.span is None:
+            self.span = SpanSums(start=self.started_at, spend_usd=self.spend_usd)
+
+    def _count_tokens(self, since: float, now: float, d: TokenDeltas, into_span: bool = True) -> None:
         # a NaN or infinite increase (a bug upstream) must not stick in the sums forever
         d = TokenDeltas(
             output_tokens=_finite(d.output_tokens),
@@ -348,6 +568,18 @@ class SessionLedger:
         self.api_output_usd += Decimal(cost.output_usd)
         self.api_input_cache_hit_usd += Decimal(cost.input_cache_hit_usd)
         self.api_input_cache_miss_usd += Decimal(cost.input_cache_miss_usd)
+        if not into_span or (d.output_tokens is None and d.requests_finished is None and not prompt):
+            return
+        # tokens with no first reading before them (given directly): the whole reservation
+        self._reservation_span()
+        assert self.span is not None
+        self.span.output_tokens += d.output_tokens or 0.0
+        self.span.prompt_tokens += prompt
+        self.span.prompt_cached_tokens += d.prompt_cached_tokens or 0.0
+        self.span.requests_finished += d.requests_finished or 0.0
+        self.span.api_usd += (
+            Decimal(cost.output_usd) + Decimal(cost.input_cache_hit_usd) + Decimal(cost.input_cache_miss_usd)
+        )
 
     # ------------------------------------------------------------------ figures
 
@@ -369,18 +601,22 @@ class SessionLedger:
 
     def view(self, now: float, record_path: str | None = None) -> SessionView:
         spend = float(self.spend_usd) if self.priced else None
-        tokens = self.output_tokens if self.tokens_known else None
-        requests = self.requests_finished if self.requests_known else None
-        api = float(self.api_equivalent_usd) if self.tokens_known else None
-        used, left_s, alert = budget_status(spend, self.budget_usd, self.cost_per_hour_usd)
+        # every token figure, and the spend set against it, over the same stretch (`span`)
+        span = self.span
+        span_spend = float(span.spend_usd) if span is not None and self.priced else None
+        tokens = span.output_tokens if span is not None and self.tokens_known else None
+        requests = span.requests_finished if span is not None and self.requests_known else None
+        api = float(span.api_usd) if span is not None and self.tokens_known else None
+        energy_kwh = self.energy_j / J_PER_KWH if self.energy_known else None
+        budget = budget_figures(spend, self.budget_usd, self.cost_per_hour_usd, now, self.ends_at)
         return SessionView(
-            started_at=dt.datetime.fromtimestamp(self.started_at, dt.UTC).isoformat(),
+            started_at=_iso(self.started_at),
             elapsed_s=max(now - self.started_at, 0.0),
             cost_per_hour_usd=self.cost_per_hour_usd,
             spend_usd=spend,
             idle_spend_usd=float(self.idle_spend_usd) if self.priced else None,
             budget_usd=self.budget_usd,
-            usd_per_million_output_tokens=usd_per_million(spend, tokens),
+            usd_per_million_output_tokens=usd_per_million(span_spend, tokens),
             api_equivalent_usd=api,
             phase=self.phase,
             spend_by_phase=[
@@ -389,17 +625,37 @@ class SessionLedger:
             ],
             accepted_tokens=tokens,
             requests_finished=requests,
-            usd_per_request=usd_per(spend, requests),
+            usd_per_request=usd_per(span_spend, requests),
             usd_per_acceptable_task=usd_per(spend, self.acceptable_tasks),
-            api_break_even_ratio=break_even_ratio(spend, api),
-            budget_used_fraction=used,
-            budget_exhausted_in_s=left_s,
-            budget_alert=alert,
-            prompt_tokens=self.prompt_tokens if self.tokens_known else None,
-            prompt_cached_tokens=self.prompt_cached_tokens if self.tokens_known else None,
+            api_break_even_ratio=break_even_ratio(span_spend, api),
+            tokens_since=None if span is None else _iso(span.start),
+            usd_per_million_span=None if span is None else (
+                "reservation" if span.start <= self.started_at else "watched"
+            ),
+            span_spend_usd=span_spend,
+            budget_used_fraction=budget.used_fraction,
+            budget_exhausted_in_s=budget.exhausted_in_s,
+            budget_alert=budget.alert,
+            budget_label=budget.label,
+            budget_over_by_usd=budget.over_by_usd,
+            reservation_end=None if self.ends_at is None else _iso(self.ends_at),
+            projected_spend_usd=budget.projected_spend_usd,
+            budget_holds=budget.holds,
+            breakeven_output_tokens_per_s=breakeven_output_tokens_per_s(
+                self.cost_per_hour_usd, output_price_per_million(now, self.prices)
+            ),
+            price_window=price_window(now),
+            price_window_flips_at=_iso(next_flip(now)),
+            api_output_usd_per_million=output_price_per_million(now, self.prices),
+            prompt_tokens=span.prompt_tokens if span is not None and self.tokens_known else None,
+            prompt_cached_tokens=(
+                span.prompt_cached_tokens if span is not None and self.tokens_known else None
+            ),
             api_prices=describe(self.prices),
             api_cache_note=self.cache_note(),
             idle_fraction=self.idle_fraction,
+            idle_cost_per_hour_usd=self.idle_cost_per_hour_usd,
+            extras_cost_per_hour_usd=self.extras_cost_per_hour_usd,
             accepted_tokens_per_s=self.accepted_tokens_per_s,
             unwatched_s=self.unwatched_s,
             record_path=record_path,
@@ -407,16 +663,27 @@ class SessionLedger:
                 self.cost_per_hour_usd, self.accepted_tokens_per_s
             ),
             notes=list(self.tally.doubts.values()),
+            energy_kwh=energy_kwh,
+            joules_per_output_token=(
+                self.energy_j / self.paired_output_tokens
+                if self.energy_known and self.paired_output_tokens > 0 else None
+            ),
+            energy_usd=(
+                None if energy_kwh is None or self.energy_usd_per_kwh is None
+                else energy_kwh * self.energy_usd_per_kwh
+            ),
         )
 
     # ------------------------------------------------------------------ persistence
 
     _SCALARS = (
-        "started_at", "budget_usd", "acceptable_tasks", "phase",
+        "started_at", "budget_usd", "ends_at", "acceptable_tasks", "phase",
         "output_tokens", "prompt_tokens", "prompt_cached_tokens",
         "prompt_tokens_without_cache_figure", "requests_finished", "last_at", "cost_per_hour_usd",
-        "idle_fraction", "accepted_tokens_per_s", "tokens_known", "requests_known", "priced",
-        "unwatched_s", "ticks",
+        "idle_fraction", "idle_cost_per_hour_usd", "extras_cost_per_hour_usd",
+        "accepted_tokens_per_s", "tokens_known", "requests_known", "priced",
+        "unwatched_s", "ticks", "energy_j", "energy_known", "energy_watched",
+        "paired_output_tokens", "energy_usd_per_kwh",
     )
     # Decimal sums, stored as strings so that no digit is lost on the way through JSON
     _MONEY = (
@@ -435,11 +702,13 @@ class SessionLedger:
         state["pending_marks"] = [list(m) for m in self.pending_marks]
         state["marks"] = [list(m) for m in self.marks]
         state["tally"] = self.tally.to_state()
+        state["span"] = None if self.span is None else self.span.to_state()
         return state
 
     # how each scalar of the state is checked when read back (started_at: see from_state)
     _SCALAR_CHECKS: ClassVar[dict[str, Callable[[object, str], object]]] = {
         "budget_usd": check.optional(check.usd),
+        "ends_at": check.optional(check.time_s),
         "acceptable_tasks": check.optional(lambda v, f: check.integer(v, f, 10**15)),
         "phase": lambda v, f: check.choice(v, f, PHASES),
         "output_tokens": check.count,
@@ -450,12 +719,19 @@ class SessionLedger:
         "last_at": check.optional(check.time_s),
         "cost_per_hour_usd": check.optional(check.usd_per_hour),
         "idle_fraction": check.optional(check.fraction),
+        "idle_cost_per_hour_usd": check.optional(check.usd_per_hour),
+        "extras_cost_per_hour_usd": check.optional(check.usd_per_hour),
         "accepted_tokens_per_s": check.optional(check.rate_per_s),
         "tokens_known": check.flag,
         "requests_known": check.flag,
         "priced": check.flag,
         "unwatched_s": check.duration_s,
         "ticks": lambda v, f: check.integer(v, f, 10**12),
+        "energy_j": check.count,
+        "energy_known": check.flag,
+        "energy_watched": check.flag,
+        "paired_output_tokens": check.count,
+        "energy_usd_per_kwh": check.optional(check.usd),
     }
 
     @classmethod
@@ -510,6 +786,17 @@ class SessionLedger:
         ledger.pending_marks = cls._checked_marks(state.get("pending_marks", []), "pending_marks", start)
         ledger.marks = cls._checked_marks(state.get("marks", []), "marks", start)
         ledger.tally.load_state(state.get("tally", []))
+        # energy counters are read afresh after a restart (their gap is not counted), so the
+        # tokens of the gap, which the engine counters do cover, must not be paired with them
+        ledger.energy_watched = False
+        if state.get("span") is not None:
+            ledger.span = SpanSums.from_state(state["span"], start)
+        elif ledger.tokens_known:  # a record from before spans: its tokens, as they were
+            ledger.span = SpanSums(
+                start=start, spend_usd=ledger.spend_usd, output_tokens=ledger.output_tokens,
+                prompt_tokens=ledger.prompt_tokens, prompt_cached_tokens=ledger.prompt_cached_tokens,
+                requests_finished=ledger.requests_finished, api_usd=ledger.api_equivalent_usd,
+            )
         return ledger
 
     @staticmethod

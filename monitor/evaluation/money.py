@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from layouts.model import NodeConfig, PricingConfig
+from monitor.format import fmt_usd
 
 
 def node_cost_per_hour_usd(
@@ -44,6 +47,13 @@ def cluster_cost_per_hour_usd(
     return sum(known) + base
 
 
+def extras_cost_per_hour_usd(pricing: PricingConfig) -> float | None:
+    """What is billed to the cluster and to no node: extras (+ amortised hardware when
+    owned). None when there is none."""
+    extras = pricing.extras_hour_usd + (pricing.hardware_hour_usd if pricing.mode == "owned" else 0.0)
+    return extras or None
+
+
 def energy_cost_per_hour_usd(
     power_w: float, host_base_power_w: float, pue: float, kwh_usd: float
 ) -> float:
@@ -77,6 +87,23 @@ def break_even_ratio(spend: float | None, api_equivalent: float | None) -> float
     return usd_per(spend, api_equivalent)
 
 
+def breakeven_output_tokens_per_s(
+    cost_per_hour_usd: float | None, api_output_usd_per_million: float | None
+) -> float | None:
+    """The output tokens/s the cluster must sustain to cost no more than buying the same
+    output tokens from the API: cluster $/h ÷ (API $ per output token × 3600)."""
+    if cost_per_hour_usd is None or not api_output_usd_per_million or api_output_usd_per_million <= 0:
+        return None
+    return cost_per_hour_usd / (api_output_usd_per_million * 1e-6 * 3600.0)
+
+
+def api_output_tokens_for(usd: float | None, api_output_usd_per_million: float | None) -> float | None:
+    """How many output tokens `usd` buys from the API at that price."""
+    if usd is None or not api_output_usd_per_million or api_output_usd_per_million <= 0:
+        return None
+    return usd / api_output_usd_per_million * 1e6
+
+
 def cost_weighted_idle_fraction(
     nodes: Sequence[tuple[float | None, float | None]],
 ) -> float | None:
@@ -94,7 +121,31 @@ def cost_weighted_idle_fraction(
     return sum(c * f for c, f in known) / weight
 
 
+def idle_cost_per_hour_usd(nodes: Sequence[tuple[float | None, float | None]]) -> float | None:
+    """What the idle GPU-time costs per hour: Σ node $/h × node idle fraction over the
+    (node $/h, idle fraction) pairs where both are known. Extras (storage, network, CPU
+    hosts) are billed to no node and are never idle or busy: they are left out, and shown
+    apart. Unknown when no node has both figures."""
+    known = [(c, f) for c, f in nodes if c is not None and f is not None]
+    if not known:
+        return None
+    return sum(c * f for c, f in known)
+
+
 BUDGET_ALERTS: tuple[tuple[float, str], ...] = ((1.0, "100%"), (0.8, "80%"))
+
+
+@dataclass(frozen=True)
+class BudgetFigures:
+    """The one set of budget figures every viewer shows (header, panel, JSON, report)."""
+
+    used_fraction: float | None = None
+    exhausted_in_s: float | None = None  # only before the budget is reached
+    alert: str | None = None  # None, "80%", "100%"
+    over_by_usd: float | None = None  # only once the spend has passed the budget
+    projected_spend_usd: float | None = None  # at the current $/h to the reservation end
+    holds: bool | None = None  # the projection stays within the budget
+    label: str | None = None  # "97% of $600", "over by $12.40 of $600", "spent: $600"
 
 
 def budget_status(
@@ -102,15 +153,59 @@ def budget_status(
 ) -> tuple[float | None, float | None, str | None]:
     """(fraction used, seconds until the budget is spent at the current rate, alert).
 
-    The alert is "80%" from 80 % used and "100%" once spent; seconds left is 0 once
-    spent and unknown when nothing is being charged.
+    The alert is "80%" from 80 % used and "100%" once spent; seconds left is unknown once
+    spent (nothing runs out any more: the budget is passed) and when nothing is charged.
     """
     if spend is None or budget is None or budget <= 0:
         return None, None, None
     used = spend / budget
     alert = next((label for level, label in BUDGET_ALERTS if used >= level), None)
-    if used >= 1.0:
-        return used, 0.0, alert
-    if not cost_per_hour_usd:
+    if used >= 1.0 or not cost_per_hour_usd:
         return used, None, alert
     return used, (budget - spend) / cost_per_hour_usd * 3600.0, alert
+
+
+def projected_spend_usd(
+    spend: float | None, cost_per_hour_usd: float | None, now: float, ends_at: float | None
+) -> float | None:
+    """The session's total at the reservation end if the current $/h holds until then."""
+    if spend is None or ends_at is None:
+        return None
+    if now >= ends_at:
+        return spend  # the reservation is over: what was spent is the total
+    if cost_per_hour_usd is None:
+        return None
+    return spend + cost_per_hour_usd * (ends_at - now) / 3600.0
+
+
+def budget_label(spend: float | None, budget: float | None) -> str | None:
+    """The budget in words. The share is rounded down, so that 99.6 % reads "99%" and
+    never "100%" before the budget is reached; past it the words say by how much."""
+    if spend is None or budget is None or budget <= 0:
+        return None
+    if spend > budget:
+        return f"over by {fmt_usd(spend - budget)} of {fmt_usd(budget, 0)}"
+    if spend == budget:
+        return f"spent: {fmt_usd(budget, 0)}"
+    return f"{min(math.floor(spend / budget * 100), 99)}% of {fmt_usd(budget, 0)}"
+
+
+def budget_figures(
+    spend: float | None,
+    budget: float | None,
+    cost_per_hour_usd: float | None,
+    now: float,
+    ends_at: float | None = None,
+) -> BudgetFigures:
+    used, left_s, alert = budget_status(spend, budget, cost_per_hour_usd)
+    projected = projected_spend_usd(spend, cost_per_hour_usd, now, ends_at)
+    over = spend - budget if spend is not None and budget is not None and spend > budget else None
+    return BudgetFigures(
+        used_fraction=used,
+        exhausted_in_s=left_s,
+        alert=alert,
+        over_by_usd=over,
+        projected_spend_usd=projected,
+        holds=None if projected is None or budget is None else projected <= budget,
+        label=budget_label(spend, budget),
+    )

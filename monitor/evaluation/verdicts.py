@@ -60,10 +60,15 @@ def node_conditions(
     return [c for c in found if c is not None]
 
 
-def verdict_sort_key(v: VerdictView) -> tuple[int, float]:
-    """Worst first, then the most money at stake (unknown money last)."""
+def verdict_sort_key(v: VerdictView) -> tuple[bool, int, float]:
+    """Established before pending, worst first, then the most money at stake (unknown
+    money last)."""
     stake = v.usd_per_hour_at_stake
-    return SEVERITY_RANK.get(v.severity, len(SEVERITY_RANK)), -(stake if stake is not None else -1.0)
+    return (
+        v.pending,
+        SEVERITY_RANK.get(v.severity, len(SEVERITY_RANK)),
+        -(stake if stake is not None else -1.0),
+    )
 
 
 def hunt_order(nodes: Sequence[NodeView]) -> list[tuple[NodeView, VerdictView]]:
@@ -101,6 +106,9 @@ class VerdictTracker:
     def __init__(self) -> None:
         self._tracks: dict[tuple[str, str], _Track] = {}
         self._ecc_baseline: dict[str, dict[int, int]] = {}
+        #: also show conditions still within their hold time, marked `pending` — for a
+        #: one-shot snapshot whose window can be shorter than the hold (never the TUI)
+        self.report_pending = False
         #: (node, verdict) pairs that became active on the latest `apply`
         self.started: list[tuple[str, VerdictView]] = []
 
@@ -138,7 +146,8 @@ class VerdictTracker:
             del self._tracks[key]
 
     @staticmethod
-    def _view(track: _Track) -> VerdictView:
+    def _view(track: _Track, now: float | None = None) -> VerdictView:
+        """The verdict of an active track; with `now`, the pending view of one still held."""
         c = track.last
         return VerdictView(
             kind=c.kind,
@@ -146,6 +155,8 @@ class VerdictTracker:
             severity=c.severity,
             since=track.since,
             usd_per_hour_at_stake=c.usd_per_hour_at_stake,
+            pending=now is not None,
+            held_s=None if now is None else max(0.0, now - track.seen_at),
         )
 
     def apply(self, nodes: Sequence[NodeView], layout: Layout, now: float) -> list[NodeView]:
@@ -175,9 +186,10 @@ class VerdictTracker:
                     del self._tracks[(node.name, kind)]
             shown = ALL_KINDS if ok else STATUS_KINDS
             verdicts = [
-                self._view(t)
+                self._view(t) if t.active else self._view(t, now)
                 for kind in shown
-                if (t := self._tracks.get((node.name, kind))) is not None and t.active
+                if (t := self._tracks.get((node.name, kind))) is not None
+                and (t.active or self.report_pending)
             ]
             verdicts.sort(key=verdict_sort_key)
             out.append(node.model_copy(update={"verdicts": verdicts}))

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import itertools
+import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -22,6 +24,7 @@ from monitor.evaluation.api_price import describe
 from monitor.evaluation.ledger import CLUSTER_ROW, ZERO
 from monitor.evaluation.money import usd_per
 from monitor.format import fmt_num, fmt_pct, fmt_span, fmt_usd
+from monitor.record.incidents import Incident, Scan, scan
 from monitor.record.store import Recording, TickRow
 from monitor.snapshot import SessionView
 
@@ -33,6 +36,11 @@ MAX_TEXT_CHARS = 500
 def clean(text: object) -> str:
     """Text from a layout or a record, inert (`inert_text`) and safe in a Markdown table."""
     return inert_text(text, MAX_TEXT_CHARS).replace("|", "\\|")
+
+
+def iso_utc(t: float) -> str:
+    """ISO 8601 for the CSVs (machines read them)."""
+    return dt.datetime.fromtimestamp(t, dt.UTC).isoformat()
 
 
 def iso(t: float | None) -> str:
@@ -106,9 +114,33 @@ def _money(value: Decimal | float | None) -> str:
     return "" if value is None else f"{Decimal(value):.6f}"
 
 
-def chart_svg(ticks: Sequence[TickRow], title: str, width: int = 800, height: int = 320) -> str:
-    """Cumulative spend (left axis) and accepted tokens/s (right axis) over time."""
-    pad_l, pad_r, pad_t, pad_b = 70, 70, 36, 40
+def nice_range(low: float, high: float, ticks: int = 4) -> tuple[float, float, float]:
+    """An axis that fits [low, high]: (bottom, top, step) on round numbers (1, 2, 5 × 10^n)."""
+    if not high > low:
+        pad = abs(high) * 0.05 or 1.0
+        low, high = low - pad, high + pad
+    raw = (high - low) / ticks
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= raw)
+    return math.floor(low / step) * step, math.ceil(high / step) * step, step
+
+
+def _axis_values(bottom: float, top: float, step: float) -> list[float]:
+    n = round((top - bottom) / step)
+    return [bottom + i * step for i in range(n + 1)]
+
+
+SPEND_COLOUR, RATE_COLOUR, PHASE_COLOUR, INCIDENT_COLOUR = "#c0392b", "#2471a3", "#7d3c98", "#e67e22"
+
+
+def chart_svg(
+    ticks: Sequence[TickRow], title: str, width: int = 900, height: int = 360,
+    incidents: Sequence[Incident] = (),
+) -> str:
+    """Cumulative spend (left axis) and accepted tokens/s (right axis) over time, each axis
+    fitted to its data; phase changes as dashed lines, incident starts as marks on the
+    time axis. The legend sits above the plot, never on the lines."""
+    pad_l, pad_r, pad_t, pad_b = 90, 110, 56, 44
     shown_title = escape(inert_text(title, MAX_TEXT_CHARS))
     plot_w, plot_h = width - pad_l - pad_r, height - pad_t - pad_b
     out = [
@@ -130,30 +162,60 @@ def chart_svg(ticks: Sequence[TickRow], title: str, width: int = 800, height: in
     def x(t: float) -> float:
         return pad_l + (t - t0) / span * plot_w
 
-    def series(points: list[tuple[float, float]], top: float, colour: str) -> None:
-        top = top if top > 0 else 1.0
-        coords = " ".join(f"{x(t):.1f},{pad_t + plot_h - v / top * plot_h:.1f}" for t, v in points)
-        out.append(f'<polyline fill="none" stroke="{colour}" stroke-width="1.5" points="{coords}"/>')
+    def y(v: float, bottom: float, top: float) -> float:
+        return pad_t + plot_h - (v - bottom) / (top - bottom) * plot_h
 
-    spend_top = max((v for _, v in spend), default=0.0)
-    rate_top = max((v for _, v in rate if v is not None), default=0.0)
+    legend_y = pad_t - 10
     if spend:
-        series(spend, spend_top, "#c0392b")
+        values = [v for _, v in spend]
+        bottom, top, step = nice_range(min(values), max(values))
+        for v in _axis_values(bottom, top, step):
+            out.append(f'<line x1="{pad_l}" x2="{pad_l + plot_w}" y1="{y(v, bottom, top):.1f}" '
+                       f'y2="{y(v, bottom, top):.1f}" stroke="#eee"/>')
+            out.append(f'<text x="{pad_l - 6}" y="{y(v, bottom, top) + 4:.1f}" text-anchor="end" '
+                       f'fill="{SPEND_COLOUR}">{escape(fmt_usd(v))}</text>')
+        coords = " ".join(f"{x(t):.1f},{y(v, bottom, top):.1f}" for t, v in spend)
+        out.append(f'<polyline fill="none" stroke="{SPEND_COLOUR}" stroke-width="1.5" points="{coords}"/>')
+        out.append(f'<text x="{pad_l}" y="{legend_y}" fill="{SPEND_COLOUR}">'
+                   "— spend (cumulative, left)</text>")
     if rate:
-        series([(t, v) for t, v in rate if v is not None], rate_top, "#2471a3")
+        values = [v for _, v in rate if v is not None]
+        bottom, top, step = nice_range(min(values), max(values))
+        for v in _axis_values(bottom, top, step):
+            out.append(f'<text x="{pad_l + plot_w + 6}" y="{y(v, bottom, top) + 4:.1f}" '
+                       f'fill="{RATE_COLOUR}">{escape(fmt_num(v, 0))}</text>')
+        coords = " ".join(f"{x(t):.1f},{y(v, bottom, top):.1f}" for t, v in rate if v is not None)
+        out.append(f'<polyline fill="none" stroke="{RATE_COLOUR}" stroke-width="1.5" points="{coords}"/>')
+        out.append(f'<text x="{pad_l + plot_w}" y="{legend_y}" text-anchor="end" '
+                   f'fill="{RATE_COLOUR}">accepted tokens/s (right) —</text>')
+    for at, phase in _phase_changes(ticks):
+        out.append(f'<line x1="{x(at):.1f}" x2="{x(at):.1f}" y1="{pad_t}" y2="{pad_t + plot_h}" '
+                   f'stroke="{PHASE_COLOUR}" stroke-dasharray="4 3"/>')
+        out.append(f'<text x="{x(at) + 3:.1f}" y="{pad_t + 12}" fill="{PHASE_COLOUR}" '
+                   f'font-size="11">{escape(clean(phase))}</text>')
+    for run in incidents:
+        if t0 <= run.start <= t1:
+            mark_x, base = x(run.start), pad_t + plot_h
+            out.append(f'<path d="M{mark_x:.1f},{base - 8} l-4,8 h8 z" fill="{INCIDENT_COLOUR}">'
+                       f"<title>{escape(clean(run.kind))} on {escape(clean(run.node))}</title></path>")
+    if incidents:
+        out.append(f'<text x="{width / 2}" y="{legend_y}" text-anchor="middle" '
+                   f'fill="{INCIDENT_COLOUR}">▲ incident start</text>')
     out += [
-        f'<text x="{pad_l - 6}" y="{pad_t + 4}" text-anchor="end" fill="#c0392b">'
-        f"{escape(fmt_usd(spend_top))}</text>",
-        f'<text x="{pad_l - 6}" y="{pad_t + plot_h}" text-anchor="end" fill="#c0392b">$0</text>',
-        f'<text x="{pad_l + plot_w + 6}" y="{pad_t + 4}" fill="#2471a3">{fmt_num(rate_top, 0)} tok/s</text>',
-        f'<text x="{pad_l + plot_w + 6}" y="{pad_t + plot_h}" fill="#2471a3">0</text>',
-        f'<text x="{pad_l}" y="{height - 12}">{escape(iso(t0))}</text>',
-        f'<text x="{pad_l + plot_w}" y="{height - 12}" text-anchor="end">{escape(iso(t1))}</text>',
-        f'<text x="{pad_l + 8}" y="{pad_t + 16}" fill="#c0392b">spend (cumulative)</text>',
-        f'<text x="{pad_l + 8}" y="{pad_t + 32}" fill="#2471a3">accepted tokens/s</text>',
+        f'<text x="{pad_l}" y="{height - 14}">{escape(iso(t0))}</text>',
+        f'<text x="{pad_l + plot_w}" y="{height - 14}" text-anchor="end">{escape(iso(t1))}</text>',
         "</svg>",
     ]
     return "\n".join(out) + "\n"
+
+
+def _phase_changes(ticks: Sequence[TickRow]) -> list[tuple[float, str]]:
+    """(time, new phase) at each change after the first tick, and the first phase."""
+    changes = [(ticks[0].at, ticks[0].phase)]
+    for before, after in itertools.pairwise(ticks):
+        if after.phase != before.phase:
+            changes.append((after.at, after.phase))
+    return changes if len(changes) > 1 else []
 
 
 def _facts(rec: Recording) -> list[tuple[str, str]]:
@@ -204,6 +266,15 @@ def _pricing_line(rec: Recording) -> str:
     return "rented: " + (", ".join(parts) or "no rates")
 
 
+def _span_words(s: SessionView) -> str:
+    """Which stretch the token figures (and $/1M, API-equivalent) cover."""
+    if s.usd_per_million_span == "reservation":
+        return "the whole reservation (the engines' counters began within it)"
+    if s.usd_per_million_span == "watched":
+        return f"since {s.tokens_since} (spend over it: {fmt_usd(s.span_spend_usd)})"
+    return "—"
+
+
 def _money_lines(s: SessionView | None, tasks: int | None) -> list[tuple[str, str]]:
     if s is None:
         return [("session", "no readable figures")]
@@ -214,6 +285,7 @@ def _money_lines(s: SessionView | None, tasks: int | None) -> list[tuple[str, st
         ("cost per hour (last)", fmt_usd(s.cost_per_hour_usd)),
         ("elapsed since reservation start", fmt_span(s.elapsed_s, precise=True)),
         ("charged but not watched", fmt_span(s.unwatched_s, precise=True)),
+        ("token figures cover", _span_words(s)),
         ("accepted output tokens", fmt_num(s.accepted_tokens, 0)),
         ("$ per 1M accepted output tokens", fmt_usd(s.usd_per_million_output_tokens, 4)),
         ("finished requests", fmt_num(s.requests_finished, 0)),
@@ -222,12 +294,14 @@ def _money_lines(s: SessionView | None, tasks: int | None) -> list[tuple[str, st
         ("API-equivalent", fmt_usd(s.api_equivalent_usd, 4)),
         ("break-even ratio (spend ÷ API-equivalent)", fmt_num(s.api_break_even_ratio, 2)),
         ("budget", fmt_usd(s.budget_usd)),
-        ("budget used", fmt_pct(s.budget_used_fraction, 1)),
+        ("budget used", s.budget_label or fmt_pct(s.budget_used_fraction, 1)),
+        ("projected spend at the reservation end", fmt_usd(s.projected_spend_usd)),
     ]
 
 
 def write_report(rec: Recording, out_dir: Path, acceptable_tasks: int | None = None) -> list[Path]:
-    """Write report.md, phases.csv, nodes.csv, hours.csv and spend.svg; return their paths."""
+    """Write report.md, phases.csv, nodes.csv, incidents.csv, hours.csv and spend.svg;
+    return their paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
     session = rec.final_session()
     ledger = rec.ledger
@@ -247,18 +321,18 @@ def write_report(rec: Recording, out_dir: Path, acceptable_tasks: int | None = N
     _write_csv(phases, ("phase", "seconds", "spend_usd"), phase_rows)
     written.append(phases)
 
+    found = scan(rec)
     nodes = out_dir / "nodes.csv"
-    config = {n.name: n for n in rec.layout.nodes} if rec.layout else {}
-    node_rows = []
-    if ledger is not None:
-        for name, spend in sorted(
-            ledger.spend_by_node.items(), key=lambda kv: (kv[0] == CLUSTER_ROW, kv[0])
-        ):
-            node = config.get(name)
-            gpus = node.gpus if node and node.gpus is not None else ""
-            node_rows.append((name, node.role if node else "", gpus, _money(spend)))
-    _write_csv(nodes, ("node", "role", "gpus", "spend_usd"), node_rows)
+    _write_csv(nodes, NODE_COLUMNS, _node_rows(rec, found))
     written.append(nodes)
+
+    incidents = out_dir / "incidents.csv"
+    _write_csv(incidents, INCIDENT_COLUMNS, [
+        (r.node, r.kind, r.severity, iso_utc(r.start), iso_utc(r.end) if r.end is not None else "",
+         f"{r.duration_s(found.end):.0f}", _money(r.usd_at_stake(found.end)), r.detail)
+        for r in found.incidents
+    ])
+    written.append(incidents)
 
     hours = out_dir / "hours.csv"
     started = ledger.started_at if ledger else (rec.ticks[0].at if rec.ticks else 0.0)
@@ -267,17 +341,20 @@ def write_report(rec: Recording, out_dir: Path, acceptable_tasks: int | None = N
         hours,
         ("hour_start_utc", "spend_usd", "output_tokens", "watched_s"),
         [(dt.datetime.fromtimestamp(h.hour_start, dt.UTC).isoformat(), _money(h.spend_usd),
-          f"{h.output_tokens:.3f}", f"{h.watched_s:.3f}") for h in hour_rows],
+          round(h.output_tokens), f"{h.watched_s:.3f}") for h in hour_rows],
     )
     written.append(hours)
 
     title = rec.layout.cluster.name if rec.layout else rec.path.name
     chart = out_dir / "spend.svg"
-    chart.write_text(chart_svg(rec.ticks, f"{title}: spend and accepted tokens/s"), encoding="utf-8")
+    chart.write_text(
+        chart_svg(rec.ticks, f"{title}: spend and accepted tokens/s", incidents=found.incidents),
+        encoding="utf-8",
+    )
     written.append(chart)
 
     md = out_dir / "report.md"
-    md.write_text(_markdown(rec, session, acceptable_tasks, hour_rows), encoding="utf-8")
+    md.write_text(_markdown(rec, session, acceptable_tasks, hour_rows, found), encoding="utf-8")
     written.insert(0, md)
     return written
 
@@ -287,7 +364,8 @@ def _table(rows: Sequence[tuple[str, str]], head: tuple[str, str] = ("", "")) ->
 
 
 def _markdown(
-    rec: Recording, session: SessionView | None, tasks: int | None, hours: Sequence[HourRow]
+    rec: Recording, session: SessionView | None, tasks: int | None, hours: Sequence[HourRow],
+    found: Scan,
 ) -> str:
     title = clean(rec.layout.cluster.name) if rec.layout else clean(rec.path.name)
     lines = [f"# Session report: {title}", "", f"Recording: `{clean(rec.path)}`", ""]
@@ -312,10 +390,63 @@ def _markdown(
             for p, s in led.seconds_by_phase.items()
         ]
         lines.append("")
+    lines += _incident_lines(found)
     if hours:
         lines += ["## Spend by hour", "", "| hour (UTC) | spend | output tokens |", "|---|---|---|"]
         lines += [f"| {iso(h.hour_start)} | {fmt_usd(float(h.spend_usd))} | {fmt_num(h.output_tokens, 0)} |"
                   for h in hours]
         lines.append("")
-    lines += ["Files: `phases.csv`, `nodes.csv`, `hours.csv`, chart `spend.svg`.", ""]
+    lines += ["Files: `phases.csv`, `nodes.csv`, `incidents.csv`, `hours.csv`, chart `spend.svg`.", ""]
     return "\n".join(lines)
+
+
+NODE_COLUMNS = ("node", "role", "gpus", "spend_usd", "idle_spend_usd", "output_tokens",
+                "mean_util_pct", "verdict_minutes")
+INCIDENT_COLUMNS = ("node", "verdict", "severity", "start_utc", "end_utc", "duration_s",
+                    "usd_at_stake", "detail")
+# the Markdown table lists the costliest incidents; incidents.csv has every one
+MAX_INCIDENT_LINES = 50
+
+
+def _node_rows(rec: Recording, found: Scan) -> list[tuple[object, ...]]:
+    """One row per node: the ledger's spend, the rest from the recorded snapshots. Work
+    billed to no node (extras) gets its own row only when there is some."""
+    config = {n.name: n for n in rec.layout.nodes if n.name is not None} if rec.layout else {}
+    spend = dict(rec.ledger.spend_by_node) if rec.ledger is not None else {}
+    extras = spend.pop(CLUSTER_ROW, ZERO)
+    rows: list[tuple[object, ...]] = []
+    for name in sorted(set(spend) | set(found.nodes) | set(config)):
+        node = config.get(name)
+        totals = found.nodes.get(name)
+        util = totals.mean_util_pct if totals else None
+        rows.append((
+            name, node.role if node else "", node.gpus if node and node.gpus is not None else "",
+            _money(spend.get(name)),
+            _money(totals.idle_spend_usd) if totals else "",
+            round(totals.output_tokens) if totals else "",
+            "" if util is None else f"{util:.1f}",
+            f"{totals.verdict_s / 60:.1f}" if totals else "",
+        ))
+    if abs(extras) >= Decimal("0.005"):  # float dust from the split is not a bill
+        rows.append(("(extras)", "", "", _money(extras), "", "", "", ""))
+    return rows
+
+
+def _incident_lines(found: Scan) -> list[str]:
+    lines = ["## Incidents", ""]
+    if not found.incidents:
+        return [*lines, "No verdict was established during the recording.", ""]
+    costly = sorted(found.incidents, key=lambda r: -(r.usd_at_stake(found.end) or 0.0))
+    shown = sorted(costly[:MAX_INCIDENT_LINES], key=lambda r: (r.start, r.node))
+    lines += ["| verdict | node | start | end | duration | $ at stake |", "|---|---|---|---|---|---|"]
+    lines += [
+        f"| {clean(r.kind)} | {clean(r.node)} | {iso(r.start)} | "
+        f"{iso(r.end) if r.end is not None else 'still open'} | "
+        f"{fmt_span(r.duration_s(found.end), precise=True)} | {fmt_usd(r.usd_at_stake(found.end))} |"
+        for r in shown
+    ]
+    if len(found.incidents) > len(shown):
+        lines.append(f"\n{len(found.incidents) - len(shown)} cheaper incidents in `incidents.csv`.")
+    if found.snapshots_read < found.ticks:
+        lines.append(f"\nFrom {found.snapshots_read:,} of {found.ticks:,} recorded snapshots, evenly spaced.")
+    return [*lines, ""]

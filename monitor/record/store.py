@@ -42,7 +42,7 @@ import pydantic_core
 
 from collectors.safe_text import redact_url
 from layouts.model import Layout, Thresholds
-from monitor.evaluation.ledger import PHASES, SessionLedger
+from monitor.evaluation.ledger import PHASES, SessionLedger, energy_usd_per_kwh, reservation_end
 from monitor.evaluation.link_summary import with_link_judgments
 from monitor.record import checks as check
 from monitor.snapshot import SessionView, Snapshot
@@ -338,6 +338,9 @@ def _command_line() -> str:
     return check.printable(shlex.join([program, *argv[1:]]))
 
 
+command_line = _command_line  # also the monitor lock's holder (monitor/channel/paths.py)
+
+
 def _lock_holder(fd: int) -> str:
     """'pid 1234 (infertop record …)' from a lock file (written by any process: made inert)."""
     raw = os.pread(fd, 512, 0).decode("utf-8", "replace").strip()
@@ -436,6 +439,8 @@ class SessionStore:
         # the layout may have changed its budget or task count since; its word is the latest
         ledger.budget_usd = layout.session.budget_usd
         ledger.acceptable_tasks = layout.session.acceptable_tasks
+        ledger.ends_at = reservation_end(layout, ledger.started_at)
+        ledger.energy_usd_per_kwh = energy_usd_per_kwh(layout)
         ledger.resumed = True  # the stretch since the last tick was not watched
         conn = _connect(path)
         conn.execute("DELETE FROM meta WHERE key = 'ended_at'")

@@ -96,6 +96,7 @@ def ssh_layout(ssh: LoopbackSsh, python: str, engine_url: str | None = None) -> 
         [[nodes]]
         name = "node-01"
         role = "decode"
+        gpus = 1
         ssh = "{ssh.target}"
         """) + engine
 
@@ -194,6 +195,7 @@ def exporter_node(server: HttpServer, name: str) -> str:
         [[nodes]]
         name = "{name}"
         role = "decode"
+        gpus = 1
         metrics = {json.dumps(urls)}
         engine = {{ url = "{server.url(f'/{name}/engine/metrics')}", profile = "vllm" }}
         """)
@@ -276,7 +278,7 @@ def recorded(loopback_ssh: LoopbackSsh, tmp_path_factory: pytest.TempPathFactory
     probe.chmod(0o755)
     layout = work / "layout.toml"
     text = ssh_layout(loopback_ssh, str(probe)).replace('name = "hostile-ssh"', f"name = {json.dumps(HOSTILE_NAME)}")
-    layout.write_text(text.replace('role = "decode"', 'role = "decode"\ngpus = 1'))
+    layout.write_text(text)
     record = work / ("rec-" + "".join(HOSTILE.values()) + ".sqlite")
     [rec] = run_infertop(("record", "--layout", str(layout), "--record", str(record), "--duration", "2"))
     assert rec.returncode == 0, rec.stderr

@@ -98,8 +98,13 @@ def test_node_exporter_nics() -> None:
 
 
 def test_exporter_detection() -> None:
-    assert set(parts_from_exporter(page("dcgm.txt"))) == {"gpus"}
+    dcgm = parts_from_exporter(page("dcgm.txt"))
+    # this page has clock reasons, NVLink errors and traffic (the default total), no ECC
+    assert set(dcgm) == {"gpus", "unseen"}
+    assert sorted(dcgm["unseen"]) == ["ecc"]  # type: ignore[call-overload]
     node = parts_from_exporter(page("node_exporter.txt"))
-    assert set(node) == {"nics", "notes"}
+    # this page carries no port error counters: said, not silently clean
+    assert set(node) == {"nics", "notes", "unseen"}
+    assert set(node["unseen"]) == {"nic_errors"}  # type: ignore[arg-type]
     assert node["notes"] == ["bond1: 1 of 2 bond members active"]
     assert parts_from_exporter(page("vllm_v1.txt")) == {}

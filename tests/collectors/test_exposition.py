@@ -66,13 +66,17 @@ def test_sglang_profile() -> None:
     e = engine_sample_from_text(fixture("sglang.txt"), "sglang")
     assert e.requests_running == 56 and e.requests_waiting == 4
     assert e.kv_cache_usage == pytest.approx(0.6)
-    assert e.generation_tokens_total == 1_234_567
+    # live decode tokens (realtime_tokens_total{mode="decode"}), not the finish-time counter
+    assert e.generation_tokens_total == 1_200_000
     assert e.prompt_cached_tokens_total == 400_000
     assert e.requests_finished_total == 2500
-    # one DP engine reporting passes split by CUDA-graph mode: summed within the engine
+    # one DP engine reporting decode passes split by CUDA-graph mode: summed within the
+    # engine; its prefill passes are not decode steps
     assert e.steps_total == 10_000
-    # SGLang has no speculative-decoding counters (gauges only): unknown
+    # SGLang has no speculative-decoding counters (gauges only): unknown; its gauges
+    # count only with verify calls (none on this page)
     assert e.drafts_total is None and e.accepted_tokens_total is None
+    assert e.spec_accept_length is None
     assert e.itl_seconds_count == 1_232_067
 
 

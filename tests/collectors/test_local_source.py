@@ -208,7 +208,9 @@ def _ib_port(root: Path, dev: str, port: str, *, state: str, rate: str | None, l
 def ib_tree(tmp_path: Path) -> Path:
     root = tmp_path / "sys" / "class" / "infiniband"
     _ib_port(root, "mlx5_0", "1", state="4: ACTIVE", rate="400 Gb/sec (4X NDR)", link_layer="InfiniBand",
-             xmit=1000, rcv=250, extra={"port_xmit_wait": "7", "link_downed": "1", "symbol_error": "0"})
+             xmit=1000, rcv=250, extra={"port_xmit_wait": "7", "link_downed": "1", "symbol_error": "0",
+                                        "port_rcv_errors": "12", "link_error_recovery": "3",
+                                        "local_link_integrity_errors": "0"})
     (root / "mlx5_0" / "device" / "net" / "ib0").mkdir(parents=True)
     _ib_port(root, "mlx5_1", "1", state="4: ACTIVE", rate="200 Gb/sec (2X NDR)", link_layer="Ethernet",
              xmit=5, rcv=6)
@@ -227,12 +229,16 @@ def test_read_ib_fixture(ib_tree: Path) -> None:
     assert ib["tx_bytes_total"] == 4000 and ib["rx_bytes_total"] == 1000
     assert ib["xmit_wait_total"] == 7 and ib["link_downed_total"] == 1 and ib["errors_total"] == 0
     assert ib["netdev"] == "ib0"
+    # the error counters node_exporter reads, named the same way (NicSample fields)
+    assert ib["rx_errors_total"] == 12 and ib["link_recoveries_total"] == 3
+    assert ib["link_integrity_errors_total"] == 0 and ib["physical_state"] == "link_up"
     roce = ports["mlx5_1/1"]
     assert roce["kind"] == "roce" and roce["speed_gbps"] == 200.0 and roce["tx_bytes_total"] == 20
     assert roce["netdev"] == "ens1f0"
     down = ports["mlx5_1/2"]
     assert down["state"] == "down" and down["speed_gbps"] is None
     assert down["tx_bytes_total"] is None and down["xmit_wait_total"] is None  # unknown, not 0
+    assert down["rx_errors_total"] is None and down["physical_state"] == "disabled"
 
 
 def test_read_ib_without_infiniband(tmp_path: Path) -> None:

@@ -36,6 +36,9 @@ class RecordedGpu:
     util: int = 50
     mem_used: int = 10 << 30
     mem_total: int = 141 << 30
+    # the driver's reserved framebuffer: v1 counts it as used, v2 reports it apart
+    mem_reserved: int = 0
+    mem_v2: bool = True  # False: a driver without nvmlDeviceGetMemoryInfo_v2
     power_mw: int = 300_000
     temp: int = 40
     sm_mhz: int = 1500
@@ -58,7 +61,7 @@ def recorded_pynvml(gpus: list[RecordedGpu], init_error: int | None = None) -> M
     """A `pynvml` whose driver calls answer from `gpus`; everything else is the real module's."""
     m = ModuleType("pynvml")
     for name in dir(real):
-        if name.startswith(("NVML", "c_nvml")):
+        if name.startswith(("NVML", "c_nvml", "nvmlMemory_v")):  # constants, errors, structs
             setattr(m, name, getattr(real, name))
     calls: Counter[str] = Counter()
     requested_pairs: list[list[tuple[int, int]]] = []
@@ -66,9 +69,9 @@ def recorded_pynvml(gpus: list[RecordedGpu], init_error: int | None = None) -> M
     m.requested_pairs = requested_pairs  # type: ignore[attr-defined]
 
     def counted(fn: Any) -> Any:
-        def wrapper(*args: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
             calls[fn.__name__] += 1
-            return fn(*args)
+            return fn(*args, **kwargs)
 
         wrapper.__name__ = fn.__name__
         setattr(m, fn.__name__, wrapper)
@@ -110,9 +113,16 @@ def recorded_pynvml(gpus: list[RecordedGpu], init_error: int | None = None) -> M
         return real.c_nvmlUtilization_t(gpu=gpu(h).util, memory=0)
 
     @counted
-    def nvmlDeviceGetMemoryInfo(h: int) -> Any:
+    def nvmlDeviceGetMemoryInfo(h: int, version: int | None = None) -> Any:
         g = gpu(h)
-        return real.c_nvmlMemory_t(total=g.mem_total, free=g.mem_total - g.mem_used, used=g.mem_used)
+        free = g.mem_total - g.mem_used - g.mem_reserved
+        if version is None:  # v1: the reserved memory is part of "used"
+            return real.c_nvmlMemory_t(total=g.mem_total, free=free, used=g.mem_used + g.mem_reserved)
+        if not g.mem_v2:
+            _raise(real.NVML_ERROR_FUNCTION_NOT_FOUND)  # what the real binding raises
+        return real.c_nvmlMemory_v2_t(
+            version=version, total=g.mem_total, reserved=g.mem_reserved, free=free, used=g.mem_used
+        )
 
     @counted
     def nvmlDeviceGetPowerUsage(h: int) -> int:
@@ -385,3 +395,51 @@ def test_open_gpus_when_nvidia_smi_fails(tmp_path: Path, use_pynvml: Any,
     reader, note = probe.open_gpus()
     assert reader is None and note is not None and "nvidia-smi failed" in note
     assert os.environ["PATH"] == str(exe.parent)
+
+
+# ---------------------------------------------------------------------------- memory v2 / v1
+
+
+def test_memory_used_is_v2_like_nvidia_smi_when_the_driver_has_it(use_pynvml: Any) -> None:
+    # an idle H200 as measured: NVML v1 said 615 MiB used, nvidia-smi 0
+    nv = recorded_pynvml([RecordedGpu(mem_used=0, mem_reserved=615 << 20, mem_total=143771 << 20)])
+    use_pynvml(nv)
+    reader = probe.NvmlReader()
+    [gpu] = reader.read()
+    assert gpu["mem_used_bytes"] == 0 and gpu["mem_info_version"] == 2
+    assert gpu["mem_total_bytes"] == 143771 << 20
+    reader.read()
+    assert nv.calls["nvmlDeviceGetMemoryInfo"] == 2  # one v2 call per reading, no v1
+
+
+def test_memory_falls_back_to_v1_once_and_says_so(use_pynvml: Any) -> None:
+    nv = recorded_pynvml([RecordedGpu(mem_used=1139 << 20, mem_reserved=615 << 20, mem_v2=False)])
+    use_pynvml(nv)
+    reader = probe.NvmlReader()
+    [gpu] = reader.read()
+    # v1's "used" includes the reserved memory (1754 MiB where nvidia-smi says 1139)
+    assert gpu["mem_used_bytes"] == 1754 << 20 and gpu["mem_info_version"] == 1
+    reader.read()
+    reader.read()
+    # v2 asked once (missing), then v1 only: 1 + 3 calls
+    assert nv.calls["nvmlDeviceGetMemoryInfo"] == 4
+
+
+def test_the_fallback_reaches_the_sample_and_the_node_screen(use_pynvml: Any) -> None:
+    from collectors.probe.schema import sample_from_reading
+    from monitor.snapshot import GpuView, NodeView
+    from tui.node_rows import notes_text
+
+    def node_text(driver_has_v2: bool) -> tuple[list[int | None], str]:
+        use_pynvml(recorded_pynvml([RecordedGpu(mem_v2=driver_has_v2), RecordedGpu(mem_v2=driver_has_v2)]))
+        gpus = probe.NvmlReader().read()
+        sample = sample_from_reading("n", "local", {"gpus": gpus}, 1.0)
+        assert sample.gpus is not None
+        views = [GpuView(index=g.index, mem_info_version=g.mem_info_version) for g in sample.gpus]
+        node = NodeView(name="n", role="decode", status="ok", gpus=views)
+        return [g.mem_info_version for g in sample.gpus], notes_text(node).plain
+
+    versions, text = node_text(driver_has_v2=False)
+    assert versions == [1, 1] and "GPU 0, 1 memory from NVML v1" in text
+    versions, text = node_text(driver_has_v2=True)
+    assert versions == [2, 2] and "NVML v1" not in text

@@ -72,6 +72,32 @@ def test_ib_ports_named_like_the_probe() -> None:
     ]
 
 
+def test_default_dcgm_nvlink_clock_ecc_and_port_errors_are_read() -> None:
+    # the same figures a direct scrape reads (collectors.exporters), through PromQL results
+    queries = {q.key: q.promql for q in promql.QueryBuilder().tier("gpu") + promql.QueryBuilder().tier("node")}
+    assert "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL" in queries["nvlink_total"]
+    assert "DCGM_FI_DEV_CLOCKS_EVENT_REASONS" in queries["clock_event_reasons"]
+    assert "node_infiniband_port_errors_received_total" in queries["ib_rx_errors"]
+    gpu = promql.gpu_sample("n", 1.0, {
+        "util_pct": {("0", "H200"): 90.0},
+        "nvlink_total": {("0",): 283203.0}, "clock_event_reasons": {("0",): 4.0}, "ecc_dbe": {("0",): 2.0},
+    }, "prom:gpu")
+    assert gpu is not None and gpu.gpus is not None
+    [g0] = gpu.gpus
+    assert g0.nvlink_bytes_per_s == pytest.approx(2.9e11, rel=0.01)  # 1000 KiB/s units
+    assert g0.clock_event_reasons == 4 and g0.ecc_uncorrected_total == 2
+    node = promql.node_sample("n", 1.0, {
+        "ib_rx": {("mlx5_0", "1"): 1.0}, "ib_rx_errors": {("mlx5_0", "1"): 120.0},
+        "ib_recoveries": {("mlx5_0", "1"): 4.0}, "ib_phys": {("mlx5_0", "1"): 2.0},
+        "eth_rx": {("eth0",): 1.0}, "eth_rx_errors": {("eth0",): 2.0}, "eth_rx_drops": {("eth0",): 100.0},
+    }, "prom:node")
+    assert node is not None
+    ports = {n.name: n for n in node.nics or []}
+    assert ports["mlx5_0"].rx_errors_total == 120 and ports["mlx5_0"].link_recoveries_total == 4
+    assert ports["mlx5_0"].physical_state == "polling"
+    assert ports["eth0"].rx_errors_total == 2 and ports["eth0"].rx_drops_total == 100
+
+
 def test_nothing_known_is_no_sample() -> None:
     assert promql.engine_sample("n", 1.0, {"steps_total": {(): None}}, "prom:engine") is None
     assert promql.node_sample("n", 1.0, {}, "prom:node") is None
@@ -158,5 +184,20 @@ def test_layout_accepts_matchers_and_label_lists() -> None:
     layout = parse_layout(
         '[prometheus]\nurl = "http://p:9090"\nnode_label = ["Hostname", "instance"]\n'
         'selector = \'cluster="a", job=~"vllm.*"\'\n'
+        '[[nodes]]\nname = "decode-01"\n'  # a layout without nodes (and no discover) is refused
     )
     assert layout.prometheus is not None and layout.prometheus.selector == 'cluster="a", job=~"vllm.*"'
+
+
+def test_steps_are_kept_per_engine_so_the_fastest_engine_is_shown() -> None:
+    queries = {q.key: q.promql for q in promql.QueryBuilder().engine()}
+    assert queries["steps_by_engine"].startswith("sum by (infertop_node, engine, dp_rank)")
+    grouped: promql.Grouped = {}
+    promql.group_instant("steps_total", [
+        {"metric": {"infertop_node": "n1"}, "value": [1.0, "75"]}], (), grouped)
+    promql.group_instant("steps_by_engine", [
+        {"metric": {"infertop_node": "n1", "engine": str(e)}, "value": [1.0, str(100 if e < 6 else 0)]}
+        for e in range(8)], promql.subkeys("engine", "steps_by_engine"), grouped)
+    sample = promql.engine_sample("n1", 1.0, grouped["n1"], "prom:engine")
+    assert sample is not None and sample.engine is not None
+    assert sample.engine.steps_by_engine_total == {f"engine={e}": (100.0 if e < 6 else 0.0) for e in range(8)}

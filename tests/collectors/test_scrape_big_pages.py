@@ -18,15 +18,13 @@ from pathlib import Path
 
 import pytest
 from conftest import infertop_bin
-from fixtures.vllm_dp_page import PageTruth, vllm_dp_page
+from fixtures.vllm_dp_page import TRICKLE, assert_engine_matches, vllm_dp_page
 
 from collectors.probe.engine import fetch_engine
 from collectors.profiles import BUNDLED_PROFILES
-from collectors.sample import EngineSample
 from collectors.scrape import Endpoint, ScrapeSource
 from collectors.ssh import PROBE_MAX_LINE_BYTES, ProbeLines, SshNode, SshSource
 
-TRICKLE = Path(__file__).parent.parent / "trickle_server.py"
 VLLM = BUNDLED_PROFILES["vllm"]
 PYTHON = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
 
@@ -53,25 +51,6 @@ def trickle(tmp_path: Path) -> Iterator[Callable[..., str]]:
         for proc in procs:
             proc.kill()
             proc.wait()
-
-
-def assert_engine_matches(engine: EngineSample | None, truth: PageTruth) -> None:
-    """Every figure the vllm profile reads, against what the page was driven with."""
-    assert engine is not None
-    n = len(truth.engines)
-    # steps: each DP engine steps in lockstep, so the node's count is the mean over engines
-    assert engine.steps_total == pytest.approx(truth.total("steps") / n)
-    assert engine.generation_tokens_total == truth.total("generation_tokens")
-    assert engine.prompt_tokens_total == truth.total("prompt_tokens")
-    assert engine.drafts_total == truth.total("drafts")
-    assert engine.draft_tokens_total == truth.total("draft_tokens")
-    assert engine.accepted_tokens_total == truth.total("accepted_tokens")
-    assert engine.requests_running == truth.total("running")
-    assert engine.requests_waiting == truth.total("waiting")
-    assert engine.kv_cache_usage == pytest.approx(truth.total("kv_cache_usage") / n)
-    finished = sum(sum(e.finished.values()) for e in truth.engines)
-    assert engine.requests_finished_total == finished
-    assert engine.itl_seconds_count == truth.total("steps")  # one observation per step
 
 
 async def _no_more(size: int) -> bytes:

@@ -167,7 +167,7 @@ async def test_prometheus_stopped_then_restarted(tmp_path: Path, sim_nodes: list
     server.start()
     server.wait_for_series("vllm:generation_tokens_total", 2)
     # a node read by another source (this machine) must not notice Prometheus' trouble
-    text = layout_text(server.url, extra_nodes='[[nodes]]\nname = "here"\nlocal = true\n')
+    text = layout_text(server.url, extra_nodes='[[nodes]]\nname = "here"\nlocal = true\nnode_hour_usd = 0.0\n')
     monitor = Monitor(parse_layout(text))
     await monitor.start(tick=False)
     try:

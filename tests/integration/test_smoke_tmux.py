@@ -65,5 +65,11 @@ def test_real_binary_shows_localhost_and_quits(tmp_path) -> None:  # type: ignor
         assert exited, f"infertop did not exit on q:\n{_pane(socket, session)}"
         assert _wait(lambda: exit_file.read_text().strip() != "", timeout_s=5)
         assert exit_file.read_text().strip() == "0"
+        # the monitor it started went on recording after q, until stopped
+        stopped = subprocess.run([infertop_bin(), "stop"], capture_output=True, text=True, timeout=60,
+                                 env={**os.environ, **env})
+        assert stopped.returncode == 0, stopped.stderr
+        assert "stopped the monitor" in stopped.stdout
     finally:
         _tmux(socket, "kill-server")
+        subprocess.run([infertop_bin(), "stop"], capture_output=True, timeout=60, env={**os.environ, **env})

@@ -309,8 +309,7 @@ async def test_an_eight_engine_page_trickled_on_the_node_arrives_whole(
 ) -> None:
     """Issue 14 through the real probe and sshd: a ~320 KB vLLM page (8 DP engines),
     served on the node's own loopback in 4 KB pieces, reaches the monitor whole."""
-    from fixtures.vllm_dp_page import vllm_dp_page
-    from test_scrape_big_pages import TRICKLE, assert_engine_matches
+    from fixtures.vllm_dp_page import TRICKLE, assert_engine_matches, vllm_dp_page
 
     host = cluster.hosts[3]
     text, truth = vllm_dp_page(8)

@@ -57,7 +57,31 @@ BAD = [
     ("unknown key", "[cluster]\nnmae = 'x'\n", "cluster.nmae", "unknown field", 2),
     ("bad range", '[[nodes]]\nhosts = "d-[9-1]"\n', "nodes[0].hosts", "backwards", None),
     ("naive time", '[session]\nreservation_start = 2026-11-29T09:00:00\n', "session.reservation_start", "time zone", 2),
+    # a node priced per GPU that does not say how many is billed by the GPUs it shows:
+    # $0 when it never answers, while its reserved GPUs are billed all the same
+    ("per-GPU price without gpus", '[pricing]\ngpu_hour_usd = 10.582\n[[nodes]]\nname = "a"\ngpus = 8\n'
+     '[[nodes]]\nname = "b"\nrole = "decode"\n', "nodes[1].gpus", "priced per GPU", 6),
+    ("node's own per-GPU price without gpus", '[pricing]\nnode_hour_usd = 50\n[[nodes]]\nname = "a"\n'
+     'gpu_hour_usd = 9.0\n', "nodes[0].gpus", "required for node 'a'", 3),
+    ("per-GPU range without gpus", '[pricing]\ngpu_hour_usd = 1\n[[nodes]]\nhosts = "d-[1-2]"\n',
+     "nodes[0].gpus", "priced per GPU", 3),
+    ("end and duration", '# trial\n[session]\nreservation_end = 2026-11-29T12:00:00Z\nduration_h = 3\n', "session",
+     "at most one of reservation_end and duration_h", 2),
+    ("end before start", '# trial\n[session]\nreservation_start = 2026-11-29T09:00:00Z\n'
+     'reservation_end = 2026-11-29T08:00:00Z\n', "session", "must be after reservation_start", 2),
 ]
+
+
+def test_priced_nodes_need_no_gpus_otherwise() -> None:
+    """Priced per node, owned, or not priced at all: `gpus` stays optional."""
+    parse_layout('[pricing]\nnode_hour_usd = 50\n[[nodes]]\nname = "a"\n')
+    parse_layout('[pricing]\ngpu_hour_usd = 9\n[[nodes]]\nname = "a"\nnode_hour_usd = 50\n')
+    parse_layout('[pricing]\nmode = "owned"\nkwh_usd = 0.1\n[[nodes]]\nname = "a"\n')
+    parse_layout('[[nodes]]\nname = "a"\n')
+    node = '[[nodes]]\nname = "a"\n'  # a layout must list what it watches
+    end = parse_layout('[session]\nreservation_end = 2026-11-29T12:00:00Z\n' + node).session.reservation_end
+    assert end is not None and end.hour == 12
+    assert parse_layout("[session]\nduration_h = 3\n" + node).session.duration_h == 3.0
 
 
 @pytest.mark.parametrize(("label", "text", "field", "problem", "line"), BAD, ids=[b[0] for b in BAD])

@@ -83,3 +83,9 @@ def test_log_command_is_an_argv() -> None:
         parse_layout('[[nodes]]\nname = "a"\nengine = { log = "/x", log_command = ["tail", "-F", "/x"] }\n')
     with pytest.raises(LayoutError, match="log_command"):
         parse_layout('[[nodes]]\nname = "a"\nengine = { log_command = "journalctl -f" }\n')
+
+
+def test_sglang_is_a_built_in_set() -> None:
+    layout = parse_layout('[[nodes]]\nname = "a"\nengine = { log = "/x.log", log_patterns = ["sglang"] }\n')
+    engine = layout.nodes[0].engine
+    assert engine is not None and engine.log_pattern_sets == ["sglang"]

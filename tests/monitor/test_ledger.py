@@ -215,9 +215,12 @@ def test_monitor_feeds_the_ledger() -> None:
     assert s.prompt_tokens == 6000.0
     assert s.api_equivalent_usd == pytest.approx(3000 * 0.6e-6 + 6000 * 0.15e-6, abs=EPS)
     assert "billed as cache misses" in (s.api_cache_note or "")
-    # d2 idle, d1 busy, both $6/h: half the node bill, so half the whole bill, sits idle
+    # d2 idle, d1 busy, both $6/h: half the node bill sits idle; the $6/h of extras is
+    # neither idle nor busy, so idle spend runs at d2's own $6/h, not half of $18/h
     assert s.idle_fraction == pytest.approx(0.5)
-    assert s.idle_spend_usd == pytest.approx(18.0 * 3 / H * 0.5, abs=EPS)
+    assert s.idle_cost_per_hour_usd == pytest.approx(6.0)
+    assert s.extras_cost_per_hour_usd == pytest.approx(6.0)
+    assert s.idle_spend_usd == pytest.approx(6.0 * 3 / H, abs=EPS)
     monitor.mark_phase("failed", t0 + 3.5)
     snap = monitor.tick(t0 + 4)
     assert snap.session.phase == "failed"
@@ -231,3 +234,39 @@ def test_non_finite_figures_do_not_poison_the_sum() -> None:
     ledger.advance(TickFigures(now=30.0, cost_per_hour_usd=36.0, idle_fraction=float("nan")))
     assert ledger.view(30.0).spend_usd == pytest.approx(0.2, abs=EPS)  # the NaN stretch is unknown
     assert ledger.idle_spend_usd == 0
+
+
+def test_nodes_that_never_answer_are_billed() -> None:
+    """Reserved GPUs are billed whether or not their node answers: two 8-GPU nodes at
+    $10.582 that never answered for 2 h cost $338.62 (the layout must give `gpus`)."""
+    layout = parse_layout(
+        '[session]\nreservation_start = "2026-11-28T00:00:00Z"\n[pricing]\ngpu_hour_usd = 10.582\n'
+        '[[nodes]]\nname = "d1"\ngpus = 8\n[[nodes]]\nname = "d2"\ngpus = 8\n'
+    )
+    monitor = Monitor(layout, sources=[], clock=lambda: SATURDAY)
+    snap = monitor.tick(SATURDAY + 2 * H)
+    assert snap.session.spend_usd == pytest.approx(338.624, abs=EPS)
+    assert all(n.gpus == [] for n in snap.nodes)  # never heard from
+
+
+def test_idle_spend_weighs_the_idle_nodes_own_price() -> None:
+    """One idle node of three at $84.656/h each, $12.50/h of extras: idle runs at
+    $84.66/h, not a third of the whole $266.47/h ($88.82/h)."""
+    layout = parse_layout(
+        '[session]\nreservation_start = "2026-11-28T00:00:00Z"\n'
+        '[pricing]\ngpu_hour_usd = 10.582\nextras_hour_usd = 12.5\n'
+        + "".join(f'[[nodes]]\nname = "d{i}"\ngpus = 8\n' for i in (1, 2, 3))
+    )
+    t0 = SATURDAY + H
+    monitor = Monitor(layout, sources=[], clock=lambda: t0)
+    for step in range(4):
+        for i, util in ((1, 90.0), (2, 80.0), (3, 0.0)):
+            monitor.fleet._emit(NodeSample(
+                node=f"d{i}", source="scrape", taken_at=t0 + step,
+                gpus=[GpuSample(index=g, util_pct=util) for g in range(8)],
+            ))
+        s = monitor.tick(t0 + step).session
+    assert s.cost_per_hour_usd == pytest.approx(3 * 84.656 + 12.5)
+    assert s.idle_cost_per_hour_usd == pytest.approx(84.656)
+    assert s.extras_cost_per_hour_usd == pytest.approx(12.5)
+    assert s.idle_spend_usd == pytest.approx(84.656 * 3 / H, abs=EPS)

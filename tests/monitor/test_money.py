@@ -13,6 +13,8 @@ from monitor.evaluation.api_price import BUNDLED, api_cost, is_peak, peak_second
 from monitor.evaluation.ledger import SessionLedger, TickFigures
 from monitor.evaluation.money import (
     break_even_ratio,
+    budget_figures,
+    budget_label,
     budget_status,
     cluster_cost_per_hour_usd,
     cost_weighted_idle_fraction,
@@ -165,7 +167,9 @@ def test_budget_alerts_and_projection() -> None:
     assert used == pytest.approx(0.8, abs=EPS) and alert == "80%"
     assert left == pytest.approx(0.6 * H, abs=1e-6)
     assert budget_status(479.99, 600.0, 200.0)[2] is None
-    assert budget_status(600.0, 600.0, 200.0) == (1.0, 0.0, "100%")
+    # once spent nothing "runs out in 0m00s" any more: the time left is no longer a figure
+    assert budget_status(600.0, 600.0, 200.0) == (1.0, None, "100%")
+    assert budget_status(700.0, 600.0, 200.0) == (pytest.approx(7 / 6), None, "100%")
     assert budget_status(700.0, 600.0, 0.0)[2] == "100%"
     assert budget_status(100.0, 600.0, None) == (pytest.approx(1 / 6), None, None)
     assert budget_status(None, 600.0, 200.0) == (None, None, None)
@@ -194,3 +198,87 @@ def test_usd_per_million_at_rate() -> None:
     assert usd_per_million_at_rate(36.0, 10.0) == pytest.approx(1000.0, rel=1e-12)
     assert usd_per_million_at_rate(36.0, 0.0) is None
     assert usd_per_million_at_rate(None, 10.0) is None
+
+
+def test_budget_words_one_figure() -> None:
+    """The share is rounded down (99.6 % is "99%", never "100%" before the budget is
+    reached); past the budget the words say by how much."""
+    assert budget_label(597.6, 600.0) == "99% of $600"
+    assert budget_label(582.0, 600.0) == "97% of $600"
+    assert budget_label(600.0, 600.0) == "spent: $600"
+    assert budget_label(612.4, 600.0) == "over by $12.40 of $600"
+    assert budget_label(None, 600.0) is None and budget_label(1.0, None) is None
+    over = budget_figures(612.4, 600.0, 200.0, now=0.0)
+    assert over.exhausted_in_s is None and over.over_by_usd == pytest.approx(12.4)
+    assert over.alert == "100%" and over.label == "over by $12.40 of $600"
+    under = budget_figures(597.6, 600.0, 200.0, now=0.0)
+    assert under.exhausted_in_s == pytest.approx(2.4 / 200.0 * H) and under.over_by_usd is None
+
+
+def test_spend_projected_to_the_reservation_end() -> None:
+    # $400 spent, $200/h, 1 h 30 m left: $700 at the end, beyond a $600 budget
+    fig = budget_figures(400.0, 600.0, 200.0, now=MONDAY, ends_at=MONDAY + 1.5 * H)
+    assert fig.projected_spend_usd == pytest.approx(700.0, abs=EPS)
+    assert fig.holds is False
+    fig = budget_figures(400.0, 800.0, 200.0, now=MONDAY, ends_at=MONDAY + 1.5 * H)
+    assert fig.holds is True
+    # after the end the spend is the total; without an end or a rate there is no projection
+    assert budget_figures(400.0, 600.0, 200.0, now=MONDAY, ends_at=MONDAY - 1).projected_spend_usd == 400.0
+    assert budget_figures(400.0, 600.0, 200.0, now=MONDAY).projected_spend_usd is None
+    assert budget_figures(400.0, None, None, now=MONDAY, ends_at=MONDAY + H).projected_spend_usd is None
+    assert budget_figures(400.0, None, 100.0, now=MONDAY, ends_at=MONDAY + H).holds is None
+
+
+def test_ledger_projects_from_the_layout_end() -> None:
+    from layouts import parse_layout
+
+    layout = parse_layout(
+        '[session]\nreservation_start = "2026-11-30T00:00:00Z"\nduration_h = 3\nbudget_usd = 600\n'
+        '[[nodes]]\nname = "d1"\n'  # a layout must list what it watches
+    )
+    ledger = SessionLedger.for_layout(layout, MONDAY)
+    ledger.advance(TickFigures(now=MONDAY + H, cost_per_hour_usd=250.0))
+    view = ledger.view(MONDAY + H)
+    assert view.reservation_end == "2026-11-30T03:00:00+00:00"
+    assert view.projected_spend_usd == pytest.approx(750.0, abs=EPS)
+    assert view.budget_holds is False and view.budget_label == "41% of $600"
+
+
+SEED_LAYOUT = (
+    '[session]\nreservation_start = "2026-11-28T00:00:00Z"\n[pricing]\ngpu_hour_usd = 10.582\n'
+    '[[nodes]]\nhosts = "d-[01-16]"\ngpus = 8\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("at", "window", "needed", "flips"),
+    [
+        # Saturday noon: off-peak ($0.60/1M) until Monday 01:00 UTC
+        (SATURDAY + 12 * H, "off-peak", 627_081, "2026-11-30T01:00:00+00:00"),
+        # Monday 02:00: peak ($1.20/1M) until 04:00; Monday 05:00: off-peak until 06:00
+        (MONDAY + 2 * H, "peak", 313_541, "2026-11-30T04:00:00+00:00"),
+        (MONDAY + 5 * H, "off-peak", 627_081, "2026-11-30T06:00:00+00:00"),
+        (FRIDAY + 9.5 * H, "peak", 313_541, "2026-11-27T10:00:00+00:00"),
+        (FRIDAY + 10 * H, "off-peak", 627_081, "2026-11-30T01:00:00+00:00"),
+    ],
+)
+def test_breakeven_reproduces_the_seed(at: float, window: str, needed: int, flips: str) -> None:
+    """128 GPUs at $10.582 → $1,354.50/h → 627,081 output tok/s off-peak, 313,541 at
+    peak; "$32,508 a day buys 54.2 billion output tokens off-peak"."""
+    from layouts import parse_layout
+    from monitor.monitor import Monitor
+    from tui.session_panel import breakeven_lines
+
+    monitor = Monitor(parse_layout(SEED_LAYOUT), sources=[], clock=lambda: at)
+    s = monitor.tick(at).session
+    assert f"{s.cost_per_hour_usd:,.2f}" == "1,354.50"
+    assert s.breakeven_output_tokens_per_s is not None
+    assert round(s.breakeven_output_tokens_per_s) == needed
+    assert s.price_window == window and s.price_window_flips_at == flips
+    text = "\n".join(line.plain for line in breakeven_lines(s))
+    assert f"break-even {needed:,} output tok/s  {window}" in text
+    if window == "off-peak":
+        assert "$32,508 a day buys 54.2 billion output tokens off-peak" in text
+    assert monitor.tick(at).to_json_dict()["session"]["breakeven_output_tokens_per_s"] == pytest.approx(
+        s.breakeven_output_tokens_per_s
+    )

@@ -59,10 +59,10 @@ def stop(proc: subprocess.Popen[str], sig: int = signal.SIGTERM) -> int:
 
 
 # the second writer, by how it finds the record: → argv after `python -m infertop`
+# (a TUI on the same layout is no writer: it attaches, tests/cli/test_monitor_process.py)
 SECOND_WRITERS = {
     "record-same-file": ["record", "--layout", "{layout}", "--record", "{record}", "--duration", "1"],
     "record-default-file": ["record", "--layout", "{layout}", "--duration", "1"],
-    "tui-recording": ["--layout", "{layout}", "--record", "{record}"],
 }
 
 

@@ -95,7 +95,7 @@ def cluster_layout(engines: HttpServer, ssh: LoopbackSsh) -> str:
     nodes.append(f'[[nodes]]\nname = "every-secret-probe"\nrole = "decode"\ngpus = 1\nssh = "{ssh.target}"\n'
                  f'engine = {{ url = "{every_secret_url(up)}", profile = "vllm" }}\n')
     # urllib on the node: "nonnumeric port: '<password>@127.0.0.1'" (the password, unquoted)
-    nodes.append(f'[[nodes]]\nname = "userinfo-password-noport"\nrole = "decode"\nssh = "{ssh.target}"\n'
+    nodes.append(f'[[nodes]]\nname = "userinfo-password-noport"\nrole = "decode"\ngpus = 1\nssh = "{ssh.target}"\n'
                  f'engine = {{ url = "{secret_url("userinfo-password", "127.0.0.1")}" }}\n')
     head = textwrap.dedent("""\
         [cluster]

@@ -23,6 +23,9 @@ def next_frame(frame: Snapshot, k: int) -> Snapshot:
         "elapsed_s": s.elapsed_s + k,
         "spend_usd": (s.spend_usd or 0.0) + 0.01 * k,
         "accepted_tokens_per_s": (s.accepted_tokens_per_s or 0.0) + k,
+        # a long note, so that a line wraps (the panel must count wrapped rows)
+        "notes": ["decode-01 generation_tokens_total went down twice within 60 s: not a "
+                  "counter to trust, so its steps are not counted in the session's tokens"],
     })
     total = frame.cluster.total.model_copy(update={"accepted_tokens_per_s": 1000.0 + k})
     cluster = frame.cluster.model_copy(update={"total": total})
@@ -36,6 +39,9 @@ async def test_steady_frames_lay_out_nothing() -> None:
     app = InfertopApp(feed)  # every panel: hunt list, session
     async with app.run_test(size=(180, 40)) as pilot:
         await wait_for(pilot, lambda: app.overview.snapshot is feed.frames[-1])
+        first = next_frame(feed.frames[-1], 0)  # with the long note: the panel's height
+        app.publish(first)
+        await wait_for(pilot, lambda: app.overview.snapshot is first)
         await pilot.pause()
         screen = app.screen
         layouts: list[int] = []

@@ -13,8 +13,9 @@ from infertop.cli.tui import live_feed
 from monitor.monitor import Monitor
 from monitor.record.replay import ReplayFeed
 from monitor.record.store import Recorder, Recording
-from monitor.snapshot import Snapshot
+from monitor.snapshot import SessionView, Snapshot
 from tui.app import InfertopApp
+from tui.header import header_text
 from tui.replay_app import ReplayApp
 from tui.session_panel import PhasePicker, SessionPanel, budget_bar, session_lines
 
@@ -30,7 +31,7 @@ def test_panel_lines_and_budget_bar() -> None:
     s = feed.frames[-1].session
     text = "\n".join(line.plain for line in session_lines(s, [1.0, 2.0, 3.0], [5.0, 6.0, None], 10))
     assert f"spend ${s.spend_usd:,.2f}" in text
-    assert "of $100.00" in text and "phase run" in text
+    assert "10% of $100" in text and "phase run" in text
     assert "by phase run" in text and "API-equivalent" in text
     assert "record off" in text
     assert budget_bar(0.5, 10).plain == "█" * 5 + "░" * 5
@@ -38,13 +39,16 @@ def test_panel_lines_and_budget_bar() -> None:
     assert budget_bar(None, 4).plain == "────"
 
 
-def test_panel_says_when_tokens_were_counted_over_part_of_the_session() -> None:
-    s = FrozenFeed(specs(), ticks=4).frames[-1].session
-    late = s.model_copy(update={"elapsed_s": 7200.0, "unwatched_s": 7140.0})
-    text = "\n".join(line.plain for line in session_lines(late, [], [], 10))
-    assert "tokens counted over 1m00s of 2h00m" in text
-    watched = s.model_copy(update={"elapsed_s": 7200.0, "unwatched_s": 1.0})
-    assert "tokens counted over" not in "\n".join(line.plain for line in session_lines(watched, [], [], 10))
+def test_panel_says_which_stretch_the_token_figures_cover() -> None:
+    s = FrozenFeed(specs(), ticks=4).frames[-1].session.model_copy(update={
+        "usd_per_million_span": "watched", "tokens_since": "2027-01-15T07:59:30+00:00",
+        "span_spend_usd": 0.25,
+    })
+    text = "\n".join(line.plain for line in session_lines(s, [], [], 10))
+    assert "tokens counted since 2027-01-15 07:59 UTC" in text
+    assert f"against the $0.25 spent since, not the whole ${s.spend_usd:,.2f}" in text
+    whole = s.model_copy(update={"usd_per_million_span": "reservation"})
+    assert "tokens counted since" not in "\n".join(line.plain for line in session_lines(whole, [], [], 10))
 
 
 async def test_session_panel_in_the_overview() -> None:
@@ -59,6 +63,42 @@ async def test_session_panel_in_the_overview() -> None:
         text = screen_text(app)
         assert f"session · ${last.spend_usd:,.2f}" in text
         assert "runs out in" in text and "by phase run" in text
+
+
+def test_one_budget_figure_before_and_past_the_budget() -> None:
+    """Header and panel say the same: 99.6 % is "99%" with a time left, never "100 %"
+    before the budget is reached; past it, "over by $X" and no "runs out in"."""
+    s = FrozenFeed(specs(), ticks=4).frames[-1].session
+    frame = FrozenFeed(specs(), ticks=4).frames[-1]
+    near = ledger_view(budget=s.spend_usd / 0.996)  # type: ignore[operator]
+    over = ledger_view(budget=s.spend_usd - 2.4)  # type: ignore[operator]
+    for view, words in ((near, "99% of $"), (over, "over by $2.40 of $")):
+        head = header_text(frame.model_copy(update={"session": view})).plain
+        panel = "\n".join(line.plain for line in session_lines(view, [], [], 10))
+        assert f"budget {view.budget_label}" in head and view.budget_label in panel
+        assert words in head and "100%" not in head + panel
+    assert "runs out in" in "\n".join(line.plain for line in session_lines(near, [], [], 10))
+    assert "runs out in" not in "\n".join(line.plain for line in session_lines(over, [], [], 10))
+
+
+def ledger_view(budget: float) -> SessionView:
+    feed = FrozenFeed(specs(), ticks=4)
+    feed.monitor.ledger.budget_usd = budget
+    return feed.monitor.ledger.view(feed.monitor.ledger.last_at or 0.0)
+
+
+async def test_panel_title_and_header_agree_past_the_budget() -> None:
+    feed = FrozenFeed(specs(), ticks=5, budget_usd=2.0)  # $10/h for an hour: $8 over
+    app = InfertopApp(feed)  # type: ignore[arg-type]
+    async with app.run_test(size=SIZE) as pilot:
+        panel = app.overview.query_one(SessionPanel)
+        await wait_for(pilot, lambda: panel.last_taken_at == feed.frames[-1].taken_at)
+        label = feed.frames[-1].session.budget_label or ""
+        assert label.startswith("over by $8.0")
+        text = screen_text(app)
+        assert f"budget {label}" in text  # the header
+        assert f"session · ${feed.frames[-1].session.spend_usd:,.2f} · budget {label}" in text
+        assert "runs out in" not in text and "100%" not in text
 
 
 async def test_phase_key_marks_the_live_session(tmp_path: Path) -> None:
@@ -151,3 +191,11 @@ def test_replay_refuses_a_record_without_ticks(tmp_path: Path) -> None:
     from infertop.cli.main import main
 
     assert main(["replay", str(path)]) == 2
+
+
+def test_record_tick_line_says_the_same_budget_words() -> None:
+    from infertop.cli.record import tick_line
+
+    frame = FrozenFeed(specs(), ticks=3, budget_usd=2.0).frames[-1]
+    assert f"budget {frame.session.budget_label}" in tick_line(frame)
+    assert "over by $" in tick_line(frame) and "100%" not in tick_line(frame)

@@ -1,0 +1,197 @@
+"""`infertop serve`: the TUI in a real browser (issue 18, "A browser view").
+
+The demo's cluster is served over real HTTP in a subprocess; `infertop serve` runs as the
+user would start it; Playwright drives Debian's chromium (no browser download) to load
+the page. What the browser receives over the websocket is the viewer's screen; the test
+reads it there (the terminal itself is drawn on a canvas) and saves a screenshot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from demo_server import serving_demo
+from infertop_cmd import finish, start_infertop
+
+from monitor.channel.client import list_monitors
+from monitor.channel.protocol import Info
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+playwright = pytest.importorskip("playwright.async_api")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make system-deps)")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_http(url: str, proc: subprocess.Popen[str], timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"serve exited: {proc.communicate()}")
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            return
+        except urllib.error.HTTPError:
+            return  # answering (403 without a token)
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError("serve never answered")
+
+
+@contextlib.contextmanager
+def serving(layout: Path, state: Path, *flags: str, listen: str = "127.0.0.1") -> Iterator[tuple[str, list[str]]]:
+    """`infertop serve` running; yields its URL and, once stopped, its stderr (in the list)."""
+    port = _free_port()
+    public = ("--public-url", f"http://127.0.0.1:{port}") if listen == "0.0.0.0" else ()
+    proc = start_infertop("serve", "--layout", str(layout), "--listen", f"{listen}:{port}", *public, *flags,
+                          env={"INFERTOP_STATE_DIR": str(state)})
+    url = f"http://127.0.0.1:{port}/"
+    said: list[str] = []
+    try:
+        _wait_http(url, proc)
+        yield url, said
+    finally:
+        proc.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            said.append(proc.communicate(timeout=15)[1])
+        if proc.poll() is None:
+            proc.kill()
+        # the monitor serve started outlives it (like one a TUI starts): stop it
+        finish(start_infertop("stop", "--layout", str(layout), env={"INFERTOP_STATE_DIR": str(state)}))
+
+
+async def _screen_text(url: str, shot: Path, keys: str = "", wait_for: tuple[bytes, ...] = ()) -> bytes:
+    """Load `url` in chromium; return what its websocket received once every `wait_for`
+    has arrived (after pressing `keys`)."""
+    async with playwright.async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = await browser.new_page(viewport={"width": 1600, "height": 900})
+            frames: list[bytes] = []
+            page.on("websocket", lambda ws: ws.on(
+                "framereceived", lambda data: frames.append(data if isinstance(data, bytes) else data.encode())))
+            await page.goto(url)
+
+            async def until(needles: tuple[bytes, ...], timeout_s: float = 60.0) -> None:
+                deadline = time.monotonic() + timeout_s
+                while not all(n in b"".join(frames) for n in needles):
+                    assert time.monotonic() < deadline, f"never saw {needles!r} in {len(frames)} frames"
+                    await asyncio.sleep(0.25)
+
+            await until((b"NODE", b"hunt list"))
+            if keys:
+                await page.locator("body").click()
+                await page.keyboard.type(keys)
+                await until(wait_for)
+            await page.screenshot(path=str(shot))
+            return b"".join(frames)
+        finally:
+            await browser.close()
+
+
+def test_the_browser_shows_the_node_table_and_hunt_list_and_takes_keys(tmp_path: Path) -> None:
+    layout = tmp_path / "demo.toml"
+    with serving_demo(layout, "--nodes", "8"), serving(layout, tmp_path / "state") as (url, _):
+        seen = asyncio.run(_screen_text(url, tmp_path / "browser.png", keys="?", wait_for=(b"keys",)))
+    assert b"decode-03" in seen and b"prefill-02" in seen  # the node table's rows
+    assert b"hunt list" in seen
+    assert b"infertop \xe2\x80\x94 keys" in seen  # "?" pressed in the browser opened the help
+    assert (tmp_path / "browser.png").stat().st_size > 10_000
+
+
+def test_two_browsers_are_two_viewers_of_one_monitor(tmp_path: Path) -> None:
+    layout = tmp_path / "demo.toml"
+    state = tmp_path / "state"
+
+    async def two_pages(url: str) -> int:
+        async with playwright.async_playwright() as p:
+            browser = await p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            try:
+                pages = [await browser.new_page() for _ in range(2)]
+                seen: list[list[bytes]] = [[], []]
+                for page, frames in zip(pages, seen, strict=True):
+                    page.on("websocket", lambda ws, frames=frames: ws.on(
+                        "framereceived", lambda d, frames=frames: frames.append(d if isinstance(d, bytes) else d.encode())))
+                    await page.goto(url)
+                deadline = time.monotonic() + 60
+                while not all(b"NODE" in b"".join(f) for f in seen):
+                    assert time.monotonic() < deadline, "a page never drew the node table"
+                    await asyncio.sleep(0.25)
+                monitors = [info for _, info in list_monitors(state) if isinstance(info, Info)]
+                assert len(monitors) == 1, monitors
+                return monitors[0].viewers
+            finally:
+                await browser.close()
+
+    with serving_demo(layout, "--nodes", "4"), serving(layout, state) as (url, said):
+        assert asyncio.run(two_pages(url)) == 2
+    assert "started the monitor" in said[0]
+
+
+def test_off_loopback_a_token_guards_the_page_and_a_foreign_origin_is_refused(tmp_path: Path) -> None:
+    layout = tmp_path / "demo.toml"
+    state = tmp_path / "state"
+    # listening on every address (the test only ever connects over loopback): a token is
+    # made, written with the URL to a private file, and never printed
+    with serving_demo(layout, "--nodes", "2"), serving(layout, state, listen="0.0.0.0") as (url, said):
+        (url_file,) = state.glob("serve-*.url")
+        assert url_file.stat().st_mode & 0o777 == 0o600
+        with_token = url_file.read_text().strip()
+        token = with_token.split("token=", 1)[1]
+        assert len(token) >= 24 and with_token.startswith(url)
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(url, timeout=5)
+        assert refused.value.code == 403
+        with pytest.raises(urllib.error.HTTPError) as wrong:
+            urllib.request.urlopen(url + "?token=" + "x" * len(token), timeout=5)
+        assert wrong.value.code == 403
+        with urllib.request.urlopen(with_token, timeout=5) as ok:
+            assert ok.status == 200
+            cookie = ok.headers["Set-Cookie"]
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        ws = url.replace("http://", "") + "ws"
+        # a websocket handshake from a page on another origin, even with the cookie: refused
+        foreign = _handshake(ws, cookie.split(";")[0], origin="http://evil.example")
+        assert foreign.startswith("HTTP/1.1 403"), foreign
+        without = _handshake(ws, "", origin=url.rstrip("/"))
+        assert without.startswith("HTTP/1.1 403"), without
+        same = _handshake(ws, cookie.split(";")[0], origin=url.rstrip("/"))
+        assert same.startswith("HTTP/1.1 101"), same
+    assert token not in said[0] and "to the network" in said[0] and str(url_file) in said[0]
+
+
+def test_on_loopback_another_host_name_is_refused(tmp_path: Path) -> None:
+    """DNS rebinding: a name that resolves to 127.0.0.1 but is not this server's."""
+    layout = tmp_path / "demo.toml"
+    with serving_demo(layout, "--nodes", "2"), serving(layout, tmp_path / "state") as (url, _):
+        request = urllib.request.Request(url, headers={"Host": "attacker.example:80"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=5)
+        assert refused.value.code == 421
+
+
+def _handshake(host_path: str, cookie: str, origin: str) -> str:
+    host, _, path = host_path.partition("/")
+    name, _, port = host.partition(":")
+    with socket.create_connection((name, int(port)), timeout=5) as s:
+        s.sendall((
+            f"GET /{path}?width=80&height=24 HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\n"
+            "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+            f"Sec-WebSocket-Version: 13\r\nOrigin: {origin}\r\n"
+            + (f"Cookie: {cookie}\r\n" if cookie else "") + "\r\n"
+        ).encode())
+        return s.recv(4096).decode("latin-1")
