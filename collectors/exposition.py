@@ -33,13 +33,16 @@ from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from collectors.fast_buckets import parse_bucket_line
+from collectors.exposition_fast import parse_wanted_fast
 from collectors.safe_text import inert_text, redact_url
 
 # A real node_exporter page is ~100–500 KiB; anything far larger is not a metrics page.
 MAX_EXPOSITION_BYTES = 32 * 1024 * 1024
 # Label values end up on screen (GPU model names, hostnames): cap them.
 MAX_LABEL_CHARS = 200
+# The fast path for wanted names (collectors/exposition_fast.py); off only for a
+# benchmark that measures the exact path inside a running monitor.
+FAST_PATH = True
 
 
 class ExpositionError(ValueError):
@@ -94,16 +97,12 @@ class Exposition:
 _SAMPLE_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*(?=[{ \t])")
 
 
-def _keep_wanted(
-    text: str, wanted: AbstractSet[str], where: str,
-    buckets: list[tuple[str, dict[str, str], float, str]],
-) -> str:
+def _keep_wanted(text: str, wanted: AbstractSet[str], where: str) -> str:
     """Only the sample lines whose name is wanted (and every comment line).
 
     prometheus_client's parser reads labels a character at a time (~20–50 µs a line);
     a real node_exporter page has thousands of lines of which a monitor needs a few
     dozen. A line that does not even start with a metric name is still garbage.
-    Wanted histogram bucket lines are read on the spot into `buckets` (`fast_buckets`).
     """
     kept: list[str] = []
     for line in text.split("\n"):
@@ -115,11 +114,7 @@ def _keep_wanted(
         if found is None or not _has_value(stripped, found.end()):
             raise ExpositionError(f"bad exposition from {where}: a line is not a metric sample")
         if found.group(0) in wanted:
-            bucket = parse_bucket_line(stripped) if found.group(0).endswith("_bucket") else None
-            if bucket is not None:
-                buckets.append(bucket)
-            else:
-                kept.append(line)
+            kept.append(line)
     return "\n".join(kept)
 
 
@@ -142,30 +137,43 @@ def _has_value(line: str, name_end: int) -> bool:
     return True
 
 
+def _usable(text: str, where: str) -> str:
+    """`where` made safe to show; `ExpositionError` if the text is too big or binary."""
+    where = redact_url(where)
+    if len(text) > MAX_EXPOSITION_BYTES:
+        raise ExpositionError(f"bad exposition from {where}: larger than {MAX_EXPOSITION_BYTES} bytes")
+    if "\x00" in text:
+        raise ExpositionError(f"bad exposition from {where}: binary data, not text")
+    return where
+
+
 def parse_exposition(
     text: str, where: str = "text", wanted: AbstractSet[str] | None = None
 ) -> Exposition:
     """Parse exposition text; raise `ExpositionError` naming `where` on anything unusable.
 
     `wanted`, when given, is the set of sample names the caller will look up: other
-    sample lines are skipped before parsing (a large saving on big pages).
+    sample lines are skipped before parsing (a large saving on big pages), and an
+    ordinary page is read by the fast path (`collectors/exposition_fast.py`), which
+    returns what the exact path below would, or hands the page back to it.
     """
-    where = redact_url(where)
-    if len(text) > MAX_EXPOSITION_BYTES:
-        raise ExpositionError(f"bad exposition from {where}: larger than {MAX_EXPOSITION_BYTES} bytes")
-    if "\x00" in text:
-        raise ExpositionError(f"bad exposition from {where}: binary data, not text")
-    buckets: list[tuple[str, dict[str, str], float, str]] = []
+    where = _usable(text, where)
+    if wanted is not None and FAST_PATH:
+        tables = parse_wanted_fast(text, wanted)
+        if tables is not None:
+            return Exposition(*tables)
+    return parse_exposition_exact(text, where, wanted)
+
+
+def parse_exposition_exact(
+    text: str, where: str = "text", wanted: AbstractSet[str] | None = None
+) -> Exposition:
+    """`parse_exposition` without the fast path: `prometheus_client`'s parser on the
+    wanted lines (or all). The reference the fast path is tested against."""
+    where = _usable(text, where)
     if wanted is not None:
-        text = _keep_wanted(text, wanted, where, buckets)
+        text = _keep_wanted(text, wanted, where)
     index = Exposition()
-    seen_buckets: set[tuple[str, str]] = set()
-    for name, labels, value, key in buckets:
-        if (name, key) in seen_buckets:
-            index.duplicates[name] = index.duplicates.get(name, 0) + 1
-            continue
-        seen_buckets.add((name, key))
-        index.samples.setdefault(name, []).append((labels, value))
     seen: set[tuple[str, frozenset[tuple[str, str]]]] = set()
     try:
         for family in text_string_to_metric_families(text):

@@ -28,7 +28,7 @@ from typing import IO
 from infertop.cli.argtypes import positive_float, whole_number
 from infertop.cli.common import EXIT_OK, UsageError
 from infertop.demo.scenario import RESTART_EVERY_S, pool_sizes, trouble_nodes
-from infertop.demo.server import DemoServer, write_layout
+from infertop.demo.server import PAGE_SIZES, DemoServer, write_layout
 from layouts import LayoutError, load_layout
 from layouts.model import Layout
 from monitor.stopping import Stop, run_stoppable, watch_parent
@@ -54,6 +54,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--platform", choices=("nvidia", "ascend"), default="nvidia",
                    help="accelerators to simulate: NVIDIA GPUs (dcgm-exporter) or Ascend NPUs "
                         "(npu-exporter) (default nvidia)")
+    p.add_argument("--pages", choices=PAGE_SIZES, default="realistic",
+                   help="realistic (default): pages of real size, 8 data-parallel vLLM engines a node "
+                        "(~300 KB), dcgm-exporter's default counters, node_exporter of a host with many "
+                        "interfaces; small: only the series infertop reads (~130 lines a page)")
     p.add_argument("--exit-with", type=int, default=None, help=argparse.SUPPRESS)  # the viewer's pid
     p.add_argument("--restart-every", type=positive_float, default=RESTART_EVERY_S, metavar="S",
                    help=f"seconds between simulated engine restarts (default {RESTART_EVERY_S:g})")
@@ -135,7 +139,7 @@ def _serve_argv(args: argparse.Namespace, path: Path) -> list[str]:
     return [
         sys.executable, "-m", "infertop", "demo", "--serve-only", "--nodes", str(args.nodes),
         "--layout-out", str(path), "--host", args.host, "--seed", str(args.seed),
-        "--platform", args.platform, "--restart-every", repr(args.restart_every),
+        "--platform", args.platform, "--pages", args.pages, "--restart-every", repr(args.restart_every),
         "--exit-with", str(os.getpid()),
     ]
 
@@ -182,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
     if args.serve_only:
         path = _layout_path(args)
         server = DemoServer(args.nodes, host=args.host, seed=args.seed, restart_every_s=args.restart_every,
-                            platform=args.platform)
+                            platform=args.platform, pages=args.pages)
         stop = Stop()
         try:
             run_stoppable(serve_until_signalled(server, path, stop, args.exit_with), stop)

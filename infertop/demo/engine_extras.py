@@ -54,22 +54,28 @@ def _counter(out: list[str], name: str, help_: str, labels: str, value: float, c
     out.append(f"{name}_created{{{labels}}} {created:.6e}")
 
 
-def engine_extra_lines(node: SimNode, labels: str, created: float) -> list[str]:
-    """The extra series of one engine page (after `node.advance(now)`)."""
-    e = node.engine
-    finished = e.finished_stop + e.finished_length
-    out: list[str] = []
+def request_latencies_s(node: SimNode) -> tuple[float, float]:
+    """(e2e, queue) median seconds of the node's requests, from the scenario's rates."""
     if node.plan.role == "decode":
         steps = node.base_steps * (STRAGGLER_RATIO if node.plan.trouble == "straggler" else 1.0)
         per_user = steps * (1 + NUM_SPEC_TOKENS * node.base_acceptance)  # tokens/s a request gets
-        e2e, queue = OUTPUT_TOKENS / per_user, 0.05
-    else:
-        e2e, queue = 0.6, 0.3  # prefill finishes at the first token; arrivals come in waves
-    _histogram(out, "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
-               labels, REQUEST_BUCKETS, finished, e2e, created)
-    _histogram(out, "vllm:request_queue_time_seconds",
-               "Histogram of time spent in WAITING phase for request.",
-               labels, REQUEST_BUCKETS, finished, queue, created)
+        return OUTPUT_TOKENS / per_user, 0.05
+    return 0.6, 0.3  # prefill finishes at the first token; arrivals come in waves
+
+
+def engine_extra_lines(node: SimNode, labels: str, created: float, latencies: bool = True) -> list[str]:
+    """The extra series of one engine page (after `node.advance(now)`); without
+    `latencies`, the NIXL series only (the realistic page has its own request histograms)."""
+    e = node.engine
+    finished = e.finished_stop + e.finished_length
+    out: list[str] = []
+    e2e, queue = request_latencies_s(node)
+    if latencies:
+        _histogram(out, "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
+                   labels, REQUEST_BUCKETS, finished, e2e, created)
+        _histogram(out, "vllm:request_queue_time_seconds",
+                   "Histogram of time spent in WAITING phase for request.",
+                   labels, REQUEST_BUCKETS, finished, queue, created)
     if node.plan.role == "decode" and node.plan.trouble != "idle":
         # each request's KV cache is pulled from a prefill node before it decodes
         kv_bytes = PROMPT_TOKENS * KV_BYTES_PER_TOKEN

@@ -20,6 +20,7 @@ from infertop.demo.scenario import (
     IB_PORTS,
     MODEL_NAME,
     NUM_SPEC_TOKENS,
+    Gauges,
     SimNode,
 )
 
@@ -147,34 +148,42 @@ _DCGM = (
 _HW_THERMAL = 0x40
 
 
+def dcgm_gpu_values(node: SimNode, g: Gauges, gpu: int) -> dict[str, float]:
+    """The scenario's figures for one GPU, by dcgm field (draws util noise: once per GPU)."""
+    used_mib = 0.02 * GPU_MEM_MIB if node.plan.trouble == "idle" else 0.93 * GPU_MEM_MIB
+    util = node.gpu_util(g, gpu)
+    hot = node.throttled(gpu)
+    return {
+        "DCGM_FI_DEV_SM_CLOCK": 1320 if hot else 1965,
+        "DCGM_FI_DEV_GPU_TEMP": 89 if hot else round(34 + 0.42 * util),
+        "DCGM_FI_DEV_POWER_USAGE": round(node.power_w(util), 3),
+        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": round(node.energy_mj[gpu]),
+        "DCGM_FI_DEV_GPU_UTIL": round(util),
+        "DCGM_FI_DEV_FB_FREE": round(GPU_MEM_MIB - used_mib),
+        "DCGM_FI_DEV_FB_USED": round(used_mib),
+        "DCGM_FI_DEV_XID_ERRORS": 0,
+        "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": _HW_THERMAL if hot else 0,
+        "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL": 0,
+        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": 0,
+        "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": round(util * 500),  # 1000-KiB/s units
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": round(util / 160, 4),
+    }
+
+
+def dcgm_labels(node: SimNode, gpu: int) -> str:
+    return (
+        f'gpu="{gpu}",UUID="GPU-{node.plan.index:08x}-{gpu:04x}-4000-8000-00000000b200",'
+        f'pci_bus_id="00000000:{0x18 + gpu * 0x11:02X}:00.0",device="nvidia{gpu}",'
+        f'modelName="{GPU_MODEL}",Hostname="{node.plan.name}",DCGM_FI_DRIVER_VERSION="580.65.06"'
+    )
+
+
 def dcgm_page(node: SimNode, now: float) -> str:
     g = node.advance(now)
     rows: dict[str, list[str]] = {name: [] for name, _, _ in _DCGM}
-    used_mib = 0.02 * GPU_MEM_MIB if node.plan.trouble == "idle" else 0.93 * GPU_MEM_MIB
     for gpu in range(GPUS_PER_NODE):
-        util = node.gpu_util(g, gpu)
-        hot = node.throttled(gpu)
-        values = {
-            "DCGM_FI_DEV_SM_CLOCK": 1320 if hot else 1965,
-            "DCGM_FI_DEV_GPU_TEMP": 89 if hot else round(34 + 0.42 * util),
-            "DCGM_FI_DEV_POWER_USAGE": round(node.power_w(util), 3),
-            "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": round(node.energy_mj[gpu]),
-            "DCGM_FI_DEV_GPU_UTIL": round(util),
-            "DCGM_FI_DEV_FB_FREE": round(GPU_MEM_MIB - used_mib),
-            "DCGM_FI_DEV_FB_USED": round(used_mib),
-            "DCGM_FI_DEV_XID_ERRORS": 0,
-            "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": _HW_THERMAL if hot else 0,
-            "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL": 0,
-            "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": 0,
-            "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": round(util * 500),  # 1000-KiB/s units
-            "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": round(util / 160, 4),
-        }
-        labels = (
-            f'gpu="{gpu}",UUID="GPU-{node.plan.index:08x}-{gpu:04x}-4000-8000-00000000b200",'
-            f'pci_bus_id="00000000:{0x18 + gpu * 0x11:02X}:00.0",device="nvidia{gpu}",'
-            f'modelName="{GPU_MODEL}",Hostname="{node.plan.name}",DCGM_FI_DRIVER_VERSION="580.65.06"'
-        )
-        for name, value in values.items():
+        labels = dcgm_labels(node, gpu)
+        for name, value in dcgm_gpu_values(node, g, gpu).items():
             rows[name].append(f"{name}{{{labels}}} {value}")
     out: list[str] = []
     for name, kind, help_ in _DCGM:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from infertop.demo import realistic, realistic_hosts
 from infertop.demo.ascend import ASCEND_ENDPOINTS, ascend_nics_toml
 from infertop.demo.render import dcgm_page, engine_page, node_exporter_page
 from infertop.demo.scenario import (
@@ -39,6 +40,13 @@ ENDPOINTS: dict[str, Callable[[SimNode, float], str]] = {
     "dcgm": dcgm_page,
     "node": node_exporter_page,
 }
+# what real exporters serve (infertop/demo/realistic.py): the default
+REALISTIC_ENDPOINTS: dict[str, Callable[[SimNode, float], str]] = {
+    "engine": realistic.engine_page,
+    "dcgm": realistic_hosts.dcgm_page,
+    "node": realistic_hosts.node_exporter_page,
+}
+PAGE_SIZES = ("realistic", "small")
 
 
 @dataclass(frozen=True)
@@ -54,10 +62,19 @@ class DemoServer:
     """The simulated cluster's HTTP endpoints, on the running event loop."""
 
     def __init__(self, nodes: int = 16, host: str = "127.0.0.1", seed: int = 7,
-                 restart_every_s: float = RESTART_EVERY_S, platform: str = "nvidia"):
+                 restart_every_s: float = RESTART_EVERY_S, platform: str = "nvidia",
+                 pages: str = "realistic"):
         self.cluster = SimCluster(nodes, started_at=time.time(), seed=seed, restart_every_s=restart_every_s)
         self.platform = platform  # "nvidia" (dcgm-exporter) or "ascend" (npu-exporter)
-        self.endpoints = ASCEND_ENDPOINTS if platform == "ascend" else ENDPOINTS
+        # "realistic": pages of real size and shape (8 DP engines, dcgm's default
+        # counters, a host with many interfaces); "small": only what infertop reads
+        self.pages = pages
+        if platform == "ascend":
+            self.endpoints = dict(ASCEND_ENDPOINTS)
+            if pages == "realistic":
+                self.endpoints["engine"] = realistic.engine_page
+        else:
+            self.endpoints = REALISTIC_ENDPOINTS if pages == "realistic" else ENDPOINTS
         self.host = host
         self._runners: list[web.AppRunner] = []
         self.addresses: DemoAddresses | None = None

@@ -1,0 +1,113 @@
+"""Parsing one page of each kind: the exact path against the fast path (issue 15).
+
+The exact path is what `parse_exposition(text, wanted=…)` did before issue 15: every
+line checked in Python, the wanted ones parsed by prometheus_client. The fast path
+(collectors/exposition_fast.py) must give the same result (checked here on every page
+before timing) at least 5× faster. Pages: the bundled fixtures (tests/fixtures), the
+real-size vLLM page built through prometheus_client from vLLM's definitions, and the
+demo's realistic pages (infertop/demo/realistic.py). Timings are the best CPU time of
+several rounds, the two paths interleaved, so a busy machine slows both alike.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from benchmarks.common import Row
+from collectors.exporters import EXPORTER_WANTED
+from collectors.exposition import parse_exposition, parse_exposition_exact
+from collectors.exposition_fast import parse_wanted_fast
+from collectors.profiles import BUNDLED_PROFILES
+from infertop.demo import realistic, realistic_hosts
+from infertop.demo.scenario import SimCluster
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+from fixtures.vllm_dp_page import vllm_dp_page  # noqa: E402
+
+COMMAND = "python -m benchmarks.run_all bench_parse"
+TARGET = 5.0
+NODES = 128
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+def pages() -> list[tuple[str, str, frozenset[str]]]:
+    """(what, text, wanted names) for every page measured."""
+    vllm = BUNDLED_PROFILES["deepinfer"].wanted
+    exporters = frozenset(EXPORTER_WANTED)
+    node = SimCluster(16, started_at=time.time() - 600).nodes["decode-01"]
+    now = time.time()
+    out = [
+        ("vLLM, 8 DP engines, stock definitions (prometheus_client)", vllm_dp_page(8)[0], vllm),
+        ("demo realistic engine page (vLLM, 8 DP engines)", realistic.engine_page(node, now), vllm),
+        ("demo realistic dcgm-exporter, 8 GPUs, default counters", realistic_hosts.dcgm_page(node, now), exporters),
+        ("demo realistic node_exporter, 36 interfaces, 224 CPUs", realistic_hosts.node_exporter_page(node, now),
+         exporters),
+    ]
+    for name, wanted in (("exposition/vllm_v1.txt", vllm), ("exposition/sglang.txt",
+                         BUNDLED_PROFILES["sglang"].wanted), ("exposition/dcgm.txt", exporters),
+                         ("exposition/node_exporter.txt", exporters), ("npu/npu_exporter_current.txt", exporters)):
+        out.append((f"bundled {name}", (FIXTURES / name).read_text(encoding="utf-8"), wanted))
+    return out
+
+
+def best_ms(fns: list[Callable[[], object]], rounds: int = 15, inner: int = 3) -> list[float]:
+    """Best CPU time of each function (this process's, so other processes on a busy
+    machine do not count), the functions interleaved round by round."""
+    best = [float("inf")] * len(fns)
+    for _ in range(rounds):
+        for i, fn in enumerate(fns):
+            start = time.process_time()
+            for _ in range(inner):
+                fn()
+            best[i] = min(best[i], (time.process_time() - start) / inner * 1e3)
+    return best
+
+
+def measure() -> list[tuple[str, int, int, float, float]]:
+    """(page, lines, bytes, exact ms, fast ms), after checking both give the same."""
+    rows = []
+    for what, text, wanted in pages():
+        exact, fast = parse_exposition_exact(text, wanted=wanted), parse_exposition(text, wanted=wanted)
+        if (exact.samples, exact.aliases, exact.duplicates) != (fast.samples, fast.aliases, fast.duplicates):
+            raise AssertionError(f"fast path differs on {what}")
+        if parse_wanted_fast(text, wanted) is None:
+            raise AssertionError(f"{what} fell back to the exact path")
+        exact_ms, fast_ms = best_ms([lambda t=text, w=wanted: parse_exposition_exact(t, wanted=w),
+                                     lambda t=text, w=wanted: parse_exposition(t, wanted=w)])
+        rows.append((what, text.count("\n"), len(text.encode()), exact_ms, fast_ms))
+    return rows
+
+
+def run() -> list[Row]:
+    measured = measure()
+    rows = []
+    for what, lines, size, exact_ms, fast_ms in measured:
+        ratio = exact_ms / fast_ms
+        rows.append(Row(
+            f"parse {what} ({lines} lines, {size / 1024:.0f} KiB): exact / fast path, ms",
+            f"{exact_ms:.2f} / {fast_ms:.3f} ({ratio:.1f}×)",
+            f"≥ {TARGET:g}×",
+            "met" if ratio >= TARGET else f"missed ({ratio:.1f}×)",
+            COMMAND,
+        ))
+    by_name = {what: (exact_ms, fast_ms) for what, _, _, exact_ms, fast_ms in measured}
+    node_pages = [w for w in by_name if w.startswith("demo realistic")]
+    exact_s = sum(by_name[w][0] for w in node_pages) * NODES / 1e3
+    fast_s = sum(by_name[w][1] for w in node_pages) * NODES / 1e3
+    rows.append(Row(
+        f"parse CPU per second, {NODES} nodes × 3 realistic pages at 1 s: exact / fast path (s of CPU per s)",
+        f"{exact_s:.2f} / {fast_s:.2f}",
+        "—",
+        "info",
+        COMMAND,
+    ))
+    return rows
+
+
+if __name__ == "__main__":
+    for row in run():
+        print(f"{row.figure}: {row.value} ({row.verdict})")

@@ -1,0 +1,97 @@
+"""A Monitor in a process of its own, on a layout, for a while; its figures as JSON.
+
+    python -m benchmarks.monitor_child LAYOUT WARMUP_S MEASURE_S OUT.json [--exact]
+
+Collection, evaluation and ticking as `infertop record` runs them (no record file, no
+viewer). After the warm-up it measures, for MEASURE_S: its own CPU time, every tick's
+duration, every node's age (the newest sample's) and status at each tick, and which
+nodes were ever shown stale, unreachable or in error. `--exact` turns the parse fast
+path off (the exact path, as before issue 15).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import collectors.exposition as exposition
+from infertop.gctune import tune_gc
+from layouts import load_layout
+from monitor.monitor import Monitor
+from monitor.snapshot import Snapshot
+
+
+async def measure(layout_path: Path, warmup_s: float, measure_s: float) -> dict[str, Any]:
+    monitor = Monitor(load_layout(layout_path))
+    ticks: list[float] = []
+    ages: list[float] = []
+    worst_ages: list[float] = []
+    not_ok: dict[str, int] = {}
+    errors: dict[str, int] = {}
+    measuring = False
+    tick = monitor.tick
+
+    def timed_tick(now: float | None = None) -> Snapshot:
+        start = time.perf_counter()
+        snapshot = tick(now)
+        if measuring:
+            ticks.append(time.perf_counter() - start)
+        return snapshot
+
+    def seen(snapshot: Snapshot) -> None:
+        if not measuring:
+            return
+        tick_ages = [n.age_s for n in snapshot.nodes if n.age_s is not None]
+        ages.extend(tick_ages)
+        worst_ages.append(max(tick_ages, default=float("nan")))
+        for node in snapshot.nodes:
+            if node.status != "ok":
+                not_ok[node.name] = not_ok.get(node.name, 0) + 1
+                why = f"{node.status}: {node.error or ''}"[:80]
+                errors[why] = errors.get(why, 0) + 1
+
+    monitor.tick = timed_tick  # type: ignore[method-assign]
+    monitor.listeners.append(seen)
+    await monitor.start()
+    try:
+        await asyncio.sleep(warmup_s)
+        measuring = True
+        cpu0, wall0 = time.process_time(), time.monotonic()
+        await asyncio.sleep(measure_s)
+        cpu_s, wall_s = time.process_time() - cpu0, time.monotonic() - wall0
+        measuring = False
+    finally:
+        await monitor.stop()
+    ticks.sort()
+    return {
+        "nodes": len(monitor.state.nodes),
+        "cpu_pct": 100 * cpu_s / wall_s,
+        "ticks": len(ticks),
+        "tick_ms_median": 1e3 * statistics.median(ticks) if ticks else None,
+        "tick_ms_p99": 1e3 * ticks[min(len(ticks) - 1, int(0.99 * len(ticks)))] if ticks else None,
+        "age_s_median": statistics.median(ages) if ages else None,
+        "age_s_worst": max(worst_ages) if worst_ages else None,
+        "age_s_worst_median": statistics.median(worst_ages) if worst_ages else None,
+        "nodes_not_ok": len(not_ok),
+        "node_ticks_not_ok": sum(not_ok.values()),
+        "commonest_problem": max(errors, key=errors.__getitem__) if errors else None,
+    }
+
+
+def main(argv: list[str]) -> int:
+    layout, warmup, seconds, out = Path(argv[1]), float(argv[2]), float(argv[3]), Path(argv[4])
+    if "--exact" in argv:
+        exposition.FAST_PATH = False
+    tune_gc()  # as the `infertop` entry point does
+    result = asyncio.run(measure(layout, warmup, seconds))
+    out.write_text(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,245 @@
+"""The fast path of `parse_exposition(text, wanted=…)`: the same result, a fraction of the work.
+
+A real page is mostly lines no profile reads (a vLLM node with 8 data-parallel engines
+serves ~3,000 lines, ~2,800 of them histogram buckets; node_exporter thousands of CPU,
+disk and interface series). The exact path looks at every one of those lines in Python
+and then hands the wanted ones to `prometheus_client`'s parser, which reads labels a
+character at a time. Here one compiled regular expression walks the page once, in C:
+
+- a line that starts with a wanted name (a prefix test against the wanted set, built as
+  one trie-shaped alternation) is handed to Python, which reads it with a strict grammar
+  (plain `name{label="value",…} value [timestamp]`: no escapes, no odd spacing) and one
+  float conversion;
+- `# HELP` / `# TYPE` lines are handed to Python too: which family a sample falls in
+  decides whether a counter is renamed `<name>_total` and aliased, as the exact path does;
+- every other line must be *plainly* fine (a sample line of the usual shape, a comment, a
+  blank line) and is skipped without a Python step; after a TYPE line, the family's own
+  lines (its name and a suffix, a histogram's buckets) are recognised by that name as a
+  literal, which is cheaper than testing the name's grammar.
+
+Anything else (an escape in a wanted label, a tab, a carriage return, a timestamp with 20
+digits, a line the exact path would call garbage, an unusual comment) makes the fast
+path give up and return None, and the caller runs the exact path on the whole page. So
+the fast path never decides anything the exact path would decide differently; it only
+answers early when the page is ordinary. `tests/collectors/test_exposition_fast.py`
+checks that against the exact path on the bundled pages and on generated ones.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Set as AbstractSet
+from functools import lru_cache
+
+Series = list[tuple[dict[str, str], float]]
+# samples, aliases, duplicates: the three tables of an `Exposition`
+Tables = tuple[dict[str, Series], dict[str, Series], dict[str, int]]
+
+_NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
+# a subset of what float() reads, so a skipped line passes the exact path's value check
+# (possessive: a number never needs to give characters back; the common form first)
+_VALUE = (
+    r"[0-9]++(?:\.[0-9]*+)?+(?:[eE][-+]?+[0-9]++)?+"
+    r"|[-+]?+(?:[0-9]++(?:\.[0-9]*+)?+|\.[0-9]++)(?:[eE][-+]?+[0-9]++)?+"
+    r"|[-+]?+(?:Inf|inf|NaN|nan)"
+)
+_TIMESTAMP = r"[-+]?[0-9]+"
+# the TYPE names prometheus_client accepts ("untyped" is read as "unknown")
+_TYPES = ("counter", "gauge", "histogram", "summary", "untyped", "unknown", "info", "stateset",
+          "gaugehistogram")
+# the whitespace prometheus_client splits comment lines on (string.whitespace)
+_WS = r" \t\r\x0b\x0c"
+
+# A wanted sample line after its name, in the strict grammar: label values without escapes,
+# no spaces around `=` or `,`, label names neither repeated (checked in Python) nor reserved (`__…`).
+_LABEL_NAME = r"(?:[a-zA-Z]|_(?!_))[a-zA-Z0-9_]*"
+_STRICT_REST = (
+    rf'(?:\{{(?P<l>(?:{_LABEL_NAME}="[^"\\\n]*"(?:,{_LABEL_NAME}="[^"\\\n]*")*,?)?)\}})?'
+    rf" (?P<v>{_VALUE})(?: (?P<s>{_TIMESTAMP}))?(?=\n|\Z)"
+)
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"\\\n]*)"')
+_INF = math.inf
+# float(int(s)) overflows past ~308 digits where float(s) gives inf: leave those to the
+# exact path; a timestamp's int / 1000 likewise
+_MAX_INT_DIGITS = 300
+_MAX_TIMESTAMP_CHARS = 19
+# label text → (its pairs, their set), kept across pages: an endpoint's wanted series
+# have the same labels every scrape (~100 label texts a node); cleared when full
+_LABEL_SETS: dict[str | None, tuple[tuple[tuple[str, str], ...], frozenset[tuple[str, str]]]] = {}
+_MAX_LABEL_SETS = 50_000
+
+
+def _trie_pattern(names: AbstractSet[str]) -> str:
+    """One alternation for a set of names, with common prefixes factored out, so a
+    line that matches none fails after a few characters instead of one try per name."""
+    if not names:
+        return "(?!)"
+    tree: dict[str, dict] = {}  # type: ignore[type-arg]
+    for name in names:
+        node = tree
+        for char in name:
+            node = node.setdefault(char, {})
+        node[""] = {}  # end of a name
+
+    def emit(node: dict) -> str:  # type: ignore[type-arg]
+        branches = [re.escape(char) + emit(child) if char else "" for char, child in sorted(node.items())]
+        if len(branches) == 1:
+            return branches[0]
+        optional = "" in branches
+        rest = [b for b in branches if b]
+        body = rest[0] if len(rest) == 1 else "(?:" + "|".join(rest) + ")"
+        return f"(?:{body})?" if optional else body
+
+    return emit(tree)
+
+
+@lru_cache(maxsize=64)
+def _scanner(wanted: frozenset[str]) -> re.Pattern[str]:
+    """Matched at a line start of "\\n" + page: first a run of lines Python need not see
+    (plain samples of unwanted names, plain comments, blank lines), consumed without a
+    Python step; then the line that ended the run, which Python must see: a wanted
+    sample (groups w, l, v, s), one that is wanted but not strict (x), a HELP and TYPE
+    pair (hn, hk), a TYPE (t, k) or HELP (h) line, the end of the page (end), or (bad)
+    a line that is not plainly fine."""
+    trie = _trie_pattern(wanted)
+    eol = r"(?=\n|\Z)"
+    kinds = "|".join(_TYPES)
+
+    def run(group: str) -> str:
+        """After a TYPE line: the family's own unwanted lines (its name, a suffix its type
+        may have), the name compared as a literal (a backreference) instead of by grammar."""
+        return (
+            rf"(?:\n(?!{trie}[{{ ])(?P={group})(?:_bucket|_count|_sum|_total|)(?:\{{[^\n]*\}})? "
+            rf"(?:{_VALUE})(?: {_TIMESTAMP})?{eol})*+"
+        )
+
+    skip = (
+        rf"(?:\n(?:(?!{trie}[{{ ]){_NAME}+(?:\{{[^\n]*\}})? (?:{_VALUE})(?: {_TIMESTAMP})?{eol}"
+        rf"|#{eol}|# (?!(?:HELP|TYPE)(?:[{_WS}\n]|\Z))[^{_WS}\n][^\n]*+|{eol}))*+"
+    )
+    event = (
+        rf"\n(?:(?P<w>{trie})(?=[{{ ])(?:{_STRICT_REST}|(?P<x>))"
+        # a HELP line and the TYPE line of the same name after it, as prometheus_client
+        # writes them, read as one: what the HELP line does, the TYPE line then redoes
+        rf"|# HELP (?P<hn>{_NAME})(?: [^\n]*+)?\n# TYPE (?P=hn) (?P<hk>{kinds}){eol}{run('hn')}"
+        rf"|# TYPE (?P<t>{_NAME}) (?P<k>{kinds}){eol}{run('t')}"
+        rf"|# HELP (?P<h>{_NAME})(?=[ \n]|\Z)[^\n]*+"
+        rf"|(?P<bad>))"
+        rf"|(?P<end>\Z)"
+    )
+    return re.compile(f"{skip}(?:{event})")
+
+
+# the sample names a family of each type holds, by suffix (prometheus_client's rule)
+_FAMILY_SUFFIXES = {"summary": ("_count", "_sum", ""), "histogram": ("_count", "_sum", "_bucket")}
+
+
+class _GiveUp(Exception):
+    """The page is not ordinary: let the exact path read it."""
+
+
+def _exact_number(text: str, value: float) -> float:
+    """What the exact path makes of a value `float()` read as `value`: prometheus_client
+    reads an integer literal with int() (then float() of it), anything else with
+    float(). The two agree wherever the result is finite and not zero (both round the
+    same decimal); "-0" and overflowing literals are where they differ."""
+    if text.lstrip("+-").isdigit():
+        if len(text) > _MAX_INT_DIGITS:
+            raise _GiveUp
+        return float(int(text))
+    return value
+
+
+def parse_wanted_fast(text: str, wanted: AbstractSet[str]) -> Tables | None:
+    """The tables `parse_exposition(text, wanted=wanted)` would build, or None when the
+    page is not ordinary enough to be sure (the caller then runs the exact path).
+
+    prometheus_client's family rules, replayed: a sample belongs to the family of the
+    last HELP / TYPE line when its name is one the family's type allows; otherwise it is
+    a family of its own (untyped) and so are the next samples until the next HELP /
+    TYPE. A counter family renames samples without `_total` to `<name>_total`, and its
+    samples are also indexed by the family name (the aliases). Samples are indexed as
+    they come, in page order (the order the exact path yields them); a TYPE line that
+    retypes a family after its samples is left to the exact path.
+    """
+    body = "\n" + text
+    match_at = _scanner(frozenset(wanted)).match
+    findall = _LABEL.findall
+    label_sets = _LABEL_SETS
+    samples: dict[str, Series] = {}
+    aliases: dict[str, Series] = {}
+    duplicates: dict[str, int] = {}
+    seen: set[tuple[str, frozenset[tuple[str, str]]]] = set()
+    family = ""  # the current family ("" = none)
+    allowed: tuple[str, ...] = ()  # the sample names it holds
+    rename = False  # a counter family without `_total`: its samples get the suffix
+    alias_of: str | None = None  # a counter family: the sample name indexed under alias_to
+    alias_to = ""
+    used = False  # the family has samples already
+    pos = 0
+    try:
+        while True:
+            match = match_at(body, pos)
+            if match is None:  # cannot happen (the last alternatives match anything); be safe
+                return None
+            (name, label_text, value_text, stamp, _loose, pair_name, pair_kind, type_name, kind,
+             help_name, _bad, end) = match.groups()
+            pos = match.end()
+            if value_text is not None:
+                if stamp is not None and len(stamp) > _MAX_TIMESTAMP_CHARS:
+                    return None
+                known = label_sets.get(label_text)
+                if known is None:
+                    pairs = tuple(findall(label_text)) if label_text else ()
+                    if len(dict(pairs)) != len(pairs):
+                        return None  # a label named twice: the exact path says what that is
+                    known = (pairs, frozenset(pairs))
+                    if len(label_sets) >= _MAX_LABEL_SETS:
+                        label_sets.clear()
+                    label_sets[label_text] = known
+                labels = dict(known[0])  # a dict of its own: callers may keep it
+                value = float(value_text)
+                if value == 0.0 or value in (_INF, -_INF):
+                    value = _exact_number(value_text, value)
+                aliased = False
+                if name in allowed:
+                    used = True
+                    if rename:
+                        name += "_total"
+                    aliased = name == alias_of
+                else:  # a family of its own, and no family after it
+                    family, allowed, rename, alias_of, used = "", (), False, None, False
+                if value != value or value in (_INF, -_INF):
+                    continue
+                series = (name, known[1])
+                if series in seen:
+                    duplicates[name] = duplicates.get(name, 0) + 1
+                    continue
+                seen.add(series)
+                samples.setdefault(name, []).append((labels, value))
+                if aliased:
+                    aliases.setdefault(alias_to, []).append((labels, value))
+            elif pair_kind is not None or kind is not None:
+                new, new_kind = (pair_name, pair_kind) if pair_kind is not None else (type_name, kind)
+                if new == family and used:
+                    return None  # retyped after its samples
+                family, used = new, False
+                allowed = tuple(new + s for s in _FAMILY_SUFFIXES.get(new_kind, ("",)))
+                rename, alias_of = False, None
+                if new_kind == "counter":
+                    if new.endswith("_total"):
+                        alias_to, alias_of = new[:-6], new
+                    else:
+                        alias_to, alias_of, rename = new, new + "_total", True
+                    if not alias_to:
+                        return None  # prometheus_client rejects an empty family name
+            elif help_name is not None:
+                if help_name != family:
+                    family, allowed, rename, alias_of, used = help_name, (help_name,), False, None, False
+            elif end is not None:
+                return samples, aliases, duplicates
+            else:
+                return None  # wanted but not strict, or a line that is not plainly fine
+    except _GiveUp:
+        return None

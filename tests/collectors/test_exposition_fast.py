@@ -1,0 +1,189 @@
+"""The fast path of `parse_exposition(wanted=…)` gives exactly what the exact path gives.
+
+The exact path (`parse_exposition_exact`: the wanted-line filter, then prometheus_client's
+parser) is the reference. On every bundled page, and on generated pages full of the
+things that trip parsers (escapes, reserved and repeated label names, tabs, carriage
+returns, `-0`, 400-digit integers, NaN, HELP without TYPE, counters without `_total`,
+samples outside their family, prose), both paths either raise `ExpositionError` or
+build the same samples, aliases and duplicate counts, value for value (sign of zero
+included). Ordinary pages must actually take the fast path, or the comparison would be
+empty.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fixtures.vllm_dp_page import vllm_dp_page
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from collectors.exporters import EXPORTER_WANTED
+from collectors.exposition import Exposition, ExpositionError, parse_exposition, parse_exposition_exact
+from collectors.exposition_fast import parse_wanted_fast
+from collectors.profiles import BUNDLED_PROFILES
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+PAGES = {
+    p.name: p.read_text(encoding="utf-8")
+    for p in sorted([*FIXTURES.glob("exposition/*.txt"), *FIXTURES.glob("npu/npu_exporter_*.txt")])
+}
+WANTED = {name: profile.wanted for name, profile in BUNDLED_PROFILES.items()} | {
+    "exporters": frozenset(EXPORTER_WANTED)
+}
+
+
+def canonical(index: Exposition) -> tuple[object, ...]:
+    """Everything an `Exposition` holds, with values by repr (so -0.0 is not 0.0)."""
+
+    def table(t: dict[str, list[tuple[dict[str, str], float]]]) -> dict[str, list[tuple[object, str]]]:
+        return {k: [(sorted(labels.items()), repr(v)) for labels, v in series] for k, series in t.items()}
+
+    return table(index.samples), table(index.aliases), dict(index.duplicates)
+
+
+def outcome(parse: object, text: str, wanted: frozenset[str]) -> object:
+    try:
+        return canonical(parse(text, "http://n:1/metrics", wanted))  # type: ignore[operator]
+    except ExpositionError:
+        return "ExpositionError"
+
+
+def assert_same(text: str, wanted: frozenset[str]) -> None:
+    assert outcome(parse_exposition, text, wanted) == outcome(parse_exposition_exact, text, wanted)
+
+
+@pytest.mark.parametrize("page", sorted(PAGES))
+@pytest.mark.parametrize("wanted", sorted(WANTED))
+def test_bundled_pages_read_the_same(page: str, wanted: str) -> None:
+    assert_same(PAGES[page], WANTED[wanted])
+
+
+@pytest.mark.parametrize(
+    ("page", "wanted"),
+    [("vllm_v1.txt", "vllm"), ("vllm_old.txt", "vllm"), ("sglang.txt", "sglang"), ("dcgm.txt", "exporters"),
+     ("dcgm_new.txt", "exporters"), ("node_exporter.txt", "exporters"),
+     ("npu_exporter_current.txt", "exporters"), ("npu_exporter_old.txt", "exporters")],
+)
+def test_ordinary_pages_take_the_fast_path(page: str, wanted: str) -> None:
+    tables = parse_wanted_fast(PAGES[page], WANTED[wanted])
+    assert tables is not None and tables[0], "an ordinary page fell back to the exact path"
+
+
+def test_a_real_size_vllm_page_reads_the_same_on_the_fast_path() -> None:
+    text, truth = vllm_dp_page(8)
+    wanted = WANTED["vllm"]
+    assert parse_wanted_fast(text, wanted) is not None
+    assert_same(text, wanted)
+    index = parse_exposition(text, wanted=wanted)
+    assert sum(v for _, v in index.series("vllm:generation_tokens_total")) == truth.total("generation_tokens")
+    assert len(index.series("vllm:iteration_tokens_total_count")) == 8
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # unusual, each handed back to the exact path (which may accept or reject it)
+        'x_total{a="b\\"c"} 1\n',
+        'x_total{a="1",a="2"} 1\n',
+        'x_total{__a="1"} 1\n',
+        'x_total{__name__="y"} 1\n',
+        "x_total\t1\n",
+        "x_total 1\r\n",
+        "x_total  1\n",
+        " x_total 1\n",
+        "x_total 1 2 3\n",
+        "x_total 1_0\n",
+        "x_total 0x10\n",
+        "x_total " + "9" * 400 + "\n",
+        "x_total 1 " + "9" * 400 + "\n",
+        "x_total -0\n",
+        "x_total +5\n",
+        "x_total 1. \n",
+        'x_total{a="b"}1\n',
+        'x_total {a="b"} 1\n',
+        "# TYPE x_total counter extra\nx_total 1\n",
+        "# TYPE x_total bogus\nx_total 1\n",
+        "# TYPE _total counter\n",
+        "# HELP\nx_total 1\n",
+        "#x HELP y doc\nx_total 1\n",
+        "# \tHELP x doc\nx_total 1\n",
+        "# HELP  x doc\n",
+        "# TYPE x counter\nx 1\nx_total 2\n",
+        "# TYPE x counter\nx_total 1\n# HELP y\nx_total 2\n",
+        "# HELP x_total doc\nx_total 1\n# TYPE x_total counter\nx_total 2\n",
+        "# TYPE x_total counter\ny 1\nx_total 2\n",
+        "# TYPE x_total counter\nx_total{a=\"1\"} NaN\nx_total{a=\"1\"} 3\n",
+        "x_total 1\nthis is not metrics\n",
+        "x_total 1\n<html>\n",
+        "x_total 1 # {trace=\"a\"} 1\n",
+        "x_total 1\n\n\n",
+        "",
+        "\n",
+    ],
+)
+def test_unusual_lines_read_the_same(text: str) -> None:
+    assert_same(text, frozenset({"x_total", "x", "y"}))
+
+
+_NAMES = st.sampled_from(["x", "x_total", "x_count", "x_sum", "x_bucket", "x_created", "y", "y_total", "z", "_total"])
+_KINDS = ["counter", "gauge", "histogram", "summary", "untyped"]
+_ODD_KINDS = ["info", "bogus", "counter x", "unknown", "stateset"]
+_LABEL_NAMES = ["a", "b", "le", "_", "engine"]
+_ODD_LABEL_NAMES = ["__a", "__name__", "a b", "1a", "a"]
+_LABEL_VALUES = ["1", "", "x y", "}", "{", ",", "=", "#", "é", "\x1b[31m", "[bold]"]
+_ODD_LABEL_VALUES = ['\\"', "\\\\", "\\n", '"']
+_VALUES = ["1", "0", "1.5", "1e3", "1.7e+09", "3.0", "NaN", "+Inf", "-Inf"]
+_ODD_VALUES = ["-0", "+5", ".5", "5.", "inf", "1_0", "0x1", "abc", "9" * 400, "1e400", "\u0663", ""]
+
+
+@st.composite
+def _line(draw: st.DrawFn) -> str:
+    """Mostly ordinary lines (so pages take the fast path), now and then an odd one."""
+
+    def pick(usual: list[str], odd: list[str]) -> str:
+        return draw(st.sampled_from(odd if draw(st.integers(0, 39)) == 0 else usual))
+
+    kind = draw(st.sampled_from(["sample"] * 6 + ["help", "type", "pair", "comment", "blank", "junk"]))
+    if kind in ("help", "pair"):
+        name = draw(_NAMES)
+        line = f"# HELP {name}" + pick(["", " doc", ' a "quoted" doc'], ["  doc", "\tdoc"])
+        return line + (f"\n# TYPE {name} {pick(_KINDS, _ODD_KINDS)}" if kind == "pair" else "")
+    if kind == "type":
+        return f"# TYPE {draw(_NAMES)} {pick(_KINDS, _ODD_KINDS)}"
+    if kind == "comment":
+        return pick(["#", "# a comment", "# HELPFUL x"], ["#x HELP x", "# TYPE", "# HELP", "#\tHELP x"])
+    if kind == "blank":
+        return pick([""], ["  ", "\t"])
+    if kind == "junk" and draw(st.integers(0, 9)) == 0:
+        return draw(st.sampled_from(["this is not metrics", "<html>", "x{", "{} 1", 'x_total 1 # {a="b"} 2']))
+    labels = [(pick(_LABEL_NAMES, _ODD_LABEL_NAMES), pick(_LABEL_VALUES, _ODD_LABEL_VALUES))
+              for _ in range(draw(st.integers(0, 3)))]
+    body = ",".join(f'{k}="{v}"' for k, v in labels) + pick([""], [","])
+    line = draw(_NAMES) + (f"{{{body}}}" if labels or draw(st.booleans()) else "")
+    line += pick([" "], ["  ", "\t", ""]) + pick(_VALUES, _ODD_VALUES)
+    if draw(st.integers(0, 4)) == 0:
+        line += " " + pick(["1700000000000", "-1"], ["9" * 30, "x", "1.5"])
+    return line + pick([""], [" ", "\r"])
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(_line(), max_size=12),
+    st.sets(st.sampled_from(["x", "x_total", "x_count", "x_sum", "y", "y_total", "z", "_total"]), min_size=2),
+    st.booleans(),
+)
+def test_generated_pages_read_the_same(lines: list[str], wanted: set[str], final_newline: bool) -> None:
+    assert_same("\n".join(lines) + ("\n" if final_newline else ""), frozenset(wanted))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(sorted(PAGES)), st.sampled_from(sorted(WANTED)),
+       st.lists(st.tuples(st.integers(0, 30_000), st.text(min_size=1, max_size=6)), min_size=1, max_size=5))
+def test_mutated_bundled_pages_read_the_same(page: str, wanted: str, edits: list[tuple[int, str]]) -> None:
+    text = PAGES[page]
+    for at, insert in edits:
+        at %= len(text) + 1
+        text = text[:at] + insert + text[at + 1 :]
+    assert_same(text, WANTED[wanted])
