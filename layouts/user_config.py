@@ -2,7 +2,10 @@
 file $INFERTOP_CONFIG names). Settings for the person, not the cluster:
 
     interval_s = 2.0          # poll interval when the layout does not set one
-    theme = "textual-light"   # the TUI's colour theme (`infertop --help-themes` lists them)
+    theme = "textual-light"   # the TUI's colour theme (any Textual theme)
+    [alerts]                  # the bell, when the layout has no [alerts] of its own
+    bell = true
+    on = "warning"
 
 Precedence, lowest first: built-in default, this file, the layout, the command line
 (`--interval`). A missing file is no error; a bad one is (exit 2, file:line: field).
@@ -18,6 +21,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, PositiveFloat, ValidationError
 
 from layouts.loader import LayoutError
+from layouts.model import AlertsConfig
 
 MAX_CONFIG_BYTES = 64 * 1024
 
@@ -27,6 +31,7 @@ class UserConfig(BaseModel):
 
     interval_s: PositiveFloat | None = None
     theme: str | None = None
+    alerts: AlertsConfig | None = None  # the person's bell, for layouts that set none
 
 
 def config_path() -> Path:
@@ -60,8 +65,8 @@ def parse_user_config(text: str, path: str) -> UserConfig:
         for err in exc.errors():
             key = ".".join(str(p) for p in err["loc"])
             unknown = err["type"] == "extra_forbidden"
-            msg = "unknown setting (known: interval_s, theme)" if unknown else str(err["msg"])
-            problems.append(LayoutError(path, key or None, msg, _line_of(text, key.split(".")[0])))
+            msg = "unknown setting (known: interval_s, theme, [alerts])" if unknown else str(err["msg"])
+            problems.append(LayoutError(path, key or None, msg, _line_of(text, key.split(".")[-1])))
         first = problems[0]
         first.problems = problems
         raise first from None

@@ -78,11 +78,15 @@ def layout_or_local(path: str | None) -> Layout:
 
 def layout_of(args: argparse.Namespace) -> Layout:
     """The layout the command line names (before or after the subcommand), its poll
-    interval from, lowest first: the default, the user's config, the layout, `--interval`."""
+    interval from, lowest first: the default, the user's config, the layout, `--interval`;
+    its `[alerts]` the layout's, else the user's config's."""
     layout = layout_or_local(getattr(args, "layout", None))
+    config = load_user_config()
+    if "alerts" not in layout.model_fields_set and config.alerts is not None:
+        layout = layout.model_copy(update={"alerts": config.alerts})  # the person's bell
     interval = getattr(args, "interval", None)
     if interval is None and "interval_s" not in layout.cluster.model_fields_set:
-        interval = load_user_config().interval_s
+        interval = config.interval_s
     if interval is None:
         return layout
     return layout.model_copy(update={"cluster": layout.cluster.model_copy(update={"interval_s": interval})})

@@ -14,7 +14,6 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, is_root
 from demo_server import serving_demo
+from process_output import OutputReader
 
 from layouts import load_layout
 from monitor.channel.client import Connection, MonitorUnavailable, SocketFeed
@@ -97,26 +97,14 @@ class Terminal:
                                      stderr=slave, env=env(), start_new_session=True)
         os.close(slave)
         self._fd = master
-        self.output = b""
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        self._reader = OutputReader(self.proc, master)
 
-    def _read(self) -> None:
-        while True:
-            try:
-                data = os.read(self._fd, 65536)
-            except OSError:
-                return
-            if not data:
-                return
-            self.output += data
+    @property
+    def output(self) -> bytes:
+        return self._reader.output
 
     def wait_for(self, text: bytes, timeout_s: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout_s
-        while text not in self.output:
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"no {text!r} on the screen: {self.output[-1500:]!r}")
-            time.sleep(0.05)
+        self._reader.wait_for(text, timeout_s)
 
     def press(self, keys: bytes) -> None:
         os.write(self._fd, keys)

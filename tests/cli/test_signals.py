@@ -12,7 +12,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +20,7 @@ import hostile_endpoint
 import hostile_sshd
 import pytest
 from conftest import REPO
+from process_output import OutputReader
 
 pytestmark = pytest.mark.integration
 STOP_WITHIN_S = 2.0
@@ -73,7 +73,6 @@ class Running:
 
     def __init__(self, args: list[str], tmp_path: Path, terminal: bool = False):
         argv = [sys.executable, "-m", "infertop", *args]
-        self.output = b""
         self.started = time.monotonic()
         if terminal:
             master, slave = pty.openpty()
@@ -86,25 +85,14 @@ class Running:
                                          stderr=subprocess.STDOUT, env=env(tmp_path))
             assert self.proc.stdout is not None
             self._fd = self.proc.stdout.fileno()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        self._reader = OutputReader(self.proc, self._fd)
 
-    def _read(self) -> None:
-        while True:
-            try:
-                data = os.read(self._fd, 65536)
-            except OSError:
-                return
-            if not data:
-                return
-            self.output += data
+    @property
+    def output(self) -> bytes:
+        return self._reader.output
 
     def wait_for_output(self, text: bytes, timeout_s: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout_s
-        while text not in self.output:
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"no {text!r} in the output: {self.output[-2000:]!r}")
-            time.sleep(0.05)
+        self._reader.wait_for(text, timeout_s)
 
     def exits_within(self, seconds: float) -> float | None:
         """Seconds until it exited, or None (and it is killed) if it did not in time."""

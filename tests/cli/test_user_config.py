@@ -57,7 +57,8 @@ def test_top_level_interval_flag(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("config", "needle"),
     [
-        ("intervl_s = 2\n", "config.toml:1: intervl_s: unknown setting (known: interval_s, theme)"),
+        ("intervl_s = 2\n", "config.toml:1: intervl_s: unknown setting (known: interval_s, theme, [alerts])"),
+        ("[alerts]\nbel = true\n", "config.toml:2: alerts.bel: unknown setting"),
         ("interval_s = -1\n", "config.toml:1: interval_s:"),
         ("interval_s = =\ntheme = \"nord\"\n", "config.toml:1: TOML syntax error"),
         ('theme = "no-such-theme"\n', "config.toml: theme: unknown theme 'no-such-theme' (known: "),
@@ -73,3 +74,20 @@ def test_a_bad_config_is_exit_2_with_file_line_and_field(tmp_path: Path, config:
     (run,) = run_infertop(command, env=env)
     assert run.returncode == 2, (run.returncode, run.stderr[-500:])
     assert needle in run.stderr and "Traceback" not in run.stderr, run.stderr
+
+
+def test_the_users_alerts_apply_where_the_layout_sets_none(tmp_path: Path) -> None:
+    """The person's bell (config) for a layout without [alerts]; a layout's own wins."""
+    from infertop.cli.common import layout_of
+    from infertop.cli.main import build_parser
+
+    config = tmp_path / "config.toml"
+    config.write_text('[alerts]\nbell = true\non = "warning"\n')
+    bare, own = tmp_path / "bare.toml", tmp_path / "own.toml"
+    bare.write_text(NODE)
+    own.write_text("[alerts]\nbell = false\n" + NODE)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("INFERTOP_CONFIG", str(config))
+        got = layout_of(build_parser().parse_args(["--layout", str(bare)]))
+        assert got.alerts.bell is True and got.alerts.on == "warning"
+        assert layout_of(build_parser().parse_args(["--layout", str(own)])).alerts.bell is False

@@ -1,0 +1,123 @@
+"""Issue 15's done-when, measured as a user runs it: the served cluster, the monitor
+(`infertop record`) and the TUI (`infertop attach`, in tmux at 200x60) each in its own
+process, for a few minutes; then the session record says, tick by tick, which nodes the
+monitor showed stale, unreachable or in error (none should be: the cluster is healthy),
+which verdicts it raised beyond the scripted ones, how old the newest samples were, and
+when it said it was lagging. CPU of the monitor and the viewer is sampled from /proc.
+
+    python -m benchmarks.trial_tui [--nodes 128] [--seconds 300] [--pages realistic]
+
+Not part of `make bench` (it takes minutes); its figures are in BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.bench_realistic import _cpu_s
+from infertop.demo.scenario import trouble_nodes
+from monitor.record.store import Recording
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _pct(values: list[float], q: float) -> float:
+    return sorted(values)[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--nodes", type=int, default=128)
+    p.add_argument("--seconds", type=float, default=300.0)
+    p.add_argument("--pages", default="realistic")
+    p.add_argument("--size", default="200x60")
+    args = p.parse_args()
+    if shutil.which("tmux") is None:
+        sys.exit("tmux is needed")
+    tmp = Path(tempfile.mkdtemp(prefix="infertop-trial-"))
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "INFERTOP_STATE_DIR": str(tmp / "state")}
+    py = [sys.executable, "-m", "infertop"]
+    layout = tmp / "demo.toml"
+    server = subprocess.Popen([*py, "demo", "--serve-only", "--nodes", str(args.nodes), "--pages", args.pages,
+                               "--layout-out", str(layout)], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    while not layout.exists():
+        time.sleep(0.2)
+    time.sleep(1.0)
+    record = tmp / "trial.sqlite"
+    monitor = subprocess.Popen([*py, "record", "--layout", str(layout), "--record", str(record), "-q"],
+                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(3.0)
+    width, height = args.size.split("x")
+    session = f"trial{os.getpid()}"
+    command = " ".join([f"INFERTOP_STATE_DIR={env['INFERTOP_STATE_DIR']}", f"PYTHONPATH={ROOT}",
+                        sys.executable, "-m", "infertop", "attach", "--layout", str(layout)])
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", width, "-y", height, command], check=True)
+    time.sleep(2.0)
+    viewer_pid = int(subprocess.run(["tmux", "list-panes", "-t", session, "-F", "#{pane_pid}"],
+                                    capture_output=True, text=True, check=True).stdout.split()[0])
+    start = time.monotonic()
+    cpu0 = {"monitor": _cpu_s(monitor.pid), "viewer": _cpu_s(viewer_pid), "server": _cpu_s(server.pid)}
+    time.sleep(args.seconds)
+    wall = time.monotonic() - start
+    cpu = {k: 100 * (_cpu_s(pid) - cpu0[k]) / wall
+           for k, pid in (("monitor", monitor.pid), ("viewer", viewer_pid), ("server", server.pid))}
+    screen = subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True).stdout
+    subprocess.run(["tmux", "kill-session", "-t", session], check=False)
+    monitor.send_signal(signal.SIGTERM)
+    monitor.wait(30)
+    server.send_signal(signal.SIGTERM)
+    server.wait(30)
+
+    rec = Recording.load(record)
+    scripted = {(node, kind) for kind, node in trouble_nodes(args.nodes).items()}
+    expected_kinds = {"ports_down": "link-starved", "idle": "idle", "straggler": "straggler"}
+    allowed = {(node, expected_kinds.get(kind, kind)) for node, kind in scripted} | {
+        (trouble_nodes(args.nodes).get("straggler", ""), "throttled")}
+    not_ok: dict[str, int] = {}
+    extra_verdicts: dict[tuple[str, str], int] = {}
+    ages: list[float] = []
+    lagging = 0
+    frames = 0
+    warm = rec.ticks[0].at + 15.0 if rec.ticks else 0.0  # the first rates need a window
+    for tick in rec.ticks:
+        if tick.at < warm:
+            continue
+        snap = rec.snapshot(tick.id)
+        if snap is None:
+            continue
+        frames += 1
+        if snap.monitor is not None and snap.monitor.lagging:
+            lagging += 1
+        for n in snap.nodes:
+            if n.status != "ok":
+                not_ok[n.name] = not_ok.get(n.name, 0) + 1
+            if n.age_s is not None:
+                ages.append(n.age_s)
+            for v in n.verdicts:
+                if (n.name, v.kind) not in allowed and v.kind != "blind":
+                    extra_verdicts[(n.name, v.kind)] = extra_verdicts.get((n.name, v.kind), 0) + 1
+    print(f"nodes {args.nodes}, pages {args.pages}, {wall:.0f} s, {frames} recorded frames after warm-up")
+    print(f"CPU % of one core: monitor {cpu['monitor']:.0f}, viewer {cpu['viewer']:.0f} "
+          f"(together {cpu['monitor'] + cpu['viewer']:.0f}), served cluster {cpu['server']:.0f}")
+    print(f"nodes ever not ok: {len(not_ok)} ({sum(not_ok.values())} node-frames)")
+    print(f"verdicts beyond the scripted ones: {len(extra_verdicts)} {sorted(extra_verdicts)[:8]}")
+    print(f"newest-sample age s: median {statistics.median(ages) if ages else float('nan'):.2f}, "
+          f"p99 {_pct(ages, 0.99):.2f}, max {max(ages) if ages else float('nan'):.2f}")
+    print(f"frames with the monitor saying it lags: {lagging} of {frames}")
+    print("screen at the end:")
+    print("\n".join(screen.splitlines()[:12]))
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,37 @@
+"""A process's output (a pipe or a pseudo-terminal) collected by a thread, so that the
+process never blocks on a full pipe, and waited on for a piece of text."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+
+
+class OutputReader:
+    def __init__(self, proc: subprocess.Popen[bytes], fd: int) -> None:
+        self.proc = proc
+        self.output = b""
+        self._fd = fd
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                data = os.read(self._fd, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            self.output += data
+
+    def wait_for(self, text: bytes, timeout_s: float = 60.0) -> None:
+        """Until `text` has been written; AssertionError (with the last output) if the
+        process ends first or the time runs out."""
+        deadline = time.monotonic() + timeout_s
+        while text not in self.output:
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"no {text!r} in the output: {self.output[-2000:]!r}")
+            time.sleep(0.05)
