@@ -44,7 +44,7 @@ imports: $(STAMP)
 	$(BIN)/lint-imports
 
 pytest: $(STAMP)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=15
 
 test: $(STAMP) system-deps lint typecheck imports pytest
 
