@@ -19,6 +19,9 @@ from tui.columns import WARN
 
 _HEADERS = ("POOL", "NODES", "GPUS", "UTIL", "STEPS/S", "ACCEPT", "TOK/S", "FULL TOK/S",
             "RUN", "WAIT", "$/H", "IDLE")
+# on a narrow terminal columns are left out whole (a figure is never cut), in this order;
+# the pool, its node count, tokens/s, $/h and idle stay
+DROP_ORDER = (7, 9, 8, 2, 5, 3, 4)
 HEADER_STYLE = "bold grey70"
 CLUSTER_STYLE = "bold"
 
@@ -56,12 +59,29 @@ def rollup_rows(snapshot: Snapshot) -> list[Row]:
     return rows
 
 
-def rollup_text(rows: list[Row]) -> Text:
+def _fitting(rows: list[Row], width: int | None) -> tuple[Row, list[Row]]:
+    """The header and rows with columns left out whole, in DROP_ORDER, until they fit."""
+    keep = list(range(len(_HEADERS)))
+
+    def inner() -> int:
+        widths = [max(cell_len(r[i]) for r in [_HEADERS, *rows]) for i in keep]
+        return sum(widths) + 3 * len(widths) - 1
+
+    for column in DROP_ORDER:
+        if width is None or inner() + 2 <= width:
+            break
+        keep.remove(column)
+    return tuple(_HEADERS[i] for i in keep), [tuple(r[i] for i in keep) for r in rows]
+
+
+def rollup_text(rows: list[Row], width: int | None = None) -> Text:
     """The rows laid out as Rich's `box.SIMPLE_HEAD` table drew them: a blank edge line,
     the header, a rule, the rows (the last one, the cluster, in bold), a blank edge line.
     Each column is as wide as its widest cell, padded by one space on each side; the
-    first column is left-aligned, the figures right-aligned."""
-    widths = [cell_len(h) for h in _HEADERS]
+    first column is left-aligned, the figures right-aligned. Within `width` cells, the
+    columns that do not fit are left out whole."""
+    headers, rows = _fitting(rows, width)
+    widths = [cell_len(h) for h in headers]
     for row in rows:
         for i, cell in enumerate(row):
             widths[i] = max(widths[i], cell_len(cell))
@@ -78,7 +98,7 @@ def rollup_text(rows: list[Row]) -> Text:
     text.append(blank + "\n ")
     # styled exactly as the table styled them (the header's padding too), so the
     # picture is unchanged cell for cell
-    for i, cell in enumerate(cells_of(_HEADERS)):
+    for i, cell in enumerate(cells_of(headers)):
         text.append(" " + cell + " ", HEADER_STYLE)
         text.append(" " if i < len(widths) - 1 else " \n")
     text.append(" " + "─" * inner + " \n")
@@ -88,7 +108,8 @@ def rollup_text(rows: list[Row]) -> Text:
         for i, cell in enumerate(cells_of(row)):
             text.append(" ")
             # a partial sum is marked where the count is: "71/96" in the warning colour
-            text.append(cell, f"{style} {WARN}".strip() if i == 1 and "/" in cell else style)
+            partial = i == 1 and "/" in cell and headers[1] == "NODES"
+            text.append(cell, f"{style} {WARN}".strip() if partial else style)
             text.append("  ")
         text.append("\n")
     text.append(blank)
@@ -101,14 +122,24 @@ class RollupStrip(Static):
     """
 
     _rows: list[Row] | None = None  # what is on screen
+    _width: int | None = None  # the width it was laid out for
+
+    def _fit_width(self) -> int | None:
+        return self.content_region.width or None
 
     def show(self, snapshot: Snapshot) -> None:
         rows = rollup_rows(snapshot)
-        if rows == self._rows:
+        width = self._fit_width()
+        if rows == self._rows and width == self._width:
             return  # the same figures: no render, no repaint
         resized = self._rows is None or len(rows) != len(self._rows)
-        self._rows = rows
+        self._rows, self._width = rows, width
         if resized:
             # a known height: Textual need not render the text to measure it
             self.styles.height = len(rows) + 4
-        self.update(rollup_text(rows), layout=resized)
+        self.update(rollup_text(rows, width), layout=resized)
+
+    def on_resize(self) -> None:
+        if self._rows is not None and self._fit_width() != self._width:
+            self._width = self._fit_width()
+            self.update(rollup_text(self._rows, self._width))

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import pytest
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console, RenderableType
 from rich.segment import Segment
 from rich.style import Style
 from rich.table import Table
+from rich.text import Text
 from textual.app import App, ComposeResult
 
 from monitor.snapshot import ClusterView, RollupView, SessionView, Snapshot
@@ -130,3 +132,24 @@ def test_the_session_tokens_per_s_says_when_it_is_partial() -> None:
     assert line.endswith(" 1,234 (71/96 nodes)")
     line = next(t.plain for t in session_lines(session, SpendHistory(), tokens_from=whole) if t.plain.startswith("tok/s"))
     assert line.endswith(" 1,234")
+
+
+@pytest.mark.parametrize("width", [78, 100, 120, 200])
+async def test_on_a_narrow_terminal_columns_are_left_out_whole(width: int) -> None:
+    """At 80 columns the strip used to end in "134,79…": a figure is never cut; the
+    columns that do not fit are left out, the pool, tokens/s, $/h and idle stay."""
+    app = StripApp()
+    async with app.run_test(size=(width + 2, 20)) as pilot:
+        strip = app.query_one(RollupStrip)
+        strip.show(snapshot({"decode": BUSY, "prefill": HUGE}, total=BUSY))
+        await pilot.pause()
+        text = strip.content.plain if isinstance(strip.content, Text) else str(strip.content)
+        lines = [line.rstrip() for line in text.splitlines()]
+        assert all(cell_len(line) <= strip.content_region.width for line in lines), lines
+        assert "…" not in text
+        header = lines[1].split()
+        for kept in ("POOL", "NODES", "TOK/S", "$/H", "IDLE"):
+            assert kept in header, header
+        assert "$1,230,000,000.00" in text and "9,900,000,000,000" in text  # whole, not cut
+        if width >= 200:
+            assert header == [h for h in _HEADERS for h in h.split()], header
