@@ -35,3 +35,7 @@ class OutputReader:
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise AssertionError(f"no {text!r} in the output: {self.output[-2000:]!r}")
             time.sleep(0.05)
+
+    def join(self, timeout_s: float) -> None:
+        """Until the reader has seen the end of the output (the process closed it)."""
+        self._thread.join(timeout_s)
