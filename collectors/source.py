@@ -49,6 +49,11 @@ class PollingSource(Source):
         super().__init__(nodes)
         self.interval_s = interval_s
         self.timeout_s = timeout_s if timeout_s is not None else max(interval_s * 0.9, 0.5)
+        # the newest finished poll: when it started and when its samples were all emitted
+        # (the monitor ticks once the round it waits for is in, monitor.monitor)
+        self.round_started_at: float | None = None
+        self.round_finished_at: float | None = None
+        self.round_listeners: list[Callable[[PollingSource], None]] = []
 
     @abstractmethod
     async def poll(self) -> Sequence[NodeSample]:
@@ -56,6 +61,7 @@ class PollingSource(Source):
 
     async def run(self, emit: Emit) -> None:
         while True:
+            started_at = time.time()
             try:
                 # a timeout context, not wait_for: on Python 3.11 wait_for swallows a cancel
                 # that arrives as the poll finishes, and the source would never stop. The
@@ -80,6 +86,9 @@ class PollingSource(Source):
                 ]
             for sample in samples:
                 emit(sample)
+            self.round_started_at, self.round_finished_at = started_at, time.time()
+            for listener in self.round_listeners:
+                listener(self)
             # read at wall-clock boundaries (see collectors.cadence); a poll slower than
             # the interval goes on at the next boundary: never overlap, never spin
             await asyncio.sleep(

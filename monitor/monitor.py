@@ -14,12 +14,12 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from collectors.cadence import TICK_PHASE, delay_to_boundary
+from collectors.cadence import TICK_LATEST_PHASE, TICK_PHASE, delay_to_boundary
 from collectors.fleet import Fleet, FleetState
 from collectors.loop_stalls import KEEP_S, LoopStallMeter, StallTimeline, acquire_meter, release_meter
 from collectors.registry import build_sources
 from collectors.sample import NodeSample
-from collectors.source import Source
+from collectors.source import PollingSource, Source
 from monitor.evaluation.cluster import evaluate_cluster, evaluate_nodes
 from monitor.evaluation.ledger import SessionLedger, TickFigures
 from monitor.evaluation.mass_events import verdict_groups
@@ -126,15 +126,58 @@ class Monitor:
             finally:
                 self.fleet.listeners.remove(heard)
         self._safe_tick()
-        while True:
-            # half an interval after the sources' wall-clock reading instants
-            now = time.time()
-            slot = now + delay_to_boundary(
-                interval, now, offset_s=TICK_PHASE * interval, min_delay_s=0.2 * interval
-            )
-            await asyncio.sleep(slot - now)
-            self.health.tick_ran(slot, time.time())
-            self._safe_tick()
+        # polls read at the same wall-clock instants as the ticks are spaced: a frame waits
+        # for their round (collectors.cadence)
+        timed = [s for s in self.sources if isinstance(s, PollingSource) and s.interval_s == interval]
+        round_in = asyncio.Event()
+
+        def heard_round(_source: PollingSource) -> None:
+            round_in.set()
+
+        for source in timed:
+            source.round_listeners.append(heard_round)
+        try:
+            while True:
+                # half an interval after the sources' wall-clock reading instants
+                now = time.time()
+                slot = now + delay_to_boundary(
+                    interval, now, offset_s=TICK_PHASE * interval, min_delay_s=0.2 * interval
+                )
+                await asyncio.sleep(slot - now)
+                due = await self._round_in(timed, round_in, slot, interval)
+                self.health.tick_ran(due, time.time())
+                self._safe_tick()
+        finally:
+            for source in timed:
+                source.round_listeners.remove(heard_round)
+
+    @staticmethod
+    async def _round_in(
+        timed: Sequence[PollingSource], round_in: asyncio.Event, slot: float, interval: float
+    ) -> float:
+        """Wait, from `slot`, until every timed poll of this slot's reading instant has
+        finished, at most until TICK_LATEST_PHASE of an interval after that instant; the
+        wall time the tick was then due (what its lateness is measured against)."""
+        reading_at = slot - TICK_PHASE * interval
+        latest = reading_at + TICK_LATEST_PHASE * interval
+        # a poll that started a little before the instant (a clock step) still counts
+        since = reading_at - 0.1 * interval
+
+        def pending() -> bool:
+            return any(s.round_started_at is None or s.round_started_at < since for s in timed)
+
+        while pending():
+            round_in.clear()
+            remaining = latest - time.time()
+            if remaining <= 0:
+                return latest
+            try:
+                async with asyncio.timeout(remaining):  # not wait_for: see PollingSource.run
+                    await round_in.wait()
+            except TimeoutError:
+                return latest
+        finished = max((s.round_finished_at or slot for s in timed), default=slot)
+        return min(max(slot, finished), latest)
 
     def _safe_tick(self) -> None:
         try:
