@@ -6,7 +6,10 @@ Without `--layout` the frames come from the demo's simulated cluster made in-pro
 (`benchmarks.synthetic.SimSource`), so the figures are the TUI's own work: the Monitor
 tick, the session record, the table diff and the paint. With `--layout` (the file
 `infertop demo --serve-only --layout-out` writes) the real sources run: the process then
-also pays for scraping and parsing 3 × nodes exporter pages a second.
+also pays for scraping and parsing 3 × nodes exporter pages a second. With `--attach`
+as well, the app is a viewer of the monitor already running for that layout (`infertop
+record`), as `infertop --layout F` runs it: frames arrive over the monitor's socket and
+the process pays for reading them and drawing, nothing else.
 
 The app is the real `InfertopApp` (every registered panel, the session record on as by
 default), run with `App.run_test()` (headless). Headless Textual composes every update
@@ -41,7 +44,9 @@ from benchmarks.synthetic import SimSource, demo_layout  # noqa: E402
 from infertop.demo.scenario import SimCluster  # noqa: E402
 from infertop.gctune import tune_gc  # noqa: E402
 from layouts import load_layout  # noqa: E402
-from monitor.feeds import MonitorFeed  # noqa: E402
+from monitor.channel.client import SocketFeed  # noqa: E402
+from monitor.channel.paths import socket_path  # noqa: E402
+from monitor.feeds import MonitorFeed, SnapshotFeed  # noqa: E402
 from monitor.record.store import Recorder  # noqa: E402
 from monitor.snapshot import Snapshot  # noqa: E402
 from tui.app import InfertopApp  # noqa: E402
@@ -65,7 +70,7 @@ class BenchApp(InfertopApp):
     # a relative CSS_PATH resolves next to the subclass: point at the app's own file
     CSS_PATH = str(Path(tui_app.__file__).with_name(str(InfertopApp.CSS_PATH)))
 
-    def __init__(self, feed: MonitorFeed, nodes: int) -> None:
+    def __init__(self, feed: SnapshotFeed, nodes: int) -> None:
         super().__init__(feed)
         self.nodes_expected = nodes
         self.first_full_frame_s: float | None = None
@@ -121,36 +126,46 @@ class BenchApp(InfertopApp):
 
 async def measure(args: argparse.Namespace) -> dict[str, object]:
     tmp = tempfile.mkdtemp(prefix="infertop-bench-")
-    os.environ["INFERTOP_STATE_DIR"] = tmp
+    if not args.attach:  # an attached viewer finds its monitor in the caller's state directory
+        os.environ["INFERTOP_STATE_DIR"] = tmp
     sim: SimSource | None = None
-    if args.layout:
+    recorder: Recorder | None = None
+    feed: SnapshotFeed
+    tick_ms: list[float] = []
+    if args.layout and args.attach:
         layout = load_layout(Path(args.layout))
-        feed = MonitorFeed(layout, recorder=Recorder.open(layout, Path(tmp) / "bench.sqlite", background=True))
+        feed = SocketFeed(layout, socket_path(layout))
         nodes = len(layout.nodes)
     else:
-        now = time.time()
-        cluster = SimCluster(args.nodes, started_at=now - 600)
-        layout = demo_layout(cluster, reservation_start=now - 3600)
-        sim = SimSource(cluster, layout.cluster.interval_s)
-        recorder = Recorder.open(layout, Path(tmp) / "bench.sqlite", background=True)
-        feed = MonitorFeed(layout, sources=[sim], recorder=recorder)
-        nodes = args.nodes
-    # the session record is on by default in the TUI: kept on here (the feed's recorder)
-    recorder = feed.monitor.recorder
-    assert recorder is not None
+        if args.layout:
+            layout = load_layout(Path(args.layout))
+            monitor_feed = MonitorFeed(
+                layout, recorder=Recorder.open(layout, Path(tmp) / "bench.sqlite", background=True))
+            nodes = len(layout.nodes)
+        else:
+            now = time.time()
+            cluster = SimCluster(args.nodes, started_at=now - 600)
+            layout = demo_layout(cluster, reservation_start=now - 3600)
+            sim = SimSource(cluster, layout.cluster.interval_s)
+            monitor_feed = MonitorFeed(layout, sources=[sim], recorder=Recorder.open(
+                layout, Path(tmp) / "bench.sqlite", background=True))
+            nodes = args.nodes
+        # the session record is on by default in the TUI: kept on here (the feed's recorder)
+        recorder = monitor_feed.monitor.recorder
+        assert recorder is not None
+        # Monitor.tick runs on the same event loop: time it too
+        tick = monitor_feed.monitor.tick
+
+        def timed_tick(now: float | None = None) -> Snapshot:
+            start = time.perf_counter()
+            try:
+                return tick(now)
+            finally:
+                tick_ms.append((time.perf_counter() - start) * 1e3)
+
+        monitor_feed.monitor.tick = timed_tick  # type: ignore[method-assign]
+        feed = monitor_feed
     app = BenchApp(feed, nodes)
-    # Monitor.tick runs on the same event loop: time it too
-    tick_ms: list[float] = []
-    tick = feed.monitor.tick
-
-    def timed_tick(now: float | None = None) -> Snapshot:
-        start = time.perf_counter()
-        try:
-            return tick(now)
-        finally:
-            tick_ms.append((time.perf_counter() - start) * 1e3)
-
-    feed.monitor.tick = timed_tick  # type: ignore[method-assign]
     async with app.run_test(size=(args.width, args.height)):
         await asyncio.sleep(args.warmup)
         frames_at_warm = len(app.apply_ms)
@@ -164,7 +179,8 @@ async def measure(args: argparse.Namespace) -> dict[str, object]:
         cpu1, wall1 = cpu_s(), time.perf_counter()
         sim_cpu1 = sim.cpu_s if sim is not None else 0.0
         rows = app.overview.table.row_count
-    recorder.close()
+    if recorder is not None:
+        recorder.close()
     # the last frame's paint may be cut short by the end of the run
     steady = slice(frames_at_warm, len(app.apply_ms) - 1)
     update_ms = [a + p for a, p in zip(app.apply_ms, app.paint_ms, strict=True)]
@@ -193,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--nodes", type=int, default=128)
     p.add_argument("--layout", default=None, help="a demo layout (real sources over HTTP)")
+    p.add_argument("--attach", action="store_true",
+                   help="with --layout: view the monitor already running for it (infertop record)")
     p.add_argument("--warmup", type=float, default=8.0, help="seconds before measuring")
     p.add_argument("--seconds", type=float, default=40.0, help="steady-state seconds measured")
     p.add_argument("--width", type=int, default=200)
