@@ -169,11 +169,20 @@ class ScrapeSource(PollingSource):
             raise too_big
         chunks: list[bytes] = []
         size = 0
-        async for chunk in resp.content.iter_any():
-            size += len(chunk)
-            if size > self.max_bytes:
-                raise too_big
-            chunks.append(chunk)
+        try:
+            async for chunk in resp.content.iter_any():
+                size += len(chunk)
+                if size > self.max_bytes:
+                    raise too_big
+                chunks.append(chunk)
+        except RuntimeError as exc:
+            # aiohttp's stream reader says so when the connection closed under the body
+            # (the source closing as the monitor stops, a connection dropped between reads)
+            if str(exc) != "Connection closed.":
+                raise
+            raise ScrapeError(
+                f"cannot read {where}: the connection closed in the middle of the page"
+            ) from None
         return b"".join(chunks)
 
     # ------------------------------------------------------------------ one node

@@ -137,3 +137,29 @@ def test_snapshot_command_reads_an_eight_engine_node(trickle: Callable[..., str]
     engine = node["engine"]
     assert engine["requests_running"] == truth.total("running")
     assert engine["kv_cache_usage"] == pytest.approx(truth.total("kv_cache_usage") / 8)
+
+
+
+async def test_a_connection_closed_in_the_middle_of_a_page_is_a_read_error(
+    trickle: Callable[..., str],
+) -> None:
+    """aiohttp reports a connection closed under a body being read (the source closing
+    as the monitor stops, a connection dropped between two reads) as a bare
+    RuntimeError("Connection closed."): that is a page that could not be read, said as
+    such, not a crash of the node's read ("scrape: RuntimeError")."""
+    import asyncio
+
+    import aiohttp
+
+    from collectors.scrape import ScrapeError
+
+    url = trickle(vllm_dp_page(8)[0], "--piece", "2048", "--pause", "0.01")  # ~1.6 s a page
+    source = ScrapeSource({"n": [Endpoint(url, VLLM)]}, interval_s=5.0)
+    session = aiohttp.ClientSession()
+    async with session.get(url) as resp:
+        assert await resp.content.readany()  # the first piece is in
+        await session.close()  # as the source closes when the monitor stops
+        await asyncio.sleep(0.1)
+        with pytest.raises(ScrapeError, match="connection closed in the middle of the page"):
+            await source._read_body(resp, url)
+    await source.close()
