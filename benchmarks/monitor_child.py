@@ -1,17 +1,19 @@
 """A Monitor in a process of its own, on a layout, for a while; its figures as JSON.
 
-    python -m benchmarks.monitor_child LAYOUT WARMUP_S MEASURE_S OUT.json [--exact]
+    python -m benchmarks.monitor_child LAYOUT WARMUP_S MEASURE_S OUT.json [--exact] [--unpaced]
 
 Collection, evaluation and ticking as `infertop record` runs them (no record file, no
 viewer). After the warm-up it measures, for MEASURE_S: its own CPU time, every tick's
 duration, every node's age (the newest sample's) and status at each tick, and which
 nodes were ever shown stale, unreachable or in error. `--exact` turns the parse fast
-path off (the exact path, as before issue 15).
+path off (the exact path, as before issue 15); `--unpaced` leaves garbage collection to
+the thresholds (`infertop record` paces it: monitor.gc_pacing).
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import statistics
 import sys
@@ -20,13 +22,15 @@ from pathlib import Path
 from typing import Any
 
 import collectors.exposition as exposition
+from collectors.source import PollingSource
 from infertop.gctune import tune_gc
 from layouts import load_layout
+from monitor.gc_pacing import PacedCollector
 from monitor.monitor import Monitor
 from monitor.snapshot import Snapshot
 
 
-async def measure(layout_path: Path, warmup_s: float, measure_s: float) -> dict[str, Any]:
+async def measure(layout_path: Path, warmup_s: float, measure_s: float, paced: bool = True) -> dict[str, Any]:
     monitor = Monitor(load_layout(layout_path))
     ticks: list[float] = []
     ages: list[float] = []
@@ -36,12 +40,20 @@ async def measure(layout_path: Path, warmup_s: float, measure_s: float) -> dict[
     measuring = False
     tick = monitor.tick
 
+    rounds: list[float] = []  # how long each poll of the scrape source took, wall
+    phases: list[float] = []  # when in its interval each tick began
+
     def timed_tick(now: float | None = None) -> Snapshot:
         start = time.perf_counter()
         snapshot = tick(now)
         if measuring:
             ticks.append(time.perf_counter() - start)
+            phases.append(time.time() % monitor.layout.cluster.interval_s)
         return snapshot
+
+    def round_done(source: PollingSource) -> None:
+        if measuring and source.round_started_at is not None and source.round_finished_at is not None:
+            rounds.append(source.round_finished_at - source.round_started_at)
 
     def seen(snapshot: Snapshot) -> None:
         if not measuring:
@@ -56,7 +68,25 @@ async def measure(layout_path: Path, warmup_s: float, measure_s: float) -> dict[
                 errors[why] = errors.get(why, 0) + 1
 
     monitor.tick = timed_tick  # type: ignore[method-assign]
+    for source in monitor.sources:
+        if isinstance(source, PollingSource):
+            source.round_listeners.append(round_done)
     monitor.listeners.append(seen)
+    # garbage-collector pauses by generation: a full collection stops the loop
+    gc_ms: dict[str, list[float]] = {"0": [], "1": [], "2": []}
+    gc_started = [0.0]
+
+    def gc_timer(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            gc_started[0] = time.perf_counter()
+        elif measuring:
+            gc_ms[str(info["generation"])].append((time.perf_counter() - gc_started[0]) * 1e3)
+
+    gc.callbacks.append(gc_timer)
+    if paced:  # as `infertop record` does
+        collector = PacedCollector(freeze=True)
+        monitor.listeners.append(collector.after_frame)
+        collector.install()
     await monitor.start()
     try:
         await asyncio.sleep(warmup_s)
@@ -80,6 +110,10 @@ async def measure(layout_path: Path, warmup_s: float, measure_s: float) -> dict[
         "nodes_not_ok": len(not_ok),
         "node_ticks_not_ok": sum(not_ok.values()),
         "commonest_problem": max(errors, key=errors.__getitem__) if errors else None,
+        "poll_s_median": statistics.median(rounds) if rounds else None,
+        "poll_s_max": max(rounds) if rounds else None,
+        "tick_phase_median": statistics.median(phases) if phases else None,
+        "gc_pauses": {g: (len(v), round(sum(v)), round(max(v, default=0.0), 1)) for g, v in gc_ms.items()},
     }
 
 
@@ -88,7 +122,7 @@ def main(argv: list[str]) -> int:
     if "--exact" in argv:
         exposition.FAST_PATH = False
     tune_gc()  # as the `infertop` entry point does
-    result = asyncio.run(measure(layout, warmup, seconds))
+    result = asyncio.run(measure(layout, warmup, seconds, paced="--unpaced" not in argv))
     out.write_text(json.dumps(result))
     return 0
 

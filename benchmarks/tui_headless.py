@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import resource
@@ -166,8 +167,22 @@ async def measure(args: argparse.Namespace) -> dict[str, object]:
         monitor_feed.monitor.tick = timed_tick  # type: ignore[method-assign]
         feed = monitor_feed
     app = BenchApp(feed, nodes)
+    # garbage-collector pauses by generation (ms): a full collection lands inside whatever
+    # handler or paint is running, so it shows in the update times too
+    gc_ms: dict[str, list[float]] = {"0": [], "1": [], "2": []}
+    gc_started: list[float] = [0.0]
+
+    def gc_timer(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            gc_started[0] = time.perf_counter()
+        else:
+            gc_ms[str(info["generation"])].append((time.perf_counter() - gc_started[0]) * 1e3)
+
+    gc.callbacks.append(gc_timer)
     async with app.run_test(size=(args.width, args.height)):
         await asyncio.sleep(args.warmup)
+        for pauses in gc_ms.values():
+            pauses.clear()
         frames_at_warm = len(app.apply_ms)
         cpu0, wall0 = cpu_s(), time.perf_counter()
         sim_cpu0 = sim.cpu_s if sim is not None else 0.0
@@ -195,6 +210,7 @@ async def measure(args: argparse.Namespace) -> dict[str, object]:
         "update_ms": update_ms[steady],
         "latency_ms": app.latency_ms[frames_at_warm:],
         "tick_ms": tick_ms[-len(update_ms[steady]):],
+        "gc_ms": gc_ms,
         "cpu_share": (cpu1 - cpu0) / (wall1 - wall0),
         # the simulated cluster making its samples (in a real run: the sources' parsing)
         "sim_cpu_share": (sim_cpu1 - sim_cpu0) / (wall1 - wall0),

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable, Iterable
 from functools import partial
 
+from monitor.gc_pacing import PacedCollector
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
@@ -75,6 +76,8 @@ class InfertopApp(App[int]):
         self.frames_rendered = 0
         self.overview = OverviewScreen(self.frames, panels)
         self._feed_running = False
+        # garbage collected between frames, not while one is drawn (monitor.gc_pacing)
+        self.collector = PacedCollector()
 
     @property
     def latest_snapshot(self) -> Snapshot | None:
@@ -96,6 +99,7 @@ class InfertopApp(App[int]):
         for sig in SIGNALS:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self._on_signal, sig)
+        self.collector.install()
 
     def _on_signal(self, signum: int) -> None:
         if self.return_code is None:
@@ -116,6 +120,7 @@ class InfertopApp(App[int]):
         self.exit()
 
     async def on_unmount(self) -> None:
+        self.collector.uninstall()
         loop = asyncio.get_running_loop()
         for sig in SIGNALS:
             with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -148,6 +153,7 @@ class InfertopApp(App[int]):
             with self.batch_update():
                 screen.show_snapshot(snapshot)
             self.frames_rendered += 1
+        self.call_after_refresh(self.collector.after_frame)
 
     def _refresh_headers(self) -> None:
         screen = self.screen

@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+from monitor.gc_pacing import PacedCollector
+
 from infertop.cli.argtypes import positive_float
 from infertop.cli.common import (
     EXIT_FAIL,
@@ -131,6 +133,11 @@ async def _serve(
             say(tick_line(snapshot), sys.stdout)
 
         monitor.listeners.append(show)
+    # garbage collected after each tick, once the snapshot is out (monitor.gc_pacing);
+    # this process is ours, so what it holds from now on for good is frozen out
+    collector = PacedCollector(freeze=True)
+    monitor.listeners.append(collector.after_frame)
+    collector.install()
     await monitor.start()
     watching = asyncio.create_task(watch_parent(args.exit_with, stop))
     try:
