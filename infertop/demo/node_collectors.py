@@ -14,6 +14,7 @@ _speed_bytes, _protocol_type …), bonding (node_bonding_*) and infiniband
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Collection
 
@@ -59,6 +60,7 @@ class UnknownCollector(ValueError):
     """A `collect[]` name node_exporter does not have; `str()` is its HTTP 400 text."""
 
 
+@functools.lru_cache(maxsize=1024)  # a page has ~100 families, the same every request
 def collector_of(family: str) -> str | None:
     """The collector that serves `family`, None for node_exporter's own families."""
     for pattern, collector in _FAMILY_COLLECTORS:
