@@ -24,6 +24,8 @@ v26.1 (`FailedValue` → `FailedMetricValue`): every -1 here is unknown (None), 
 
 from __future__ import annotations
 
+from collections.abc import Container
+
 from collectors.bounds import whole
 from collectors.exposition import Exposition, clean_label
 from collectors.sample import GpuSample, NicSample
@@ -289,8 +291,9 @@ def ascend_notes(families: Exposition, gpus: list[GpuSample]) -> list[str]:
     return []
 
 
-def ascend_parts(families: Exposition) -> dict[str, object]:
-    """The parts an npu-exporter page gives (for `exporters.EXPORTER_EXTRACTORS`)."""
+def ascend_parts(families: Exposition, keep_nics: Container[str] = ()) -> dict[str, object]:
+    """The parts an npu-exporter page gives (for `exporters.EXPORTER_EXTRACTORS`); its
+    ports are the NPUs' own, never virtual, so `keep_nics` changes nothing here."""
     if not families.has_prefix("npu_chip_"):
         return {}
     gpus = gpu_samples_from_npu_exporter(families)

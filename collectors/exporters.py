@@ -3,7 +3,8 @@
 - dcgm-exporter → `GpuSample`s, one per `gpu` label;
 - node_exporter → `NicSample`s: Ethernet / bond devices (netdev, netclass, bonding
   collectors) and InfiniBand ports (infiniband collector; its byte counters are already
-  ×4, unlike sysfs).
+  ×4, unlike sysfs). Container / virtual plumbing (pod veths, CNI bridges: see
+  collectors.virtual_nics) is left out unless the layout expects the port by name.
 
 Both take an `Exposition` (samples by exact name), so a Prometheus source can build one
 from query results and reuse them. Unknown stays `None`; a page that simply lacks a
@@ -12,12 +13,13 @@ family yields fewer fields, never zeros.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 
 from collectors.ascend import ASCEND_WANTED, ascend_parts
 from collectors.bounds import whole
 from collectors.exposition import Exposition, clean_label
 from collectors.sample import GpuSample, NicKind, NicSample
+from collectors.virtual_nics import keeps_nic
 
 MIB = 1024 * 1024
 
@@ -348,8 +350,13 @@ def _bond_members(
     return members if len(members) == int(slaves) else None
 
 
-def nic_samples_from_node_exporter(families: Exposition) -> list[NicSample]:
-    """node_exporter families → NICs (netdev / netclass / bonding) and IB ports."""
+def nic_samples_from_node_exporter(families: Exposition, keep: Container[str] = ()) -> list[NicSample]:
+    """node_exporter families → NICs (netdev / netclass / bonding) and IB ports.
+
+    Network devices that are container / virtual plumbing (`collectors.virtual_nics`) are
+    left out, unless named in `keep` (the ports the layout expects on the node): a
+    Kubernetes host serves a veth per pod, each of which would otherwise be carried as a
+    port through evaluation, the record and the screen."""
     rx = _by_label(families, "node_network_receive_bytes_total", "device")
     tx = _by_label(families, "node_network_transmit_bytes_total", "device")
     up = _by_label(families, "node_network_up", "device")
@@ -362,7 +369,8 @@ def nic_samples_from_node_exporter(families: Exposition) -> list[NicSample]:
         field: _by_label(families, families.first_present(names) or names[0], "device")
         for field, names in _NETDEV_ERRORS.items()
     }
-    devices = sorted({*rx, *tx, *up, *info, *slaves})
+    # bond members are still found through every device's address (`info`, unfiltered)
+    devices = sorted(d for d in {*rx, *tx, *up, *info, *slaves} if keeps_nic(d, keep))
     nics: list[NicSample] = []
     for dev in devices:
         kind: NicKind
@@ -433,10 +441,11 @@ def bond_notes(families: Exposition, nics: Sequence[NicSample]) -> list[str]:
 
 # ---------------------------------------------------------------------------- detection
 
-Extractor = Callable[[Exposition], dict[str, object]]
+#: (page, the port names the layout expects on the node) → parts
+Extractor = Callable[[Exposition, Container[str]], dict[str, object]]
 
 
-def _dcgm_parts(families: Exposition) -> dict[str, object]:
+def _dcgm_parts(families: Exposition, keep_nics: Container[str] = ()) -> dict[str, object]:
     if not families.has_prefix("DCGM_FI_"):
         return {}
     parts: dict[str, object] = {"gpus": gpu_samples_from_dcgm(families)}
@@ -446,10 +455,10 @@ def _dcgm_parts(families: Exposition) -> dict[str, object]:
     return parts
 
 
-def _node_parts(families: Exposition) -> dict[str, object]:
+def _node_parts(families: Exposition, keep_nics: Container[str] = ()) -> dict[str, object]:
     if not (families.has_prefix("node_network_") or families.has_prefix("node_infiniband_")):
         return {}
-    nics = nic_samples_from_node_exporter(families)
+    nics = nic_samples_from_node_exporter(families, keep_nics)
     parts: dict[str, object] = {"nics": nics, "notes": bond_notes(families, nics)}
     unseen = node_exporter_unseen(families, nics)
     if unseen:
@@ -457,7 +466,8 @@ def _node_parts(families: Exposition) -> dict[str, object]:
     return parts
 
 
-#: Recognisers for exporter pages, tried in order on every `metrics` URL of a node. Each
+#: Recognisers for exporter pages, tried in order on every `metrics` URL of a node, with
+#: the port names the layout expects there (kept whatever their name). Each
 #: returns the parts it found ("gpus", "nics", "notes", "unseen"); other exporters (npu-exporter)
 #: append theirs here.
 EXPORTER_EXTRACTORS: list[Extractor] = [_dcgm_parts, _node_parts]
@@ -488,11 +498,13 @@ EXPORTER_EXTRACTORS.append(ascend_parts)
 EXPORTER_WANTED.update(ASCEND_WANTED)
 
 
-def parts_from_exporter(families: Exposition) -> dict[str, object]:
-    """Every part any known exporter contributes from one page (empty if none)."""
+def parts_from_exporter(families: Exposition, keep_nics: Container[str] = ()) -> dict[str, object]:
+    """Every part any known exporter contributes from one page (empty if none).
+    `keep_nics`: the ports the layout expects on the node, read even when named like
+    container / virtual plumbing (which is otherwise left out)."""
     parts: dict[str, object] = {}
     for extract in EXPORTER_EXTRACTORS:
-        for key, value in extract(families).items():
+        for key, value in extract(families, keep_nics).items():
             if isinstance(value, list) and isinstance(parts.get(key), list):
                 parts[key] = [*parts[key], *value]  # type: ignore[misc]
             elif isinstance(value, dict) and isinstance(parts.get(key), dict):

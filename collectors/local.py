@@ -10,7 +10,7 @@ import asyncio
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import psutil
@@ -24,9 +24,13 @@ from collectors.source import PollingSource
 class LocalSource(PollingSource):
     kind = "local"
 
-    def __init__(self, node: str, interval_s: float, timeout_s: float | None = None):
+    def __init__(
+        self, node: str, interval_s: float, timeout_s: float | None = None, keep_nics: Iterable[str] = ()
+    ):
         super().__init__([node], interval_s, timeout_s)
         self.node = node
+        # the layout's expected ports: read even when named like virtual plumbing
+        self.keep_nics = frozenset(keep_nics)
         self._gpu_reader: Any = None
         self._gpu_note: str | None = None
         self._opened = False
@@ -45,7 +49,7 @@ class LocalSource(PollingSource):
             vm = psutil.virtual_memory()
             return {
                 "gpus": self._gpu_reader.read() if self._gpu_reader is not None else [],
-                "nics": probe.read_nics(),
+                "nics": probe.read_nics(keep=self.keep_nics),
                 "host": {
                     "cpu_pct": psutil.cpu_percent(None),
                     "mem_used_bytes": int(vm.total - vm.available),

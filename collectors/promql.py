@@ -42,13 +42,16 @@ from collectors.sample import (
     NicSample,
     NodeSample,
 )
+from collectors.virtual_nics import VIRTUAL_NIC_REGEX
 
 NODE = "infertop_node"
 # full-match regex (label_replace anchors it): the host without an optional `:port`
 STRIP_PORT_RE = "(.+?)(?::[0-9]+)?"
 _METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
-# virtual interfaces that would only clutter a node's port list
-VIRTUAL_NICS = "lo|veth.*|docker.*|br-.*|cali.*|flannel.*|cni.*|virbr.*|tun.*|tap.*|vxlan.*|kube-.*"
+# virtual interfaces that would only clutter a node's port list: the rule every source
+# applies (collectors.virtual_nics), and `lo`. Unlike a page read directly, a layout's
+# expected port named like plumbing is not kept here (one matcher serves every node).
+VIRTUAL_NICS = "lo|" + VIRTUAL_NIC_REGEX
 
 
 # several engines on one node (data parallel): KV usage is averaged, the rest summed, and

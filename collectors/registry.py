@@ -17,7 +17,7 @@ def build_sources(layout: Layout) -> list[Source]:
     for node in layout.nodes:
         assert node.name is not None
         if node.local:
-            sources.append(LocalSource(node.name, interval))
+            sources.append(LocalSource(node.name, interval, keep_nics=[n.name for n in node.nics]))
     sources.extend(local_log_sources(layout))  # local nodes whose engine.log names a file
     ssh = ssh_source_for(layout)  # every node with an `ssh` target, one shared source
     if ssh is not None:

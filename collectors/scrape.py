@@ -51,6 +51,9 @@ class Endpoint:
 
     url: str
     profile: Profile | None = None  # set for the engine endpoint
+    # the ports the layout expects on the node: an exporter page's devices named like
+    # container / virtual plumbing are left out, these never (collectors.virtual_nics)
+    keep_nics: frozenset[str] = frozenset()
 
 
 class ScrapeError(Exception):
@@ -197,7 +200,7 @@ class ScrapeSource(PollingSource):
             if endpoint.profile is not None:
                 engine = engine_sample_from_exposition(index, endpoint.profile, where=endpoint.url)
                 return _Result(engine=engine, received_at=received_at, notes=notes)
-            parts = parts_from_exporter(index)
+            parts = parts_from_exporter(index, endpoint.keep_nics)
             if not parts:
                 where = redact_url(endpoint.url)
                 return _Result(error=f"no dcgm-exporter or node_exporter metrics in {where}")
@@ -323,7 +326,8 @@ def scrape_targets(layout: Layout) -> dict[str, list[Endpoint]]:
             except ProfileError as exc:
                 raise LayoutError(path, f"nodes[{i}].engine.profile", exc.problem) from None
             endpoints.append(Endpoint(node.engine.url, profile))
-        endpoints += [Endpoint(url) for url in node.metrics]
+        keep = frozenset(n.name for n in node.nics)
+        endpoints += [Endpoint(url, keep_nics=keep) for url in node.metrics]
         if endpoints:
             targets[node.name] = endpoints
     return targets

@@ -101,6 +101,9 @@ class SshNode:
     engine_profile: str = "vllm"
     engine_log_json: str | None = None  # the probe's LogWatch config (log_source.log_watch_config)
     npu_smi: bool = True  # read Ascend NPUs with npu-smi when the node has no NVIDIA GPU
+    # the layout's expected ports: the probe reads them even when named like virtual
+    # plumbing (collectors.virtual_nics), which it otherwise leaves out
+    keep_nics: tuple[str, ...] = ()
 
 
 def probe_command(python: str) -> str:
@@ -331,6 +334,8 @@ class SshSource(Source):
             config["engine_log"] = json.loads(node.engine_log_json)
         if not node.npu_smi:
             config["npu_smi"] = False
+        if node.keep_nics:
+            config["keep_nics"] = list(node.keep_nics)
         return json.dumps(config)
 
     # ------------------------------------------------------------------ streaming
@@ -571,6 +576,7 @@ def ssh_source_for(layout: Layout) -> SshSource | None:
                 engine_log_json=_engine_log_json(node, layout),
                 # an npu-exporter in `metrics` covers the NPUs: no npu-smi on the node
                 npu_smi=not (node.accelerator == "npu" and node.metrics),
+                keep_nics=tuple(n.name for n in node.nics),
             )
         )
     if not nodes:

@@ -1,8 +1,8 @@
 """Builds the one file that is sent over SSH and run by the node's own `python3`.
 
 The probe is `collectors/probe/main.py` plus the stdlib-only helper modules listed in
-`HELPERS` (the text sanitiser, the log vocabulary, the engine fetch, the log follower, the
-`npu-smi` reader). Inside the packages those helpers are ordinary modules that main.py
+`HELPERS` (the text sanitiser, the virtual-NIC rule, the log vocabulary, the engine fetch,
+the log follower, the `npu-smi` reader). Inside the packages those helpers are ordinary modules that main.py
 imports; on the node there is no package, so the bundle pastes each helper's text above
 main.py's and drops the package imports, which each file keeps between two marker lines:
 
@@ -30,6 +30,7 @@ MAIN = HERE / "main.py"
 # name modules listed before it)
 HELPERS: tuple[str, ...] = (
     "collectors/safe_text.py",
+    "collectors/virtual_nics.py",
     "layouts/log_vocabulary.py",
     "collectors/probe/engine.py",
     "collectors/probe/logs.py",

@@ -22,6 +22,7 @@ import time
 from collectors.probe.engine import ENGINE_MAX_BYTES, fetch_engine
 from collectors.probe.logs import LogWatch
 from collectors.probe.npu import open_npus
+from collectors.virtual_nics import keeps_nic
 
 # bundle: strip-end
 
@@ -85,10 +86,13 @@ def _net_kind(name, root):
     return "other"
 
 
-def read_net(root=SYS_NET):
-    """Every interface in /sys/class/net: state, speed, byte counters, bond members."""
+def read_net(root=SYS_NET, keep=()):
+    """Every interface in /sys/class/net but container / virtual plumbing (unless named in
+    `keep`, the layout's expected ports): state, speed, byte counters, bond members."""
     nics = []
     for name in _listdir(root):
+        if not keeps_nic(name, keep):
+            continue  # before any read: a pod veth costs the probe nothing
         base = os.path.join(root, name)
         speed = _read_int(os.path.join(base, "speed"))
         nic = {
@@ -189,9 +193,10 @@ def read_ib(root=SYS_IB):
     return ports
 
 
-def read_nics(net_root=SYS_NET, ib_root=SYS_IB, bonding_root=PROC_BONDING):
-    """Every NIC, bond and IB/RoCE port. The roots are arguments so tests can use fixture trees."""
-    nics = read_net(net_root)
+def read_nics(net_root=SYS_NET, ib_root=SYS_IB, bonding_root=PROC_BONDING, keep=()):
+    """Every NIC, bond and IB/RoCE port, less virtual plumbing not in `keep`
+    (collectors.virtual_nics). The roots are arguments so tests can use fixture trees."""
+    nics = read_net(net_root, keep)
     by_name = {n["name"]: n for n in nics}
     for bond in _listdir(bonding_root):
         text = _read(os.path.join(bonding_root, bond))
@@ -606,13 +611,13 @@ def open_gpus():
 # ---------------------------------------------------------------------------- main loop
 
 
-def reading(gpu_reader, gpu_note, prev_cpu, engine=None):
+def reading(gpu_reader, gpu_note, prev_cpu, engine=None, keep_nics=()):
     host, cpu = read_host(prev_cpu)
     out = {
         "v": PROBE_VERSION,
         "t": time.time(),
         "gpus": gpu_reader.read() if gpu_reader is not None else [],
-        "nics": read_nics(),
+        "nics": read_nics(keep=keep_nics),
         "host": host,
         "notes": [gpu_note] if gpu_note else [],
     }
@@ -700,6 +705,8 @@ def run(config):
     interval = float(config.get("interval_s") or 1.0)
     count = int(config.get("count") or 0)  # 0 = until the session closes
     engine = config.get("engine") or None
+    # the layout's expected ports: read even when named like virtual plumbing
+    keep_nics = frozenset(n for n in config.get("keep_nics") or () if isinstance(n, str))
     gpu_reader, gpu_note = open_gpus()
     # no NVIDIA GPU: an Ascend node is read through npu-smi, unless an exporter covers it
     npu_reader = None
@@ -712,7 +719,7 @@ def run(config):
     n = 0
     try:
         while True:
-            out, prev_cpu = reading(gpu_reader, gpu_note, prev_cpu, engine)
+            out, prev_cpu = reading(gpu_reader, gpu_note, prev_cpu, engine, keep_nics)
             add_npus_and_log(out, npu_reader, log_watch, log_note)
             sys.stdout.write(json.dumps(out, separators=(",", ":")) + "\n")
             sys.stdout.flush()

@@ -146,6 +146,14 @@ _IB_COUNTERS = (
 )
 
 
+# the collectors whose families this page serves, and a typical run time of each
+_COLLECTOR_SECONDS: tuple[tuple[str, float], ...] = (
+    ("bonding", 0.000182), ("cpu", 0.00512), ("diskstats", 0.000631), ("filesystem", 0.000894),
+    ("infiniband", 0.00241), ("loadavg", 4.1e-05), ("meminfo", 0.000233), ("netclass", 0.0187),
+    ("netdev", 0.00127), ("stat", 0.000412), ("time", 3.3e-05),
+)
+
+
 def _interfaces(node: SimNode) -> dict[str, tuple[str, str, int, float | None]]:
     """name → (MAC, operstate, ARPHRD type, Gb/s): the demo's own ports first, then the
     storage NICs, the container bridge and a veth per pod (none of them expected)."""
@@ -414,6 +422,20 @@ def node_exporter_page(node: SimNode, now: float) -> str:
         "Value is 1 if operstate is 'up', 0 otherwise.",
         "gauge",
         [(f'device="{dev}"', 1 if state == "up" else 0) for dev, (_, state, _, _) in devices.items()],
+    )
+    # node_exporter's own account of each collector it ran (kept by a `collect[]` filter
+    # for the collectors it names: infertop/demo/node_collectors.py)
+    series(
+        "node_scrape_collector_duration_seconds",
+        "node_exporter: Duration of a collector scrape.",
+        "gauge",
+        [(f'collector="{c}"', f"{seconds:g}") for c, seconds in _COLLECTOR_SECONDS],
+    )
+    series(
+        "node_scrape_collector_success",
+        "node_exporter: Whether a collector succeeded.",
+        "gauge",
+        [(f'collector="{c}"', 1) for c, _ in _COLLECTOR_SECONDS],
     )
     page.family("node_time_seconds", "System time in seconds since epoch (1970).", "gauge")
     out.append(f"node_time_seconds {now:.9e}")

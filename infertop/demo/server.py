@@ -1,7 +1,9 @@
 """Serve the simulated cluster over real HTTP on loopback, and write a layout for it.
 
 One process, one port per endpoint type (engine, dcgm-exporter, node_exporter); a node's
-page is at ``/<node>/metrics`` on each. ``/targets`` on each port answers in Prometheus'
+page is at ``/<node>/metrics`` on each. The node_exporter pages honour node_exporter's
+``collect[]`` filter (infertop/demo/node_collectors.py), and the written layout uses it:
+only the four collectors infertop reads. ``/targets`` on each port answers in Prometheus'
 HTTP service-discovery format (`__metrics_path__` per node), so a real Prometheus can
 scrape all nodes of a 1,024-node demo from three `http_sd_configs`.
 """
@@ -21,6 +23,12 @@ from aiohttp import web
 
 from infertop.demo import realistic, realistic_hosts
 from infertop.demo.ascend import ASCEND_ENDPOINTS, ascend_nics_toml
+from infertop.demo.node_collectors import (
+    INFERTOP_COLLECTORS,
+    UnknownCollector,
+    check_collectors,
+    only_collectors,
+)
 from infertop.demo.render import dcgm_page, engine_page, node_exporter_page
 from infertop.demo.scenario import (
     BOND_MEMBER_GBPS,
@@ -57,6 +65,13 @@ class DemoAddresses:
     def url(self, kind: str, node: str) -> str:
         return f"http://{self.host}:{self.ports[kind]}/{node}/metrics"
 
+    def layout_url(self, kind: str, node: str) -> str:
+        """The URL a layout scrapes: node_exporter's asks only for the collectors infertop
+        reads (`collect[]`), as a real deployment should (docs/exporters.md)."""
+        if kind != "node":
+            return self.url(kind, node)
+        return self.url(kind, node) + "?" + "&".join(f"collect[]={c}" for c in INFERTOP_COLLECTORS)
+
 
 class DemoServer:
     """The simulated cluster's HTTP endpoints, on the running event loop."""
@@ -87,8 +102,16 @@ class DemoServer:
             node = self.cluster.node(request.match_info["node"])
             if node is None:
                 raise web.HTTPNotFound()
+            # node_exporter's own filter: only the named collectors' families
+            collect = request.query.getall("collect[]", []) if kind == "node" else []
+            try:
+                check_collectors(collect)
+            except UnknownCollector as exc:
+                raise web.HTTPBadRequest(text=str(exc)) from None
             self.requests += 1
             text = render(node, time.time())
+            if collect:
+                text = only_collectors(text, collect)
             return web.Response(text=text, content_type="text/plain", charset="utf-8",
                                 headers={"X-Content-Type-Options": "nosniff"})
 
@@ -169,7 +192,7 @@ def layout_toml(server: DemoServer, now: float | None = None) -> str:
             f'role = "{role}"',
             f"gpus = {GPUS_PER_NODE}",
             *(['accelerator = "npu"'] if ascend else []),
-            f'metrics = ["{device_url}", "{addresses.url("node", "{host}")}"]',
+            f'metrics = ["{device_url}", "{addresses.layout_url("node", "{host}")}"]',
             f'engine = {{ url = "{addresses.url("engine", "{host}")}", profile = "deepinfer" }}',
             f"nics = [{nics}]",
         ]

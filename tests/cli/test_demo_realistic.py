@@ -19,7 +19,7 @@ from collectors.sample import GpuSample, NicSample
 from infertop.demo import realistic, realistic_hosts, render
 from infertop.demo.realistic import ENGINES, split
 from infertop.demo.realistic_hosts import DCGM_DEFAULT
-from infertop.demo.scenario import SimCluster
+from infertop.demo.scenario import IB_PORTS, SimCluster
 
 T0 = 1_000_000.0
 NODES = ("decode-01", "decode-03", "decode-07", "prefill-01", "prefill-02")
@@ -119,7 +119,10 @@ def test_node_exporter_page_has_many_interfaces_and_the_same_links() -> None:
             # a real node_exporter also reports error and drop counters: zeros, a healthy node
             _covers(nics[nic.name], nic)
             assert {nics[nic.name].rx_errors_total, nics[nic.name].rx_drops_total} <= {0.0, None}
-        assert len(nics) >= 30 and text.count("\n") > 3000
+        # the page serves 32 network devices (a veth per pod, docker0); the pod plumbing
+        # is not read (collectors.virtual_nics): the host's own ports and the IB ports are
+        assert text.count("node_network_up{") >= 30 and text.count("\n") > 3000
+        assert set(nics) == {"lo", "eth0", "eth1", "eth2", "bond0", "eno1", "eno2", *IB_PORTS}
         assert parse_wanted_fast(text, EXPORTER_WANTED) is not None
 
 
