@@ -10,6 +10,10 @@ character at a time. Here one compiled regular expression walks the page once, i
   one trie-shaped alternation) is handed to Python, which reads it with a strict grammar
   (plain `name{label="value",…} value [timestamp]`: no escapes, no odd spacing) and one
   float conversion;
+- the lines of that same name right after it (a histogram's buckets, 8 engines' copies
+  of a gauge) are read together, as a run: one `findall` in C gives each one's label
+  text and value, and Python only converts them (see `_run`). A line a run cannot take
+  (a timestamp, anything odd) ends it and goes to the scanner as before;
 - `# HELP` / `# TYPE` lines are handed to Python too: which family a sample falls in
   decides whether a counter is renamed `<name>_total` and aliased, as the exact path does;
 - every other line must be *plainly* fine (a sample line of the usual shape, a comment, a
@@ -27,10 +31,11 @@ checks that against the exact path on the bundled pages and on generated ones.
 
 from __future__ import annotations
 
-import math
 import re
+from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from functools import lru_cache
+from itertools import chain
 
 Series = list[tuple[dict[str, str], float]]
 # samples, aliases, duplicates: the three tables of an `Exposition`
@@ -54,19 +59,19 @@ _WS = r" \t\r\x0b\x0c"
 # A wanted sample line after its name, in the strict grammar: label values without escapes,
 # no spaces around `=` or `,`, label names neither repeated (checked in Python) nor reserved (`__…`).
 _LABEL_NAME = r"(?:[a-zA-Z]|_(?!_))[a-zA-Z0-9_]*"
-_STRICT_REST = (
-    rf'(?:\{{(?P<l>(?:{_LABEL_NAME}="[^"\\\n]*"(?:,{_LABEL_NAME}="[^"\\\n]*")*,?)?)\}})?'
-    rf" (?P<v>{_VALUE})(?: (?P<s>{_TIMESTAMP}))?(?=\n|\Z)"
-)
+_STRICT_LABELS = rf'(?:{_LABEL_NAME}="[^"\\\n]*"(?:,{_LABEL_NAME}="[^"\\\n]*")*,?)?'
+# (the label text is taken with its braces, as a run reads it: see `_run`)
+_STRICT_REST = rf"(?P<l>\{{{_STRICT_LABELS}\}})? (?P<v>{_VALUE})(?: (?P<s>{_TIMESTAMP}))?(?=\n|\Z)"
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"\\\n]*)"')
-_INF = math.inf
 # float(int(s)) overflows past ~308 digits where float(s) gives inf: leave those to the
 # exact path; a timestamp's int / 1000 likewise
 _MAX_INT_DIGITS = 300
 _MAX_TIMESTAMP_CHARS = 19
-# label text → (its pairs, their set), kept across pages: an endpoint's wanted series
-# have the same labels every scrape (~100 label texts a node); cleared when full
-_LABEL_SETS: dict[str | None, tuple[tuple[tuple[str, str], ...], frozenset[tuple[str, str]]]] = {}
+# label text (with its braces) → (its labels, their set), kept across pages: an endpoint's
+# wanted series have the same labels every scrape (~100 label texts a node); cleared when
+# full. The labels are a template, copied for every sample (callers may keep and change
+# theirs); only strict label texts are kept.
+_LABEL_SETS: dict[str | None, tuple[dict[str, str], frozenset[tuple[str, str]]]] = {}
 _MAX_LABEL_SETS = 50_000
 
 
@@ -131,6 +136,29 @@ def _scanner(wanted: frozenset[str]) -> re.Pattern[str]:
     return re.compile(f"{skip}(?:{event})")
 
 
+# the strict grammar of a wanted line's label text, to check one met for the first time
+_STRICT_LABEL_TEXT = re.compile(_STRICT_LABELS).fullmatch
+
+
+@lru_cache(maxsize=512)
+def _run(name: str) -> Callable[[str, int], list[tuple[str, str]]]:
+    """A wanted sample name's run reader: at the end of a line, the (label text, value
+    text) of each of the following lines of that same name, up to the first line that is
+    not of the plain form `name{labels} value` (or `name value`, label text ""); then a
+    last ("", "") for the rest of the page, which `(?s:.*)` takes in one step (so
+    `findall` stops there), unless the run ends the page.
+
+    Such lines are exactly the ones the scanner would hand over one after the other as
+    wanted, strict and without a timestamp, if their label texts are strict: the caller
+    checks that (`_STRICT_LABEL_TEXT`, once per new text; the label cache holds only
+    strict ones). The labels are read loosely, up to the line's last `} ` before a value
+    that ends the line, as that costs a third of the strict grammar in C; for a strict
+    line that is the brace that closes its labels. A timestamp, or anything else, ends
+    the run and is left to the scanner. A histogram's buckets or 8 engines' copies of a
+    gauge so cost one C call, not a scanner match and its 12 groups per line."""
+    return re.compile(rf"\n{re.escape(name)}(\{{[^\n]*\}}|) ({_VALUE})(?=\n|\Z)|\n(?s:.*)").findall
+
+
 # the sample names a family of each type holds, by suffix (prometheus_client's rule)
 _FAMILY_SUFFIXES = {"summary": ("_count", "_sum", ""), "histogram": ("_count", "_sum", "_bucket")}
 
@@ -151,6 +179,22 @@ def _exact_number(text: str, value: float) -> float:
     return value
 
 
+def _new_label_set(text: str | None) -> tuple[dict[str, str], frozenset[tuple[str, str]]]:
+    """A label text's labels and their set, now in the label cache; `_GiveUp` if the text
+    is not strict (a wanted line the scanner would not read) or names a label twice (the
+    exact path says what that is)."""
+    if text and _STRICT_LABEL_TEXT(text[1:-1]) is None:
+        raise _GiveUp
+    pairs = _LABEL.findall(text) if text else []
+    labels = dict(pairs)
+    if len(labels) != len(pairs):
+        raise _GiveUp
+    if len(_LABEL_SETS) >= _MAX_LABEL_SETS:
+        _LABEL_SETS.clear()
+    known = _LABEL_SETS[text] = (labels, frozenset(pairs))
+    return known
+
+
 def parse_wanted_fast(text: str, wanted: AbstractSet[str]) -> Tables | None:
     """The tables `parse_exposition(text, wanted=wanted)` would build, or None when the
     page is not ordinary enough to be sure (the caller then runs the exact path).
@@ -165,12 +209,11 @@ def parse_wanted_fast(text: str, wanted: AbstractSet[str]) -> Tables | None:
     """
     body = "\n" + text
     match_at = _scanner(frozenset(wanted)).match
-    findall = _LABEL.findall
     label_sets = _LABEL_SETS
     samples: dict[str, Series] = {}
     aliases: dict[str, Series] = {}
     duplicates: dict[str, int] = {}
-    seen: set[tuple[str, frozenset[tuple[str, str]]]] = set()
+    seen: dict[str, set[frozenset[tuple[str, str]]]] = {}  # sample name → its label sets so far
     family = ""  # the current family ("" = none)
     allowed: tuple[str, ...] = ()  # the sample names it holds
     rename = False  # a counter family without `_total`: its samples get the suffix
@@ -189,20 +232,8 @@ def parse_wanted_fast(text: str, wanted: AbstractSet[str]) -> Tables | None:
             if value_text is not None:
                 if stamp is not None and len(stamp) > _MAX_TIMESTAMP_CHARS:
                     return None
-                known = label_sets.get(label_text)
-                if known is None:
-                    pairs = tuple(findall(label_text)) if label_text else ()
-                    if len(dict(pairs)) != len(pairs):
-                        return None  # a label named twice: the exact path says what that is
-                    known = (pairs, frozenset(pairs))
-                    if len(label_sets) >= _MAX_LABEL_SETS:
-                        label_sets.clear()
-                    label_sets[label_text] = known
-                labels = dict(known[0])  # a dict of its own: callers may keep it
-                value = float(value_text)
-                if value == 0.0 or value in (_INF, -_INF):
-                    value = _exact_number(value_text, value)
-                aliased = False
+                # the family rules depend on the name only: they hold for the whole run
+                raw, aliased = name, False
                 if name in allowed:
                     used = True
                     if rename:
@@ -210,16 +241,47 @@ def parse_wanted_fast(text: str, wanted: AbstractSet[str]) -> Tables | None:
                     aliased = name == alias_of
                 else:  # a family of its own, and no family after it
                     family, allowed, rename, alias_of, used = "", (), False, None, False
-                if value != value or value in (_INF, -_INF):
-                    continue
-                series = (name, known[1])
-                if series in seen:
-                    duplicates[name] = duplicates.get(name, 0) + 1
-                    continue
-                seen.add(series)
-                samples.setdefault(name, []).append((labels, value))
-                if aliased:
-                    aliases.setdefault(alias_to, []).append((labels, value))
+                lines: list[tuple[str | None, str]] = [(label_text, value_text)]
+                # the next line has this name too: read the run of them at once (unless
+                # this line has a timestamp: the next ones will too, as on npu-exporter's
+                # pages, and are left to the scanner)
+                if stamp is None and body.startswith(raw, pos + 1):
+                    found = _run(raw)(body, pos)
+                    if not found[-1][1]:
+                        found.pop()  # the rest of the page
+                    if found:
+                        lines += found
+                        # each line is "\n", the name, the label text, " ", the value
+                        pos += len(found) * (len(raw) + 2) + len("".join(chain.from_iterable(found)))
+                out = samples.get(name)
+                also = aliases.get(alias_to) if aliased else None
+                seen_here = seen.get(name)
+                if seen_here is None:
+                    seen_here = seen[name] = set()
+                for label_text, value_text in lines:
+                    try:
+                        template, label_set = label_sets[label_text]
+                    except KeyError:
+                        template, label_set = _new_label_set(label_text)
+                    value = float(value_text)
+                    # NaN and ±Inf (x - x is NaN only for those), and a negative zero: where
+                    # the exact path may read the text otherwise (see _exact_number)
+                    if value - value or (not value and value_text[0] == "-"):
+                        value = _exact_number(value_text, value)
+                        if value - value:
+                            continue  # the exact path drops non-finite values
+                    if label_set in seen_here:
+                        duplicates[name] = duplicates.get(name, 0) + 1
+                        continue
+                    seen_here.add(label_set)
+                    sample = (template.copy(), value)  # a dict of its own: callers may keep it
+                    if out is None:
+                        out = samples[name] = []
+                    out.append(sample)
+                    if aliased:
+                        if also is None:
+                            also = aliases[alias_to] = []
+                        also.append(sample)
             elif pair_kind is not None or kind is not None:
                 new, new_kind = (pair_name, pair_kind) if pair_kind is not None else (type_name, kind)
                 if new == family and used:
