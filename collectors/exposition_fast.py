@@ -19,7 +19,8 @@ character at a time. Here one compiled regular expression walks the page once, i
 - every other line must be *plainly* fine (a sample line of the usual shape, a comment, a
   blank line) and is skipped without a Python step; after a TYPE line, the family's own
   lines (its name and a suffix, a histogram's buckets) are recognised by that name as a
-  literal, which is cheaper than testing the name's grammar.
+  literal, which is cheaper than testing the name's grammar (and for a family that can
+  hold no wanted name, without testing each line's name against the wanted ones).
 
 Anything else (an escape in a wanted label, a tab, a carriage return, a timestamp with 20
 digits, a line the exact path would call garbage, an unusual comment) makes the fast
@@ -99,25 +100,39 @@ def _trie_pattern(names: AbstractSet[str]) -> str:
     return emit(tree)
 
 
+# the suffixes a family's samples may have after the family's name (as in `_scanner`)
+_RUN_SUFFIXES = ("_bucket", "_count", "_sum", "_total", "")
+
+
 @lru_cache(maxsize=64)
 def _scanner(wanted: frozenset[str]) -> re.Pattern[str]:
     """Matched at a line start of "\\n" + page: first a run of lines Python need not see
     (plain samples of unwanted names, plain comments, blank lines), consumed without a
     Python step; then the line that ended the run, which Python must see: a wanted
     sample (groups w, l, v, s), one that is wanted but not strict (x), a HELP and TYPE
-    pair (hn, hk), a TYPE (t, k) or HELP (h) line, the end of the page (end), or (bad)
-    a line that is not plainly fine."""
+    pair (hn, hk; hp set when the family holds no wanted name), a TYPE (t, k; tp
+    likewise) or HELP (h) line, the end of the page (end), or (bad) a line that is not
+    plainly fine."""
     trie = _trie_pattern(wanted)
     eol = r"(?=\n|\Z)"
     kinds = "|".join(_TYPES)
 
-    def run(group: str) -> str:
+    # the families that may hold a wanted sample: each wanted name less any of the
+    # suffixes a family's own lines may have after its name
+    holding = _trie_pattern({n[: len(n) - len(s)] for n in wanted for s in _RUN_SUFFIXES if n.endswith(s)})
+
+    def run(group: str, plain: str) -> str:
         """After a TYPE line: the family's own unwanted lines (its name, a suffix its type
-        may have), the name compared as a literal (a backreference) instead of by grammar."""
-        return (
-            rf"(?:\n(?!{trie}[{{ ])(?P={group})(?:_bucket|_count|_sum|_total|)(?:\{{[^\n]*\}})? "
-            rf"(?:{_VALUE})(?: {_TIMESTAMP})?{eol})*+"
-        )
+        may have), the name compared as a literal (a backreference) instead of by grammar.
+        For a family none of whose names is wanted (group `plain` set at its TYPE line),
+        no line's name needs the test against the wanted names."""
+        line = (rf"(?P={group})(?:_bucket|_count|_sum|_total|)(?:\{{[^\n]*\}})? "
+                rf"(?:{_VALUE})(?: {_TIMESTAMP})?{eol}")
+        return rf"(?({plain})(?:\n{line})*+|(?:\n(?!{trie}[{{ ]){line})*+)"
+
+    def unwanted(plain: str) -> str:
+        """Set `plain` when the family name that follows is none that may hold a wanted sample."""
+        return rf"(?:(?!(?:{holding}) )(?P<{plain}>))?"
 
     skip = (
         rf"(?:\n(?:(?!{trie}[{{ ]){_NAME}+(?:\{{[^\n]*\}})? (?:{_VALUE})(?: {_TIMESTAMP})?{eol}"
@@ -127,8 +142,9 @@ def _scanner(wanted: frozenset[str]) -> re.Pattern[str]:
         rf"\n(?:(?P<w>{trie})(?=[{{ ])(?:{_STRICT_REST}|(?P<x>))"
         # a HELP line and the TYPE line of the same name after it, as prometheus_client
         # writes them, read as one: what the HELP line does, the TYPE line then redoes
-        rf"|# HELP (?P<hn>{_NAME})(?: [^\n]*+)?\n# TYPE (?P=hn) (?P<hk>{kinds}){eol}{run('hn')}"
-        rf"|# TYPE (?P<t>{_NAME}) (?P<k>{kinds}){eol}{run('t')}"
+        rf"|# HELP (?P<hn>{_NAME})(?: [^\n]*+)?\n# TYPE {unwanted('hp')}(?P=hn) (?P<hk>{kinds}){eol}"
+        rf"{run('hn', 'hp')}"
+        rf"|# TYPE {unwanted('tp')}(?P<t>{_NAME}) (?P<k>{kinds}){eol}{run('t', 'tp')}"
         rf"|# HELP (?P<h>{_NAME})(?=[ \n]|\Z)[^\n]*+"
         rf"|(?P<bad>))"
         rf"|(?P<end>\Z)"
@@ -155,7 +171,7 @@ def _run(name: str) -> Callable[[str, int], list[tuple[str, str]]]:
     that ends the line, as that costs a third of the strict grammar in C; for a strict
     line that is the brace that closes its labels. A timestamp, or anything else, ends
     the run and is left to the scanner. A histogram's buckets or 8 engines' copies of a
-    gauge so cost one C call, not a scanner match and its 12 groups per line."""
+    gauge so cost one C call, not a scanner match and its 14 groups per line."""
     return re.compile(rf"\n{re.escape(name)}(\{{[^\n]*\}}|) ({_VALUE})(?=\n|\Z)|\n(?s:.*)").findall
 
 
@@ -226,7 +242,7 @@ def parse_wanted_fast(text: str, wanted: AbstractSet[str]) -> Tables | None:
             match = match_at(body, pos)
             if match is None:  # cannot happen (the last alternatives match anything); be safe
                 return None
-            (name, label_text, value_text, stamp, _loose, pair_name, pair_kind, type_name, kind,
+            (name, label_text, value_text, stamp, _loose, pair_name, _, pair_kind, _, type_name, kind,
              help_name, _bad, end) = match.groups()
             pos = match.end()
             if value_text is not None:

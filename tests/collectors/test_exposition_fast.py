@@ -272,6 +272,18 @@ def test_runs_with_an_odd_line_go_to_the_exact_path(text: str) -> None:
     assert_run_same(text, fast=False)
 
 
+def test_a_family_with_no_wanted_name_is_skipped_but_a_wanted_suffix_is_read() -> None:
+    # `h` holds a wanted name only with a suffix (`h_count`), `g` none: g's lines are
+    # skipped without the wanted-name test, h's are not
+    text = ('# HELP g doc\n# TYPE g histogram\ng_bucket{le="1"} 1\ng_count 1\ng_sum 1\n'
+            '# HELP h doc\n# TYPE h histogram\nh_bucket{le="1"} 1\nh_count 1\nh_sum 1\n'
+            '# TYPE g summary\ng_count 2\n# TYPE c counter\nc 3\n')
+    assert_run_same(text)
+    index = parse_exposition(text, wanted=_RUN_WANTED)
+    assert [v for _, v in index.series("h_count")] == [1.0]
+    assert [v for _, v in index.series("c_total")] == [3.0]
+
+
 @st.composite
 def _run_page(draw: st.DrawFn) -> str:
     """Pages of runs: a few names, each repeated in a row, with now and then an odd line."""
