@@ -10,12 +10,17 @@ character at a time. Here one compiled regular expression walks the page once, i
   one trie-shaped alternation) is handed to Python, which reads it with a strict grammar
   (plain `name{label="value",…} value [timestamp]`: no escapes, no odd spacing) and one
   float conversion;
+- the lines of that same name right after it (a histogram's buckets, 8 engines' copies
+  of a gauge) are read together, as a run: one `findall` in C gives each one's label
+  text and value, and Python only converts them (see `_run`). A line a run cannot take
+  (a timestamp, anything odd) ends it and goes to the scanner as before;
 - `# HELP` / `# TYPE` lines are handed to Python too: which family a sample falls in
   decides whether a counter is renamed `<name>_total` and aliased, as the exact path does;
 - every other line must be *plainly* fine (a sample line of the usual shape, a comment, a
   blank line) and is skipped without a Python step; after a TYPE line, the family's own
   lines (its name and a suffix, a histogram's buckets) are recognised by that name as a
-  literal, which is cheaper than testing the name's grammar.
+  literal, which is cheaper than testing the name's grammar (and for a family that can
+  hold no wanted name, without testing each line's name against the wanted ones).
 
 Anything else (an escape in a wanted label, a tab, a carriage return, a timestamp with 20
 digits, a line the exact path would call garbage, an unusual comment) makes the fast
@@ -27,10 +32,11 @@ checks that against the exact path on the bundled pages and on generated ones.
 
 from __future__ import annotations
 
-import math
 import re
+from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from functools import lru_cache
+from itertools import chain
 
 Series = list[tuple[dict[str, str], float]]
 # samples, aliases, duplicates: the three tables of an `Exposition`
@@ -54,19 +60,19 @@ _WS = r" \t\r\x0b\x0c"
 # A wanted sample line after its name, in the strict grammar: label values without escapes,
 # no spaces around `=` or `,`, label names neither repeated (checked in Python) nor reserved (`__…`).
 _LABEL_NAME = r"(?:[a-zA-Z]|_(?!_))[a-zA-Z0-9_]*"
-_STRICT_REST = (
-    rf'(?:\{{(?P<l>(?:{_LABEL_NAME}="[^"\\\n]*"(?:,{_LABEL_NAME}="[^"\\\n]*")*,?)?)\}})?'
-    rf" (?P<v>{_VALUE})(?: (?P<s>{_TIMESTAMP}))?(?=\n|\Z)"
-)
+_STRICT_LABELS = rf'(?:{_LABEL_NAME}="[^"\\\n]*"(?:,{_LABEL_NAME}="[^"\\\n]*")*,?)?'
+# (the label text is taken with its braces, as a run reads it: see `_run`)
+_STRICT_REST = rf"(?P<l>\{{{_STRICT_LABELS}\}})? (?P<v>{_VALUE})(?: (?P<s>{_TIMESTAMP}))?(?=\n|\Z)"
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"\\\n]*)"')
-_INF = math.inf
 # float(int(s)) overflows past ~308 digits where float(s) gives inf: leave those to the
 # exact path; a timestamp's int / 1000 likewise
 _MAX_INT_DIGITS = 300
 _MAX_TIMESTAMP_CHARS = 19
-# label text → (its pairs, their set), kept across pages: an endpoint's wanted series
-# have the same labels every scrape (~100 label texts a node); cleared when full
-_LABEL_SETS: dict[str | None, tuple[tuple[tuple[str, str], ...], frozenset[tuple[str, str]]]] = {}
+# label text (with its braces) → (its labels, their set), kept across pages: an endpoint's
+# wanted series have the same labels every scrape (~100 label texts a node); cleared when
+# full. The labels are a template, copied for every sample (callers may keep and change
+# theirs); only strict label texts are kept.
+_LABEL_SETS: dict[str | None, tuple[dict[str, str], frozenset[tuple[str, str]]]] = {}
 _MAX_LABEL_SETS = 50_000
 
 
@@ -94,25 +100,39 @@ def _trie_pattern(names: AbstractSet[str]) -> str:
     return emit(tree)
 
 
+# the suffixes a family's samples may have after the family's name (as in `_scanner`)
+_RUN_SUFFIXES = ("_bucket", "_count", "_sum", "_total", "")
+
+
 @lru_cache(maxsize=64)
 def _scanner(wanted: frozenset[str]) -> re.Pattern[str]:
     """Matched at a line start of "\\n" + page: first a run of lines Python need not see
     (plain samples of unwanted names, plain comments, blank lines), consumed without a
     Python step; then the line that ended the run, which Python must see: a wanted
     sample (groups w, l, v, s), one that is wanted but not strict (x), a HELP and TYPE
-    pair (hn, hk), a TYPE (t, k) or HELP (h) line, the end of the page (end), or (bad)
-    a line that is not plainly fine."""
+    pair (hn, hk; hp set when the family holds no wanted name), a TYPE (t, k; tp
+    likewise) or HELP (h) line, the end of the page (end), or (bad) a line that is not
+    plainly fine."""
     trie = _trie_pattern(wanted)
     eol = r"(?=\n|\Z)"
     kinds = "|".join(_TYPES)
 
-    def run(group: str) -> str:
+    # the families that may hold a wanted sample: each wanted name less any of the
+    # suffixes a family's own lines may have after its name
+    holding = _trie_pattern({n[: len(n) - len(s)] for n in wanted for s in _RUN_SUFFIXES if n.endswith(s)})
+
+    def run(group: str, plain: str) -> str:
         """After a TYPE line: the family's own unwanted lines (its name, a suffix its type
-        may have), the name compared as a literal (a backreference) instead of by grammar."""
-        return (
-            rf"(?:\n(?!{trie}[{{ ])(?P={group})(?:_bucket|_count|_sum|_total|)(?:\{{[^\n]*\}})? "
-            rf"(?:{_VALUE})(?: {_TIMESTAMP})?{eol})*+"
-        )
+        may have), the name compared as a literal (a backreference) instead of by grammar.
+        For a family none of whose names is wanted (group `plain` set at its TYPE line),
+        no line's name needs the test against the wanted names."""
+        line = (rf"(?P={group})(?:_bucket|_count|_sum|_total|)(?:\{{[^\n]*\}})? "
+                rf"(?:{_VALUE})(?: {_TIMESTAMP})?{eol}")
+        return rf"(?({plain})(?:\n{line})*+|(?:\n(?!{trie}[{{ ]){line})*+)"
+
+    def unwanted(plain: str) -> str:
+        """Set `plain` when the family name that follows is none that may hold a wanted sample."""
+        return rf"(?:(?!(?:{holding}) )(?P<{plain}>))?"
 
     skip = (
         rf"(?:\n(?:(?!{trie}[{{ ]){_NAME}+(?:\{{[^\n]*\}})? (?:{_VALUE})(?: {_TIMESTAMP})?{eol}"
@@ -122,13 +142,37 @@ def _scanner(wanted: frozenset[str]) -> re.Pattern[str]:
         rf"\n(?:(?P<w>{trie})(?=[{{ ])(?:{_STRICT_REST}|(?P<x>))"
         # a HELP line and the TYPE line of the same name after it, as prometheus_client
         # writes them, read as one: what the HELP line does, the TYPE line then redoes
-        rf"|# HELP (?P<hn>{_NAME})(?: [^\n]*+)?\n# TYPE (?P=hn) (?P<hk>{kinds}){eol}{run('hn')}"
-        rf"|# TYPE (?P<t>{_NAME}) (?P<k>{kinds}){eol}{run('t')}"
+        rf"|# HELP (?P<hn>{_NAME})(?: [^\n]*+)?\n# TYPE {unwanted('hp')}(?P=hn) (?P<hk>{kinds}){eol}"
+        rf"{run('hn', 'hp')}"
+        rf"|# TYPE {unwanted('tp')}(?P<t>{_NAME}) (?P<k>{kinds}){eol}{run('t', 'tp')}"
         rf"|# HELP (?P<h>{_NAME})(?=[ \n]|\Z)[^\n]*+"
         rf"|(?P<bad>))"
         rf"|(?P<end>\Z)"
     )
     return re.compile(f"{skip}(?:{event})")
+
+
+# the strict grammar of a wanted line's label text, to check one met for the first time
+_STRICT_LABEL_TEXT = re.compile(_STRICT_LABELS).fullmatch
+
+
+@lru_cache(maxsize=512)
+def _run(name: str) -> Callable[[str, int], list[tuple[str, str]]]:
+    """A wanted sample name's run reader: at the end of a line, the (label text, value
+    text) of each of the following lines of that same name, up to the first line that is
+    not of the plain form `name{labels} value` (or `name value`, label text ""); then a
+    last ("", "") for the rest of the page, which `(?s:.*)` takes in one step (so
+    `findall` stops there), unless the run ends the page.
+
+    Such lines are exactly the ones the scanner would hand over one after the other as
+    wanted, strict and without a timestamp, if their label texts are strict: the caller
+    checks that (`_STRICT_LABEL_TEXT`, once per new text; the label cache holds only
+    strict ones). The labels are read loosely, up to the line's last `} ` before a value
+    that ends the line, as that costs a third of the strict grammar in C; for a strict
+    line that is the brace that closes its labels. A timestamp, or anything else, ends
+    the run and is left to the scanner. A histogram's buckets or 8 engines' copies of a
+    gauge so cost one C call, not a scanner match and its 14 groups per line."""
+    return re.compile(rf"\n{re.escape(name)}(\{{[^\n]*\}}|) ({_VALUE})(?=\n|\Z)|\n(?s:.*)").findall
 
 
 # the sample names a family of each type holds, by suffix (prometheus_client's rule)
@@ -151,6 +195,22 @@ def _exact_number(text: str, value: float) -> float:
     return value
 
 
+def _new_label_set(text: str | None) -> tuple[dict[str, str], frozenset[tuple[str, str]]]:
+    """A label text's labels and their set, now in the label cache; `_GiveUp` if the text
+    is not strict (a wanted line the scanner would not read) or names a label twice (the
+    exact path says what that is)."""
+    if text and _STRICT_LABEL_TEXT(text[1:-1]) is None:
+        raise _GiveUp
+    pairs = _LABEL.findall(text) if text else []
+    labels = dict(pairs)
+    if len(labels) != len(pairs):
+        raise _GiveUp
+    if len(_LABEL_SETS) >= _MAX_LABEL_SETS:
+        _LABEL_SETS.clear()
+    known = _LABEL_SETS[text] = (labels, frozenset(pairs))
+    return known
+
+
 def parse_wanted_fast(text: str, wanted: AbstractSet[str]) -> Tables | None:
     """The tables `parse_exposition(text, wanted=wanted)` would build, or None when the
     page is not ordinary enough to be sure (the caller then runs the exact path).
@@ -165,12 +225,11 @@ def parse_wanted_fast(text: str, wanted: AbstractSet[str]) -> Tables | None:
     """
     body = "\n" + text
     match_at = _scanner(frozenset(wanted)).match
-    findall = _LABEL.findall
     label_sets = _LABEL_SETS
     samples: dict[str, Series] = {}
     aliases: dict[str, Series] = {}
     duplicates: dict[str, int] = {}
-    seen: set[tuple[str, frozenset[tuple[str, str]]]] = set()
+    seen: dict[str, set[frozenset[tuple[str, str]]]] = {}  # sample name → its label sets so far
     family = ""  # the current family ("" = none)
     allowed: tuple[str, ...] = ()  # the sample names it holds
     rename = False  # a counter family without `_total`: its samples get the suffix
@@ -183,26 +242,14 @@ def parse_wanted_fast(text: str, wanted: AbstractSet[str]) -> Tables | None:
             match = match_at(body, pos)
             if match is None:  # cannot happen (the last alternatives match anything); be safe
                 return None
-            (name, label_text, value_text, stamp, _loose, pair_name, pair_kind, type_name, kind,
+            (name, label_text, value_text, stamp, _loose, pair_name, _, pair_kind, _, type_name, kind,
              help_name, _bad, end) = match.groups()
             pos = match.end()
             if value_text is not None:
                 if stamp is not None and len(stamp) > _MAX_TIMESTAMP_CHARS:
                     return None
-                known = label_sets.get(label_text)
-                if known is None:
-                    pairs = tuple(findall(label_text)) if label_text else ()
-                    if len(dict(pairs)) != len(pairs):
-                        return None  # a label named twice: the exact path says what that is
-                    known = (pairs, frozenset(pairs))
-                    if len(label_sets) >= _MAX_LABEL_SETS:
-                        label_sets.clear()
-                    label_sets[label_text] = known
-                labels = dict(known[0])  # a dict of its own: callers may keep it
-                value = float(value_text)
-                if value == 0.0 or value in (_INF, -_INF):
-                    value = _exact_number(value_text, value)
-                aliased = False
+                # the family rules depend on the name only: they hold for the whole run
+                raw, aliased = name, False
                 if name in allowed:
                     used = True
                     if rename:
@@ -210,16 +257,47 @@ def parse_wanted_fast(text: str, wanted: AbstractSet[str]) -> Tables | None:
                     aliased = name == alias_of
                 else:  # a family of its own, and no family after it
                     family, allowed, rename, alias_of, used = "", (), False, None, False
-                if value != value or value in (_INF, -_INF):
-                    continue
-                series = (name, known[1])
-                if series in seen:
-                    duplicates[name] = duplicates.get(name, 0) + 1
-                    continue
-                seen.add(series)
-                samples.setdefault(name, []).append((labels, value))
-                if aliased:
-                    aliases.setdefault(alias_to, []).append((labels, value))
+                lines: list[tuple[str | None, str]] = [(label_text, value_text)]
+                # the next line has this name too: read the run of them at once (unless
+                # this line has a timestamp: the next ones will too, as on npu-exporter's
+                # pages, and are left to the scanner)
+                if stamp is None and body.startswith(raw, pos + 1):
+                    found = _run(raw)(body, pos)
+                    if not found[-1][1]:
+                        found.pop()  # the rest of the page
+                    if found:
+                        lines += found
+                        # each line is "\n", the name, the label text, " ", the value
+                        pos += len(found) * (len(raw) + 2) + len("".join(chain.from_iterable(found)))
+                out = samples.get(name)
+                also = aliases.get(alias_to) if aliased else None
+                seen_here = seen.get(name)
+                if seen_here is None:
+                    seen_here = seen[name] = set()
+                for label_text, value_text in lines:
+                    try:
+                        template, label_set = label_sets[label_text]
+                    except KeyError:
+                        template, label_set = _new_label_set(label_text)
+                    value = float(value_text)
+                    # NaN and ±Inf (x - x is NaN only for those), and a negative zero: where
+                    # the exact path may read the text otherwise (see _exact_number)
+                    if value - value or (not value and value_text[0] == "-"):
+                        value = _exact_number(value_text, value)
+                        if value - value:
+                            continue  # the exact path drops non-finite values
+                    if label_set in seen_here:
+                        duplicates[name] = duplicates.get(name, 0) + 1
+                        continue
+                    seen_here.add(label_set)
+                    sample = (template.copy(), value)  # a dict of its own: callers may keep it
+                    if out is None:
+                        out = samples[name] = []
+                    out.append(sample)
+                    if aliased:
+                        if also is None:
+                            also = aliases[alias_to] = []
+                        also.append(sample)
             elif pair_kind is not None or kind is not None:
                 new, new_kind = (pair_name, pair_kind) if pair_kind is not None else (type_name, kind)
                 if new == family and used:

@@ -161,7 +161,7 @@ def _line(draw: st.DrawFn) -> str:
     labels = [(pick(_LABEL_NAMES, _ODD_LABEL_NAMES), pick(_LABEL_VALUES, _ODD_LABEL_VALUES))
               for _ in range(draw(st.integers(0, 3)))]
     body = ",".join(f'{k}="{v}"' for k, v in labels) + pick([""], [","])
-    line = draw(_NAMES) + (f"{{{body}}}" if labels or draw(st.booleans()) else "")
+    line = draw(_NAMES) + (f"{{{body}}}" if bool(labels) or draw(st.booleans()) else "")
     line += pick([" "], ["  ", "\t", ""]) + pick(_VALUES, _ODD_VALUES)
     if draw(st.integers(0, 4)) == 0:
         line += " " + pick(["1700000000000", "-1"], ["9" * 30, "x", "1.5"])
@@ -187,3 +187,129 @@ def test_mutated_bundled_pages_read_the_same(page: str, wanted: str, edits: list
         at %= len(text) + 1
         text = text[:at] + insert + text[at + 1 :]
     assert_same(text, WANTED[wanted])
+
+
+# Runs: the lines of one wanted name in a row, which the fast path reads with one C call
+# (`_run`) instead of one scanner match each. Each page below is read on the fast path
+# (or, where it must, handed back) and compared with the exact path.
+_RUN_WANTED = frozenset({"x", "x_total", "y", "h_bucket", "h_count", "c"})
+
+
+def assert_run_same(text: str, *, fast: bool = True) -> None:
+    """Same tables as the exact path; on the fast path (fast=True) or handed back to the exact one."""
+    tables = parse_wanted_fast(text, _RUN_WANTED)
+    assert (tables is not None) == fast, "fast path taken" if tables is not None else "handed back"
+    assert_same(text, _RUN_WANTED)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a timestamp ends a run; the stamped line and the ones after it are read too,
+        # and a series seen before the break is still a duplicate after it
+        'x_total{a="1"} 1\nx_total{a="2"} 2 1700000000000\nx_total{a="3"} 3\nx_total{a="1"} 4\n',
+        'x_total{a="1"} 1\nx_total{a="2"} 2\nx_total{a="3"} 3 -1\nx_total{a="4"} 4\nx_total{a="5"} 5\n',
+        # a different name ends a run: unwanted, wanted, or the run's name with a suffix
+        'x_total{a="1"} 1\nx_total{a="2"} 2\nz{a="1"} 9\nx_total{a="3"} 3\nx_total{a="2"} 7\n',
+        'x_total{a="1"} 1\nx_total{a="2"} 2\ny{a="1"} 9\ny{a="2"} 8\nx_total{a="3"} 3\n',
+        'x{a="1"} 1\nx{a="2"} 2\nx_total{a="1"} 3\nx_total{a="2"} 4\nx{a="3"} 5\n',
+        "x 1\nx 2\nx{} 3\ny 4\n",
+        # a comment or a blank line ends a run
+        'x_total{a="1"} 1\nx_total{a="2"} 2\n# a comment\nx_total{a="3"} 3\n\nx_total{a="4"} 4\n',
+        # a run that ends the page, with and without a final newline
+        'x_total{a="1"} 1\nx_total{a="2"} 2\nx_total{a="3"} 3',
+        'x_total{a="1"} 1\nx_total{a="2"} 2\nx_total{a="3"} 3\n',
+        'y 1\nx_total{a="1"} 1\nx_total 2',
+        # duplicates inside a run: the same labels, in the same or another order
+        'x_total{a="1"} 1\nx_total{a="1"} 2\nx_total{a="2",b="3"} 3\nx_total{b="3",a="2"} 4\nx_total{a="1"} 5\n',
+        # NaN, ±Inf and overflowing values are dropped (and do not count as seen), -0 is 0
+        # unless written as a float, huge integers are exact
+        'x_total{a="1"} NaN\nx_total{a="1"} 5\nx_total{a="2"} +Inf\nx_total{a="3"} -Inf\nx_total{a="4"} -0\n'
+        'x_total{a="5"} -0.0\nx_total{a="6"} 1e400\nx_total{a="7"} 123456789012345678901234567890\n'
+        f'x_total{{a="8"}} {"9" * 300}\nx_total{{a="9"}} -0e3\nx_total{{a="10"}} 0\nx_total{{a="11"}} nan\n',
+        # labels that look like the end of the labels, inside a label value
+        'x_total{a="} 5"} 1\nx_total{a="} 6",b="{"} 2\nx_total{a="x} 1"} 3\nx_total{a=""} 4\n',
+        # a counter family without `_total`: every line of the run renamed and aliased
+        "# TYPE x counter\nx{a=\"1\"} 1\nx{a=\"2\"} 2\nx{a=\"3\"} 3\n",
+        "# HELP x_total doc\n# TYPE x_total counter\nx_total{a=\"1\"} 1\nx_total{a=\"2\"} 2\n",
+        # a run that leaves its family: the name's later run is a family of its own
+        # (not renamed), as is a run of a name the family does not hold
+        '# TYPE c counter\nc{a="1"} 1\nc{a="2"} 2\nz{a="1"} 1\nz{a="2"} 2\nc{a="3"} 3\nc{a="4"} 4\n',
+        '# TYPE c counter\nc{a="1"} 1\nc{a="2"} 2\ny{a="1"} 1\ny{a="2"} 2\nc{a="3"} 3\n',
+        '# TYPE h histogram\nh_bucket{le="1"} 1\nh_bucket{le="+Inf"} 2\nh_count 2\nh_bucket{le="1"} 5\n'
+        '# TYPE x counter\nx 1\nx{b="1"} 2\n',
+        '# TYPE y gauge\nx{a="1"} 1\nx{a="2"} 2\n# TYPE x counter\nx{a="3"} 3\nx{a="4"} 4\n',
+    ],
+)
+def test_runs_read_the_same(text: str) -> None:
+    assert_run_same(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a line of the run's name that is not strict: the page goes to the exact path
+        'x_total{a="1"} 1\nx_total{a="2",a="3"} 2\n',
+        'x_total{a="1"} 1\nx_total{a="b\\"c"} 2\n',
+        'x_total{a="1"} 1\nx_total{__a="2"} 2\n',
+        'x_total{a="1"} 1\nx_total{ a="2"} 2\n',
+        'x_total{a="1"} 1\nx_total{a="2"}  2\n',
+        'x_total{a="1"} 1\nx_total{a="2"} 2 \n',
+        'x_total{a="1"} 1\nx_total{a="2"} 2\r\n',
+        'x_total{a="1"} 1\nx_total{a="2"} 1_0\n',
+        'x_total{a="1"} 1\nx_total{a="2"} 2} 3\n',
+        'x_total{a="1"} 1\nx_total{a="2"}} 2\n',
+        'x_total{a="1"} 1\nx_total{a="2"} 2\nx_total{a="3"} 3 # {t="1"} 1\n',
+        f'x_total{{a="1"}} 1\nx_total{{a="2"}} {"9" * 400}\n',
+        'x_total{a="1"} 1\nx_total{a="2"} -' + "0" * 400 + "\n",
+        # a timestamp the fast path leaves to the exact path, after a run
+        'x_total{a="1"} 1\nx_total{a="2"} 2\nx_total{a="3"} 3 12345678901234567890\n',
+        # retyped after its samples, the samples read as a run
+        "# TYPE x_total counter\nx_total{a=\"1\"} 1\nx_total{a=\"2\"} 2\n# TYPE x_total counter\nx_total 3\n",
+    ],
+)
+def test_runs_with_an_odd_line_go_to_the_exact_path(text: str) -> None:
+    assert_run_same(text, fast=False)
+
+
+def test_a_family_with_no_wanted_name_is_skipped_but_a_wanted_suffix_is_read() -> None:
+    # `h` holds a wanted name only with a suffix (`h_count`), `g` none: g's lines are
+    # skipped without the wanted-name test, h's are not
+    text = ('# HELP g doc\n# TYPE g histogram\ng_bucket{le="1"} 1\ng_count 1\ng_sum 1\n'
+            '# HELP h doc\n# TYPE h histogram\nh_bucket{le="1"} 1\nh_count 1\nh_sum 1\n'
+            '# TYPE g summary\ng_count 2\n# TYPE c counter\nc 3\n')
+    assert_run_same(text)
+    index = parse_exposition(text, wanted=_RUN_WANTED)
+    assert [v for _, v in index.series("h_count")] == [1.0]
+    assert [v for _, v in index.series("c_total")] == [3.0]
+
+
+@st.composite
+def _run_page(draw: st.DrawFn) -> str:
+    """Pages of runs: a few names, each repeated in a row, with now and then an odd line
+    (about half the pages are read on the fast path)."""
+    lines: list[str] = []
+    for _ in range(draw(st.integers(1, 6))):
+        if draw(st.integers(0, 3)) == 0:
+            lines.append(draw(st.sampled_from(["# TYPE x counter", "# TYPE x_total counter", "# HELP x doc",
+                                               "# TYPE c counter", "# TYPE h histogram", "# TYPE y gauge", "",
+                                               "# a comment", "z 1"])))
+        name = draw(st.sampled_from(["x", "x_total", "y", "c", "h_bucket", "h_count", "z"]))
+        for _ in range(draw(st.integers(1, 5))):
+            labels = draw(st.lists(st.tuples(st.sampled_from(["a", "b", "le"]),
+                                             st.sampled_from(["1", "2", "} 3", ""])),
+                                   max_size=2, unique_by=lambda pair: pair[0]))
+            body = ",".join(f'{k}="{v}"' for k, v in labels)
+            line = name + (f"{{{body}}}" if labels or draw(st.integers(0, 3)) == 0 else "")
+            line += " " + draw(st.sampled_from(["1", "0", "-0", "2.5", "NaN", "+Inf", "1e400", "7", "-0.0", "+5"] * 10
+                                               + ["1_0", "9" * 400]))
+            if draw(st.integers(0, 40)) == 0:
+                line += draw(st.sampled_from([" 1700000000000", " ", "\r", " 1 2", " 12345678901234567890"]))
+            lines.append(line)
+    return "\n".join(lines) + draw(st.sampled_from(["", "\n"]))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_run_page())
+def test_generated_runs_read_the_same(text: str) -> None:
+    assert_same(text, _RUN_WANTED)
