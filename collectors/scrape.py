@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -270,13 +271,29 @@ class ScrapeSource(PollingSource):
             node: asyncio.create_task(self.read_node(node, deadline), name=f"scrape:{node}")
             for node in self.nodes
         }
+        emitted: set[str] = set()
+        emit = self.emit_early
+        if emit is not None:
+            # each node's reading goes out as it is in: when a round runs past the monitor's
+            # tick, the nodes read by then are fresh in that frame, not all a round behind
+            def hand_over(node: str, task: asyncio.Task[NodeSample]) -> None:
+                # (a reading that came in just as the wait below ended is returned instead)
+                if node not in emitted and not task.cancelled() and task.exception() is None:
+                    emitted.add(node)
+                    emit(task.result())
+
+            for node, task in tasks.items():
+                task.add_done_callback(functools.partial(hand_over, node))
         # the poll's deadline on the wire too (see fetch): a late loop is not a late node
         with contextlib.suppress(TimeoutError):
             async with wire_timeout(deadline):
                 await asyncio.wait(tasks.values())
         samples: list[NodeSample] = []
         for node, task in tasks.items():
+            if node in emitted:
+                continue
             if task.done() and not task.cancelled() and task.exception() is None:
+                emitted.add(node)
                 samples.append(task.result())
                 continue
             if not task.done():

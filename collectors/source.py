@@ -19,6 +19,9 @@ from collectors.loop_stalls import wire_timeout
 from collectors.sample import NodeSample
 
 Emit = Callable[[NodeSample], None]
+# a poll that ends less than this share of an interval past the next reading instant
+# reads again at once (see PollingSource.run)
+CATCH_UP_SHARE = 0.4
 log = logging.getLogger(__name__)
 
 
@@ -54,12 +57,16 @@ class PollingSource(Source):
         self.round_started_at: float | None = None
         self.round_finished_at: float | None = None
         self.round_listeners: list[Callable[[PollingSource], None]] = []
+        # while `run` runs: a poll may hand over a node's sample as soon as it is read
+        # (`poll` then returns only the rest), so a late node does not hold the others back
+        self.emit_early: Emit | None = None
 
     @abstractmethod
     async def poll(self) -> Sequence[NodeSample]:
         """One reading of every node this source covers."""
 
     async def run(self, emit: Emit) -> None:
+        self.emit_early = emit
         while True:
             started_at = time.time()
             try:
@@ -90,7 +97,12 @@ class PollingSource(Source):
             for listener in self.round_listeners:
                 listener(self)
             # read at wall-clock boundaries (see collectors.cadence); a poll slower than
-            # the interval goes on at the next boundary: never overlap, never spin
-            await asyncio.sleep(
-                delay_to_boundary(self.interval_s, time.time(), min_delay_s=0.05 * self.interval_s)
-            )
+            # the interval goes on at the next boundary: never overlap, never spin. One that
+            # ran only a little past the reading instant after its start reads again at
+            # once: waiting for the next instant would leave that instant's frame (which
+            # waits for its round, monitor.monitor) with readings over an interval old
+            now = time.time()
+            missed_by = now - (started_at - started_at % self.interval_s + self.interval_s)
+            if 0.0 <= missed_by < CATCH_UP_SHARE * self.interval_s:
+                continue
+            await asyncio.sleep(delay_to_boundary(self.interval_s, now, min_delay_s=0.05 * self.interval_s))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -238,3 +239,33 @@ def test_bad_custom_profile_is_a_layout_error_naming_the_key() -> None:
     with pytest.raises(LayoutError) as err:
         scrape_targets(layout)
     assert str(err.value).startswith("x.toml: profiles.mine.steps:")
+
+
+async def test_under_run_each_node_is_handed_over_as_soon_as_it_is_read(server: tuple[str, Pages]) -> None:
+    """A node that answers late does not hold the others' readings back: when a round
+    runs past the monitor's tick, the nodes read by then are fresh in that frame."""
+    import time
+
+    base, _ = server
+    source = ScrapeSource(
+        {"good": [Endpoint(f"{base}/engine/metrics", VLLM)], "slow": [Endpoint(f"{base}/slow/metrics", VLLM)]},
+        interval_s=1.0,
+    )
+    arrived: list[tuple[str, float, bool]] = []
+    rounds: list[float] = []
+    source.round_listeners.append(lambda s: rounds.append(time.monotonic()))
+    running = asyncio.create_task(source.run(lambda s: arrived.append((s.node, time.monotonic(), s.ok))))
+    try:
+        while not rounds:
+            await asyncio.sleep(0.02)
+    finally:
+        running.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
+        await source.close()
+    good = [(at, ok) for node, at, ok in arrived if node == "good"]
+    slow = [(at, ok) for node, at, ok in arrived if node == "slow"]
+    assert len(good) == 1 and good[0][1] and len(slow) == 1 and not slow[0][1]  # once each
+    # the good node went out at once, the slow one at the poll's deadline (~0.77 s)
+    assert slow[0][0] - good[0][0] > 0.5
+    assert rounds[0] >= slow[0][0]
