@@ -119,6 +119,8 @@ def _monitor_figures(h: MonitorHealthView) -> tuple[tuple[str, str, float | None
          None if h.cpu_pct is None else h.cpu_pct / 100.0),
         ("nodes_excused", "Nodes judged fresh only because the monitor's stalls were excused",
          float(h.nodes_excused)),
+        ("rounds_late", "Recent frames drawn before all their readings were in (the monitor was slow)",
+         float(h.rounds_late)),
     )
 
 

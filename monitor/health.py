@@ -47,16 +47,21 @@ def health_view(
     cpu_pct: float | None,
     nodes_excused: int,
     advice: str,
+    rounds_late: int = 0,
 ) -> MonitorHealthView:
-    """Judge the measurements: lagging, and why in one line. Pure."""
+    """Judge the measurements: lagging, and why in one line. Pure. `rounds_late`: frames
+    lately that were drawn without all of their reading instant's round (the readings
+    took longer than the frame may wait: the monitor could not read N nodes in time)."""
     late_at = max(LATE_SHARE * interval_s, MIN_LATE_S)
     stall_at = max(STALL_SHARE * interval_s, MIN_LATE_S)
     late = lag_s is not None and lag_s > late_at
     stalled = stall_max_s is not None and stall_max_s > stall_at
-    lagging = late or stalled or nodes_excused > 0
+    lagging = late or stalled or nodes_excused > 0 or rounds_late > 0
     reason = None
     if lagging:
         parts = [f"{lag_s or 0.0:.1f} s behind"]
+        if rounds_late:
+            parts.append(f"readings not in time for {rounds_late} frame{'s' if rounds_late != 1 else ''}")
         if stalled and stall_max_s is not None and stall_max_s > (lag_s or 0.0):
             parts.append(f"loop stood still {stall_max_s:.1f} s")
         if cpu_pct is not None:
@@ -73,6 +78,7 @@ def health_view(
         reason=reason,
         suggestion=advice if lagging else None,
         nodes_excused=nodes_excused,
+        rounds_late=rounds_late,
     )
 
 
@@ -86,15 +92,21 @@ class MonitorHealth:
         self._cpu = cpu
         self.recent_s = max(RECENT_S, 5 * interval_s)
         self._late: deque[tuple[float, float]] = deque()  # (wall time the tick ran, seconds late)
+        self._missed: deque[float] = deque()  # wall times of ticks drawn without their round
         self._cpu_marks: deque[tuple[float, float]] = deque()  # (wall, process CPU seconds)
 
-    def tick_ran(self, slot: float, ran: float) -> None:
-        """A tick meant for wall time `slot` ran at `ran`."""
+    def tick_ran(self, slot: float, ran: float, round_missed: bool = False) -> None:
+        """A tick meant for wall time `slot` ran at `ran`; `round_missed`: without all of
+        the readings it waited for (they were not in by the latest it may wait)."""
         self._late.append((ran, max(ran - slot, 0.0)))
+        if round_missed:
+            self._missed.append(ran)
 
     def _forget(self, now: float) -> None:
         while self._late and self._late[0][0] < now - self.recent_s:
             self._late.popleft()
+        while self._missed and self._missed[0] < now - self.recent_s:
+            self._missed.popleft()
         while len(self._cpu_marks) > 2 and self._cpu_marks[1][0] <= now - CPU_SPAN_S:
             self._cpu_marks.popleft()
 
@@ -117,4 +129,5 @@ class MonitorHealth:
         if meter is not None:
             stall_max = max(meter.longest_since_wall(now - self.recent_s), meter.ongoing_s())
             stalled = meter.stalled_wall_s(now - self.recent_s, now) / self.recent_s
-        return health_view(self.interval_s, lag, stall_max, stalled, cpu, nodes_excused, advice)
+        return health_view(self.interval_s, lag, stall_max, stalled, cpu, nodes_excused, advice,
+                           rounds_late=len(self._missed))

@@ -144,8 +144,8 @@ class Monitor:
                     interval, now, offset_s=TICK_PHASE * interval, min_delay_s=0.2 * interval
                 )
                 await asyncio.sleep(slot - now)
-                due = await self._round_in(timed, round_in, slot, interval)
-                self.health.tick_ran(due, time.time())
+                due, missed = await self._round_in(timed, round_in, slot, interval)
+                self.health.tick_ran(due, time.time(), round_missed=missed)
                 self._safe_tick()
         finally:
             for source in timed:
@@ -154,10 +154,12 @@ class Monitor:
     @staticmethod
     async def _round_in(
         timed: Sequence[PollingSource], round_in: asyncio.Event, slot: float, interval: float
-    ) -> float:
+    ) -> tuple[float, bool]:
         """Wait, from `slot`, until every timed poll of this slot's reading instant has
-        finished, at most until TICK_LATEST_PHASE of an interval after that instant; the
-        wall time the tick was then due (what its lateness is measured against)."""
+        finished, at most until TICK_LATEST_PHASE of an interval after that instant. The
+        wall time the tick was then due (what its lateness is measured against), and
+        whether it goes without all of that round (the polls' own deadlines come before
+        the latest phase, so a round not in by then was slowed by the monitor itself)."""
         reading_at = slot - TICK_PHASE * interval
         latest = reading_at + TICK_LATEST_PHASE * interval
         # a poll that started a little before the instant (a clock step) still counts
@@ -170,14 +172,14 @@ class Monitor:
             round_in.clear()
             remaining = latest - time.time()
             if remaining <= 0:
-                return latest
+                return latest, True
             try:
                 async with asyncio.timeout(remaining):  # not wait_for: see PollingSource.run
                     await round_in.wait()
             except TimeoutError:
-                return latest
+                return latest, True
         finished = max((s.round_finished_at or slot for s in timed), default=slot)
-        return min(max(slot, finished), latest)
+        return min(max(slot, finished), latest), False
 
     def _safe_tick(self) -> None:
         try:

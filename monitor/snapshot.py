@@ -378,6 +378,7 @@ class MonitorHealthView(_View):
     reason: str | None = None  # "1.4 s behind, CPU 100 %"
     suggestion: str | None = None  # "try interval_s = 2 or the prom source"
     nodes_excused: int = 0  # nodes judged fresh only because the monitor's stalls were excused
+    rounds_late: int = 0  # frames lately drawn before all their readings were in (the monitor was slow)
 
 
 class Snapshot(_View):

@@ -229,3 +229,23 @@ def test_the_monitor_composes_its_warning_and_the_fix() -> None:
     excused = health_view(1.0, lag_s=0.05, stall_max_s=0.2, stalled_fraction=0.1, cpu_pct=None,
                           nodes_excused=3, advice=advice)
     assert excused.lagging and excused.reason == "0.1 s behind, 3 nodes read late, not blamed"
+    # frames drawn before their round's readings were in: the monitor is slow, says so
+    behind = health_view(1.0, lag_s=0.0, stall_max_s=0.1, stalled_fraction=0.1, cpu_pct=97.0,
+                         nodes_excused=0, advice=advice, rounds_late=6)
+    assert behind.lagging and behind.rounds_late == 6
+    assert behind.reason == "0.0 s behind, readings not in time for 6 frames, CPU 97 %"
+    assert behind.suggestion == advice
+
+
+def test_frames_drawn_without_their_round_are_counted_for_a_while() -> None:
+    from monitor.health import MonitorHealth
+
+    clock = [1000.0]
+    health = MonitorHealth(1.0, wall=lambda: clock[0], cpu=lambda: 0.0)
+    for k in range(3):
+        health.tick_ran(1000.9 + k, 1000.9 + k, round_missed=k != 1)
+    clock[0] = 1003.0
+    assert health.view(None, 0, "try interval_s = 2").rounds_late == 2
+    clock[0] = 1020.0  # long after: no longer lagging for them
+    view = health.view(None, 0, "try interval_s = 2")
+    assert view.rounds_late == 0 and not view.lagging
