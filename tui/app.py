@@ -14,7 +14,6 @@ import logging
 from collections.abc import Callable, Iterable
 from functools import partial
 
-from monitor.gc_pacing import PacedCollector
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
@@ -24,6 +23,7 @@ from textual.widget import Widget
 from monitor.evaluation.ledger import PHASES
 from monitor.feeds import EndingFeed, PhaseMarkingFeed, SnapshotFeed, can_mark_phase
 from monitor.format import inert_text
+from monitor.gc_pacing import PacedCollector
 from monitor.snapshot import Snapshot
 from monitor.stopping import SIGNALS, arm_watchdog, run_bounded
 from tui.alerts import Alerter, AlertSettings

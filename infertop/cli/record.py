@@ -14,8 +14,6 @@ import sys
 import time
 from pathlib import Path
 
-from monitor.gc_pacing import PacedCollector
-
 from infertop.cli.argtypes import positive_float
 from infertop.cli.common import (
     EXIT_FAIL,
@@ -32,6 +30,7 @@ from monitor.channel.paths import MonitorBusy, MonitorLock, socket_path
 from monitor.channel.protocol import AskInfo, Info
 from monitor.channel.server import ChannelError, ChannelServer
 from monitor.format import fmt_usd
+from monitor.gc_pacing import PacedCollector
 from monitor.monitor import Monitor
 from monitor.record.store import Recorder, RecordError, command_line, default_record_path
 from monitor.snapshot import Snapshot
