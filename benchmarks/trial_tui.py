@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import psutil
+
 from benchmarks.bench_realistic import _cpu_s
 from infertop.demo.scenario import trouble_nodes
 from monitor.record.store import Recording
@@ -32,6 +34,18 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _pct(values: list[float], q: float) -> float:
     return sorted(values)[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
+
+
+def _workers_cpu_s(pid: int) -> float:
+    """CPU seconds of a monitor's scrape workers (collectors.scrape_shards), if any."""
+    total = 0.0
+    for child in psutil.Process(pid).children(recursive=True):
+        try:
+            times = child.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system
+    return total
 
 
 def main() -> None:
@@ -66,11 +80,13 @@ def main() -> None:
     viewer_pid = int(subprocess.run(["tmux", "list-panes", "-t", session, "-F", "#{pane_pid}"],
                                     capture_output=True, text=True, check=True).stdout.split()[0])
     start = time.monotonic()
-    cpu0 = {"monitor": _cpu_s(monitor.pid), "viewer": _cpu_s(viewer_pid), "server": _cpu_s(server.pid)}
+    cpu0 = {"monitor": _cpu_s(monitor.pid), "viewer": _cpu_s(viewer_pid), "server": _cpu_s(server.pid),
+            "workers": _workers_cpu_s(monitor.pid)}
     time.sleep(args.seconds)
     wall = time.monotonic() - start
     cpu = {k: 100 * (_cpu_s(pid) - cpu0[k]) / wall
            for k, pid in (("monitor", monitor.pid), ("viewer", viewer_pid), ("server", server.pid))}
+    cpu["workers"] = 100 * (_workers_cpu_s(monitor.pid) - cpu0["workers"]) / wall
     screen = subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True).stdout
     subprocess.run(["tmux", "kill-session", "-t", session], check=False)
     monitor.send_signal(signal.SIGTERM)
@@ -84,6 +100,7 @@ def main() -> None:
     allowed = {(node, expected_kinds.get(kind, kind)) for node, kind in scripted} | {
         (trouble_nodes(args.nodes).get("straggler", ""), "throttled")}
     not_ok: dict[str, int] = {}
+    reasons: dict[str, int] = {}
     extra_verdicts: dict[tuple[str, str], int] = {}
     ages: list[float] = []
     lagging = 0
@@ -101,15 +118,21 @@ def main() -> None:
         for n in snap.nodes:
             if n.status != "ok":
                 not_ok[n.name] = not_ok.get(n.name, 0) + 1
+                why = f"{n.status}: {n.error or ''}"[:90]
+                reasons[why] = reasons.get(why, 0) + 1
             if n.age_s is not None:
                 ages.append(n.age_s)
             for v in n.verdicts:
                 if (n.name, v.kind) not in allowed and v.kind != "blind":
                     extra_verdicts[(n.name, v.kind)] = extra_verdicts.get((n.name, v.kind), 0) + 1
     print(f"nodes {args.nodes}, pages {args.pages}, {wall:.0f} s, {frames} recorded frames after warm-up")
-    print(f"CPU % of one core: monitor {cpu['monitor']:.0f}, viewer {cpu['viewer']:.0f} "
-          f"(together {cpu['monitor'] + cpu['viewer']:.0f}), served cluster {cpu['server']:.0f}")
+    workers = os.environ.get("INFERTOP_SCRAPE_WORKERS", "default")
+    print(f"CPU % of one core: monitor {cpu['monitor']:.0f} + its scrape workers {cpu['workers']:.0f} "
+          f"(INFERTOP_SCRAPE_WORKERS={workers}), viewer {cpu['viewer']:.0f} "
+          f"(together {cpu['monitor'] + cpu['workers'] + cpu['viewer']:.0f}), served cluster {cpu['server']:.0f}")
     print(f"nodes ever not ok: {len(not_ok)} ({sum(not_ok.values())} node-frames)")
+    if reasons:
+        print("  why:", sorted(reasons.items(), key=lambda kv: -kv[1])[:4])
     print(f"verdicts beyond the scripted ones: {len(extra_verdicts)} {sorted(extra_verdicts)[:8]}")
     print(f"newest-sample age s: median {statistics.median(ages) if ages else float('nan'):.2f}, "
           f"p99 {_pct(ages, 0.99):.2f}, max {max(ages) if ages else float('nan'):.2f}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collectors.local import LocalSource
 from collectors.log_source import local_log_sources
 from collectors.prom import prom_source_for
-from collectors.scrape import scrape_source_for
+from collectors.scrape_shards import scrape_source_for
 from collectors.source import Source
 from collectors.ssh import ssh_source_for
 from layouts.model import Layout
@@ -22,7 +22,7 @@ def build_sources(layout: Layout) -> list[Source]:
     ssh = ssh_source_for(layout)  # every node with an `ssh` target, one shared source
     if ssh is not None:
         sources.append(ssh)
-    scrape = scrape_source_for(layout)  # nodes with `metrics` / an engine URL and no ssh
+    scrape = scrape_source_for(layout)  # nodes with `metrics` / an engine URL and no ssh (maybe in workers)
     if scrape is not None:
         sources.append(scrape)
     prom = prom_source_for(layout)  # nodes no other source reads, and discovered ones

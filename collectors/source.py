@@ -45,18 +45,31 @@ class Source(ABC):
         return NodeSample(node=node, source=self.kind, taken_at=time.time(), error=message)
 
 
-class PollingSource(Source):
+class RoundSource(Source):
+    """A source that reads its nodes in rounds at the wall-clock instants of
+    `interval_s` (collectors.cadence) and says when each round is in: the monitor's frame
+    waits for the round of its instant (monitor.monitor)."""
+
+    def __init__(self, nodes: Sequence[str], interval_s: float):
+        super().__init__(nodes)
+        self.interval_s = interval_s
+        # the newest finished round: when it started and when its samples were all emitted
+        self.round_started_at: float | None = None
+        self.round_finished_at: float | None = None
+        self.round_listeners: list[Callable[[RoundSource], None]] = []
+
+    def round_done(self, started_at: float, finished_at: float) -> None:
+        self.round_started_at, self.round_finished_at = started_at, finished_at
+        for listener in self.round_listeners:
+            listener(self)
+
+
+class PollingSource(RoundSource):
     """A source read by polling every `interval_s`, each poll bounded by `timeout_s`."""
 
     def __init__(self, nodes: Sequence[str], interval_s: float, timeout_s: float | None = None):
-        super().__init__(nodes)
-        self.interval_s = interval_s
+        super().__init__(nodes, interval_s)
         self.timeout_s = timeout_s if timeout_s is not None else max(interval_s * 0.9, 0.5)
-        # the newest finished poll: when it started and when its samples were all emitted
-        # (the monitor ticks once the round it waits for is in, monitor.monitor)
-        self.round_started_at: float | None = None
-        self.round_finished_at: float | None = None
-        self.round_listeners: list[Callable[[PollingSource], None]] = []
         # while `run` runs: a poll may hand over a node's sample as soon as it is read
         # (`poll` then returns only the rest), so a late node does not hold the others back
         self.emit_early: Emit | None = None
@@ -93,9 +106,7 @@ class PollingSource(Source):
                 ]
             for sample in samples:
                 emit(sample)
-            self.round_started_at, self.round_finished_at = started_at, time.time()
-            for listener in self.round_listeners:
-                listener(self)
+            self.round_done(started_at, time.time())
             # read at wall-clock boundaries (see collectors.cadence); a poll slower than
             # the interval goes on at the next boundary: never overlap, never spin. One that
             # ran only a little past the reading instant after its start reads again at

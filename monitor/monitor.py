@@ -19,7 +19,7 @@ from collectors.fleet import Fleet, FleetState
 from collectors.loop_stalls import KEEP_S, LoopStallMeter, StallTimeline, acquire_meter, release_meter
 from collectors.registry import build_sources
 from collectors.sample import NodeSample
-from collectors.source import PollingSource, Source
+from collectors.source import RoundSource, Source
 from monitor.evaluation.cluster import evaluate_cluster, evaluate_nodes
 from monitor.evaluation.ledger import SessionLedger, TickFigures
 from monitor.evaluation.mass_events import verdict_groups
@@ -128,10 +128,10 @@ class Monitor:
         self._safe_tick()
         # polls read at the same wall-clock instants as the ticks are spaced: a frame waits
         # for their round (collectors.cadence)
-        timed = [s for s in self.sources if isinstance(s, PollingSource) and s.interval_s == interval]
+        timed = [s for s in self.sources if isinstance(s, RoundSource) and s.interval_s == interval]
         round_in = asyncio.Event()
 
-        def heard_round(_source: PollingSource) -> None:
+        def heard_round(_source: RoundSource) -> None:
             round_in.set()
 
         for source in timed:
@@ -153,7 +153,7 @@ class Monitor:
 
     @staticmethod
     async def _round_in(
-        timed: Sequence[PollingSource], round_in: asyncio.Event, slot: float, interval: float
+        timed: Sequence[RoundSource], round_in: asyncio.Event, slot: float, interval: float
     ) -> tuple[float, bool]:
         """Wait, from `slot`, until every timed poll of this slot's reading instant has
         finished, at most until TICK_LATEST_PHASE of an interval after that instant. The
