@@ -54,11 +54,13 @@ def main() -> None:
     p.add_argument("--seconds", type=float, default=300.0)
     p.add_argument("--pages", default="realistic")
     p.add_argument("--size", default="200x60")
+    p.add_argument("--no-viewer", action="store_true", help="the monitor alone (where tmux is missing)")
     args = p.parse_args()
-    if shutil.which("tmux") is None:
-        sys.exit("tmux is needed")
+    if shutil.which("tmux") is None and not args.no_viewer:
+        sys.exit("tmux is needed (or --no-viewer)")
     tmp = Path(tempfile.mkdtemp(prefix="infertop-trial-"))
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "INFERTOP_STATE_DIR": str(tmp / "state")}
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONPATH": path, "INFERTOP_STATE_DIR": str(tmp / "state")}
     py = [sys.executable, "-m", "infertop"]
     layout = tmp / "demo.toml"
     server = subprocess.Popen([*py, "demo", "--serve-only", "--nodes", str(args.nodes), "--pages", args.pages,
@@ -71,14 +73,17 @@ def main() -> None:
     monitor = subprocess.Popen([*py, "record", "--layout", str(layout), "--record", str(record), "-q"],
                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(3.0)
-    width, height = args.size.split("x")
     session = f"trial{os.getpid()}"
-    command = " ".join([f"INFERTOP_STATE_DIR={env['INFERTOP_STATE_DIR']}", f"PYTHONPATH={ROOT}",
-                        sys.executable, "-m", "infertop", "attach", "--layout", str(layout)])
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", width, "-y", height, command], check=True)
-    time.sleep(2.0)
-    viewer_pid = int(subprocess.run(["tmux", "list-panes", "-t", session, "-F", "#{pane_pid}"],
-                                    capture_output=True, text=True, check=True).stdout.split()[0])
+    viewer_pid = os.getpid()  # with --no-viewer: this process, which sleeps
+    if not args.no_viewer:
+        width, height = args.size.split("x")
+        command = " ".join([f"INFERTOP_STATE_DIR={env['INFERTOP_STATE_DIR']}", f"PYTHONPATH={path}",
+                            sys.executable, "-m", "infertop", "attach", "--layout", str(layout)])
+        subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", width, "-y", height, command],
+                       check=True)
+        time.sleep(2.0)
+        viewer_pid = int(subprocess.run(["tmux", "list-panes", "-t", session, "-F", "#{pane_pid}"],
+                                        capture_output=True, text=True, check=True).stdout.split()[0])
     start = time.monotonic()
     cpu0 = {"monitor": _cpu_s(monitor.pid), "viewer": _cpu_s(viewer_pid), "server": _cpu_s(server.pid),
             "workers": _workers_cpu_s(monitor.pid)}
@@ -87,8 +92,11 @@ def main() -> None:
     cpu = {k: 100 * (_cpu_s(pid) - cpu0[k]) / wall
            for k, pid in (("monitor", monitor.pid), ("viewer", viewer_pid), ("server", server.pid))}
     cpu["workers"] = 100 * (_workers_cpu_s(monitor.pid) - cpu0["workers"]) / wall
-    screen = subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True).stdout
-    subprocess.run(["tmux", "kill-session", "-t", session], check=False)
+    screen = ""
+    if not args.no_viewer:
+        screen = subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True,
+                                text=True).stdout
+        subprocess.run(["tmux", "kill-session", "-t", session], check=False)
     monitor.send_signal(signal.SIGTERM)
     monitor.wait(30)
     server.send_signal(signal.SIGTERM)
@@ -125,7 +133,8 @@ def main() -> None:
             for v in n.verdicts:
                 if (n.name, v.kind) not in allowed and v.kind != "blind":
                     extra_verdicts[(n.name, v.kind)] = extra_verdicts.get((n.name, v.kind), 0) + 1
-    print(f"nodes {args.nodes}, pages {args.pages}, {wall:.0f} s, {frames} recorded frames after warm-up")
+    print(f"nodes {args.nodes}, pages {args.pages}, {wall:.0f} s, {frames} recorded frames after warm-up, "
+          f"{os.cpu_count()} cores{', no viewer' if args.no_viewer else ''}")
     workers = os.environ.get("INFERTOP_SCRAPE_WORKERS", "default")
     print(f"CPU % of one core: monitor {cpu['monitor']:.0f} + its scrape workers {cpu['workers']:.0f} "
           f"(INFERTOP_SCRAPE_WORKERS={workers}), viewer {cpu['viewer']:.0f} "
