@@ -77,6 +77,11 @@ class BenchApp(InfertopApp):
         self.first_full_frame_s: float | None = None
         self.apply_ms: list[float] = []
         self.paint_ms: list[float] = []
+        # the same, in CPU time of the app's thread: what the update costs, not counting
+        # the time the process waited for a core (other processes on a busy machine)
+        self.apply_cpu_ms: list[float] = []
+        self.paint_cpu_ms: list[float] = []
+        self.paints: list[dict[str, float]] = []  # per frame: each repaint's kind → wall ms
         self.latency_ms: list[float] = []
         self._frame_start: float | None = None
         self._full_pending = False
@@ -86,24 +91,33 @@ class BenchApp(InfertopApp):
             setattr(screen, name, self._timed_paint(getattr(screen, name)))
 
     def _timed_paint(self, paint: Callable[..., None]) -> Callable[..., None]:
+        kind = paint.__name__
+
         def timed(*args: object, **kwargs: object) -> None:
             if self._painting or not self.paint_ms:  # nested, or before the first frame
                 return paint(*args, **kwargs)
             self._painting = True
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.thread_time()
             try:
                 return paint(*args, **kwargs)
             finally:
                 self._painting = False
                 self.paint_ms[-1] += (time.perf_counter() - start) * 1e3
+                self.paint_cpu_ms[-1] += (time.thread_time() - start_cpu) * 1e3
+                took = self.paints[-1]
+                took[kind] = took.get(kind, 0.0) + (time.perf_counter() - start) * 1e3
+                took[f"{kind} calls"] = took.get(f"{kind} calls", 0) + 1
 
         return timed
 
     def render_snapshot(self, snapshot: Snapshot) -> None:
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.thread_time()
         super().render_snapshot(snapshot)
         self.apply_ms.append((time.perf_counter() - start) * 1e3)
+        self.apply_cpu_ms.append((time.thread_time() - start_cpu) * 1e3)
         self.paint_ms.append(0.0)
+        self.paint_cpu_ms.append(0.0)
+        self.paints.append({})
         self._frame_start = start
         if self.first_full_frame_s is None and len(snapshot.nodes) >= self.nodes_expected:
             self._full_pending = True
@@ -208,6 +222,8 @@ async def measure(args: argparse.Namespace) -> dict[str, object]:
         "apply_ms": app.apply_ms[steady],
         "paint_ms": app.paint_ms[steady],
         "update_ms": update_ms[steady],
+        "paints": app.paints[steady],
+        "update_cpu_ms": [a + p for a, p in zip(app.apply_cpu_ms, app.paint_cpu_ms, strict=True)][steady],
         "latency_ms": app.latency_ms[frames_at_warm:],
         "tick_ms": tick_ms[-len(update_ms[steady]):],
         "gc_ms": gc_ms,

@@ -6,6 +6,7 @@ the verdicts so the panel says "all clear" when there is nothing to hunt.
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
@@ -48,6 +49,8 @@ class HuntPanel(Vertical):
         # the selected verdict in full (the table cuts the evidence), wrapping
         self.detail = Static(id="hunt-detail")
         self.detail.display = False
+        self._detail_shown: Text | None = None
+        self._detail_lines: int | None = None
 
     def compose(self) -> ComposeResult:
         yield self.hunt
@@ -56,8 +59,13 @@ class HuntPanel(Vertical):
     def _show_detail(self) -> None:
         text = self.hunt.current_detail()
         self.detail.display = text is not None
-        if text is not None:
-            self.detail.update(text)
+        # it wraps, so a new text reflows the screen, unless it takes as many lines as the
+        # one shown (its figures change every frame, its length seldom)
+        if text is not None and text != self._detail_shown:
+            width = self.detail.content_region.width
+            lines = len(text.wrap(self.app.console, width)) if width > 0 else None
+            self.detail.update(text, layout=lines is None or lines != self._detail_lines)
+            self._detail_shown, self._detail_lines = text, lines
 
     def on_row_table_row_highlighted(self, event: RowTable.RowHighlighted) -> None:
         if event.table is self.hunt:

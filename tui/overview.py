@@ -94,7 +94,7 @@ class OverviewScreen(FrameScreen):
         line = scoreboard_line(snapshot)
         if line.plain != self._scoreboard_plain:  # an unchanged line is not redrawn
             self._scoreboard_plain = line.plain
-            self.scoreboard_line.update(line)
+            self.scoreboard_line.update(line, layout=False)  # one line, always: no reflow
         for panel in self._panels:
             if isinstance(panel, SnapshotPanel):
                 panel.show_snapshot(snapshot)

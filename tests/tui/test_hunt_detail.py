@@ -57,10 +57,16 @@ def test_detail_line_shows_the_whole_evidence(snap_compare) -> None:  # type: ig
         assert since is not None
         clock = dt.datetime.fromtimestamp(since, dt.UTC).strftime("%H:%M:%S UTC")
         assert f"since {clock}" in text
+        detail = app.overview.query_one("#hunt-detail")
+        long_height = detail.size.height
+        assert long_height > 1  # the long evidence wraps
         hunt.focus()
         await pilot.press("down")  # the detail follows the cursor
         await pilot.pause()
         assert "refused" in screen_text(app) and "END-OF-EVIDENCE" not in screen_text(app)
+        # a text of fewer lines reflows: the detail shrinks to it (a text of as many lines
+        # as the one shown is set without a reflow)
+        assert detail.size.height < long_height
 
     assert snap_compare(app, terminal_size=(160, 45), run_before=check)
 
