@@ -8,8 +8,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -34,23 +35,37 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-async def pages() -> AsyncIterator[str]:
+def pages() -> Iterator[str]:
+    """A real HTTP server (aiohttp, in a thread of its own) serving the bundled vLLM, dcgm
+    and node_exporter pages at /<node>/<page>/metrics; its base URL."""
     texts = {name: (FIXTURES / f"{name}.txt").read_text(encoding="utf-8")
              for name in ("vllm_v1", "dcgm", "node_exporter")}
+    ready: list[str] = []
+    stop = threading.Event()
 
-    async def page(request: web.Request) -> web.Response:
-        return web.Response(text=texts[request.match_info["name"]], content_type="text/plain")
+    async def serve() -> None:
+        async def page(request: web.Request) -> web.Response:
+            return web.Response(text=texts[request.match_info["name"]], content_type="text/plain")
 
-    app = web.Application()
-    app.router.add_get("/{node}/{name}/metrics", page)
-    runner = web.AppRunner(app, shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
-    finally:
+        app = web.Application()
+        app.router.add_get("/{node}/{name}/metrics", page)
+        runner = web.AppRunner(app, shutdown_timeout=0.1)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        ready.append(f"http://127.0.0.1:{runner.addresses[0][1]}")
+        while not stop.is_set():
+            await asyncio.sleep(0.1)
         await runner.cleanup()
+
+    thread = threading.Thread(target=asyncio.run, args=(serve(),), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not ready and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert ready, "the page server did not start"
+    yield ready[0]
+    stop.set()
+    thread.join(5)
 
 
 def targets(base: str, nodes: int) -> dict[str, list[Endpoint]]:
@@ -202,11 +217,11 @@ async def test_workers_that_cannot_start_leave_the_monitor_reading(pages: str) -
     assert all(s.error is None for s in got.samples)
 
 
-def test_a_worker_outlives_no_monitor(tmp_path: Path, pages_url: str) -> None:
+def test_a_worker_outlives_no_monitor(tmp_path: Path, pages: str) -> None:
     """`infertop record` killed with SIGKILL: its workers see their stdin close and exit."""
     layout = tmp_path / "l.toml"
     nodes = "".join(
-        f'[[nodes]]\nname = "n{i}"\nmetrics = ["{pages_url}/n{i}/dcgm/metrics"]\n' for i in range(3)
+        f'[[nodes]]\nname = "n{i}"\nmetrics = ["{pages}/n{i}/dcgm/metrics"]\n' for i in range(3)
     )
     layout.write_text(nodes)
     env = {**os.environ, "INFERTOP_SCRAPE_WORKERS": "1", "INFERTOP_STATE_DIR": str(tmp_path / "state")}
@@ -225,45 +240,8 @@ def test_a_worker_outlives_no_monitor(tmp_path: Path, pages_url: str) -> None:
         assert workers, "no worker started"
         monitor.kill()
         monitor.wait(10)
-        gone, alive = psutil.wait_procs(workers, timeout=10)
+        _gone, alive = psutil.wait_procs(workers, timeout=10)
         assert not alive
     finally:
         if monitor.poll() is None:
             monitor.kill()
-
-
-@pytest.fixture
-def pages_url() -> AsyncIterator[str]:
-    """The pages fixture's server, in a thread of its own for a test that is not async."""
-    import threading
-
-    ready: list[str] = []
-    stop = threading.Event()
-
-    def serve() -> None:
-        async def main() -> None:
-            text = (FIXTURES / "dcgm.txt").read_text(encoding="utf-8")
-
-            async def page(_request: web.Request) -> web.Response:
-                return web.Response(text=text, content_type="text/plain")
-
-            app = web.Application()
-            app.router.add_get("/{node}/{name}/metrics", page)
-            runner = web.AppRunner(app, shutdown_timeout=0.1)
-            await runner.setup()
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            await site.start()
-            ready.append(f"http://127.0.0.1:{runner.addresses[0][1]}")
-            while not stop.is_set():
-                await asyncio.sleep(0.1)
-            await runner.cleanup()
-
-        asyncio.run(main())
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    while not ready:
-        time.sleep(0.05)
-    yield ready[0]
-    stop.set()
-    thread.join(5)
