@@ -22,6 +22,9 @@ CPU_SPAN_S = 3.0  # CPU share over about this much time (a few ticks)
 LATE_SHARE = 0.25  # a tick later than this share of the interval is lagging
 STALL_SHARE = 0.5  # a loop stall longer than this share of the interval is lagging
 MIN_LATE_S = 0.1  # … and never for less than this (a frame drawn in the same process)
+# frames drawn without their whole round, lately, that make the monitor say it lags: one
+# is a hiccup (one slow page on a busy machine), not a monitor that cannot keep up
+MIN_ROUNDS_LATE = 2
 # intervals a lagging monitor may suggest (the next one at least twice the current)
 NICE_INTERVALS_S = (0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0)
 PROM_SUGGESTED_FROM_NODES = 32  # past this many directly read nodes, Prometheus aggregates
@@ -56,11 +59,11 @@ def health_view(
     stall_at = max(STALL_SHARE * interval_s, MIN_LATE_S)
     late = lag_s is not None and lag_s > late_at
     stalled = stall_max_s is not None and stall_max_s > stall_at
-    lagging = late or stalled or nodes_excused > 0 or rounds_late > 0
+    lagging = late or stalled or nodes_excused > 0 or rounds_late >= MIN_ROUNDS_LATE
     reason = None
     if lagging:
         parts = [f"{lag_s or 0.0:.1f} s behind"]
-        if rounds_late:
+        if rounds_late >= MIN_ROUNDS_LATE:
             parts.append(f"readings not in time for {rounds_late} frame{'s' if rounds_late != 1 else ''}")
         if stalled and stall_max_s is not None and stall_max_s > (lag_s or 0.0):
             parts.append(f"loop stood still {stall_max_s:.1f} s")

@@ -235,6 +235,13 @@ def test_the_monitor_composes_its_warning_and_the_fix() -> None:
     assert behind.lagging and behind.rounds_late == 6
     assert behind.reason == "0.0 s behind, readings not in time for 6 frames, CPU 97 %"
     assert behind.suggestion == advice
+    # one such frame lately is a hiccup, not a monitor that cannot keep up
+    once = health_view(1.0, lag_s=0.0, stall_max_s=0.0, stalled_fraction=0.0, cpu_pct=5.0,
+                       nodes_excused=0, advice=advice, rounds_late=1)
+    assert (once.lagging, once.reason, once.rounds_late) == (False, None, 1)
+    twice = health_view(1.0, lag_s=0.0, stall_max_s=0.0, stalled_fraction=0.0, cpu_pct=5.0,
+                        nodes_excused=0, advice=advice, rounds_late=2)
+    assert twice.lagging and twice.reason == "0.0 s behind, readings not in time for 2 frames, CPU 5 %"
 
 
 def test_frames_drawn_without_their_round_are_counted_for_a_while() -> None:
