@@ -67,8 +67,8 @@ def scrape_workers(pages: int, cores: int | None = None, setting: str | None = N
     already shared by the monitor, a viewer and, in the demo, the served cluster), costs
     ~10 points of a core more in all, and two workers made the served cluster answer late."""
     setting = os.environ.get(WORKERS_ENV) if setting is None else setting
-    if setting is not None and setting.strip() != "":
-        text = setting.strip()
+    text = (setting or "").strip()
+    if text:
         if not text.isdigit():
             raise WorkersSettingError(f"{setting!r} is not a whole number ≥ 0 (0: no worker processes)")
         return min(int(text), max(pages, 0))
@@ -120,11 +120,12 @@ class ShardedScrapeSource(RoundSource):
 
     def _heard_round(self, index: int, started_at: float, finished_at: float) -> None:
         self._rounds[index] = (started_at, finished_at)
-        known = [r for r in self._rounds if r is not None]
-        if len(known) == len(self._rounds):
+        rounds = [r for r in self._rounds if r is not None]
+        if len(rounds) == len(self._rounds):
             # the round is in when the last worker's is: the earliest start says whether
             # every worker has read this instant yet
-            self.round_done(min(r[0] for r in known), max(r[1] for r in known))
+            starts, finishes = zip(*rounds, strict=True)
+            self.round_done(min(starts), max(finishes))
 
     async def _run_worker(self, index: int, emit: Emit) -> None:
         failed_starts = 0

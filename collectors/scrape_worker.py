@@ -25,7 +25,6 @@ from collectors.scrape import Endpoint, ScrapeSource
 from collectors.source import RoundSource
 
 FRAME = struct.Struct("!I")  # each message: its length, then the pickle
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)

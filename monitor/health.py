@@ -64,7 +64,7 @@ def health_view(
     if lagging:
         parts = [f"{lag_s or 0.0:.1f} s behind"]
         if rounds_late >= MIN_ROUNDS_LATE:
-            parts.append(f"readings not in time for {rounds_late} frame{'s' if rounds_late != 1 else ''}")
+            parts.append(f"readings not in time for {rounds_late} frames")  # never 1: MIN_ROUNDS_LATE
         if stalled and stall_max_s is not None and stall_max_s > (lag_s or 0.0):
             parts.append(f"loop stood still {stall_max_s:.1f} s")
         if cpu_pct is not None:
