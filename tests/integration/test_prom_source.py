@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from aiohttp import ClientSession, web
-from prometheus_server import PrometheusServer, SimNode, prometheus_available
+from prometheus_server import PrometheusServer, SimNode, SimRates, prometheus_available
 
 from collectors.prom import PromSource
 from collectors.sample import NodeSample
@@ -322,9 +322,16 @@ async def test_prom_equals_the_scrape_source_for_the_same_nodes(
         assert b[name].sources != a[name].sources  # really two different paths
         ea, eb = a[name].engine, b[name].engine
         assert ea is not None and eb is not None
-        for field in ("decode_steps_per_s", "draft_acceptance", "accepted_tokens_per_s",
-                      "full_acceptance_tokens_per_s", "requests_running", "kv_cache_usage"):
+        for field in ("draft_acceptance", "requests_running", "kv_cache_usage"):
             assert getattr(ea, field) == pytest.approx(getattr(eb, field), rel=0.01), field
+        # Rates: each source times its readings itself (Prometheus its scrape start, the
+        # scrape source the middle of its request), so on a loaded machine the two differ by
+        # the jitter of those clocks over the 4 s window (CI saw 40.02 vs 40.75 once); both
+        # must be near the rate the node was driven at and near each other.
+        assert ea.decode_steps_per_s == pytest.approx(SimRates().steps_per_s, rel=0.05)
+        assert eb.decode_steps_per_s == pytest.approx(SimRates().steps_per_s, rel=0.05)
+        for field in ("decode_steps_per_s", "accepted_tokens_per_s", "full_acceptance_tokens_per_s"):
+            assert getattr(ea, field) == pytest.approx(getattr(eb, field), rel=0.05), field
         assert [g.util_pct for g in a[name].gpus] == [g.util_pct for g in b[name].gpus]
         assert [g.mem_total_bytes for g in a[name].gpus] == [g.mem_total_bytes for g in b[name].gpus]
         assert a[name].cost_per_hour_usd == b[name].cost_per_hour_usd
