@@ -4,10 +4,11 @@
 every other line as one row (toolong draws its log the same way). Rows are keyed;
 `sync(rows)` makes the table hold exactly `rows` (key → cells), keeping the order of rows
 that stay and appending new ones, and `set_order(keys)` reorders them. A row's line is
-rendered through Rich once and cached (`textual.cache.LRUCache`) under what it looks
-like: its cells, the column widths, the cursor and focus state. So a frame where 128 rows
-changed costs the ~40 rows that are on screen, and a frame where nothing changed costs
-nothing. Public Textual API only.
+cached (`textual.cache.LRUCache`) under what it looks like: its cells, the column widths,
+the cursor and focus state; and so is each cell's piece of a line, under the cell's look
+and width. So a frame where 128 rows changed costs the ~40 rows that are on screen, of
+those only the cells that changed are rendered again, and a frame where nothing changed
+costs nothing. Public Textual API only.
 
 Keys: ↑/↓, PgUp/PgDn, Home/End move the cursor; Enter posts `RowSelected`; clicking a row
 moves the cursor there, clicking the row under the cursor again selects it (as Enter);
@@ -31,7 +32,7 @@ from rich.text import Text
 from textual import events
 from textual.binding import Binding
 from textual.cache import LRUCache
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
@@ -42,6 +43,8 @@ RowMaker = Callable[[], Sequence[Text]]  # makes a row's cells when the row is d
 T = TypeVar("T")
 Signature = tuple[tuple[object, ...], ...]
 GAP = 1  # blank cells between columns
+_NO_CELL = Text()
+_PLAIN = Style.null()
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,9 @@ def cell_signature(cell: Text) -> tuple[object, ...]:
     return (cell.plain, str(cell.style), tuple(cell.spans), cell.justify)
 
 
+_NO_CELL_LOOK = cell_signature(_NO_CELL)
+
+
 def unique_keys(rows: Iterable[tuple[str, T]]) -> list[tuple[str, T]]:
     """Two rows with one key (two ports a broken source names alike) must not crash us."""
     seen: dict[str, int] = {}
@@ -66,6 +72,14 @@ def unique_keys(rows: Iterable[tuple[str, T]]) -> list[tuple[str, T]]:
         seen[key] = n + 1
         out.append((key if n == 0 else f"{key}#{n + 1}", row))
     return out
+
+
+def _padded(plain: str, spare: int, justify: object) -> str:
+    if justify == "right":
+        return " " * spare + plain
+    if justify == "center":
+        return " " * (spare // 2) + plain + " " * (spare - spare // 2)
+    return plain + " " * spare
 
 
 def fit_cell(cell: Text, width: int) -> Text:
@@ -176,6 +190,10 @@ class RowTable(ScrollView, can_focus=True):
         self._width_hints: dict[int, int] = {}  # content widths given with lazy rows
         self._widths = [c.width if c.width is not None else len(c.label) for c in self.columns]
         self._lines: LRUCache[tuple[object, ...], Strip] = LRUCache(1024)
+        # a cell's segments at a width under a row's style: an unchanged cell of a
+        # changed row is not rendered again
+        self._cell_segments: LRUCache[tuple[object, ...], list[Segment]] = LRUCache(8192)
+        self._paint_style: Style | None = None  # the widget's style during one paint
         self._cells_updated = 0
         self.lines_rendered = 0  # row lines rendered through Rich so far (the cache's misses)
 
@@ -462,50 +480,115 @@ class RowTable(ScrollView, can_focus=True):
 
     def notify_style_update(self) -> None:
         self._lines.clear()  # a theme change restyles every line
+        self._cell_segments.clear()
         super().notify_style_update()
 
     # -- drawing ----------------------------------------------------------------------
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # the widget's style walks every ancestor: worked out once a paint, not once a line
+        self._paint_style = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._paint_style = None
+
     def render_line(self, y: int) -> Strip:
-        scroll_x, scroll_y = self.scroll_offset
-        width = self.size.width
-        row = scroll_y + y - 1
+        row = self.scroll_offset.y + y - 1
+        base = self._paint_style or self.rich_style
         if y == 0:
             style = self.get_component_rich_style("row-table--header")
             names = tuple(self._label(c) for c in self.columns)
-            strip = self._cached(("\x00header", names), tuple(Text(n) for n in names), style)
-        elif 0 <= row < len(self._order):
+            header = tuple(Text(n) for n in names)
+            return self._cached(("\x00header", names), header,
+                                tuple(cell_signature(c) for c in header), style)
+        if 0 <= row < len(self._order):
             key = self._order[row]
-            style = self.rich_style
+            style = base
             if row == self.cursor_row:
                 cursor = "row-table--cursor" if self.has_focus else "row-table--cursor-blurred"
                 style = style + self.get_component_rich_style(cursor)
             cells = self._made(key)
-            strip = self._cached((key, self._shown[key]), cells, style)
-        else:
-            return Strip.blank(width, self.rich_style)
-        # the header and the cursor keep their background to the right edge
-        frozen = min(self._frozen_width(), width)
-        if not frozen:
-            return strip.crop_extend(scroll_x, scroll_x + width, style)
-        # the frozen columns stay put; the rest scroll sideways behind them
-        rest = strip.crop_extend(frozen + scroll_x, scroll_x + width, style)
-        return Strip.join([strip.crop(0, frozen), rest])
+            signature = self._shown[key]
+            return self._cached((key, signature), cells, signature, style)
+        return Strip.blank(self.size.width, base)
 
-    def _cached(self, key: tuple[object, ...], cells: Cells, style: Style) -> Strip:
-        # keyed by what the row looks like (its cells' signature), the widths and the style
-        look = (*key, tuple(self._widths), tuple(self._visible), style)
+    def _cached(self, key: tuple[object, ...], cells: Cells, signature: Signature, style: Style) -> Strip:
+        # keyed by what the row looks like (its cells' signature), the widths, the style
+        # and where it is cut (the widget's width, the sideways scroll)
+        scroll_x, width = round(self.scroll_offset.x), self.size.width
+        look = (*key, tuple(self._widths), tuple(self._visible), style, scroll_x, width)
         hit = self._lines.get(look)
         if hit is not None:
             return hit
-        line = Text(no_wrap=True, end="")
+        gap = Segment(" " * GAP, style)
+        frozen = min(self._frozen_width(), width)
+        table_width = self._table_width()
+        # the line is cut where the frozen columns end (a run of one style is not joined
+        # across the cut): they stay put, the rest scroll sideways behind them
+        left: list[Segment] = []
+        right: list[Segment] = []
+        part = left
         for n, i in enumerate(self._visible):
             if n:
-                line.append(" " * GAP)
-            line.append_text(fit_cell(cells[i] if i < len(cells) else Text(), self._widths[i]))
-        # Text.render drops the base style of a text without spans: lay it under every segment
-        segments = Segment.apply_style(line.render(self.app.console), style)
-        strip = Strip(list(segments), line.cell_len)
+                self._join(part, [gap])
+                if frozen and i >= self.frozen:
+                    part = right
+            if i < len(cells):
+                self._join(part, self._cell(cells[i], signature[i], self._widths[i], style))
+            else:
+                self._join(part, self._cell(_NO_CELL, _NO_CELL_LOOK, self._widths[i], style))
+        if not scroll_x and table_width <= width and (not frozen or right):
+            # the whole line on screen; the header and the cursor keep their background to
+            # the right edge
+            pad = [Segment(" " * (width - table_width), style)] if width > table_width else []
+            strip = Strip(left + right + pad, width)
+        else:
+            line = Strip(left + right, table_width)
+            if not frozen:
+                strip = line.crop_extend(scroll_x, scroll_x + width, style)
+            else:
+                rest = line.crop_extend(frozen + scroll_x, scroll_x + width, style)
+                strip = Strip.join([line.crop(0, frozen), rest])
         self._lines.set(look, strip)
         self.lines_rendered += 1
         return strip
+
+    @staticmethod
+    def _join(segments: list[Segment], more: list[Segment]) -> None:
+        """Append `more`, joining a run of one style across the seam: segments as one
+        Text of the whole line rendered them."""
+        if not more:
+            return
+        if segments:
+            last, first = segments[-1], more[0]
+            if last.style is first.style or last.style == first.style:
+                segments[-1] = Segment(last.text + first.text, last.style)
+                segments += more[1:]
+                return
+        segments += more
+
+    def _cell(self, cell: Text, signature: tuple[object, ...], width: int, style: Style) -> list[Segment]:
+        """The cell fitted to `width` as segments, under the row's `style`; cached under
+        its look, width and that style."""
+        look = (signature, width, style)
+        hit = self._cell_segments.get(look)
+        if hit is not None:
+            return hit
+        console = self.app.console
+        plain = cell.plain
+        spare = width - cell.cell_len
+        segments: list[Segment]
+        if not cell.spans and spare >= 0 and "\n" not in plain:
+            # one style over the whole cell: no Text to copy, pad and render
+            text = _padded(plain, spare, cell.justify)
+            segments = [Segment(text, console.get_style(cell.style, default=_PLAIN))] if text else []
+        else:
+            fitted = fit_cell(cell, width)
+            if fitted.spans:
+                segments = list(fitted.render(console))
+            else:  # Text.render drops the base style of a text without spans
+                segments = [Segment(fitted.plain, console.get_style(fitted.style, default=_PLAIN))]
+        segments = list(Segment.simplify(Segment.apply_style(segments, style)))
+        self._cell_segments.set(look, segments)
+        return segments

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.app import App, ComposeResult
+from textual.geometry import Region
 
 from tui.row_table import RowTable, fit_cell
 
@@ -109,3 +110,69 @@ async def test_frozen_column_stays_while_the_rest_scroll() -> None:
         await pilot.click(RowTable, offset=(7, 0))  # the header of a scrolled column
         await pilot.pause()
         assert app.clicked == ["b"]
+
+
+def _screen_line(app: App[None], y: int) -> str:
+    """What the table paints on its line `y`: through its styles cache, as the screen asks
+    for it, so a line kept from an earlier paint would show here."""
+    table = app.query_one(RowTable)
+    return table.render_lines(Region(0, y, table.size.width, 1))[0].text
+
+
+async def test_a_changed_row_is_repainted_an_unchanged_one_is_not() -> None:
+    app = _App()
+    async with app.run_test(size=(30, 8)) as pilot:
+        table = app.query_one(RowTable)
+        table.sync([("a", [Text("a"), Text("1", justify="right")]),
+                    ("b", [Text("b"), Text("2", justify="right")])])
+        await pilot.pause()
+        assert _screen_line(app, 1).startswith("a       1") and _screen_line(app, 2).startswith("b       2")
+        rendered = table.lines_rendered
+        # the same figures again: nothing is rendered through Rich
+        table.sync([("a", [Text("a"), Text("1", justify="right")]),
+                    ("b", [Text("b"), Text("2", justify="right")])])
+        table.refresh()
+        await pilot.pause()
+        assert table.lines_rendered == rendered
+        # one figure changes (same width, same style): its row is drawn anew, the other is not
+        table.sync([("a", [Text("a"), Text("1", justify="right")]),
+                    ("b", [Text("b"), Text("3", justify="right")])])
+        await pilot.pause()
+        assert _screen_line(app, 1).startswith("a       1") and _screen_line(app, 2).startswith("b       3")
+        assert table.lines_rendered == rendered + 1
+        # only the style changes (a figure turning red): the new colour is shown
+        table.sync([("a", [Text("a"), Text("1", justify="right")]),
+                    ("b", [Text("b"), Text("3", style="red", justify="right")])])
+        await pilot.pause()
+        cell = table.render_line(2).crop(8, 9)
+        assert cell.text == "3"
+        assert any(s.style is not None and s.style.color is not None and s.style.color.name == "red"
+                   for s in cell)
+        # and back: a cell seen before is drawn from the cache, with its old colour
+        table.sync([("a", [Text("a"), Text("1", justify="right")]),
+                    ("b", [Text("b"), Text("3", justify="right")])])
+        await pilot.pause()
+        cell = table.render_line(2).crop(8, 9)
+        assert not any(s.style is not None and s.style.color is not None and s.style.color.name == "red"
+                       for s in cell)
+
+
+async def test_the_cursor_row_and_the_row_it_left_are_repainted() -> None:
+    app = _App()
+    async with app.run_test(size=(30, 8)) as pilot:
+        table = app.query_one(RowTable)
+        # two rows with cells alike: a cell cached under one row's style is not reused
+        # under the other's
+        table.sync([(k, [Text("x"), Text("1", justify="right")]) for k in ("a", "b")])
+        table.focus()
+        await pilot.pause()
+        cursor = table.get_component_rich_style("row-table--cursor").bgcolor
+        assert cursor is not None
+
+        def backgrounds(y: int) -> set[object]:
+            return {s.style.bgcolor for s in table.render_line(y) if s.style is not None}
+
+        assert backgrounds(1) == {cursor} and cursor not in backgrounds(2)
+        await pilot.press("down")
+        await pilot.pause()
+        assert cursor not in backgrounds(1) and backgrounds(2) == {cursor}
