@@ -475,8 +475,9 @@ EXPORTER_EXTRACTORS: list[Extractor] = [_dcgm_parts, _node_parts]
 
 #: Every sample name the extractors read: exporter pages are parsed for these only
 #: (a real node_exporter page has thousands of lines). Extractors added to
-#: `EXPORTER_EXTRACTORS` add their names here.
-EXPORTER_WANTED: set[str] = {
+#: `EXPORTER_EXTRACTORS` add their names to it (a frozenset: the parser's compiled scanner
+#: is cached by it, and converting a set each page costs a little each time).
+_EXPORTER_NAMES: set[str] = {
     *(n for names, _ in _DCGM_GAUGES.values() for n in names),
     _DCGM_UTIL_RATIO, *_DCGM_XID, *_DCGM_CLOCK_REASONS, *_DCGM_ECC_DBE, *_DCGM_NVLINK_ERRORS,
     *_DCGM_NVLINK_ERRORS_PER_LINK, *(n for entry in _DCGM_NVLINK_DIRECTED for n in entry[:2]),
@@ -495,7 +496,7 @@ EXPORTER_WANTED: set[str] = {
 
 # Huawei npu-exporter: mapped in its own module, registered here so every page is tried
 EXPORTER_EXTRACTORS.append(ascend_parts)
-EXPORTER_WANTED.update(ASCEND_WANTED)
+EXPORTER_WANTED: frozenset[str] = frozenset(_EXPORTER_NAMES | ASCEND_WANTED)
 
 
 def parts_from_exporter(families: Exposition, keep_nics: Container[str] = ()) -> dict[str, object]:

@@ -36,12 +36,13 @@ SGLang's `dp_rank`, `tp_rank`, `priority`, `mode`, …) become one figure:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from collectors.exposition import Exposition, ExpositionError, duplicate_note, parse_exposition
-from collectors.histograms import scoreboard_fields, wanted_names
+from collectors.histograms import LATENCY_BUCKET_NAMES, scoreboard_fields, wanted_names
 from collectors.safe_text import redact_url
 from collectors.sample import EngineSample, EngineSourceKind
 
@@ -117,11 +118,18 @@ class Profile:
         ]
         return [*created, PROCESS_START]
 
-    @property
+    @functools.cached_property
     def wanted(self) -> frozenset[str]:
         """`metric_names` and `birth_names` as a set, for `parse_exposition(wanted=…)`, with
         the scoreboard's names (`collectors.histograms`: engine-prefixed, read on any profile)."""
         return frozenset([*self.metric_names(), *self.birth_names()]) | wanted_names()
+
+    @functools.cached_property
+    def wanted_without_latency(self) -> frozenset[str]:
+        """`wanted` less the latency histograms' buckets (a page read on a round that skips
+        them: `collectors.scrape`), unless the profile reads such a name itself."""
+        own = frozenset([*self.metric_names(), *self.birth_names()])
+        return self.wanted - (LATENCY_BUCKET_NAMES - own)
 
 
 class ProfileError(ValueError):

@@ -16,6 +16,7 @@ import contextlib
 import functools
 import logging
 import time
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +42,9 @@ from layouts.model import Layout
 
 log = logging.getLogger(__name__)
 ACCEPT = "text/plain;version=0.0.4;q=1,*/*;q=0.1"  # classic text, not OpenMetrics
+# a latency percentile is taken over the window from the histogram's first and last
+# reading in it; this many readings in a window keep it covering most of the window
+LATENCY_READINGS_PER_WINDOW = 3
 MAX_NOTES = 6
 # each request is bounded by `wire_timeout` instead (aiohttp's default is 5 minutes)
 NO_CLIENT_TIMEOUT = aiohttp.ClientTimeout(total=None)
@@ -79,6 +83,19 @@ USUAL_PORTS: dict[int, tuple[PageKind, tuple[str, ...]]] = {
 }
 
 
+def latency_every_rounds(interval_s: float, window_s: float) -> int:
+    """Every how many rounds an engine page's latency histograms are read.
+
+    They are most of a vLLM page's wanted lines (8 engines × 5 histograms × ~20 buckets)
+    and most of what reading it costs (1.78 ms a realistic page with them, 1.17 without;
+    BENCHMARKS.md), yet a percentile over the window needs only its first and last
+    reading in it: `LATENCY_READINGS_PER_WINDOW` readings a window keep it over most of
+    the window (a 10 s window at 1 s: every 3rd round, spanning 6–9 s)."""
+    if interval_s <= 0:
+        return 1
+    return max(1, int(window_s / (LATENCY_READINGS_PER_WINDOW * interval_s)))
+
+
 def exporter_kind(parts: Mapping[str, Any]) -> PageKind:
     """Which exporter a page that read right came from, by what it filled."""
     gpus = parts.get("gpus") or ()
@@ -109,9 +126,15 @@ class ScrapeSource(PollingSource):
         timeout_s: float | None = None,
         max_concurrency: int = 64,
         max_bytes: int = MAX_EXPOSITION_BYTES,
+        latency_every: int = 1,
     ):
         super().__init__(list(targets), interval_s, timeout_s)
         self.targets = {node: list(eps) for node, eps in targets.items()}
+        # engine latency buckets on one round in `latency_every` (`latency_every_rounds`),
+        # each node on its own phase, so the rounds cost alike
+        self.latency_every = max(1, latency_every)
+        self._latency_phase = {n: zlib.crc32(n.encode("utf-8")) % self.latency_every for n in targets}
+        self._polls = 0
         # answers must be in before PollingSource's own bound cancels the whole poll
         self.deadline_s = self.timeout_s * 0.85
         self.max_bytes = max_bytes
@@ -191,10 +214,15 @@ class ScrapeSource(PollingSource):
 
     # ------------------------------------------------------------------ one node
 
-    async def _read(self, endpoint: Endpoint, timeout_s: float) -> _Result:
+    async def _read(self, endpoint: Endpoint, timeout_s: float, with_latency: bool = True) -> _Result:
         try:
             text, received_at = await self.fetch(endpoint.url, timeout_s)
-            wanted = endpoint.profile.wanted if endpoint.profile is not None else EXPORTER_WANTED
+            if endpoint.profile is None:
+                wanted = EXPORTER_WANTED
+            elif with_latency:
+                wanted = endpoint.profile.wanted
+            else:
+                wanted = endpoint.profile.wanted_without_latency
             index = parse_exposition(text, endpoint.url, wanted=wanted)
             duplicates = duplicate_note(index, endpoint.url)
             notes = (duplicates,) if duplicates else ()
@@ -211,7 +239,8 @@ class ScrapeSource(PollingSource):
 
     async def read_node(self, node: str, timeout_s: float) -> NodeSample:
         endpoints = self.targets[node]
-        results = await asyncio.gather(*(self._read(ep, timeout_s) for ep in endpoints))
+        with_latency = (self._polls + self._latency_phase.get(node, 0)) % self.latency_every == 0
+        results = await asyncio.gather(*(self._read(ep, timeout_s, with_latency) for ep in endpoints))
         # stamp the reading when the pages arrived, not after parsing them: under load the
         # parse can take longer than the fetch, and a late stamp skews every rate
         arrived = [r.received_at for r in results if r.received_at is not None]
@@ -266,6 +295,7 @@ class ScrapeSource(PollingSource):
     # ------------------------------------------------------------------ poll
 
     async def poll(self) -> Sequence[NodeSample]:
+        self._polls += 1
         deadline = self.deadline_s
         tasks = {
             node: asyncio.create_task(self.read_node(node, deadline), name=f"scrape:{node}")
@@ -348,8 +378,3 @@ def scrape_targets(layout: Layout) -> dict[str, list[Endpoint]]:
         if endpoints:
             targets[node.name] = endpoints
     return targets
-
-
-def scrape_source_for(layout: Layout) -> ScrapeSource | None:
-    targets = scrape_targets(layout)
-    return ScrapeSource(targets, layout.cluster.interval_s) if targets else None

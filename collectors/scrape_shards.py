@@ -29,7 +29,7 @@ import zlib
 from collections.abc import Mapping, Sequence
 
 from collectors.safe_text import inert_text, redact_text, url_secrets
-from collectors.scrape import Endpoint, ScrapeSource, scrape_targets
+from collectors.scrape import Endpoint, ScrapeSource, latency_every_rounds, scrape_targets
 from collectors.scrape_worker import WorkerJob, frame, read_frame
 from collectors.source import Emit, RoundSource, Source
 from layouts.loader import LayoutError
@@ -92,6 +92,7 @@ class ShardedScrapeSource(RoundSource):
         interval_s: float,
         workers: int,
         timeout_s: float | None = None,
+        latency_every: int = 1,
     ):
         super().__init__(list(targets), interval_s)
         if workers < 1:
@@ -99,7 +100,7 @@ class ShardedScrapeSource(RoundSource):
         shards: list[dict[str, list[Endpoint]]] = [{} for _ in range(workers)]
         for node, endpoints in targets.items():
             shards[shard_of(node, workers)][node] = list(endpoints)
-        self.jobs = [WorkerJob(shard, interval_s, timeout_s) for shard in shards if shard]
+        self.jobs = [WorkerJob(shard, interval_s, timeout_s, latency_every) for shard in shards if shard]
         # what starts a worker (a test may put a failing command here)
         self.worker_command: Sequence[str] = (sys.executable, "-m", "collectors.scrape_worker")
         self.worker_pids: list[int | None] = [None] * len(self.jobs)
@@ -139,7 +140,7 @@ class ShardedScrapeSource(RoundSource):
         log.warning("scrape worker %d failed to start %d times; reading its nodes in the monitor",
                     index, MAX_FAILED_STARTS)
         job = self.jobs[index]
-        source = ScrapeSource(job.targets, job.interval_s, job.timeout_s)
+        source = ScrapeSource(job.targets, job.interval_s, job.timeout_s, latency_every=job.latency_every)
         source.round_listeners.append(
             lambda s: self._heard_round(index, s.round_started_at or 0.0, s.round_finished_at or 0.0))
         try:
@@ -226,6 +227,8 @@ def scrape_source_for(layout: Layout) -> Source | None:
         workers = scrape_workers(sum(len(endpoints) for endpoints in targets.values()))
     except WorkersSettingError as exc:
         raise LayoutError("environment", WORKERS_ENV, str(exc)) from None
+    interval_s = layout.cluster.interval_s
+    latency_every = latency_every_rounds(interval_s, layout.cluster.window_s)
     if workers:
-        return ShardedScrapeSource(targets, layout.cluster.interval_s, workers)
-    return ScrapeSource(targets, layout.cluster.interval_s)
+        return ShardedScrapeSource(targets, interval_s, workers, latency_every=latency_every)
+    return ScrapeSource(targets, interval_s, latency_every=latency_every)

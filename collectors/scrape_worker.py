@@ -32,6 +32,7 @@ class WorkerJob:
     targets: dict[str, list[Endpoint]]
     interval_s: float
     timeout_s: float | None = None
+    latency_every: int = 1
 
 
 def frame(message: object) -> bytes:
@@ -56,7 +57,7 @@ async def serve() -> None:
     # written without blocking: a monitor that stands still a moment must not stall the
     # worker's own reading (its buffer takes what the pipe cannot yet)
     transport, _protocol = await loop.connect_write_pipe(asyncio.Protocol, sys.stdout.buffer)
-    source = ScrapeSource(job.targets, job.interval_s, job.timeout_s)
+    source = ScrapeSource(job.targets, job.interval_s, job.timeout_s, latency_every=job.latency_every)
 
     def send(message: object) -> None:
         if transport.is_closing():

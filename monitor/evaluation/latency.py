@@ -36,19 +36,20 @@ def window_increase(series: Sequence[Buckets | None]) -> Buckets | None:
     """The requests seen over a window of cumulative readings (oldest first), as
     cumulative buckets; None with fewer than two readings of the latest bucket set.
 
-    Readings of another bucket set (an engine restarted with other buckets) or unknown
-    ones end the run: only the newest run of the same bounds counts."""
-    if not series or series[-1] is None:
+    Unknown readings (None) are passed over: the scrape source reads an engine's buckets
+    on some rounds only (`collectors.scrape.latency_every_rounds`), and a cumulative count
+    read before and after a gap still says what came in between. Readings of another
+    bucket set (an engine restarted with other buckets) end the run: only the newest run
+    of the same bounds counts."""
+    known = [r for r in series if r is not None]
+    if not known:
         return None
-    last = series[-1]
+    last = known[-1]
     size = len(last)
-    start = len(series) - 1
-    while start > 0:
-        before = series[start - 1]
-        if before is None or len(before) != size:
-            break
+    start = len(known) - 1
+    while start > 0 and len(known[start - 1]) == size:
         start -= 1
-    run = [r for r in series[start:] if r is not None]
+    run = known[start:]
     if len(run) < 2:
         return None
     # a tick holds ~10 readings per histogram and node: compare bounds of the run's ends

@@ -14,7 +14,7 @@ from aiohttp import web
 from collectors.fleet import FleetState
 from collectors.profiles import BUNDLED_PROFILES
 from collectors.registry import build_sources
-from collectors.scrape import Endpoint, ScrapeSource, scrape_targets
+from collectors.scrape import Endpoint, ScrapeSource, latency_every_rounds, scrape_targets
 from layouts import LayoutError, parse_layout
 from monitor.evaluation.figures import engine_view, part_window
 
@@ -272,3 +272,56 @@ async def test_under_run_each_node_is_handed_over_as_soon_as_it_is_read(server: 
     # the good node went out at once, the slow one at the poll's deadline (~0.77 s)
     assert slow[0][0] - good[0][0] > 0.5
     assert rounds[0] >= slow[0][0]
+
+
+def test_latency_buckets_are_read_a_few_times_a_window() -> None:
+    assert latency_every_rounds(1.0, 10.0) == 3  # a 10 s window at 1 s: 3–4 readings in it
+    assert latency_every_rounds(0.5, 10.0) == 6
+    assert latency_every_rounds(1.0, 2.0) == 1  # a short window: every round
+    assert latency_every_rounds(5.0, 10.0) == 1
+    assert latency_every_rounds(0.0, 10.0) == 1
+
+
+async def test_latency_buckets_on_one_round_in_n_each_node_on_its_own_phase(server: tuple[str, Pages]) -> None:
+    base, _ = server
+    nodes = [f"decode-{i:02d}" for i in range(12)]
+    targets = {n: [Endpoint(f"{base}/engine/metrics", VLLM)] for n in nodes}
+    every = 3
+    source = ScrapeSource(targets, interval_s=1.0, latency_every=every)
+    read_in: dict[str, list[int]] = {n: [] for n in nodes}
+    try:
+        for poll in range(2 * every):
+            for s in await source.poll():
+                assert s.ok and s.engine is not None
+                # the engine's other figures are read every round
+                assert s.engine.generation_tokens_total is not None
+                if s.engine.latency_buckets:
+                    assert set(s.engine.latency_buckets) >= {"ttft", "itl"}
+                    read_in[s.node].append(poll)
+    finally:
+        await source.close()
+    for node, polls in read_in.items():
+        assert len(polls) == 2 and polls[1] - polls[0] == every, (node, polls)
+    # not every node on the same round: each round reads about a third of them
+    per_round = [sum(p in polls for polls in read_in.values()) for p in range(every)]
+    assert sum(per_round) == len(nodes) and max(per_round) < len(nodes), per_round
+    # without the cadence every reading has them
+    every_round = ScrapeSource(targets, interval_s=1.0)
+    try:
+        assert all(s.engine is not None and s.engine.latency_buckets for s in await every_round.poll())
+    finally:
+        await every_round.close()
+
+
+def test_the_registry_reads_latency_buckets_on_the_windows_cadence() -> None:
+    text = """
+[cluster]
+interval_s = 1.0
+window_s = 10.0
+[[nodes]]
+name = "d1"
+role = "decode"
+engine = { url = "http://127.0.0.1:9/metrics", profile = "vllm" }
+"""
+    sources = [s for s in build_sources(parse_layout(text)) if isinstance(s, ScrapeSource)]
+    assert len(sources) == 1 and sources[0].latency_every == 3

@@ -251,4 +251,12 @@ def test_share_within_and_window_increase() -> None:
     same_size = ((0.2, 1.0), (2.0, 1.0), (math.inf, 1.0))
     assert window_increase([same_size, a, b]) == inc
     assert window_increase([a, same_size]) is None
-    assert window_increase([a, None, a, b]) == inc  # an unknown reading ends the run
+    # readings without buckets (rounds that skip them) are passed over, not a new run:
+    # the increase is from the first known reading to the last, wherever the gaps are
+    assert window_increase([a, None, None, b]) == inc
+    assert window_increase([None, a, None, b, None]) == inc
+    assert window_increase([a, None]) is None  # one known reading is no increase
+    assert window_increase([None, None]) is None
+    # a restart across a gap: the reading after it counts from zero
+    restarted = ((0.1, 5.0), (1.0, 5.0), (math.inf, 6.0))
+    assert window_increase([a, None, b, None, restarted]) == ((0.1, 55.0), (1.0, 105.0), (math.inf, 116.0))
