@@ -20,7 +20,8 @@ from benchmarks.common import Row
 from collectors.exporters import EXPORTER_WANTED
 from collectors.exposition import parse_exposition, parse_exposition_exact
 from collectors.exposition_fast import parse_wanted_fast
-from collectors.profiles import BUNDLED_PROFILES
+from collectors.profiles import BUNDLED_PROFILES, engine_sample_from_exposition
+from collectors.scrape import latency_every_rounds
 from infertop.demo import realistic, realistic_hosts
 from infertop.demo.scenario import SimCluster
 
@@ -105,7 +106,39 @@ def run() -> list[Row]:
         "info",
         COMMAND,
     ))
+    rows.append(latency_cadence_row())
     return rows
+
+
+def latency_cadence_row() -> Row:
+    """The demo's realistic engine page read into an EngineSample (parse + the
+    profile's figures), with its latency buckets and without them, and on average at the
+    cadence the scrape source reads them (collectors.scrape.latency_every_rounds)."""
+    profile = BUNDLED_PROFILES["deepinfer"]
+    node = SimCluster(16, started_at=time.time() - 600).nodes["decode-01"]
+    text = realistic.engine_page(node, time.time())
+    every = latency_every_rounds(1.0, 10.0)
+
+    def read(wanted: frozenset[str]) -> object:
+        return engine_sample_from_exposition(parse_exposition(text, wanted=wanted), profile)
+
+    def with_buckets() -> object:
+        return read(profile.wanted)
+
+    def without_buckets() -> object:
+        return read(profile.wanted_without_latency)
+
+    with_ms, without_ms = best_ms([with_buckets, without_buckets])
+    mean_ms = (with_ms + (every - 1) * without_ms) / every
+    return Row(
+        f"read the realistic engine page (parse + figures): with / without latency buckets; "
+        f"mean at 1 in {every} rounds (1 s, 10 s window) (ms)",
+        f"{with_ms:.2f} / {without_ms:.2f}; {mean_ms:.2f} ({NODES * (with_ms - mean_ms):.0f} ms of CPU a second "
+        f"less at {NODES} nodes)",
+        "—",
+        "info",
+        COMMAND,
+    )
 
 
 if __name__ == "__main__":
