@@ -78,6 +78,9 @@ class InfertopApp(App[int]):
         self._feed_running = False
         # garbage collected between frames, not while one is drawn (monitor.gc_pacing)
         self.collector = PacedCollector()
+        # frames replaced by a newer one, let go once that one is on screen: freeing a
+        # frame of 128 nodes (~20k objects) took 3-5 ms from drawing the next
+        self._retired: list[Snapshot] = []
 
     @property
     def latest_snapshot(self) -> Snapshot | None:
@@ -138,6 +141,8 @@ class InfertopApp(App[int]):
     def on_snapshot_arrived(self, message: SnapshotArrived) -> None:
         snapshot = message.snapshot
         self.frames_received += 1
+        if self.frames.latest is not None and not self.paused:
+            self._retired.append(self.frames.latest)
         self.frames.latest = snapshot
         self.history.record(snapshot)
         self.verdict_announcer.observe(self, snapshot.nodes, snapshot.verdict_groups)
@@ -153,7 +158,11 @@ class InfertopApp(App[int]):
             with self.batch_update():
                 screen.show_snapshot(snapshot)
             self.frames_rendered += 1
-        self.call_after_refresh(self.collector.after_frame)
+        self.call_after_refresh(self._after_frame)
+
+    def _after_frame(self) -> None:
+        self._retired.clear()
+        self.collector.after_frame()
 
     def _refresh_headers(self) -> None:
         screen = self.screen
