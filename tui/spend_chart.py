@@ -49,7 +49,10 @@ def _finite(value: float | None) -> float | None:
 def _mark_row(cells: list[Text | None], width: int) -> Text:
     row = Text()
     for cell in cells[:width]:
-        row.append_text(cell if cell is not None else Text("·", style="grey35"))
+        if cell is None:
+            row.append("·", "grey35")
+        else:
+            row.append_text(cell)
     return row
 
 
@@ -73,19 +76,25 @@ def rate_lines(history: SpendHistory, width: int) -> list[Text]:
     return [line, Text.assemble(_gutter(), _mark_row(cells, width), ("  r… phase  ! verdict", "grey50"))]
 
 
-def _spend_at(at: float, start: float, times: Sequence[float], spend: Sequence[float | None]) -> float | None:
-    """Spend at `at` from the frames seen (linear between them); before the first frame,
-    on the straight line from $0 at the reservation start (the stretch nobody watched)."""
-    points = [(t, v) for t, v in zip(times, spend, strict=True) if v is not None]
-    if not points:
+def _known_spend(times: Sequence[float], spend: Sequence[float | None]) -> tuple[list[float], list[float]]:
+    """The frames with a spend figure: their times and their spend."""
+    known = [(t, v) for t, v in zip(times, spend, strict=True) if v is not None]
+    return [t for t, _ in known], [v for _, v in known]
+
+
+def _spend_at(at: float, start: float, times: Sequence[float], spend: Sequence[float]) -> float | None:
+    """Spend at `at` from the frames seen with a figure (`_known_spend`; linear between
+    them); before the first frame, on the straight line from $0 at the reservation start
+    (the stretch nobody watched)."""
+    if not times:
         return None
-    if at <= points[0][0]:
-        t0, v0 = points[0]
+    if at <= times[0]:
+        t0, v0 = times[0], spend[0]
         return v0 if t0 <= start else v0 * max(0.0, at - start) / (t0 - start)
-    i = bisect_left([t for t, _ in points], at)
-    if i >= len(points):
-        return points[-1][1]
-    (ta, va), (tb, vb) = points[i - 1], points[i]
+    i = bisect_left(times, at)
+    if i >= len(times):
+        return spend[-1]
+    ta, va, tb, vb = times[i - 1], spend[i - 1], times[i], spend[i]
     return va + (vb - va) * (at - ta) / (tb - ta)
 
 
@@ -122,10 +131,12 @@ def budget_lines(s: SessionView, history: SpendHistory, width: int, rows: int = 
     span = end - start
     at_col = [start + (i + 0.5) * span / width for i in range(width)]
     budget_level = None if budget is None else _steps(budget, top, rows)
-    grid: list[list[Text]] = [[Text(" ") for _ in range(width)] for _ in range(rows)]
+    # a chart cell: its character and style (none for a blank)
+    grid: list[list[tuple[str, str | None]]] = [[(" ", None)] * width for _ in range(rows)]
+    known_times, known_spend = _known_spend(times, history.spend)
     for col, at in enumerate(at_col):
         if at <= now:
-            value = _spend_at(at, start, times, list(history.spend))
+            value = _spend_at(at, start, known_times, known_spend)
             if value is None:
                 continue
             over = budget is not None and value > budget
@@ -134,17 +145,16 @@ def budget_lines(s: SessionView, history: SpendHistory, width: int, rows: int = 
             for r in range(rows):  # r = 0 is the bottom row
                 fill = max(0, min(8, eighths - r * 8))
                 if fill:
-                    grid[rows - 1 - r][col] = Text(_EIGHTHS[fill], style=style)
+                    grid[rows - 1 - r][col] = (_EIGHTHS[fill], style)
         elif projected is not None:
             value = spend_now + (projected - spend_now) * (at - now) / (end - now)
             quarters = min(rows * 4 - 1, int(_steps(value, top, rows * 4)))
             r, q = divmod(quarters, 4)
-            grid[rows - 1 - r][col] = Text(chr(0x2800 + _BRAILLE_ROWS[3 - q]), style="magenta")
+            grid[rows - 1 - r][col] = (chr(0x2800 + _BRAILLE_ROWS[3 - q]), "magenta")
         if budget_level is not None:
             r = min(rows - 1, max(0, int(budget_level)))
-            cell = grid[rows - 1 - r][col]
-            if not cell.plain.strip():
-                grid[rows - 1 - r][col] = Text("─", style="bold yellow")
+            if not grid[rows - 1 - r][col][0].strip():
+                grid[rows - 1 - r][col] = ("─", "bold yellow")
     # what each row means, to its right: the budget, the projection, the time span
     notes = [Text() for _ in range(rows)]
     if budget is not None:
@@ -156,7 +166,12 @@ def budget_lines(s: SessionView, history: SpendHistory, width: int, rows: int = 
     lines = []
     for i, row in enumerate(grid):
         label = fmt_usd(top, 0 if top >= 10 else 2) if i == 0 else "$0" if i == rows - 1 else ""
-        lines.append(Text.assemble(_gutter(label), *row, notes[i]))
+        line = Text()  # as Text.assemble joins its parts, without a Text per cell
+        line.append(_gutter(label))
+        for char, cell_style in row:
+            line.append(char, cell_style)
+        line.append(notes[i])
+        lines.append(line)
     axis: list[Text | None] = [None] * width
     now_col = min(width - 1, int((now - start) / span * width))
     axis[now_col] = Text(NOW_GLYPH, style="bold")
@@ -165,7 +180,10 @@ def budget_lines(s: SessionView, history: SpendHistory, width: int, rows: int = 
             axis[min(width - 1, int((mark.at - start) / span * width))] = Text(mark.glyph, style=mark.style)
     axis_row = Text()
     for slot in axis:
-        axis_row.append_text(slot if slot is not None else Text("─", style="grey35"))
+        if slot is None:
+            axis_row.append("─", "grey35")
+        else:
+            axis_row.append_text(slot)
     span_note = f"  {_hhmm(start)}→{_hhmm(end)} UTC {NOW_GLYPH}now"
     lines.append(Text.assemble(_gutter(), axis_row, (span_note, "grey70")))
     return lines
