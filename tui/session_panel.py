@@ -8,14 +8,12 @@ opens with a key) so that everything about the session lives in one module.
 
 from __future__ import annotations
 
-from rich.cells import cell_len
-from rich.console import Group
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import OptionList, Static
+from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from monitor.evaluation.ledger import PHASES
@@ -27,6 +25,7 @@ from tui.panels import register_panel
 from tui.sparkline import sparkline
 from tui.spend_chart import spend_chart_lines
 from tui.text import inert
+from tui.text_lines import TextLines
 
 CHART_POINTS = 240  # frames kept for the chart: 4 minutes at 1 s
 
@@ -170,16 +169,17 @@ class SessionPanel(Vertical):
         border: round $panel-lighten-2;
         border-title-color: $text-muted;
     }
-    SessionPanel > Static { height: auto; }
+    SessionPanel > TextLines { height: auto; }
     """
 
     def __init__(self) -> None:
         super().__init__(id="session-panel")
         self.border_title = "session"
-        self.body = Static("waiting for the first tick…", id="session-body")
+        # drawn line by line, an unchanged line from a cache; a layout of the whole screen
+        # only when the panel's height changes (at 128 nodes a layout pass costs ms)
+        self.body = TextLines([Text("waiting for the first tick…")], id="session-body")
         self.history = SpendHistory(CHART_POINTS)
         self.last_taken_at: str | None = None
-        self._body_rows: int | None = None  # rows drawn (wrapped lines count for several)
 
     def compose(self) -> ComposeResult:
         yield self.body
@@ -191,18 +191,7 @@ class SessionPanel(Vertical):
             self.history.record(snapshot)
         # room left of the charts for their labels (7) and right for the $/h scale (~34)
         width = max(10, min(CHART_POINTS, (self.size.width or 60) - 43))
-        lines = session_lines(s, self.history, width, tokens_from=snapshot.cluster.total)
-        # a layout of the whole screen only when the panel's height changes (at 128 nodes
-        # a layout pass costs ms): its rows, counting the wrapped ones as Rich wraps them
-        body_width = self.body.size.width
-        rows = None
-        if body_width > 0:
-            rows = sum(
-                1 if cell_len(line.plain) <= body_width else len(line.wrap(self.app.console, body_width))
-                for line in lines
-            )
-        self.body.update(Group(*lines), layout=rows is None or rows != self._body_rows)
-        self._body_rows = rows
+        self.body.update(session_lines(s, self.history, width, tokens_from=snapshot.cluster.total))
         alert = f" · budget {s.budget_label}" if s.budget_alert and s.budget_label else ""
         self.border_title = f"session · {fmt_usd(s.spend_usd)}{alert}"
 
