@@ -33,6 +33,7 @@ class NodeTable(RowTable):
         super().__init__([(c.key, c.label, c.width, c.priority) for c in COLUMNS],
                          frozen=1, fit_to_width=True, **kwargs)
         self._sorted_by: SortSpec | None = None
+        self._name_widths: dict[str, int] = {}  # node name → its cell's width
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # sideways scrolling only in the wide mode: fitted columns have nothing to scroll
@@ -52,5 +53,13 @@ class NodeTable(RowTable):
         self.set_marker(sort.column, sort_arrow(sort))
         self.sync_lazy(
             [(name, partial(render_row, by_name[name])) for name in order],
-            widths={"name": max((name_cell(n).cell_len for n in nodes), default=0)},
+            widths={"name": max(self._name_cell_widths(nodes), default=0)},
         )
+
+    def _name_cell_widths(self, nodes: Sequence[NodeView]) -> list[int]:
+        """The widths of the nodes' name cells; a name made inert and measured once, not
+        every frame (names seldom change; the memo holds this frame's names only)."""
+        known = self._name_widths
+        widths = {n.name: known[n.name] if n.name in known else name_cell(n).cell_len for n in nodes}
+        self._name_widths = widths
+        return list(widths.values())

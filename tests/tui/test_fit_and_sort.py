@@ -202,3 +202,22 @@ async def test_reverse_is_offered_only_when_sorted() -> None:
         await pilot.press("greater_than_sign")
         await pilot.pause()
         assert "Reverse" in screen_text(app).splitlines()[-1]
+
+
+async def test_a_renamed_node_widens_the_name_column() -> None:
+    # the name cells' widths are kept from frame to frame: a new name is measured anew
+    feed = sixteen_nodes()
+    app = InfertopApp(feed, panels=[])
+    async with app.run_test(size=(220, 60)) as pilot:
+        await settled(pilot, app, feed)
+        frame = feed.frames[-1]
+        long_name = "decode-01-in-the-second-row-of-racks"
+        nodes = [n.model_copy(update={"name": long_name}) if n.name == "decode-01" else n
+                 for n in frame.nodes]
+        renamed = frame.model_copy(update={"nodes": nodes})
+        app.publish(renamed)
+        await wait_for(pilot, lambda: app.overview.snapshot is renamed)
+        await pilot.pause()
+        _, rows = table_lines(app)
+        assert any(row.startswith(long_name + " ") for row in rows)
+        assert all(row[len(long_name)] == " " for row in rows if row.strip())
