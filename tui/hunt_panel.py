@@ -42,7 +42,8 @@ class HuntPanel(Vertical):
 
     def __init__(self) -> None:
         super().__init__(id="hunt-panel")
-        self.border_title = "hunt list"
+        self._shown_title = "hunt list"
+        self.border_title = self._shown_title
         # built here, not in compose: the overview may hand over a frame before this
         # panel has composed (the list keeps it until its columns exist)
         self.hunt = HuntList(id="hunt")
@@ -81,7 +82,9 @@ class HuntPanel(Vertical):
         events = len(snapshot.verdict_groups)
         if events:
             title += f" · {events} mass event{'s' if events != 1 else ''}"
-        self.border_title = title
+        if title != self._shown_title:  # setting a title repaints the panel, even the same one
+            self._shown_title = title
+            self.border_title = title
 
 
 register_panel(HuntPanel)
