@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from rich.text import Text
 from textual.widgets import Static
 
@@ -118,6 +120,13 @@ def wrap_items(text: Text, width: int) -> Text:
     return out
 
 
+# A header that grew (the monitor's lag warning, a wrapped item) keeps its height this long
+# after it could shrink: a warning that comes and goes every few seconds must not make the
+# node table below jump up and down (nor lay out the whole screen each time, ~20 ms at
+# 128 nodes).
+HEIGHT_HOLD_S = 30.0
+
+
 class HeaderBar(Static):
     DEFAULT_CSS = """
     HeaderBar { height: auto; padding: 0 1; }
@@ -125,8 +134,11 @@ class HeaderBar(Static):
 
     _lines: int | None = None  # lines shown (folded by `wrap_items`, never cut)
     _args: tuple[Snapshot | None, dict[str, object]] | None = None
+    _tall_until = 0.0  # monotonic time until which a shorter text keeps the height
+    clock = staticmethod(time.monotonic)
 
     def on_resize(self) -> None:
+        self._tall_until = 0.0  # a new width: fit it now, no height held from the old one
         if self._args is not None:
             snapshot, kwargs = self._args
             self.show(snapshot, **kwargs)
@@ -135,6 +147,12 @@ class HeaderBar(Static):
         self._args = (snapshot, kwargs)
         text = wrap_items(header_text(snapshot, **kwargs), self.content_region.width)  # type: ignore[arg-type]
         lines = text.plain.count("\n") + 1
+        now = self.clock()
+        if self._lines is not None and lines < self._lines and now < self._tall_until:
+            text.append("\n" * (self._lines - lines))  # blank lines hold the height
+            lines = self._lines
+        elif self._lines is None or lines >= self._lines:
+            self._tall_until = now + HEIGHT_HOLD_S
         # a layout of the whole screen only when the header's height changes, not every
         # frame: at 128 nodes a layout pass costs several ms
         self.update(text, layout=lines != self._lines)

@@ -35,3 +35,33 @@ async def test_a_monitor_that_keeps_up_says_nothing() -> None:
         await wait_for(pilot, lambda: app.overview.snapshot is feed.frames[-1])
         await pilot.pause()
         assert "monitor lagging" not in screen_text(app)
+
+
+async def test_a_warning_that_comes_and_goes_does_not_make_the_table_jump() -> None:
+    """The header keeps the height its lag warning gave it for a while after the warning
+    goes: a table that moved up and down every few seconds would be hard to read (and each
+    move lays out the whole screen). Then it gives the row back."""
+    lagging, calm = LaggingFeed(lagging=True), LaggingFeed(lagging=False)
+    app = InfertopApp(lagging, panels=[])
+    clock = [1000.0]
+    async with app.run_test(size=(200, 40)) as pilot:
+        header = app.overview.header_bar
+        header.clock = lambda: clock[0]  # type: ignore[method-assign]
+        await wait_for(pilot, lambda: app.overview.snapshot is lagging.frames[-1])
+        app.publish(lagging.frames[-1])
+        await pilot.pause()
+        tall = header.size.height
+        table_at = app.overview.table.region.y
+        assert "monitor lagging" in screen_text(app)
+        clock[0] += 5.0
+        app.publish(calm.frames[-1])
+        await wait_for(pilot, lambda: app.overview.snapshot is calm.frames[-1])
+        await pilot.pause()
+        assert "monitor lagging" not in screen_text(app)  # the warning itself goes at once
+        assert header.size.height == tall and app.overview.table.region.y == table_at
+        clock[0] += 31.0  # past the hold: the row is given back
+        app.publish(calm.frames[-1].model_copy())
+        await pilot.pause()
+        await pilot.pause()
+        assert header.size.height == tall - 1
+        assert app.overview.table.region.y == table_at - 1
