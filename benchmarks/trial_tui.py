@@ -111,6 +111,9 @@ def main() -> None:
     reasons: dict[str, int] = {}
     extra_verdicts: dict[tuple[str, str], int] = {}
     ages: list[float] = []
+    # where in its second each frame was taken (the tick is due half an interval after
+    # the reading instant, at most 0.9 of one when it waits for its round)
+    phases: list[float] = []
     lagging = 0
     frames = 0
     warm = rec.ticks[0].at + 15.0 if rec.ticks else 0.0  # the first rates need a window
@@ -121,6 +124,7 @@ def main() -> None:
         if snap is None:
             continue
         frames += 1
+        phases.append(tick.at % 1.0)
         if snap.monitor is not None and snap.monitor.lagging:
             lagging += 1
         for n in snap.nodes:
@@ -145,6 +149,10 @@ def main() -> None:
     print(f"verdicts beyond the scripted ones: {len(extra_verdicts)} {sorted(extra_verdicts)[:8]}")
     print(f"newest-sample age s: median {statistics.median(ages) if ages else float('nan'):.2f}, "
           f"p99 {_pct(ages, 0.99):.2f}, max {max(ages) if ages else float('nan'):.2f}")
+    old = sum(1 for a in ages if a >= 1.0)
+    print(f"node-frames with a sample 1 s old or older: {old} of {len(ages)} ({100 * old / max(len(ages), 1):.1f} %)")
+    print(f"frame taken at (s into its second): median {statistics.median(phases) if phases else float('nan'):.2f}, "
+          f"p99 {_pct(phases, 0.99):.2f}")
     print(f"frames with the monitor saying it lags: {lagging} of {frames}")
     print("screen at the end:")
     print("\n".join(screen.splitlines()[:12]))
