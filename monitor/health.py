@@ -66,7 +66,7 @@ def health_view(
         if rounds_late >= MIN_ROUNDS_LATE:
             parts.append(f"readings not in time for {rounds_late} frames")  # never 1: MIN_ROUNDS_LATE
         if stalled and stall_max_s is not None and stall_max_s > (lag_s or 0.0):
-            parts.append(f"loop stood still {stall_max_s:.1f} s")
+            parts.append(f"loop blocked or saturated {stall_max_s:.1f} s")
         if cpu_pct is not None:
             parts.append(f"CPU {cpu_pct:.0f} %")
         if nodes_excused:

@@ -143,3 +143,50 @@ def test_a_timeline_answers_like_a_direct_sweep_over_its_spans() -> None:
     for _ in range(500):
         a, b = sorted((rng.uniform(-5, 105), rng.uniform(-5, 105)))
         assert timeline.covered_s(a, b) == pytest.approx(sweep(spans, a, b), abs=1e-9)
+
+
+async def _keep_busy(until: float, tasks: int = 2, slice_s: float = 0.004) -> None:
+    """Saturate the loop the way a monitor parsing pages does: many short CPU-bound
+    callbacks back to back, none of which holds the loop anywhere near MIN_STALL_S."""
+
+    async def worker() -> None:
+        while time.monotonic() < until:
+            end = time.perf_counter() + slice_s
+            while time.perf_counter() < end:
+                pass
+            await asyncio.sleep(0)
+
+    await asyncio.gather(*(worker() for _ in range(tasks)))
+
+
+async def test_a_saturated_loop_is_a_stall_though_no_wake_is_late_by_much(meter: LoopStallMeter) -> None:
+    start = time.time()
+    await _keep_busy(time.monotonic() + 1.0)
+    await asyncio.sleep(0.1)  # the sampler's own turn
+    # no wake was 20 ms late (2 slices of 4 ms a turn), yet the loop had no free time
+    assert meter.longest_since_wall(start) < 1.0
+    assert meter.stalled_wall_s(start, time.time()) >= 0.7
+
+
+async def test_work_waiting_behind_a_saturated_loop_is_not_wire_time(meter: LoopStallMeter) -> None:
+    """A page read in many small steps (as a 300 KB answer is, chunk by chunk) while the
+    loop is saturated by other work takes far longer than its timeout in wall time; none
+    of that is the peer's."""
+    busy = asyncio.ensure_future(_keep_busy(time.monotonic() + 1.5))
+    t0 = time.monotonic()
+    async with wire_timeout(0.4):
+        for _ in range(100):  # each step waits a turn of the busy loop (~8 ms)
+            await asyncio.sleep(0)
+    assert time.monotonic() - t0 > 0.6  # it really took longer than the timeout
+    await busy
+
+
+async def test_a_silent_peer_still_times_out_while_the_loop_is_saturated(meter: LoopStallMeter) -> None:
+    busy = asyncio.ensure_future(_keep_busy(time.monotonic() + 1.0))
+    with serving(answer_after_s=None) as port:
+        t0 = time.monotonic()
+        with pytest.raises(TimeoutError):
+            await ask(port, timeout_s=0.4)
+        # excused while saturated, then the timeout's own time on an idle loop
+        assert 1.0 < time.monotonic() - t0 < 3.0
+    await busy
