@@ -71,6 +71,19 @@ def fmt_usd(value: float | None, digits: int = 2) -> str:
     return UNKNOWN if value is None else f"${value:,.{digits}f}"
 
 
+def fmt_usd_short(value: float | None, max_chars: int = 6) -> str:
+    """Dollars in at most `max_chars` characters, for a chart's axis: whole dollars with
+    separators while they fit ("$9,999"), then thousands, millions, billions ("$30.5k",
+    "$305k", "$1.2M"), never cut ("$30,52" read as thirty dollars)."""
+    if value is None:
+        return UNKNOWN
+    candidates = [f"${value:,.2f}" if abs(value) < 10 else "", f"${value:,.0f}"]
+    for unit, scale in (("k", 1e3), ("M", 1e6), ("B", 1e9)):
+        if abs(round(value / scale)) < 1000 or unit == "B":  # "$1235k" is "$1.2M"
+            candidates += [f"${value / scale:.1f}{unit}", f"${value / scale:.0f}{unit}"]
+    return next((c for c in candidates if c and len(c) <= max_chars), candidates[-1])
+
+
 def fmt_age(seconds: float | None) -> str:
     if seconds is None:
         return UNKNOWN

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
-from monitor.format import fmt_usd
+from monitor.format import fmt_usd, fmt_usd_short
 from monitor.snapshot import SessionView
 from tui.history import Mark, SpendHistory, epoch_of
 from tui.sparkline import sparkline
@@ -165,7 +165,7 @@ def budget_lines(s: SessionView, history: SpendHistory, width: int, rows: int = 
                                   ("projected ", "grey70"), fmt_usd(projected), (how, "grey70"))
     lines = []
     for i, row in enumerate(grid):
-        label = fmt_usd(top, 0 if top >= 10 else 2) if i == 0 else "$0" if i == rows - 1 else ""
+        label = fmt_usd_short(top, GUTTER - 1) if i == 0 else "$0" if i == rows - 1 else ""
         line = Text()  # as Text.assemble joins its parts, without a Text per cell
         line.append(_gutter(label))
         for char, cell_style in row:

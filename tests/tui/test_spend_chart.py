@@ -155,3 +155,26 @@ def test_charts_draw_whatever_figures_arrive() -> None:
             history.record(frame.model_copy(update={"session": session}))
         lines = [*rate_lines(history, 30), *budget_lines(session, history, 30)]
         assert all(isinstance(line.plain, str) for line in lines)
+
+
+def test_the_axis_label_is_never_cut() -> None:
+    """The chart's top label sits in a 6-character gutter: "$30,524" was shown as
+    "$30,52" (a newcomer read thirty dollars)."""
+    from monitor.format import fmt_usd_short
+
+    cases = {0.5: "$0.50", 9.994: "$9.99", 72.0: "$72", 9_999.0: "$9,999", 30_524.0: "$30.5k",
+             99_960.0: "$100k", 305_210.0: "$305k", 1_234_567.0: "$1.2M", 99_960_000.0: "$100M",
+             2.5e9: "$2.5B"}
+    for value, label in cases.items():
+        assert fmt_usd_short(value) == label, value
+        assert len(fmt_usd_short(value)) <= 6
+    history = SpendHistory()
+    frames = spend_frames()
+    big = [f.model_copy(update={"session": f.session.model_copy(update={
+        "spend_usd": (f.session.spend_usd or 0) * 300, "budget_usd": None, "budget_used_fraction": None,
+        "budget_label": None})}) for f in frames]
+    for frame in big:
+        history.record(frame)
+    top_row = budget_lines(big[-1].session, history, 64, rows=2)[0].plain
+    gutter = top_row[:7].strip()
+    assert gutter.startswith("$") and gutter[-1] in "kM", top_row[:12]
