@@ -11,10 +11,12 @@ came later than asked as a stall (wall-clock and loop-clock spans). A loop that 
 blocked for long but never idle either (a monitor parsing pages back to back on a small
 machine) stalls every answer just the same: an answer that arrives waits its turn behind
 the pages already in. So a period in which the process spent at least `SATURATED_SHARE`
-of the wall time on the CPU counts as a stall as a whole (measured at 256 realistic nodes
-on 2 cores: the sampler woke only ~10–20 ms late each time, below `MIN_STALL_S`, while
-requests waited ~1 s to be read, and 77 healthy nodes were "no answer within 0.77 s"). `wire_timeout` is
-`asyncio.timeout` measured on the wire: when its deadline comes, the time the loop was
+of the wall time on the CPU counts as a stall as a whole (measured at 256 realistic
+nodes on 2 cores: the sampler woke only ~10–20 ms late each time, below `MIN_STALL_S`,
+while requests waited ~1 s to be read, and 77 healthy nodes were "no answer within
+0.77 s").
+
+`wire_timeout` is `asyncio.timeout` measured on the wire: when its deadline comes, the time the loop was
 stalled since it was armed is added back, so it fires only once the request has been
 out on the network, with the loop free to read the answer, for the whole timeout. A hard
 cap (`max_s`) keeps a truly dead peer from being waited on forever however starved the

@@ -119,17 +119,21 @@ class Profile:
         return [*created, PROCESS_START]
 
     @functools.cached_property
+    def own_names(self) -> frozenset[str]:
+        """`metric_names` and `birth_names` as a set."""
+        return frozenset([*self.metric_names(), *self.birth_names()])
+
+    @functools.cached_property
     def wanted(self) -> frozenset[str]:
-        """`metric_names` and `birth_names` as a set, for `parse_exposition(wanted=…)`, with
-        the scoreboard's names (`collectors.histograms`: engine-prefixed, read on any profile)."""
-        return frozenset([*self.metric_names(), *self.birth_names()]) | wanted_names()
+        """`own_names`, for `parse_exposition(wanted=…)`, with the scoreboard's names
+        (`collectors.histograms`: engine-prefixed, read on any profile)."""
+        return self.own_names | wanted_names()
 
     @functools.cached_property
     def wanted_without_latency(self) -> frozenset[str]:
         """`wanted` less the latency histograms' buckets (a page read on a round that skips
         them: `collectors.scrape`), unless the profile reads such a name itself."""
-        own = frozenset([*self.metric_names(), *self.birth_names()])
-        return self.wanted - (LATENCY_BUCKET_NAMES - own)
+        return self.wanted - (LATENCY_BUCKET_NAMES - self.own_names)
 
 
 class ProfileError(ValueError):

@@ -83,6 +83,12 @@ USUAL_PORTS: dict[int, tuple[PageKind, tuple[str, ...]]] = {
 }
 
 
+def shard_of(node: str, shards: int) -> int:
+    """A node's share among `shards`: its worker (`collectors.scrape_shards`), the round it
+    reads its latency buckets on. Stable across runs and restarts (not Python's salted hash)."""
+    return zlib.crc32(node.encode("utf-8")) % shards
+
+
 def latency_every_rounds(interval_s: float, window_s: float) -> int:
     """Every how many rounds an engine page's latency histograms are read.
 
@@ -133,7 +139,7 @@ class ScrapeSource(PollingSource):
         # engine latency buckets on one round in `latency_every` (`latency_every_rounds`),
         # each node on its own phase, so the rounds cost alike
         self.latency_every = max(1, latency_every)
-        self._latency_phase = {n: zlib.crc32(n.encode("utf-8")) % self.latency_every for n in targets}
+        self._latency_phase = {n: shard_of(n, self.latency_every) for n in targets}
         self._polls = 0
         # answers must be in before PollingSource's own bound cancels the whole poll
         self.deadline_s = self.timeout_s * 0.85

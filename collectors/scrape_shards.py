@@ -25,11 +25,10 @@ import logging
 import math
 import os
 import sys
-import zlib
 from collections.abc import Mapping, Sequence
 
 from collectors.safe_text import inert_text, redact_text, url_secrets
-from collectors.scrape import Endpoint, ScrapeSource, latency_every_rounds, scrape_targets
+from collectors.scrape import Endpoint, ScrapeSource, latency_every_rounds, scrape_targets, shard_of
 from collectors.scrape_worker import WorkerJob, frame, read_frame
 from collectors.source import Emit, RoundSource, Source
 from layouts.loader import LayoutError
@@ -76,11 +75,6 @@ def scrape_workers(pages: int, cores: int | None = None, setting: str | None = N
     if pages < MIN_PAGES_FOR_WORKERS or cores <= 2:
         return 0
     return max(1, min(cores - 2, math.ceil(pages / PAGES_PER_WORKER)))
-
-
-def shard_of(node: str, shards: int) -> int:
-    """A node's worker: stable across runs and restarts (not Python's salted hash)."""
-    return zlib.crc32(node.encode("utf-8")) % shards
 
 
 class ShardedScrapeSource(RoundSource):

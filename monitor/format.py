@@ -77,11 +77,12 @@ def fmt_usd_short(value: float | None, max_chars: int = 6) -> str:
     "$305k", "$1.2M"), never cut ("$30,52" read as thirty dollars)."""
     if value is None:
         return UNKNOWN
-    candidates = [f"${value:,.2f}" if abs(value) < 10 else "", f"${value:,.0f}"]
+    candidates = [f"${value:,.2f}"] if abs(value) < 10 else []
+    candidates.append(f"${value:,.0f}")
     for unit, scale in (("k", 1e3), ("M", 1e6), ("B", 1e9)):
         if abs(round(value / scale)) < 1000 or unit == "B":  # "$1235k" is "$1.2M"
             candidates += [f"${value / scale:.1f}{unit}", f"${value / scale:.0f}{unit}"]
-    return next((c for c in candidates if c and len(c) <= max_chars), candidates[-1])
+    return next((c for c in candidates if len(c) <= max_chars), candidates[-1])
 
 
 def fmt_age(seconds: float | None) -> str:

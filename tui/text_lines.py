@@ -21,11 +21,13 @@ from textual.geometry import Size
 from textual.strip import Strip
 from textual.widget import Widget
 
+from tui.row_table import cell_signature
+
 
 def line_look(line: Text) -> tuple[object, ...]:
-    """Everything that decides how a line is drawn (`Text.__eq__` ignores the styles)."""
-    return (line.plain, str(line.style), tuple(line.spans), line.justify, line.overflow,
-            line.no_wrap, line.end, line.tab_size)
+    """Everything that decides how a line is drawn (`Text.__eq__` ignores the styles): a
+    table cell's look and how the line wraps."""
+    return (*cell_signature(line), line.overflow, line.no_wrap, line.end, line.tab_size)
 
 
 class TextLines(Widget):
