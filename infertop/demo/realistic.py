@@ -20,8 +20,9 @@ stream, so the scenario's noise is what it was.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -231,19 +232,26 @@ def cached(node: SimNode, key: str, now: float, make: Callable[[], str]) -> str:
     return hit[1]
 
 
+@lru_cache(maxsize=4096)
+def _bucket_heads(name: str, head: str, model: str, buckets: tuple[float, ...]) -> tuple[str, ...]:
+    """One engine's bucket lines up to their value (`name_bucket{…,le="…",…} `), the same
+    every request: drawn once, so a request only picks each bucket's value."""
+    return tuple(f'{name}_bucket{{{head},le="{float(le)}",{model}}} ' for le in buckets)
+
+
 def _histogram(name: str, help_: str, buckets: tuple[float, ...], heads: list[str], model: str,
                counts: list[int], sums: list[int], created: str) -> list[str]:
     """One histogram family, 8 engines: counts in tenths, sums in micros; observations
-    sit near their mean (enough for a monitor)."""
+    sit near their mean (enough for a monitor): buckets below it hold none, those below
+    twice it nine tenths, the rest all."""
     out = [f"# HELP {name} {help_}", f"# TYPE {name} histogram"]
     for head, count, total in zip(heads, counts, sums, strict=True):
         mean = total / 1_000_000 / (count / 10) if count else 0.0
         all_in, most_in = _tenths(count), _tenths(count * 9 // 10)
-        out.extend(
-            f'{name}_bucket{{{head},le="{float(le)}",{model}}} '
-            + ("0.0" if mean > le else most_in if mean > le / 2 else all_in)
-            for le in buckets
-        )
+        # the bounds ascend: the first bound ≥ the mean, and the first ≥ twice it
+        empty, most = bisect_left(buckets, mean), bisect_left(buckets, 2 * mean)
+        values = ["0.0"] * empty + [most_in] * (most - empty) + [all_in] * (len(buckets) - most)
+        out.extend(map(str.__add__, _bucket_heads(name, head, model, buckets), values))
         out.append(f'{name}_bucket{{{head},le="+Inf",{model}}} {all_in}')
         out.append(f"{name}_count{{{head},{model}}} {all_in}")
         out.append(f"{name}_sum{{{head},{model}}} {_micros(total)}")

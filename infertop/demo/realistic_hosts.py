@@ -12,8 +12,10 @@ every `REFRESH_S`. Nothing here draws from the node's random stream.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
+from functools import partial
 
+from infertop.demo.node_collectors import only_collectors
 from infertop.demo.realistic import Page, cached
 from infertop.demo.render import dcgm_gpu_values, dcgm_labels
 from infertop.demo.scenario import (
@@ -146,6 +148,8 @@ _IB_COUNTERS = (
 )
 
 
+# the collectors of the families in the host block (`host` in node_exporter_page)
+_HOST_COLLECTORS = frozenset({"cpu", "meminfo", "diskstats", "filesystem"})
 # the collectors whose families this page serves, and a typical run time of each
 _COLLECTOR_SECONDS: tuple[tuple[str, float], ...] = (
     ("bonding", 0.000182), ("cpu", 0.00512), ("diskstats", 0.000631), ("filesystem", 0.000894),
@@ -175,8 +179,58 @@ def _interfaces(node: SimNode) -> dict[str, tuple[str, str, int, float | None]]:
     return devices
 
 
+def family_text(name: str, help_: str, kind: str, rows: Sequence[tuple[str, object]]) -> str:
+    """One family's HELP, TYPE and sample lines, joined."""
+    return "\n".join([f"# HELP {name} {help_}", f"# TYPE {name} {kind}",
+                      *(f"{name}{{{labels}}} {value}" for labels, value in rows)])
+
+
+def _steady_families(devices: dict[str, tuple[str, str, int, float | None]]) -> str:
+    """Link speeds and states, and node_exporter's account of each collector it ran (kept
+    by a `collect[]` filter for the collectors it names: infertop/demo/node_collectors.py):
+    the same every request."""
+    return "\n".join([
+        family_text(
+            "node_network_speed_bytes",
+            "Network device property: speed_bytes.",
+            "gauge",
+            [(f'device="{dev}"', f"{gbps * 1e9 / 8:.0f}") for dev, (_, _, _, gbps) in devices.items()
+             if gbps is not None],
+        ),
+        family_text(
+            "node_network_up",
+            "Value is 1 if operstate is 'up', 0 otherwise.",
+            "gauge",
+            [(f'device="{dev}"', 1 if state == "up" else 0) for dev, (_, state, _, _) in devices.items()],
+        ),
+        family_text(
+            "node_scrape_collector_duration_seconds",
+            "node_exporter: Duration of a collector scrape.",
+            "gauge",
+            [(f'collector="{c}"', f"{seconds:g}") for c, seconds in _COLLECTOR_SECONDS],
+        ),
+        family_text(
+            "node_scrape_collector_success",
+            "node_exporter: Whether a collector succeeded.",
+            "gauge",
+            [(f'collector="{c}"', 1) for c, _ in _COLLECTOR_SECONDS],
+        ),
+    ])
+
+
 def node_exporter_page(node: SimNode, now: float) -> str:
     """node_exporter on a DGX-class host: the demo's links plus everything else it serves."""
+    return _node_exporter_page(node, now, None)
+
+
+def collected_node_exporter_page(node: SimNode, now: float, collect: Collection[str]) -> str:
+    """The page node_exporter serves for `?collect[]=…`: `only_collectors` of the whole
+    page, worked out part by part so the host block (most of the page, and none of the
+    collectors infertop asks for) is filtered once per redraw, not on every request."""
+    return _node_exporter_page(node, now, tuple(collect))
+
+
+def _node_exporter_page(node: SimNode, now: float, collect: tuple[str, ...] | None) -> str:
     g = node.advance(now)
     nb = node.nic_bytes
     up = max(now - node.started_at, 0.0) + 86_400.0 * 3  # booted three days before the demo
@@ -268,7 +322,17 @@ def node_exporter_page(node: SimNode, now: float) -> str:
             )
         return "\n".join(block.out)
 
-    out.append(cached(node, "host", now, host))
+    if collect is None:
+        out.append(cached(node, "host", now, host))
+        parts: list[str] = []
+    else:
+        # only_collectors works family by family, so filtering the parts (each a run of
+        # whole families) and joining what is left is filtering the page
+        # (none of the host block's collectors asked for, as infertop asks: nothing to draw)
+        host_of_collect = "" if not _HOST_COLLECTORS.intersection(collect) else cached(
+            node, "host?" + "&".join(collect), now, lambda: only_collectors(host() + "\n", collect))
+        parts = [only_collectors(page.text(), collect), host_of_collect]
+        out.clear()
     # the demo's own figures, as render.py serves them
     series(
         "node_bonding_active",
@@ -340,47 +404,56 @@ def node_exporter_page(node: SimNode, now: float) -> str:
     ]
     for name, help_, kind, value_of in ib_rows:
         series(name, help_, kind, [(f'device="{p}",port="1"', value_of(p)) for p in IB_PORTS])
-    series(
-        "node_network_info",
-        "Non-numeric data from /sys/class/net/<iface>, value is always 1.",
-        "gauge",
-        [
-            (
-                f'address="{mac}",adminstate="up",broadcast="ff:ff:ff:ff:ff:ff",device="{dev}",duplex="full",'
-                f'ifalias="",operstate="{state}"',
-                1,
-            )
-            for dev, (mac, state, _, _) in devices.items()
-        ],
-    )
-    series(
-        "node_network_protocol_type",
-        "Network device property: protocol_type.",
-        "gauge",
-        [(f'device="{dev}"', arp) for dev, (_, _, arp, _) in devices.items()],
-    )
-    for prop, value in (
-        ("mtu_bytes", 9000),
-        ("carrier", 1),
-        ("carrier_changes_total", 2),
-        ("dormant", 0),
-        ("flags", 4099),
-        ("iface_id", 2),
-        ("iface_link", 2),
-        ("iface_link_mode", 0),
-        ("net_dev_group", 0),
-        ("transmit_queue_length", 1000),
-        ("address_assign_type", 0),
-        ("name_assign_type", 4),
-        ("device_id", 0),
-    ):
-        kind = "counter" if prop.endswith("_total") else "gauge"
+
+    def netclass() -> str:
+        """The interfaces' properties: the same every request, redrawn every REFRESH_S."""
+        start = len(out)
         series(
-            f"node_network_{prop}",
-            f"Network device property: {prop}.",
-            kind,
-            [(f'device="{dev}"', value) for dev in devices],
+            "node_network_info",
+            "Non-numeric data from /sys/class/net/<iface>, value is always 1.",
+            "gauge",
+            [
+                (
+                    f'address="{mac}",adminstate="up",broadcast="ff:ff:ff:ff:ff:ff",device="{dev}",duplex="full",'
+                    f'ifalias="",operstate="{state}"',
+                    1,
+                )
+                for dev, (mac, state, _, _) in devices.items()
+            ],
         )
+        series(
+            "node_network_protocol_type",
+            "Network device property: protocol_type.",
+            "gauge",
+            [(f'device="{dev}"', arp) for dev, (_, _, arp, _) in devices.items()],
+        )
+        for prop, value in (
+            ("mtu_bytes", 9000),
+            ("carrier", 1),
+            ("carrier_changes_total", 2),
+            ("dormant", 0),
+            ("flags", 4099),
+            ("iface_id", 2),
+            ("iface_link", 2),
+            ("iface_link_mode", 0),
+            ("net_dev_group", 0),
+            ("transmit_queue_length", 1000),
+            ("address_assign_type", 0),
+            ("name_assign_type", 4),
+            ("device_id", 0),
+        ):
+            kind = "counter" if prop.endswith("_total") else "gauge"
+            series(
+                f"node_network_{prop}",
+                f"Network device property: {prop}.",
+                kind,
+                [(f'device="{dev}"', value) for dev in devices],
+            )
+        text = "\n".join(out[start:])
+        del out[start:]
+        return text
+
+    out.append(cached(node, "netclass", now, netclass))
 
     def traffic(dev: str, direction: int) -> float:
         if dev in nb:  # the scenario's own ports
@@ -389,54 +462,19 @@ def node_exporter_page(node: SimNode, now: float) -> str:
         return 1e9 * (k + 1) + up * (2e5 + 1e3 * k) * (1.3 if direction else 1.0)
 
     for direction, (word, stats) in enumerate((("receive", _NETDEV_STATS), ("transmit", _NETDEV_TX_STATS))):
+        moved = [traffic(dev, direction) for dev in devices]
         for stat in stats:
-            rows = [
-                (
-                    f'device="{dev}"',
-                    f"{traffic(dev, direction):.0f}"
-                    if stat == "bytes"
-                    else f"{traffic(dev, direction) / 1500:.0f}"
-                    if stat == "packets"
-                    else 0,
-                )
-                for dev in devices
-            ]
-            series(
-                f"node_network_{word}_{stat}_total",
-                f"Network device statistic {word}_{stat}.",
-                "counter",
-                rows,
-            )
-    series(
-        "node_network_speed_bytes",
-        "Network device property: speed_bytes.",
-        "gauge",
-        [
-            (f'device="{dev}"', f"{gbps * 1e9 / 8:.0f}")
-            for dev, (_, _, _, gbps) in devices.items()
-            if gbps is not None
-        ],
-    )
-    series(
-        "node_network_up",
-        "Value is 1 if operstate is 'up', 0 otherwise.",
-        "gauge",
-        [(f'device="{dev}"', 1 if state == "up" else 0) for dev, (_, state, _, _) in devices.items()],
-    )
-    # node_exporter's own account of each collector it ran (kept by a `collect[]` filter
-    # for the collectors it names: infertop/demo/node_collectors.py)
-    series(
-        "node_scrape_collector_duration_seconds",
-        "node_exporter: Duration of a collector scrape.",
-        "gauge",
-        [(f'collector="{c}"', f"{seconds:g}") for c, seconds in _COLLECTOR_SECONDS],
-    )
-    series(
-        "node_scrape_collector_success",
-        "node_exporter: Whether a collector succeeded.",
-        "gauge",
-        [(f'collector="{c}"', 1) for c, _ in _COLLECTOR_SECONDS],
-    )
+            name, help_ = f"node_network_{word}_{stat}_total", f"Network device statistic {word}_{stat}."
+            if stat in ("bytes", "packets"):
+                per = 1500 if stat == "packets" else 1
+                series(name, help_, "counter",
+                       [(f'device="{dev}"', f"{b / per:.0f}") for dev, b in zip(devices, moved, strict=True)])
+            else:  # nothing dropped, no errors: the same every request, redrawn every REFRESH_S
+                out.append(cached(node, name, now, partial(family_text, name, help_, "counter",
+                                                            [(f'device="{dev}"', 0) for dev in devices])))
+    out.append(cached(node, "steady", now, partial(_steady_families, devices)))
     page.family("node_time_seconds", "System time in seconds since epoch (1970).", "gauge")
     out.append(f"node_time_seconds {now:.9e}")
-    return page.text()
+    if collect is None:
+        return page.text()
+    return "".join([*parts, only_collectors(page.text(), collect)])

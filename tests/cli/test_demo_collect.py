@@ -111,3 +111,18 @@ async def test_a_scrape_through_the_written_layout_reads_the_same_ports(demo: De
     assert {n.name for n in with_filter.nics} >= {"eth0", "bond0", "mlx5_0"}
     [page] = [p for p in with_filter.pages if p.kind == "node_exporter"]
     assert page.ok and page.url == node_url
+
+
+@pytest.mark.parametrize(
+    "collect",
+    [INFERTOP_COLLECTORS, ("cpu", "netdev"), ("bonding",), ("meminfo", "infiniband", "time"), ("filesystem",), ("diskstats",)],
+)
+def test_the_realistic_page_filtered_as_drawn_is_the_page_filtered(collect: tuple[str, ...]) -> None:
+    # the server draws a collect[] page part by part (its host block filtered once per
+    # redraw): the same text as filtering the whole page, on the same node history
+    drawn, whole = SimCluster(16, started_at=T0), SimCluster(16, started_at=T0)
+    for name in ("decode-03", "prefill-02"):
+        for second in (50, 51, 62.5):
+            expected = only_collectors(realistic_hosts.node_exporter_page(whole.nodes[name], T0 + second), collect)
+            got = realistic_hosts.collected_node_exporter_page(drawn.nodes[name], T0 + second, collect)
+            assert got == expected
