@@ -92,10 +92,11 @@ def wanted_names() -> frozenset[str]:
     return frozenset(names)
 
 
-def _le(labels: Mapping[str, str]) -> float | None:
-    raw = labels.get("le")
-    if raw is None:
-        return None
+# A page writes the same few bound texts ("0.005", "+Inf") for every engine and every
+# histogram, round after round: each text is converted once. Bounded, as the texts come
+# from the page.
+@functools.lru_cache(maxsize=1024)
+def _bound(raw: str) -> float | None:
     try:
         value = float(raw)
     except ValueError:
@@ -107,11 +108,13 @@ def summed_buckets(index: Exposition, base: str) -> Buckets | None:
     """The `<base>_bucket` series summed by `le` across engines, sorted, +Inf last; None
     when absent or not a histogram (no +Inf bucket, a count that goes down with `le`)."""
     by_le: dict[float, float] = {}
+    get = by_le.get
     for labels, value in index.series(f"{base}_bucket"):
-        le = _le(labels)
+        raw = labels.get("le")
+        le = None if raw is None else _bound(raw)
         if le is None or value < 0:
             return None
-        by_le[le] = by_le.get(le, 0.0) + value
+        by_le[le] = get(le, 0.0) + value
     if not by_le or math.inf not in by_le:
         return None
     buckets = tuple(sorted(by_le.items()))
