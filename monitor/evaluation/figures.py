@@ -67,6 +67,17 @@ NIC_ERROR_RATES: dict[str, str] = {
 }
 
 
+#: every port counter a view shows the rate of, with that rate's field, in the order they
+#: are asked (the order of the doubt notes a rate not trusted leaves)
+NIC_RATES: tuple[tuple[str, str], ...] = (
+    ("rx_bytes_total", "rx_bytes_per_s"),
+    ("tx_bytes_total", "tx_bytes_per_s"),
+    ("xmit_wait_total", "xmit_wait_per_s"),
+    ("errors_total", "errors_per_s"),
+    *NIC_ERROR_RATES.items(),
+)
+
+
 def nic_counters(sample: NodeSample) -> Values:
     """The known port counters a view derives rates from, keyed (port name, field)."""
     return {
@@ -139,23 +150,21 @@ def gpu_views(samples: Sequence[NodeSample], rates: WindowRates | None = None) -
     views = []
     for gpu in latest.gpus:
         has_nvlink = gpu.nvlink_tx_bytes_total is not None or gpu.nvlink_rx_bytes_total is not None
-        clock_labels, clock_level = describe_clock_events(gpu.clock_event_reasons)
         if has_nvlink and rates is None:
             rates = WindowRates(gpu_counters, counter_trust).update(samples)
-        views.append(
-            GpuView(
-                **{f: getattr(gpu, f) for f in GPU_AS_READ},
-                clock_events=clock_labels if gpu.clock_event_reasons is not None else None,
-                clock_event_level=clock_level,
-                # a rate from NVML's cumulative counters, else one an exporter read as a rate
-                nvlink_tx_bytes_per_s=rates.rate((gpu.index, "nvlink_tx_bytes_total"))
-                if has_nvlink and rates is not None
-                else gpu.nvlink_tx_bytes_per_s,
-                nvlink_rx_bytes_per_s=rates.rate((gpu.index, "nvlink_rx_bytes_total"))
-                if has_nvlink and rates is not None
-                else gpu.nvlink_rx_bytes_per_s,
-            )
-        )
+        # one dict, only what is known: a field left out is None (its default) all the same
+        fields = {f: getattr(gpu, f) for f in GPU_AS_READ}
+        reasons = gpu.clock_event_reasons
+        if reasons is not None:
+            fields["clock_events"], fields["clock_event_level"] = describe_clock_events(reasons)
+        if has_nvlink and rates is not None:
+            # a rate from NVML's cumulative counters, else one an exporter read as a rate
+            fields["nvlink_tx_bytes_per_s"] = rates.rate((gpu.index, "nvlink_tx_bytes_total"))
+            fields["nvlink_rx_bytes_per_s"] = rates.rate((gpu.index, "nvlink_rx_bytes_total"))
+        else:
+            fields["nvlink_tx_bytes_per_s"] = gpu.nvlink_tx_bytes_per_s
+            fields["nvlink_rx_bytes_per_s"] = gpu.nvlink_rx_bytes_per_s
+        views.append(GpuView(**fields))
     return views
 
 
@@ -182,29 +191,18 @@ def nic_views(
     views = []
     for nic in latest.nics:
         name = nic.name
-        expected_gbps = expected.get(nic.name) or (expected.get(nic.netdev) if nic.netdev else None)
-        views.append(
-            NicView(
-                **{f: getattr(nic, f) for f in NIC_AS_READ},
-                slow=_slow(nic.speed_gbps, expected_gbps, rate_ratio),
-                expected_gbps=expected_gbps,
-                # a rate from the byte counters, else one the exporter read as a rate
-                rx_bytes_per_s=rates.rate((name, "rx_bytes_total"))
-                if nic.rx_bytes_total is not None
-                else nic.rx_bytes_per_s,
-                tx_bytes_per_s=rates.rate((name, "tx_bytes_total"))
-                if nic.tx_bytes_total is not None
-                else nic.tx_bytes_per_s,
-                xmit_wait_per_s=rates.rate((name, "xmit_wait_total"))
-                if nic.xmit_wait_total is not None
-                else None,
-                errors_per_s=rates.rate((name, "errors_total")) if nic.errors_total is not None else None,
-                **{
-                    rate: rates.rate((name, counter)) if getattr(nic, counter) is not None else None
-                    for counter, rate in NIC_ERROR_RATES.items()
-                },
-            )
-        )
+        expected_gbps = expected.get(name) or (expected.get(nic.netdev) if nic.netdev else None)
+        # one dict, only what is known: a rate left out is None (its default) all the same
+        fields = {f: getattr(nic, f) for f in NIC_AS_READ}
+        fields["slow"] = _slow(nic.speed_gbps, expected_gbps, rate_ratio)
+        fields["expected_gbps"] = expected_gbps
+        # bytes: the exporter's own rate where no counter is read
+        fields["rx_bytes_per_s"] = nic.rx_bytes_per_s
+        fields["tx_bytes_per_s"] = nic.tx_bytes_per_s
+        for counter, field in NIC_RATES:
+            if getattr(nic, counter) is not None:
+                fields[field] = rates.rate((name, counter))
+        views.append(NicView(**fields))
     seen = {nic.name for nic in latest.nics}
     for name, gbps in expected.items():
         if name not in seen:
