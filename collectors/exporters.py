@@ -13,15 +13,30 @@ family yields fewer fields, never zeros.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Container, Sequence
 
 from collectors.ascend import ASCEND_WANTED, ascend_parts
 from collectors.bounds import whole
-from collectors.exposition import Exposition, clean_label
+from collectors.exposition import MAX_LABEL_CHARS, Exposition, clean_label
 from collectors.sample import GpuSample, NicKind, NicSample
 from collectors.virtual_nics import keeps_nic
 
 MIB = 1024 * 1024
+
+
+def label_text(value: str | None) -> str | None:
+    """`clean_label` of a label value. A page names the same devices, GPU models and
+    UUIDs round after round: a short value is made inert once (a bounded cache, as the
+    values come from the page; a long one, cut anyway, every time)."""
+    if value is None or len(value) > MAX_LABEL_CHARS:
+        return clean_label(value)
+    return _short_label_text(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _short_label_text(value: str) -> str | None:
+    return clean_label(value)
 
 # ---------------------------------------------------------------------------- dcgm
 
@@ -209,8 +224,8 @@ def gpu_samples_from_dcgm(families: Exposition, hostname: str | None = None) -> 
             GpuSample(
                 index=index,
                 kind="gpu",
-                name=clean_label(labels.get("modelName")),
-                uuid=clean_label(_label_uuid(labels)),
+                name=label_text(labels.get("modelName")),
+                uuid=label_text(_label_uuid(labels)),
                 **fields[index],  # type: ignore[arg-type]
             )
         )
@@ -277,8 +292,8 @@ def _by_label(families: Exposition, name: str, label: str) -> dict[str, tuple[di
     out: dict[str, tuple[dict[str, str], float]] = {}
     for labels, value in families.series(name):
         key = labels.get(label)
-        if key:
-            out.setdefault(key, (labels, value))
+        if key and key not in out:  # the first series of a device wins
+            out[key] = (labels, value)
     return out
 
 
@@ -315,7 +330,7 @@ def _ib_ports(families: Exposition) -> list[NicSample]:
         nics.append(
             NicSample(
                 # same naming as the probe: the device alone when it has one port
-                name=clean_label(dev if ports_per_dev[dev] == 1 else f"{dev}/{port}") or dev,
+                name=label_text(dev if ports_per_dev[dev] == 1 else f"{dev}/{port}") or dev,
                 kind="infiniband",
                 state=None if state_id is None else _IB_STATES.get(int(state_id), "unknown"),
                 speed_gbps=_gbps(rate.get(key)),
@@ -398,9 +413,9 @@ def nic_samples_from_node_exporter(families: Exposition, keep: Container[str] = 
 
         nics.append(
             NicSample(
-                name=clean_label(dev) or dev,
+                name=label_text(dev) or dev,
                 kind=kind,
-                state=clean_label(state),
+                state=label_text(state),
                 speed_gbps=_gbps(value(speed)),
                 rx_bytes_total=value(rx),
                 tx_bytes_total=value(tx),
