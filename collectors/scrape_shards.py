@@ -14,7 +14,10 @@ so the monitor's frame still waits for the round of its instant.
 A node belongs to one worker for its life (a stable hash of its name), so its history
 stays in one place. A worker that dies is started again after a second; meanwhile its
 nodes get no samples (they age, as they would with a late monitor), never an error that
-blames them.
+blames them. A worker sends its event loop's stalls every heartbeat; those, and any
+stretch in which a worker was silent for two heartbeats, are the monitor's lateness
+(`stall_spans_wall`): the tick takes them off its nodes' ages as it does its own loop's,
+so a starved or stopped worker never makes its nodes stale or unreachable.
 """
 
 from __future__ import annotations
@@ -25,11 +28,14 @@ import logging
 import math
 import os
 import sys
+import time
+from collections import deque
 from collections.abc import Mapping, Sequence
 
+from collectors.loop_stalls import KEEP_S
 from collectors.safe_text import inert_text, redact_text, url_secrets
 from collectors.scrape import Endpoint, ScrapeSource, latency_every_rounds, scrape_targets, shard_of
-from collectors.scrape_worker import WorkerJob, frame, read_frame
+from collectors.scrape_worker import HEARTBEAT_S, WorkerJob, frame, read_frame
 from collectors.source import Emit, RoundSource, Source
 from layouts.loader import LayoutError
 from layouts.model import Layout
@@ -42,6 +48,8 @@ PAGES_PER_WORKER = 256  # ~0.35 s of a core a second on realistic pages
 RESTART_DELAY_S = 1.0
 MAX_FAILED_STARTS = 3  # in a row, without a message: then read in-process
 STOP_GRACE_S = 3.0
+# a worker heard from longer ago than this is late (it sends its stalls every HEARTBEAT_S)
+SILENT_AFTER_S = 2 * HEARTBEAT_S
 
 
 class WorkersSettingError(ValueError):
@@ -101,6 +109,10 @@ class ShardedScrapeSource(RoundSource):
         self.restarts = 0
         # each worker's newest round (started, finished)
         self._rounds: list[tuple[float, float] | None] = [None] * len(self.jobs)
+        # the workers' stalls (wall clock), and when each was last heard from (None: not
+        # running, or not yet heard)
+        self._stalls: deque[tuple[float, float]] = deque()
+        self._heard_at: list[float | None] = [None] * len(self.jobs)
 
     async def run(self, emit: Emit) -> None:
         workers = [asyncio.create_task(self._run_worker(i, emit)) for i in range(len(self.jobs))]
@@ -133,6 +145,7 @@ class ShardedScrapeSource(RoundSource):
         # shard is read in the monitor's own process, as without workers
         log.warning("scrape worker %d failed to start %d times; reading its nodes in the monitor",
                     index, MAX_FAILED_STARTS)
+        self._heard_at[index] = None  # no worker to be late: the monitor reads these nodes
         job = self.jobs[index]
         source = ScrapeSource(job.targets, job.interval_s, job.timeout_s, latency_every=job.latency_every)
         source.round_listeners.append(
@@ -163,15 +176,20 @@ class ShardedScrapeSource(RoundSource):
             while True:
                 message = await read_frame(proc.stdout)
                 heard = True
+                self._heard_at[index] = time.time()
                 if not isinstance(message, tuple) or not message:
                     continue
                 if message[0] == "sample":
                     emit(message[1])
                 elif message[0] == "round":
                     self._heard_round(index, message[1], message[2])
+                elif message[0] == "stalls":
+                    self._heard_stalls(message[1])
         except (asyncio.IncompleteReadError, ConnectionError):
             pass  # the worker went away: the caller starts another
         finally:
+            # a worker gone is silent: its nodes age from its last word, excused until a
+            # new one speaks (and at most monitor.evaluation.figures.MAX_EXCUSE_S)
             await self._stop(proc)
             # its stderr ends with it: read to the end, so its pipes are all closed
             with contextlib.suppress(TimeoutError):
@@ -181,6 +199,23 @@ class ShardedScrapeSource(RoundSource):
             self.worker_pids[index] = None
         log.warning("scrape worker %d stopped (exit code %s)", index, proc.returncode)
         return heard
+
+    def _heard_stalls(self, spans: list[tuple[float, float]]) -> None:
+        now = time.time()
+        self._stalls.extend((float(start), float(end)) for start, end in spans)
+        while self._stalls and self._stalls[0][1] < now - KEEP_S:
+            self._stalls.popleft()
+
+    def stall_spans_wall(self, since: float) -> list[tuple[float, float]]:
+        """The workers' own stalls, and each span in which a worker that had been heard
+        from said nothing for longer than two heartbeats (blocked, starved, or dead and
+        being started again): none of it is its nodes' doing."""
+        spans = [span for span in self._stalls if span[1] >= since]
+        now = time.time()
+        for heard_at in self._heard_at:
+            if heard_at is not None and now - heard_at > SILENT_AFTER_S:
+                spans.append((heard_at, now))
+        return spans
 
     async def _relay_log(self, index: int, stream: asyncio.StreamReader) -> None:
         """The worker's own complaints, into the monitor's log: inert, and without the

@@ -17,6 +17,7 @@ import logging
 import pickle
 import struct
 import sys
+import time
 from dataclasses import dataclass
 
 from collectors.loop_stalls import acquire_meter, release_meter
@@ -25,6 +26,7 @@ from collectors.scrape import Endpoint, ScrapeSource
 from collectors.source import RoundSource
 
 FRAME = struct.Struct("!I")  # each message: its length, then the pickle
+HEARTBEAT_S = 0.25  # how often a worker sends its stalls (and so, that it is alive)
 
 
 @dataclass(frozen=True)
@@ -74,12 +76,25 @@ async def serve() -> None:
     # timeouts measured on the wire here too: time this worker's loop stood still (a long
     # page parsed) is not a node's
     meter = acquire_meter()
+
+    async def report_stalls() -> None:
+        """This worker's stalls, and that it is alive, every HEARTBEAT_S: its nodes' ages
+        must not count the time it could not read them, as in the monitor's own process."""
+        since = time.time()
+        while True:
+            await asyncio.sleep(HEARTBEAT_S)
+            now = time.time()
+            send(("stalls", meter.spans_wall(since)))
+            since = now  # a stall going on now is sent again once it has ended: spans merge
+
     reading = asyncio.create_task(source.run(emit))
+    reporting = asyncio.create_task(report_stalls())
     try:
         await stdin.read()  # until the monitor closes it (or dies)
     finally:
         reading.cancel()
-        await asyncio.gather(reading, return_exceptions=True)
+        reporting.cancel()
+        await asyncio.gather(reading, reporting, return_exceptions=True)
         await source.close()
         await release_meter(meter)
         transport.close()

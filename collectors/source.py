@@ -41,6 +41,13 @@ class Source(ABC):
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections. Called once after `run` is cancelled."""
 
+    def stall_spans_wall(self, since: float) -> list[tuple[float, float]]:
+        """Wall-clock spans since `since` in which a process of this source other than the
+        monitor's own could not read (a scrape worker's loop stood still or was
+        saturated, or the worker was silent): the monitor's lateness, excused like its
+        own loop's stalls (monitor.monitor). None for a source in the monitor's process."""
+        return []
+
     def error_sample(self, node: str, message: str) -> NodeSample:
         return NodeSample(node=node, source=self.kind, taken_at=time.time(), error=message)
 

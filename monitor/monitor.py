@@ -194,8 +194,12 @@ class Monitor:
         if self.recorder is not None:
             self._take_phase_marks(self.recorder)
         meter = self.stall_meter
-        # built once a tick: each node asks how long the monitor stood still since its sample
-        stalls = StallTimeline(meter.spans_wall(now - KEEP_S)) if meter is not None else None
+        # built once a tick: each node asks how long the monitor stood still since its
+        # sample; its scrape workers' stalls are the monitor's too (collectors.scrape_shards)
+        spans = [span for source in self.sources for span in source.stall_spans_wall(now - KEEP_S)]
+        if meter is not None:
+            spans += meter.spans_wall(now - KEEP_S)
+        stalls = StallTimeline(spans) if spans or meter is not None else None
         nodes = evaluate_nodes(self.state, layout, now, self.rates, stalls)
         nodes = self.verdicts.apply(nodes, layout, now)
         cluster = evaluate_cluster(nodes, layout)

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -23,6 +25,8 @@ import pytest
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_server import SimNode
 
+from collectors.scrape import scrape_targets
+from collectors.scrape_shards import ShardedScrapeSource
 from layouts import parse_layout
 from layouts.model import Layout
 from monitor.monitor import Monitor
@@ -166,6 +170,42 @@ async def test_a_blocked_loop_blames_the_monitor_not_the_nodes(exporters: dict[s
         assert monitor.stall_meter is not None
         lost = monitor.stall_meter.stalled_wall_s(killed_at, time.time())
         assert time.time() - killed_at - lost < 5 * INTERVAL_S + 2 * INTERVAL_S + 0.5
+    finally:
+        await monitor.stop()
+
+
+async def test_a_stopped_scrape_worker_blames_the_monitor_not_its_nodes(exporters: dict[str, SlowExporter]) -> None:
+    # the nodes read by a worker process (collectors.scrape_shards): its loop, not the
+    # monitor's, is the one that stands still, here for 3.5 s (SIGSTOP: as a starved or
+    # swapped-out worker), past the 2.5 s unreachable threshold, while a poll is on the wire
+    layout = layout_for(exporters)
+    source = ShardedScrapeSource(scrape_targets(layout), INTERVAL_S, workers=1)
+    monitor = Monitor(layout, sources=[source])
+    frames = Frames(monitor)
+    await monitor.start()
+    try:
+        await frames.until(all_ok, 20, "every node answers")
+        await asyncio.sleep(3 * INTERVAL_S)
+        start = len(frames.all)
+        worker = source.worker_pids[0]
+        assert worker is not None
+        await wait_for_poll_in_flight()
+        os.kill(worker, signal.SIGSTOP)
+        try:
+            await asyncio.sleep(3.5)  # the monitor's own loop runs all along
+        finally:
+            os.kill(worker, signal.SIGCONT)
+        await frames.until(all_ok, 10, "the worker reads again")
+        await asyncio.sleep(4 * INTERVAL_S)
+        assert frames.blamed(start) == []
+        assert any(f.monitor is not None and f.monitor.lagging for f in frames.all[start:]), "the lag was not said"
+
+        # and a node truly gone is still unreachable, read by a worker
+        exporters["decode-03"].kill()
+        await frames.until(
+            lambda f: {n.name: n.status for n in f.nodes}["decode-03"] == "unreachable",
+            20, "a killed node goes unreachable",
+        )
     finally:
         await monitor.stop()
 
