@@ -13,7 +13,9 @@ world-readable in /proc.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
 import pickle
 import struct
 import sys
@@ -26,6 +28,7 @@ from collectors.scrape import Endpoint, ScrapeSource
 from collectors.source import RoundSource
 
 FRAME = struct.Struct("!I")  # each message: its length, then the pickle
+WORKER_NICENESS = 5  # added to the monitor's: see main
 HEARTBEAT_S = 0.25  # how often a worker sends its stalls (and so, that it is alive)
 
 
@@ -102,6 +105,11 @@ async def serve() -> None:
 
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(name)s: %(message)s")
+    # reading pages is throughput work: where cores are short, the viewers (and the
+    # monitor's frame) come first; a worker that falls behind is the monitor's lateness,
+    # said and excused (collectors.scrape_shards), never a node's fault
+    with contextlib.suppress(OSError):
+        os.nice(WORKER_NICENESS)
     try:
         asyncio.run(serve())
     except (KeyboardInterrupt, BrokenPipeError, ConnectionResetError):

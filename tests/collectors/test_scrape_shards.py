@@ -28,6 +28,7 @@ from collectors.scrape_shards import (
     scrape_workers,
     shard_of,
 )
+from collectors.scrape_worker import WORKER_NICENESS
 from layouts import LayoutError, parse_layout
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "exposition"
@@ -162,6 +163,8 @@ async def test_workers_read_every_node_and_say_when_the_round_is_in(pages: str) 
         await until(lambda: len(got.nodes_since(start)) == 12 and len(rounds) >= 2, 20)
         pids = [p for p in source.worker_pids if p is not None]
         assert len(pids) == 3 and os.getpid() not in pids
+        # throughput work: a worker yields the CPU to the monitor and its viewers
+        assert {psutil.Process(p).nice() for p in pids} == {min(os.nice(0) + WORKER_NICENESS, 19)}
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
