@@ -67,6 +67,9 @@ def main() -> None:
                                "--layout-out", str(layout)], env=env, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
     while not layout.exists():
+        if server.poll() is not None:
+            sys.exit(f"the served cluster did not start (exit code {server.returncode}): "
+                     f"try `{' '.join(py)} demo --serve-only` by hand")
         time.sleep(0.2)
     time.sleep(1.0)
     record = tmp / "trial.sqlite"
