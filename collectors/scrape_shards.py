@@ -71,8 +71,10 @@ def scrape_workers(pages: int, cores: int | None = None, setting: str | None = N
 
     Two cores are left alone because of a measurement (BENCHMARKS.md, issue 15): there a
     worker reads 128 realistic nodes no fresher than the monitor itself (every core is
-    already shared by the monitor, a viewer and, in the demo, the served cluster), costs
-    ~10 points of a core more in all, and two workers made the served cluster answer late."""
+    already shared by the monitor, a viewer and, in the demo, the served cluster); two read
+    fresher (14–19 % of node-frames a second old, not 36–39 %) but take ~125 % of a core
+    with the viewer, not ~90 %, and still not every frame in its second.
+    `INFERTOP_SCRAPE_WORKERS=2` makes that trade where it is wanted."""
     setting = os.environ.get(WORKERS_ENV) if setting is None else setting
     text = (setting or "").strip()
     if text:
