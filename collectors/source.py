@@ -45,7 +45,7 @@ class Source(ABC):
         """Wall-clock spans since `since` in which a process of this source other than the
         monitor's own could not read (a scrape worker's loop stood still or was
         saturated, or the worker was silent): the monitor's lateness, excused like its
-        own loop's stalls (monitor.monitor). None for a source in the monitor's process."""
+        own loop's stalls (monitor.monitor). Empty for a source in the monitor's process."""
         return []
 
     def error_sample(self, node: str, message: str) -> NodeSample:
