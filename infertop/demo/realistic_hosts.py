@@ -185,6 +185,55 @@ def family_text(name: str, help_: str, kind: str, rows: Sequence[tuple[str, obje
                       *(f"{name}{{{labels}}} {value}" for labels, value in rows)])
 
 
+def _netclass_families(devices: dict[str, tuple[str, str, int, float | None]]) -> str:
+    """The interfaces' properties: the same every request."""
+    properties = (
+        ("mtu_bytes", 9000),
+        ("carrier", 1),
+        ("carrier_changes_total", 2),
+        ("dormant", 0),
+        ("flags", 4099),
+        ("iface_id", 2),
+        ("iface_link", 2),
+        ("iface_link_mode", 0),
+        ("net_dev_group", 0),
+        ("transmit_queue_length", 1000),
+        ("address_assign_type", 0),
+        ("name_assign_type", 4),
+        ("device_id", 0),
+    )
+    return "\n".join([
+        family_text(
+            "node_network_info",
+            "Non-numeric data from /sys/class/net/<iface>, value is always 1.",
+            "gauge",
+            [
+                (
+                    f'address="{mac}",adminstate="up",broadcast="ff:ff:ff:ff:ff:ff",device="{dev}",duplex="full",'
+                    f'ifalias="",operstate="{state}"',
+                    1,
+                )
+                for dev, (mac, state, _, _) in devices.items()
+            ],
+        ),
+        family_text(
+            "node_network_protocol_type",
+            "Network device property: protocol_type.",
+            "gauge",
+            [(f'device="{dev}"', arp) for dev, (_, _, arp, _) in devices.items()],
+        ),
+        *(
+            family_text(
+                f"node_network_{prop}",
+                f"Network device property: {prop}.",
+                "counter" if prop.endswith("_total") else "gauge",
+                [(f'device="{dev}"', value) for dev in devices],
+            )
+            for prop, value in properties
+        ),
+    ])
+
+
 def _steady_families(devices: dict[str, tuple[str, str, int, float | None]]) -> str:
     """Link speeds and states, and node_exporter's account of each collector it ran (kept
     by a `collect[]` filter for the collectors it names: infertop/demo/node_collectors.py):
@@ -239,8 +288,7 @@ def _node_exporter_page(node: SimNode, now: float, collect: tuple[str, ...] | No
     out = page.out
 
     def series(name: str, help_: str, kind: str, rows: Sequence[tuple[str, object]]) -> None:
-        page.family(name, help_, kind)
-        out.extend(f"{name}{{{labels}}} {value}" for labels, value in rows)
+        out.append(family_text(name, help_, kind, rows))
 
     page.family("node_boot_time_seconds", "Node boot time, in unixtime.", "gauge")
     out.append(f"node_boot_time_seconds {now - up:.0f}")
@@ -258,8 +306,7 @@ def _node_exporter_page(node: SimNode, now: float, collect: tuple[str, ...] | No
         block = Page()
 
         def series(name: str, help_: str, kind: str, rows: Sequence[tuple[str, object]]) -> None:
-            block.family(name, help_, kind)
-            block.out.extend(f"{name}{{{labels}}} {value}" for labels, value in rows)
+            block.out.append(family_text(name, help_, kind, rows))
 
         series(
             "node_cpu_seconds_total",
@@ -405,55 +452,7 @@ def _node_exporter_page(node: SimNode, now: float, collect: tuple[str, ...] | No
     for name, help_, kind, value_of in ib_rows:
         series(name, help_, kind, [(f'device="{p}",port="1"', value_of(p)) for p in IB_PORTS])
 
-    def netclass() -> str:
-        """The interfaces' properties: the same every request, redrawn every REFRESH_S."""
-        start = len(out)
-        series(
-            "node_network_info",
-            "Non-numeric data from /sys/class/net/<iface>, value is always 1.",
-            "gauge",
-            [
-                (
-                    f'address="{mac}",adminstate="up",broadcast="ff:ff:ff:ff:ff:ff",device="{dev}",duplex="full",'
-                    f'ifalias="",operstate="{state}"',
-                    1,
-                )
-                for dev, (mac, state, _, _) in devices.items()
-            ],
-        )
-        series(
-            "node_network_protocol_type",
-            "Network device property: protocol_type.",
-            "gauge",
-            [(f'device="{dev}"', arp) for dev, (_, _, arp, _) in devices.items()],
-        )
-        for prop, value in (
-            ("mtu_bytes", 9000),
-            ("carrier", 1),
-            ("carrier_changes_total", 2),
-            ("dormant", 0),
-            ("flags", 4099),
-            ("iface_id", 2),
-            ("iface_link", 2),
-            ("iface_link_mode", 0),
-            ("net_dev_group", 0),
-            ("transmit_queue_length", 1000),
-            ("address_assign_type", 0),
-            ("name_assign_type", 4),
-            ("device_id", 0),
-        ):
-            kind = "counter" if prop.endswith("_total") else "gauge"
-            series(
-                f"node_network_{prop}",
-                f"Network device property: {prop}.",
-                kind,
-                [(f'device="{dev}"', value) for dev in devices],
-            )
-        text = "\n".join(out[start:])
-        del out[start:]
-        return text
-
-    out.append(cached(node, "netclass", now, netclass))
+    out.append(cached(node, "netclass", now, partial(_netclass_families, devices)))
 
     def traffic(dev: str, direction: int) -> float:
         if dev in nb:  # the scenario's own ports

@@ -15,7 +15,7 @@ import datetime as dt
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,6 +55,18 @@ REALISTIC_ENDPOINTS: dict[str, Callable[[SimNode, float], str]] = {
     "node": realistic_hosts.node_exporter_page,
 }
 PAGE_SIZES = ("realistic", "small")
+
+
+Render = Callable[[SimNode, float], str]
+
+
+def collected_page(render: Render) -> Callable[[SimNode, float, Collection[str]], str]:
+    """How a page is drawn for `?collect[]=…`: the whole page through `only_collectors`,
+    or, for the realistic node_exporter page, filtered as it is drawn (the same text,
+    its host block filtered once a redraw instead of every request)."""
+    if render is realistic_hosts.node_exporter_page:
+        return realistic_hosts.collected_node_exporter_page
+    return lambda node, now, collect: only_collectors(render(node, now), collect)
 
 
 @dataclass(frozen=True)
@@ -97,6 +109,7 @@ class DemoServer:
 
     def _app(self, kind: str) -> web.Application:
         render = self.endpoints[kind]
+        collected = collected_page(render)
 
         async def page(request: web.Request) -> web.Response:
             node = self.cluster.node(request.match_info["node"])
@@ -109,13 +122,7 @@ class DemoServer:
             except UnknownCollector as exc:
                 raise web.HTTPBadRequest(text=str(exc)) from None
             self.requests += 1
-            if collect and render is realistic_hosts.node_exporter_page:
-                # the same page, cheaper: filtered as it is drawn (its host block once a redraw)
-                text = realistic_hosts.collected_node_exporter_page(node, time.time(), collect)
-            else:
-                text = render(node, time.time())
-                if collect:
-                    text = only_collectors(text, collect)
+            text = collected(node, time.time(), collect) if collect else render(node, time.time())
             return web.Response(text=text, content_type="text/plain", charset="utf-8",
                                 headers={"X-Content-Type-Options": "nosniff"})
 
