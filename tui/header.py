@@ -109,6 +109,13 @@ def wrap_items(text: Text, width: int) -> Text:
         items = [p for i, p in enumerate(pieces) if i % 2 == 0 and p.plain]
         used = 0
         for item in items:
+            if item.cell_len > width:  # a long warning: folded here, so every line is counted
+                if used:
+                    out.append("\n")
+                folded = _fold_words(item, width)
+                out.append_text(Text("\n").join(folded))
+                used = folded[-1].cell_len
+                continue
             if used and used + len(SEPARATOR) + item.cell_len > width:
                 out.append("\n")
                 used = 0
@@ -125,6 +132,26 @@ def wrap_items(text: Text, width: int) -> Text:
 # node table below jump up and down (nor lay out the whole screen each time, ~20 ms at
 # 128 nodes).
 HEIGHT_HOLD_S = 30.0
+
+
+def _fold_words(item: Text, width: int) -> list[Text]:
+    """One item longer than `width`, as lines of at most `width` cells broken at spaces (a
+    word longer than a line is cut): the header counts its lines to size itself, so a
+    warning Textual wrapped on its own would lose its last lines (its fix) when it grew."""
+    lines: list[Text] = []
+    rest = item
+    while rest.cell_len > width:
+        plain = rest.plain
+        cut = plain.rfind(" ", 0, width + 1)
+        if cut <= 0:
+            cut = width
+        head, tail = rest.divide([cut])
+        lines.append(head)
+        rest = tail
+        if rest.plain.startswith(" "):
+            rest = rest[1:]
+    lines.append(rest)
+    return lines
 
 
 class HeaderBar(Static):

@@ -65,3 +65,23 @@ async def test_a_warning_that_comes_and_goes_does_not_make_the_table_jump() -> N
         await pilot.pause()
         assert header.size.height == tall - 1
         assert app.overview.table.region.y == table_at - 1
+
+
+async def test_a_long_warning_on_a_narrow_terminal_keeps_its_fix_on_screen() -> None:
+    # at 80 columns the warning takes several lines, and grows as the monitor finds more
+    # to say: every line is shown (the header's height counts them), so the fix at its end
+    # is never cut off
+    feed = LaggingFeed(lagging=True)
+    view = feed.frames[-1].monitor
+    assert view is not None and view.reason is not None
+    longer = view.model_copy(update={"reason": "0.1 s behind, readings not in time for 7 frames, loop "
+                                     "blocked or saturated 0.5 s, CPU 83 %, 1 node read late, not blamed"})
+    app = InfertopApp(feed, panels=[])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.overview.snapshot is feed.frames[-1])
+        await pilot.pause()
+        assert "try interval_s = 2 or the prom source" in " ".join(screen_text(app).split())
+        app.publish(feed.frames[-1].model_copy(update={"monitor": longer}))
+        await pilot.pause()
+        await pilot.pause()
+        assert "not blamed — try interval_s = 2 or the prom source" in " ".join(screen_text(app).split())
