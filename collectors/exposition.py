@@ -148,18 +148,21 @@ def _usable(text: str, where: str) -> str:
 
 
 def parse_exposition(
-    text: str, where: str = "text", wanted: AbstractSet[str] | None = None
+    text: str, where: str = "text", wanted: AbstractSet[str] | None = None, skim: bool = False
 ) -> Exposition:
     """Parse exposition text; raise `ExpositionError` naming `where` on anything unusable.
 
     `wanted`, when given, is the set of sample names the caller will look up: other
     sample lines are skipped before parsing (a large saving on big pages), and an
     ordinary page is read by the fast path (`collectors/exposition_fast.py`), which
-    returns what the exact path below would, or hands the page back to it.
+    returns what the exact path below would, or hands the page back to it. With `skim`
+    too, the lines skipped are not checked either (only the page's last line is), so
+    a page with a bad line among them may be read all the same; the wanted figures are
+    the same either way.
     """
     where = _usable(text, where)
     if wanted is not None and FAST_PATH:
-        tables = parse_wanted_fast(text, wanted)
+        tables = parse_wanted_fast(text, wanted, skim)
         if tables is not None:
             return Exposition(*tables)
     return parse_exposition_exact(text, where, wanted)

@@ -105,14 +105,19 @@ _RUN_SUFFIXES = ("_bucket", "_count", "_sum", "_total", "")
 
 
 @lru_cache(maxsize=64)
-def _scanner(wanted: frozenset[str]) -> re.Pattern[str]:
+def _scanner(wanted: frozenset[str], skim: bool = False) -> re.Pattern[str]:
     """Matched at a line start of "\\n" + page: first a run of lines Python need not see
     (plain samples of unwanted names, plain comments, blank lines), consumed without a
     Python step; then the line that ended the run, which Python must see: a wanted
     sample (groups w, l, v, s), one that is wanted but not strict (x), a HELP and TYPE
     pair (hn, hk; hp set when the family holds no wanted name), a TYPE (t, k; tp
     likewise) or HELP (h) line, the end of the page (end), or (bad) a line that is not
-    plainly fine."""
+    plainly fine.
+
+    `skim`: searched for, not matched: only the lines Python must see, the others passed
+    over unread by `search` (a scan for the next line start, in C) instead of checked one
+    by one; (bad) is then a HELP or TYPE line of an odd shape, and (end) never matches
+    (no match is the end of the page)."""
     trie = _trie_pattern(wanted)
     eol = r"(?=\n|\Z)"
     kinds = "|".join(_TYPES)
@@ -128,6 +133,8 @@ def _scanner(wanted: frozenset[str]) -> re.Pattern[str]:
         no line's name needs the test against the wanted names."""
         line = (rf"(?P={group})(?:_bucket|_count|_sum|_total|)(?:\{{[^\n]*\}})? "
                 rf"(?:{_VALUE})(?: {_TIMESTAMP})?{eol}")
+        if skim:
+            return ""
         return rf"(?({plain})(?:\n{line})*+|(?:\n(?!{trie}[{{ ]){line})*+)"
 
     def unwanted(plain: str) -> str:
@@ -139,17 +146,28 @@ def _scanner(wanted: frozenset[str]) -> re.Pattern[str]:
         rf"|#{eol}|# (?!(?:HELP|TYPE)(?:[{_WS}\n]|\Z))[^{_WS}\n][^\n]*+|{eol}))*+"
     )
     event = (
-        rf"\n(?:(?P<w>{trie})(?=[{{ ])(?:{_STRICT_REST}|(?P<x>))"
+        # (a tab after the name, as the exact path allows, makes the line not strict)
+        rf"\n(?:(?P<w>{trie})(?=[{{ \t])(?:{_STRICT_REST}|(?P<x>))"
         # a HELP line and the TYPE line of the same name after it, as prometheus_client
         # writes them, read as one: what the HELP line does, the TYPE line then redoes
         rf"|# HELP (?P<hn>{_NAME})(?: [^\n]*+)?\n# TYPE {unwanted('hp')}(?P=hn) (?P<hk>{kinds}){eol}"
         rf"{run('hn', 'hp')}"
         rf"|# TYPE {unwanted('tp')}(?P<t>{_NAME}) (?P<k>{kinds}){eol}{run('t', 'tp')}"
         rf"|# HELP (?P<h>{_NAME})(?=[ \n]|\Z)[^\n]*+"
-        rf"|(?P<bad>))"
-        rf"|(?P<end>\Z)"
+        + (
+            # one literal "\n" first, so `search` scans for it in C; (end) kept as a group.
+            # A line that starts with a space may be a wanted one (the exact path strips
+            # lines, as `str.strip` does: `\s`), so it is (bad) too.
+            rf"|(?:# (?:HELP|TYPE)(?:[{_WS}\n]|\Z)|[^\S\n])(?P<bad>)|(?P<end>(?!)))" if skim
+            else r"|(?P<bad>))|(?P<end>\Z)"
+        )
     )
-    return re.compile(f"{skip}(?:{event})")
+    return re.compile(event if skim else f"{skip}(?:{event})")
+
+
+# what a page's last line must be, when `skim` passed over it (a page cut off in the
+# middle of a line is garbage): a plain sample, a comment or nothing
+_LAST_LINE = re.compile(rf"(?:{_NAME}(?:\{{[^\n]*\}})? (?:{_VALUE})(?: {_TIMESTAMP})?|#[^\n]*|)")
 
 
 # the strict grammar of a wanted line's label text, to check one met for the first time
@@ -211,7 +229,7 @@ def _new_label_set(text: str | None) -> tuple[dict[str, str], frozenset[tuple[st
     return known
 
 
-def parse_wanted_fast(text: str, wanted: AbstractSet[str]) -> Tables | None:
+def parse_wanted_fast(text: str, wanted: AbstractSet[str], skim: bool = False) -> Tables | None:
     """The tables `parse_exposition(text, wanted=wanted)` would build, or None when the
     page is not ordinary enough to be sure (the caller then runs the exact path).
 
@@ -222,9 +240,16 @@ def parse_wanted_fast(text: str, wanted: AbstractSet[str]) -> Tables | None:
     samples are also indexed by the family name (the aliases). Samples are indexed as
     they come, in page order (the order the exact path yields them); a TYPE line that
     retypes a family after its samples is left to the exact path.
+
+    `skim`: the lines of unwanted names are passed over unread (only the last line of
+    the page is checked), so a page the exact path rejects for such a line may still be
+    read; every wanted, HELP and TYPE line is read as without it, so whenever the exact
+    path reads the page, so does this, to the same tables. The caller reads whole pages
+    now and then to catch the rest (`collectors/scrape.py`, `WHOLE_PAGE_EVERY`).
     """
     body = "\n" + text
-    match_at = _scanner(frozenset(wanted)).match
+    scanner = _scanner(frozenset(wanted), skim)
+    match_at = scanner.search if skim else scanner.match
     label_sets = _LABEL_SETS
     samples: dict[str, Series] = {}
     aliases: dict[str, Series] = {}
@@ -240,7 +265,11 @@ def parse_wanted_fast(text: str, wanted: AbstractSet[str]) -> Tables | None:
     try:
         while True:
             match = match_at(body, pos)
-            if match is None:  # cannot happen (the last alternatives match anything); be safe
+            if match is None:
+                # skim: no line Python must see is left; else cannot happen (the last
+                # alternatives match anything)
+                if skim and _LAST_LINE.fullmatch(body, body.rfind("\n") + 1) is not None:
+                    return samples, aliases, duplicates
                 return None
             (name, label_text, value_text, stamp, _loose, pair_name, _, pair_kind, _, type_name, kind,
              help_name, _bad, end) = match.groups()

@@ -70,6 +70,8 @@ def test_engine_page_is_real_size_and_tells_the_same_truth(node: str) -> None:
         assert text.count("\n") >= 2800 and len(text) > 250_000
         assert len(set(re.findall(r'engine="(\d+)"', text))) == ENGINES
         assert parse_wanted_fast(text, BUNDLED_PROFILES["deepinfer"].wanted) is not None
+        # skimmed (collectors.scrape reads most rounds so): the same
+        assert parse_wanted_fast(text, BUNDLED_PROFILES["deepinfer"].wanted, skim=True) == parse_wanted_fast(text, BUNDLED_PROFILES["deepinfer"].wanted)
 
 
 def test_engine_page_has_vllms_own_families_and_buckets() -> None:
@@ -105,6 +107,8 @@ def test_dcgm_page_has_the_default_counters_for_eight_gpus_and_the_same_gpus() -
         for name, _, _ in DCGM_DEFAULT:
             assert len(re.findall(rf"^{name}\{{", text, re.M)) == 8, name
         assert parse_wanted_fast(text, EXPORTER_WANTED) is not None
+        # skimmed (collectors.scrape reads most rounds so): the same
+        assert parse_wanted_fast(text, EXPORTER_WANTED, skim=True) == parse_wanted_fast(text, EXPORTER_WANTED)
 
 
 def test_node_exporter_page_has_many_interfaces_and_the_same_links() -> None:
@@ -124,6 +128,8 @@ def test_node_exporter_page_has_many_interfaces_and_the_same_links() -> None:
         assert text.count("node_network_up{") >= 30 and text.count("\n") > 3000
         assert set(nics) == {"lo", "eth0", "eth1", "eth2", "bond0", "eno1", "eno2", *IB_PORTS}
         assert parse_wanted_fast(text, EXPORTER_WANTED) is not None
+        # skimmed (collectors.scrape reads most rounds so): the same
+        assert parse_wanted_fast(text, EXPORTER_WANTED, skim=True) == parse_wanted_fast(text, EXPORTER_WANTED)
 
 
 @given(st.floats(min_value=0, max_value=1e12), st.floats(min_value=0, max_value=1e6),

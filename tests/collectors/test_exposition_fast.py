@@ -8,10 +8,16 @@ samples outside their family, prose), both paths either raise `ExpositionError` 
 build the same samples, aliases and duplicate counts, value for value (sign of zero
 included). Ordinary pages must actually take the fast path, or the comparison would be
 empty.
+
+Skimmed (`skim=True`: the lines of unwanted names passed over unchecked), a page the
+exact path reads is read to the same tables; one it rejects is either rejected too or
+read as the exact path reads the lines the skim looks at (wanted samples, HELP and
+TYPE lines), never otherwise.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -50,8 +56,27 @@ def outcome(parse: object, text: str, wanted: frozenset[str]) -> object:
         return "ExpositionError"
 
 
+def skimmed(text: str, where: str, wanted: frozenset[str]) -> Exposition:
+    return parse_exposition(text, where, wanted, skim=True)
+
+
+def lines_a_skim_reads(text: str, wanted: frozenset[str]) -> str:
+    """The page less the lines a skim passes over unread: only HELP and TYPE lines, the
+    lines that start with a wanted name (then a brace, a space or a tab) and those that
+    start with a space (a skim gives such a page to the exact path) are left."""
+    names = "|".join(re.escape(n) for n in sorted(wanted, key=len, reverse=True))
+    read = re.compile(rf"# (?:HELP|TYPE)(?:[ \t\r\x0b\x0c]|$)|(?:{names})[{{ \t]|\s")
+    return "\n".join(line for line in text.split("\n") if read.match(line))
+
+
 def assert_same(text: str, wanted: frozenset[str]) -> None:
-    assert outcome(parse_exposition, text, wanted) == outcome(parse_exposition_exact, text, wanted)
+    exact = outcome(parse_exposition_exact, text, wanted)
+    assert outcome(parse_exposition, text, wanted) == exact
+    skim = outcome(skimmed, text, wanted)
+    if exact != "ExpositionError":
+        assert skim == exact, "a page the exact path reads was skimmed otherwise"
+    elif skim != "ExpositionError":
+        assert skim == outcome(parse_exposition_exact, lines_a_skim_reads(text, wanted), wanted)
 
 
 @pytest.mark.parametrize("page", sorted(PAGES))
@@ -79,6 +104,19 @@ def test_a_real_size_vllm_page_reads_the_same_on_the_fast_path() -> None:
     index = parse_exposition(text, wanted=wanted)
     assert sum(v for _, v in index.series("vllm:generation_tokens_total")) == truth.total("generation_tokens")
     assert len(index.series("vllm:iteration_tokens_total_count")) == 8
+
+
+def test_a_real_size_vllm_page_skimmed_reads_the_same_and_a_cut_one_is_garbage() -> None:
+    text, _ = vllm_dp_page(8)
+    wanted = WANTED["vllm"]
+    assert parse_wanted_fast(text, wanted, skim=True) == parse_wanted_fast(text, wanted)
+    # cut in the middle of its last line (a family no figure is read from) or of a label
+    # of an unwanted line
+    last = text.rstrip("\n").rsplit("\n", 1)[1]
+    assert not any(last.startswith(name) for name in wanted)
+    for cut in (len(text) - len(last) // 2, text.index("{", len(text) - len(last))):
+        with pytest.raises(ExpositionError):
+            parse_exposition(text[:cut], wanted=wanted, skim=True)
 
 
 @pytest.mark.parametrize(

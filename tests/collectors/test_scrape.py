@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from collectors.exporters import EXPORTER_WANTED
 from collectors.fleet import FleetState
 from collectors.profiles import BUNDLED_PROFILES
 from collectors.registry import build_sources
-from collectors.scrape import Endpoint, ScrapeSource, latency_every_rounds, scrape_targets
+from collectors.scrape import WHOLE_PAGE_EVERY, Endpoint, ScrapeSource, latency_every_rounds, scrape_targets
 from layouts import LayoutError, parse_layout
 from monitor.evaluation.figures import engine_view, part_window
 
@@ -325,3 +326,41 @@ engine = { url = "http://127.0.0.1:9/metrics", profile = "vllm" }
 """
     sources = [s for s in build_sources(parse_layout(text)) if isinstance(s, ScrapeSource)]
     assert len(sources) == 1 and sources[0].latency_every == 3
+
+
+async def test_a_page_bad_in_lines_nobody_reads_is_called_bad_on_its_whole_page_round(
+    server: tuple[str, Pages],
+) -> None:
+    """Pages are skimmed (unwanted lines passed over unchecked) but read whole one round in
+    WHOLE_PAGE_EVERY, each node on its own phase: a line gone bad where no figure is read
+    is an error within that many rounds, and every round after until the page reads right."""
+    base, pages = server
+    nodes = [f"decode-{i:02d}" for i in range(12)]
+    # one URL each (the query string only tells them apart), as nodes have
+    source = ScrapeSource({n: [Endpoint(f"{base}/dcgm/metrics?node={n}")] for n in nodes}, interval_s=1.0)
+    good = pages.text["dcgm"]
+    assert "DCGM_FI_DEV_MEM_CLOCK" not in EXPORTER_WANTED
+    bad_line = 'DCGM_FI_DEV_MEM_CLOCK{gpu="0"} 1593\nDCGM_FI_DEV_MEM_CLOCK{gpu="1"} fast\n'
+    at = good.index("# HELP DCGM_FI_DEV_MEMORY_TEMP")
+    bad = good[:at] + bad_line + good[at:]
+    ok_rounds: dict[str, list[bool]] = {n: [] for n in nodes}
+    try:
+        assert all(s.ok for s in await source.poll())  # the first reading of a page is whole
+        pages.text["dcgm"] = bad
+        for _ in range(WHOLE_PAGE_EVERY + 2):
+            for s in await source.poll():
+                ok_rounds[s.node].append(s.ok)
+                if not s.ok:
+                    assert (s.error or "").startswith(f"bad exposition from {base}/dcgm/metrics")
+        pages.text["dcgm"] = good
+        assert all(s.ok for s in await source.poll())  # read whole again, and right
+        assert all(s.ok for s in await source.poll())
+    finally:
+        await source.close()
+    first_bad = {n: rounds.index(False) for n, rounds in ok_rounds.items()}
+    for node, rounds in ok_rounds.items():
+        # called bad within WHOLE_PAGE_EVERY rounds, then on every round
+        assert first_bad[node] < WHOLE_PAGE_EVERY and not any(rounds[first_bad[node]:]), (node, rounds)
+    # skimmed in between (a page read whole every round would be bad at once), each node
+    # on its own phase
+    assert max(first_bad.values()) > 0 and len(set(first_bad.values())) > 1, first_bad
