@@ -145,24 +145,26 @@ def _scanner(wanted: frozenset[str], skim: bool = False) -> re.Pattern[str]:
         rf"(?:\n(?:(?!{trie}[{{ ]){_NAME}+(?:\{{[^\n]*\}})? (?:{_VALUE})(?: {_TIMESTAMP})?{eol}"
         rf"|#{eol}|# (?!(?:HELP|TYPE)(?:[{_WS}\n]|\Z))[^{_WS}\n][^\n]*+|{eol}))*+"
     )
-    event = (
-        # (a tab after the name, as the exact path allows, makes the line not strict)
-        rf"\n(?:(?P<w>{trie})(?=[{{ \t])(?:{_STRICT_REST}|(?P<x>))"
-        # a HELP line and the TYPE line of the same name after it, as prometheus_client
-        # writes them, read as one: what the HELP line does, the TYPE line then redoes
-        rf"|# HELP (?P<hn>{_NAME})(?: [^\n]*+)?\n# TYPE {unwanted('hp')}(?P=hn) (?P<hk>{kinds}){eol}"
-        rf"{run('hn', 'hp')}"
-        rf"|# TYPE {unwanted('tp')}(?P<t>{_NAME}) (?P<k>{kinds}){eol}{run('t', 'tp')}"
-        rf"|# HELP (?P<h>{_NAME})(?=[ \n]|\Z)[^\n]*+"
-        + (
-            # one literal "\n" first, so `search` scans for it in C; (end) kept as a group.
-            # A line that starts with a space may be a wanted one (the exact path strips
-            # lines, as `str.strip` does: `\s`), so it is (bad) too.
-            rf"|(?:# (?:HELP|TYPE)(?:[{_WS}\n]|\Z)|[^\S\n])(?P<bad>)|(?P<end>(?!)))" if skim
-            else r"|(?P<bad>))|(?P<end>\Z)"
+    # (a tab after the name, as the exact path allows, makes the line not strict)
+    wanted_line = rf"(?P<w>{trie})(?=[{{ \t])(?:{_STRICT_REST}|(?P<x>))"
+    # a HELP line and the TYPE line of the same name after it, as prometheus_client
+    # writes them, read as one: what the HELP line does, the TYPE line then redoes
+    pair = (rf"HELP (?P<hn>{_NAME})(?: [^\n]*+)?\n# TYPE {unwanted('hp')}(?P=hn) (?P<hk>{kinds}){eol}"
+            rf"{run('hn', 'hp')}")
+    type_line = rf"TYPE {unwanted('tp')}(?P<t>{_NAME}) (?P<k>{kinds}){eol}{run('t', 'tp')}"
+    help_line = rf"HELP (?P<h>{_NAME})(?=[ \n]|\Z)[^\n]*+"
+    if skim:
+        # One literal "\n" first, so `search` scans for it in C; the comment lines behind
+        # one "#" (each line start pays for one test, not four), (end) a group that never
+        # matches. A line that starts with a space may be a wanted one (the exact path
+        # strips lines, as `str.strip` does: `\s`): it matches with no group set, which
+        # gives the page to the exact path like (bad).
+        return re.compile(
+            rf"\n(?:{wanted_line}|# (?:{pair}|{type_line}|{help_line}"
+            rf"|(?:HELP|TYPE)(?:[{_WS}\n]|\Z)(?P<bad>)(?P<end>(?!))?)|[^\S\n])"
         )
-    )
-    return re.compile(event if skim else f"{skip}(?:{event})")
+    event = rf"\n(?:{wanted_line}|# {pair}|# {type_line}|# {help_line}|(?P<bad>))|(?P<end>\Z)"
+    return re.compile(f"{skip}(?:{event})")
 
 
 # what a page's last line must be, when `skim` passed over it (a page cut off in the
