@@ -116,8 +116,9 @@ def _scanner(wanted: frozenset[str], skim: bool = False) -> re.Pattern[str]:
 
     `skim`: searched for, not matched: only the lines Python must see, the others passed
     over unread by `search` (a scan for the next line start, in C) instead of checked one
-    by one; (bad) is then a HELP or TYPE line of an odd shape, and (end) never matches
-    (no match is the end of the page)."""
+    by one; (bad) is then a HELP or TYPE line of an odd shape (a line that starts with a
+    space matches with no group set, to the same effect), and (end) never matches (no
+    match is the end of the page)."""
     trie = _trie_pattern(wanted)
     eol = r"(?=\n|\Z)"
     kinds = "|".join(_TYPES)
