@@ -132,14 +132,17 @@ def _scanner(wanted: frozenset[str], skim: bool = False) -> re.Pattern[str]:
         may have), the name compared as a literal (a backreference) instead of by grammar.
         For a family none of whose names is wanted (group `plain` set at its TYPE line),
         no line's name needs the test against the wanted names."""
+        if skim:
+            return ""  # skimmed: the family's lines are passed over by `search`
         line = (rf"(?P={group})(?:_bucket|_count|_sum|_total|)(?:\{{[^\n]*\}})? "
                 rf"(?:{_VALUE})(?: {_TIMESTAMP})?{eol}")
-        if skim:
-            return ""
         return rf"(?({plain})(?:\n{line})*+|(?:\n(?!{trie}[{{ ]){line})*+)"
 
     def unwanted(plain: str) -> str:
-        """Set `plain` when the family name that follows is none that may hold a wanted sample."""
+        """Set `plain` when the family name that follows is none that may hold a wanted sample
+        (skimmed, `run` reads no lines, so the test is not made: the group stays unset)."""
+        if skim:
+            return rf"(?P<{plain}>(?!))?"
         return rf"(?:(?!(?:{holding}) )(?P<{plain}>))?"
 
     skip = (

@@ -244,11 +244,7 @@ class ScrapeSource(PollingSource):
                 wanted = endpoint.profile.wanted
             else:
                 wanted = endpoint.profile.wanted_without_latency
-            try:
-                index = parse_exposition(text, endpoint.url, wanted=wanted, skim=skim)
-            except ExpositionError:
-                self._page_read_whole.discard(endpoint.url)
-                raise
+            index = parse_exposition(text, endpoint.url, wanted=wanted, skim=skim)
             if not skim:
                 self._page_read_whole.add(endpoint.url)
             duplicates = duplicate_note(index, endpoint.url)
@@ -261,13 +257,20 @@ class ScrapeSource(PollingSource):
                 where = redact_url(endpoint.url)
                 return _Result(error=f"no dcgm-exporter or node_exporter metrics in {where}")
             return _Result(parts=parts, received_at=received_at, notes=notes)
-        except (ScrapeError, ExpositionError) as exc:
+        except ExpositionError as exc:
+            self._page_read_whole.discard(endpoint.url)  # read it whole until it reads right
             return _Result(error=str(exc))
+        except ScrapeError as exc:
+            return _Result(error=str(exc))
+
+    def _due(self, phases: Mapping[str, int], node: str, every: int) -> bool:
+        """Whether this round is the node's one in `every`, on its phase."""
+        return (self._polls + phases.get(node, 0)) % every == 0
 
     async def read_node(self, node: str, timeout_s: float) -> NodeSample:
         endpoints = self.targets[node]
-        with_latency = (self._polls + self._latency_phase.get(node, 0)) % self.latency_every == 0
-        whole = (self._polls + self._whole_page_phase.get(node, 0)) % WHOLE_PAGE_EVERY == 0
+        with_latency = self._due(self._latency_phase, node, self.latency_every)
+        whole = self._due(self._whole_page_phase, node, WHOLE_PAGE_EVERY)
         results = await asyncio.gather(*(self._read(ep, timeout_s, with_latency, whole) for ep in endpoints))
         # stamp the reading when the pages arrived, not after parsing them: under load the
         # parse can take longer than the fetch, and a late stamp skews every rate

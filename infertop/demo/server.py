@@ -43,21 +43,21 @@ from infertop.demo.scenario import (
 
 GPU_HOUR_USD = 10.582  # published Blackwell rate, per GPU-hour
 RESERVATION_AGO_S = 2 * 3600.0
-ENDPOINTS: dict[str, Callable[[SimNode, float], str]] = {
+
+Render = Callable[[SimNode, float], str]  # a page of a node at an instant
+
+ENDPOINTS: dict[str, Render] = {
     "engine": engine_page,
     "dcgm": dcgm_page,
     "node": node_exporter_page,
 }
 # what real exporters serve (infertop/demo/realistic.py): the default
-REALISTIC_ENDPOINTS: dict[str, Callable[[SimNode, float], str]] = {
+REALISTIC_ENDPOINTS: dict[str, Render] = {
     "engine": realistic.engine_page,
     "dcgm": realistic_hosts.dcgm_page,
     "node": realistic_hosts.node_exporter_page,
 }
 PAGE_SIZES = ("realistic", "small")
-
-
-Render = Callable[[SimNode, float], str]
 
 
 def collected_page(render: Render) -> Callable[[SimNode, float, Collection[str]], str]:
