@@ -4,7 +4,7 @@ Unknown → "—"; text from outside (names, notes, evidence) → `inert_text`."
 from __future__ import annotations
 
 from collectors import safe_text
-from monitor.snapshot import LinksView
+from monitor.snapshot import ClusterView, LinksView, SessionView
 
 UNKNOWN = "—"
 
@@ -140,3 +140,16 @@ def fmt_latency(value_s: float | None, bounds: tuple[float, float | None] | None
     if upper is None:
         return f"> {show(lower, scale)}{unit}"
     return f"{show(value_s, scale)}{unit} ({show(lower, scale)}–{show(upper, scale)})"
+
+
+def fmt_scoreboard_p99(cluster: ClusterView, session: SessionView, latency: str, bounds: bool = False) -> str:
+    """The scoreboard's p99 of `latency` ("ttft", "itl") from the pool the monitor chose
+    for it (`session.ttft_pool` / `itl_pool`), that pool named first where it is not the
+    live point's: on a disaggregated cluster TTFT is the prefill pool's ("prefill 995 ms")."""
+    role = getattr(session, f"{latency}_pool")
+    pool = cluster.pool(role)
+    if pool is None:
+        return UNKNOWN
+    text = fmt_latency(getattr(pool, f"{latency}_p99_s"),
+                       pool.latency_bounds_s.get(f"{latency}_p99") if bounds else None)
+    return text if role == session.live_point_pool else f"{inert_text(role, 20)} {text}"

@@ -278,6 +278,12 @@ class ClusterView(_View):
     # nodes with an active `blind` verdict: the header says "blind on N nodes"
     blind_nodes: int = 0
 
+    def pool(self, role: str | None) -> RollupView | None:
+        """A pool's roll-up by role; "all" is the cluster's total."""
+        if role is None:
+            return None
+        return self.total if role == "all" else self.roles.get(role)
+
 
 class PhaseSpend(_View):
     phase: str
@@ -350,6 +356,11 @@ class SessionView(_View):
     output_tokens_per_s_per_user: float | None = None
     full_acceptance_tokens_per_s_per_gpu: float | None = None
     live_point_pool: str | None = None  # "decode", "mixed" or "all"
+    # the pools the scoreboard's latency pair is read from (scoreboard.py): first tokens
+    # where they are made (the prefill pool, when it has any), the next ones from the
+    # live point's pool; None when no pool observed any
+    ttft_pool: str | None = None
+    itl_pool: str | None = None
 
 
 class VerdictGroupView(_View):

@@ -11,10 +11,10 @@ from collectors.safe_text import inert_text
 from monitor.format import (
     UNKNOWN,
     fmt_age,
-    fmt_latency,
     fmt_num,
     fmt_pct,
     fmt_rate_gbps,
+    fmt_scoreboard_p99,
     fmt_usd,
     links_text,
 )
@@ -60,7 +60,6 @@ def _row(n: NodeView) -> tuple[str, ...]:
 def _scoreboard_line(snapshot: Snapshot) -> str:
     """The live decode point beside the first reference, and the pool's p99 latency."""
     s = snapshot.session
-    pool = snapshot.cluster.roles.get(s.live_point_pool or "decode") or snapshot.cluster.total
     ref = snapshot.cluster.reference_points[0] if snapshot.cluster.reference_points else None
     versus = (f" (reference {inert_text(ref.label, 20)}: {fmt_num(ref.output_tokens_per_s_per_gpu, 0)}"
               f" / {fmt_num(ref.output_tokens_per_s_per_user, 0)}, {inert_text(ref.accounting, 20)})"
@@ -69,8 +68,8 @@ def _scoreboard_line(snapshot: Snapshot) -> str:
         f"scoreboard: {fmt_num(s.output_tokens_per_s_per_gpu, 0)} accepted tok/s per GPU "
         f"({fmt_num(s.full_acceptance_tokens_per_s_per_gpu, 0)} full acceptance), "
         f"{fmt_num(s.output_tokens_per_s_per_user, 0)} per user{versus}; "
-        f"TTFT p99 {fmt_latency(pool.ttft_p99_s, pool.latency_bounds_s.get('ttft_p99'))}, "
-        f"ITL p99 {fmt_latency(pool.itl_p99_s, pool.latency_bounds_s.get('itl_p99'))}"
+        f"TTFT p99 {fmt_scoreboard_p99(snapshot.cluster, s, 'ttft', bounds=True)}, "
+        f"ITL p99 {fmt_scoreboard_p99(snapshot.cluster, s, 'itl', bounds=True)}"
     )
 
 

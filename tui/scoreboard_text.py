@@ -15,6 +15,7 @@ from monitor.format import (
     fmt_num,
     fmt_pct,
     fmt_rate_gbps,
+    fmt_scoreboard_p99,
     fmt_usd,
 )
 from monitor.snapshot import EngineView, NodeView, RollupView, SessionView, Snapshot
@@ -225,8 +226,8 @@ def scoreboard_line(snapshot: Snapshot | None) -> Text:
         r = refs[0]
         gpu, user = fmt_num(r.output_tokens_per_s_per_gpu, 0), fmt_num(r.output_tokens_per_s_per_user, 0)
         out.append(f"  vs {inert(r.label, max_len=12).plain} {gpu}/{user}", "yellow")
-    pool = snapshot.cluster.roles.get(s.live_point_pool or "decode") or snapshot.cluster.total
-    out.append(f"   TTFT p99 {fmt_latency(pool.ttft_p99_s)}  ITL p99 {fmt_latency(pool.itl_p99_s)}")
+    c = snapshot.cluster
+    out.append(f"   TTFT p99 {fmt_scoreboard_p99(c, s, 'ttft')}  ITL p99 {fmt_scoreboard_p99(c, s, 'itl')}")
     out.append(f"   prefix hit {fmt_pct(snapshot.cluster.total.prefix_cache_hit_rate)}")
     if s.breakeven_output_tokens_per_s is not None:
         out.append(f"   break-even {fmt_num(s.breakeven_output_tokens_per_s, 0)} tok/s")

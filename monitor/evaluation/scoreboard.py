@@ -20,8 +20,10 @@ LIVE_POINT_ROLES = ("decode", "mixed")
 # SessionView fields that come from the roll-ups, not from the ledger
 LIVE_POINT_FIELDS = (
     "output_tokens_per_s_per_gpu", "output_tokens_per_s_per_user",
-    "full_acceptance_tokens_per_s_per_gpu", "live_point_pool",
+    "full_acceptance_tokens_per_s_per_gpu", "live_point_pool", "ttft_pool", "itl_pool",
 )
+# where a disaggregated cluster makes its first tokens; asked before the live pool
+FIRST_TOKEN_ROLES = ("prefill",)
 
 
 def latency_figures(windows: Mapping[str, tuple[tuple[float, float], ...] | None]) -> dict[str, Any]:
@@ -116,15 +118,32 @@ def live_pool(cluster: ClusterView) -> tuple[str, RollupView] | None:
     return None
 
 
+def latency_pool(cluster: ClusterView, latency: str, roles: Sequence[str]) -> str | None:
+    """The first of `roles` whose pool has a p99 for `latency` ("ttft", "itl"), else
+    "all" when the cluster's total has one. On a disaggregated cluster the decode pool
+    observes no first tokens: its TTFT is unknown, the prefill pool's is the figure."""
+    for role in (*roles, "all"):
+        pool = cluster.pool(role)
+        if pool is not None and getattr(pool, f"{latency}_p99_s") is not None:
+            return role
+    return None
+
+
 def with_live_point(session: SessionView, cluster: ClusterView) -> SessionView:
-    """The session's `output_tokens_per_s_per_gpu` / `_per_user`: the decode pool's point."""
+    """The session's `output_tokens_per_s_per_gpu` / `_per_user`: the decode pool's point;
+    and the pools its TTFT and ITL are read from."""
     found = live_pool(cluster)
-    if found is None:
-        return session
-    role, pool = found
-    return session.model_copy(update={
-        "output_tokens_per_s_per_gpu": pool.output_tokens_per_s_per_gpu,
-        "output_tokens_per_s_per_user": pool.output_tokens_per_s_per_user,
-        "full_acceptance_tokens_per_s_per_gpu": pool.full_acceptance_tokens_per_s_per_gpu,
-        "live_point_pool": role,
-    })
+    live_roles = (found[0],) if found is not None else LIVE_POINT_ROLES
+    update: dict[str, Any] = {
+        "ttft_pool": latency_pool(cluster, "ttft", (*FIRST_TOKEN_ROLES, *live_roles)),
+        "itl_pool": latency_pool(cluster, "itl", live_roles),
+    }
+    if found is not None:
+        role, pool = found
+        update |= {
+            "output_tokens_per_s_per_gpu": pool.output_tokens_per_s_per_gpu,
+            "output_tokens_per_s_per_user": pool.output_tokens_per_s_per_user,
+            "full_acceptance_tokens_per_s_per_gpu": pool.full_acceptance_tokens_per_s_per_gpu,
+            "live_point_pool": role,
+        }
+    return session.model_copy(update=update)

@@ -123,3 +123,63 @@ def test_the_text_snapshot_has_a_scoreboard_line() -> None:
     assert line == ("scoreboard: 125 accepted tok/s per GPU (— full acceptance), 100 per user "
                     "(reference EP64: 15,700 / 246, full-acceptance); TTFT p99 —, "
                     "ITL p99 49.75 ms (25–50)")
+
+
+TTFT_BOUNDS = (0.5, 1.0, 2.5, float("inf"))
+
+DISAGGREGATED = LAYOUT + """
+[[nodes]]
+name = "prefill-01"
+role = "prefill"
+gpus = 8
+"""
+
+
+def run_disaggregated(prefill_ttft: bool) -> Snapshot:
+    """decode-01 as in `run`; prefill-01 answers 100 first tokens a second, 0.5–1 s each
+    (or none), and makes no output tokens of its own, as a disaggregated prefill pool."""
+    monitor = Monitor(parse_layout(DISAGGREGATED), sources=[], clock=lambda: 1_000.0)
+    snap = None
+    for i in range(11):
+        seen = 1000.0 * i
+        first = 100.0 * i if prefill_ttft else 0.0
+        monitor.state.add(NodeSample(
+            node="decode-01", source="test", taken_at=990.0 + i,
+            engine=EngineSample(
+                generation_tokens_total=seen, requests_running=10,
+                latency_buckets={"itl": tuple(zip(ITL_BOUNDS, (0.0, 0.0, seen, seen, seen), strict=True))},
+            ),
+        ))
+        monitor.state.add(NodeSample(
+            node="prefill-01", source="test", taken_at=990.0 + i,
+            engine=EngineSample(
+                requests_running=4,
+                latency_buckets={"ttft": tuple(zip(TTFT_BOUNDS, (0.0, first, first, first), strict=True))},
+            ),
+        ))
+        snap = monitor.tick(990.0 + i)
+    assert snap is not None
+    return snap
+
+
+def test_on_a_disaggregated_cluster_the_scoreboard_ttft_is_the_prefill_pools() -> None:
+    from monitor.text_report import snapshot_table
+    from tui.scoreboard_text import scoreboard_line
+
+    snap = run_disaggregated(prefill_ttft=True)
+    s = snap.session
+    assert (s.live_point_pool, s.ttft_pool, s.itl_pool) == ("decode", "prefill", "decode")
+    assert snap.cluster.roles["decode"].ttft_p99_s is None  # the decode pool saw no first token
+    assert snap.cluster.roles["prefill"].ttft_p99_s == pytest.approx(0.995)  # 99 % into 0.5–1 s
+    text = snapshot_table(snap)
+    line = next(li for li in text.splitlines() if li.startswith("scoreboard:"))
+    assert line.endswith("TTFT p99 prefill 995 ms (500–1,000), ITL p99 49.75 ms (25–50)")
+    assert "TTFT p99 prefill 995 ms  ITL p99 49.75 ms " in scoreboard_line(snap).plain
+
+
+def test_with_no_pool_seeing_a_first_token_the_scoreboard_ttft_is_unknown() -> None:
+    from tui.scoreboard_text import scoreboard_line
+
+    snap = run_disaggregated(prefill_ttft=False)
+    assert snap.session.ttft_pool is None and snap.session.itl_pool == "decode"
+    assert "TTFT p99 —  ITL p99 49.75 ms" in scoreboard_line(snap).plain
