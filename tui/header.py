@@ -142,9 +142,10 @@ def _fold_words(item: Text, width: int) -> list[Text]:
     rest = item
     while rest.cell_len > width:
         plain = rest.plain
-        cut = plain.rfind(" ", 0, width + 1)
+        fit = _chars_within(plain, width)
+        cut = plain.rfind(" ", 0, fit + 1)
         if cut <= 0:
-            cut = width
+            cut = max(fit, 1)  # a wide character wider than the line still moves on
         head, tail = rest.divide([cut])
         lines.append(head)
         rest = tail
@@ -152,6 +153,19 @@ def _fold_words(item: Text, width: int) -> list[Text]:
             rest = rest[1:]
     lines.append(rest)
     return lines
+
+
+def _chars_within(plain: str, width: int) -> int:
+    """How many of `plain`'s first characters fit in `width` cells (a CJK name or a wide
+    symbol takes two cells: counting characters would fold it past the screen's edge)."""
+    low, high = 0, len(plain)
+    while low < high:  # the longest prefix that fits: cell widths only grow with length
+        mid = (low + high + 1) // 2
+        if Text(plain[:mid]).cell_len <= width:
+            low = mid
+        else:
+            high = mid - 1
+    return low
 
 
 class HeaderBar(Static):

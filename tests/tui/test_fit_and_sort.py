@@ -191,6 +191,18 @@ def test_header_folds_between_items_never_inside_one() -> None:
     assert wrap_items(text, 200).plain == text.plain  # wide enough: one line, unchanged
 
 
+def test_a_long_item_of_wide_characters_folds_by_cells() -> None:
+    from rich.text import Text
+
+    from tui.header import wrap_items
+
+    # a cluster named in CJK (two cells a character) longer than the line
+    name = "推理集群" * 6 + " 第二机房 " + "决" * 30
+    folded = wrap_items(Text(f"infertop ▸ {name}   phase run"), 40).plain.splitlines()
+    assert all(Text(line).cell_len <= 40 for line in folded), folded
+    assert "".join(folded).replace(" ", "") == f"infertop▸{name}phaserun".replace(" ", "")
+
+
 async def test_reverse_is_offered_only_when_sorted() -> None:
     feed = sixteen_nodes()
     app = InfertopApp(feed, panels=[])
