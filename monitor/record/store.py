@@ -44,7 +44,7 @@ from collectors.safe_text import redact_url
 from layouts.model import Layout, Thresholds
 from monitor.evaluation.ledger import PHASES, SessionLedger, energy_usd_per_kwh, reservation_end
 from monitor.evaluation.link_summary import with_link_judgments
-from monitor.evaluation.scoreboard import LIVE_POINT_FIELDS
+from monitor.evaluation.scoreboard import LIVE_POINT_FIELDS, with_live_point
 from monitor.record import checks as check
 from monitor.snapshot import SessionView, Snapshot
 
@@ -206,7 +206,13 @@ def inflate(blob: object, limit: int = check.MAX_SNAPSHOT_BYTES) -> bytes:
 def decode_snapshot(blob: object) -> Snapshot:
     """A recorded Snapshot; ValueError (or zlib.error) when it is not one. The JSON parser
     (pydantic's) stops at 200 levels of nesting, so depth needs no check of its own."""
-    return Snapshot.model_validate_json(inflate(blob))
+    snapshot = Snapshot.model_validate_json(inflate(blob))
+    if not {"ttft_pool", "itl_pool"} <= snapshot.session.model_fields_set:
+        # recorded before the monitor chose the scoreboard's latency pools (or chose none):
+        # chosen now from the recorded roll-ups, as the monitor would have
+        session = with_live_point(snapshot.session, snapshot.cluster)
+        snapshot = snapshot.model_copy(update={"session": session})
+    return snapshot
 
 
 def parse_json(raw: object, what: str) -> Any:

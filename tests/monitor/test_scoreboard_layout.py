@@ -183,3 +183,17 @@ def test_with_no_pool_seeing_a_first_token_the_scoreboard_ttft_is_unknown() -> N
     snap = run_disaggregated(prefill_ttft=False)
     assert snap.session.ttft_pool is None and snap.session.itl_pool == "decode"
     assert "TTFT p99 —  ITL p99 49.75 ms" in scoreboard_line(snap).plain
+
+
+def test_a_snapshot_recorded_before_the_latency_pools_gets_them_on_reading() -> None:
+    import json
+    import zlib
+
+    from monitor.record.store import decode_snapshot, encode_snapshot
+
+    snap = run_disaggregated(prefill_ttft=True)
+    data = json.loads(zlib.decompress(encode_snapshot(snap)))
+    assert data["session"].pop("ttft_pool") == "prefill" and data["session"].pop("itl_pool") == "decode"
+    old = decode_snapshot(zlib.compress(json.dumps(data).encode()))
+    assert (old.session.ttft_pool, old.session.itl_pool) == ("prefill", "decode")
+    assert decode_snapshot(encode_snapshot(snap)).session == snap.session
