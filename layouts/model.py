@@ -18,11 +18,15 @@ from layouts.log_vocabulary import BUILTIN_PATTERN_SETS, LOG_PATTERN_KINDS, LOG_
 
 Role = Literal["prefill", "decode", "mixed"]
 PositiveFloat = Annotated[float, Field(gt=0)]
+MAX_INTERVAL_S = 3600.0  # one poll an hour: longer is no monitor
+MAX_WINDOW_S = 86400.0
 NonNegFloat = Annotated[float, Field(ge=0)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # no field of a layout means anything at infinity or NaN (TOML writes both: `inf`,
+    # `nan`): an `interval_s = inf` would poll once and never again
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 def shown(value: str, limit: int = 80) -> str:
@@ -164,9 +168,9 @@ def check_ssh_target(target: str) -> str:
 
 class ClusterConfig(_Strict):
     name: str = "cluster"
-    interval_s: PositiveFloat = 1.0
+    interval_s: Annotated[float, Field(gt=0, le=MAX_INTERVAL_S)] = 1.0
     # window over which rates are derived
-    window_s: PositiveFloat = 10.0
+    window_s: Annotated[float, Field(gt=0, le=MAX_WINDOW_S)] = 10.0
     # how many samples each node keeps (ring buffer); bounds memory over a long session
     history: Annotated[int, Field(ge=2, le=100_000)] = 600
 

@@ -17,19 +17,20 @@ import os
 import re
 import tomllib
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, PositiveFloat, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from layouts.loader import LayoutError
-from layouts.model import AlertsConfig
+from layouts.model import MAX_INTERVAL_S, AlertsConfig
 
 MAX_CONFIG_BYTES = 64 * 1024
 
 
 class UserConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    interval_s: PositiveFloat | None = None
+    interval_s: Annotated[float, Field(gt=0, le=MAX_INTERVAL_S)] | None = None
     theme: str | None = None
     alerts: AlertsConfig | None = None  # the person's bell, for layouts that set none
 

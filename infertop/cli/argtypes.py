@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from layouts.model import MAX_INTERVAL_S
+
 
 def positive_float(text: str) -> float:
     try:
@@ -12,6 +14,16 @@ def positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not value > 0:  # also refuses nan
         raise argparse.ArgumentTypeError(f"{text!r} must be greater than 0")
+    if value == float("inf"):  # no count of seconds or speed-up means anything there
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number")
+    return value
+
+
+def interval_s(text: str) -> float:
+    """A poll interval: as `positive_float`, at most the layout's own bound."""
+    value = positive_float(text)
+    if value > MAX_INTERVAL_S:
+        raise argparse.ArgumentTypeError(f"{text!r} is longer than {MAX_INTERVAL_S:.0f} s")
     return value
 
 

@@ -16,7 +16,7 @@ from types import TracebackType
 from typing import Any, NoReturn, TextIO
 
 from collectors.safe_text import inert_text
-from infertop.cli.argtypes import positive_float
+from infertop.cli.argtypes import interval_s
 from layouts import Layout, LayoutError, load_layout, local_layout
 from layouts.user_config import config_path, load_user_config
 
@@ -116,7 +116,7 @@ def add_layout_arg(p: argparse.ArgumentParser, interval: bool = True) -> None:
 
 def add_interval_arg(p: argparse.ArgumentParser, default: object = None) -> None:
     p.add_argument(
-        "--interval", type=positive_float, metavar="S", default=default,
+        "--interval", type=interval_s, metavar="S", default=default,
         help="poll interval in seconds (overrides the layout's interval_s and the user config)",
     )
 

@@ -55,11 +55,30 @@ def test_top_level_interval_flag(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("argv", "problem"),
+    [
+        # `snapshot --interval inf` polled once and then waited for ever
+        (["snapshot", "--interval", "inf"], "argument --interval: 'inf' must be a finite number"),
+        (["snapshot", "--interval", "1e9"], "argument --interval: '1e9' is longer than 3600 s"),
+        (["record", "--duration", "inf"], "argument --duration: 'inf' must be a finite number"),
+    ],
+)
+def test_an_endless_number_of_seconds_is_exit_2_in_one_line(tmp_path: Path, argv: list[str], problem: str) -> None:
+    layout = tmp_path / "l.toml"
+    layout.write_text(NODE)
+    env = {"INFERTOP_STATE_DIR": str(tmp_path / "state"), "INFERTOP_CONFIG": str(tmp_path / "config.toml")}
+    (run,) = run_infertop([*argv, "--layout", str(layout)], env=env)
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr.strip().splitlines()[-1].endswith(problem), run.stderr
+
+
+@pytest.mark.parametrize(
     ("config", "needle"),
     [
         ("intervl_s = 2\n", "config.toml:1: intervl_s: unknown setting (known: interval_s, theme, [alerts])"),
         ("[alerts]\nbel = true\n", "config.toml:2: alerts.bel: unknown setting"),
         ("interval_s = -1\n", "config.toml:1: interval_s:"),
+        ("interval_s = inf\n", "config.toml:1: interval_s: Input should be a finite number"),
         ("interval_s = =\ntheme = \"nord\"\n", "config.toml:1: TOML syntax error"),
         ('theme = "no-such-theme"\n', "config.toml: theme: unknown theme 'no-such-theme' (known: "),
     ],

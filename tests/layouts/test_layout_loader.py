@@ -50,6 +50,11 @@ BAD = [
     ("role", '[[nodes]]\nname = "a"\nrole = "superdecode"\n', "nodes[0].role", "superdecode", 3),
     ("negative price", "[pricing]\ngpu_hour_usd = -3\n", "pricing.gpu_hour_usd", "greater than or equal to 0", 2),
     ("wrong type", '[cluster]\ninterval_s = "fast"\n', "cluster.interval_s", "valid number", 2),
+    # TOML writes infinity and NaN; no layout figure means anything there
+    ("endless interval", "[cluster]\ninterval_s = inf\n", "cluster.interval_s", "finite number", 2),
+    ("hour-long interval", "[cluster]\ninterval_s = 7200\n", "cluster.interval_s", "less than or equal to 3600", 2),
+    ("NaN price", "[pricing]\ngpu_hour_usd = nan\n", "pricing.gpu_hour_usd", "finite number", 2),
+    ("endless timeout", "[ssh]\nconnect_timeout_s = inf\n", "ssh.connect_timeout_s", "finite number", 2),
     ("duplicate", '[[nodes]]\nname = "a"\n[[nodes]]\nname = "a"\n', "nodes[1].name", "duplicate node name 'a'", 4),
     ("duplicate by range", '[[nodes]]\nname = "d-02"\n[[nodes]]\nhosts = "d-[01-03]"\n', "nodes[2].name", "duplicate", None),
     ("bad url", '[[nodes]]\nname = "a"\nmetrics = ["ftp://x/metrics"]\n', "nodes[0].metrics", "malformed URL", 3),
