@@ -282,11 +282,23 @@ def parse_layout(text: str, path: str = "<layout>") -> Layout:
 
 
 def _all_problems(path: str, text: str, origin: list[int], exc: ValidationError) -> LayoutError:
-    """Every validation error at once, in file order, each one line."""
+    """Every validation error at once, in file order, each one line. A mistake in a
+    `hosts` range block is one mistake, however many nodes the range makes: it is told
+    once, for the range (`nodes[32..127].rol`), not once per node."""
     found: list[LayoutError] = []
     seen: set[str] = set()
+    # a mistake in a range block (block, the field within a node, error type) → its
+    # first problem and the nodes of the range it was found in
+    in_ranges: dict[tuple[int, tuple[Any, ...], str], tuple[LayoutError, list[int]]] = {}
     for err in exc.errors():
         loc = tuple(err["loc"])
+        key, index = None, loc[1] if len(loc) > 1 else None
+        if loc[:1] == ("nodes",) and isinstance(index, int) and index < len(origin):
+            if origin.count(origin[index]) > 1:
+                key = (origin[index], loc[2:], str(err["type"]))
+                if key in in_ranges:
+                    in_ranges[key][1].append(index)
+                    continue
         msg = str(err["msg"]).removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown field" + (_did_you_mean(loc[-1]) if loc else "")
@@ -294,9 +306,20 @@ def _all_problems(path: str, text: str, origin: list[int], exc: ValidationError)
             got = err.get("input")
             msg = f"{msg} (got {got!r})"
         problem = LayoutError(path, _loc_to_field(loc) or None, msg, _find_line(text, loc, origin))
+        if key is not None and isinstance(index, int):
+            in_ranges[key] = (problem, [index])
         if str(problem) not in seen:
             seen.add(str(problem))
             found.append(problem)
+    for (block, within, _), (first, members) in in_ranges.items():
+        if len(members) > 1 and first in found:
+            tail = _loc_to_field(within)
+            field = f"nodes[{members[0]}..{members[-1]}]" + (tail if tail.startswith("[") else f".{tail}")
+            whole = origin.count(block)
+            many = f"all {whole}" if len(members) == whole else f"{len(members)} of the {whole}"
+            found[found.index(first)] = LayoutError(
+                path, field, f"{first.problem} ({many} nodes of this hosts range)", first.line
+            )
     return _one_error(found)
 
 

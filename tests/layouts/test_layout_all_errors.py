@@ -62,3 +62,45 @@ def test_the_cli_prints_every_problem_and_exits_2(tmp_path: Path) -> None:
     empty.write_text("")
     (run,) = run_infertop(["snapshot", "--layout", str(empty)])
     assert run.returncode == 2 and "watches nothing" in run.stderr
+
+
+RANGE_PROBLEMS = """\
+[cluster]
+name = "t"
+
+[[nodes]]
+hosts = "prefill-[01-04]"
+role = "prefill"
+
+[[nodes]]
+hosts = "decode-[01-96]"
+rol = "decode"
+gpus = "eight"
+
+[[nodes]]
+name = "spare"
+role = "decoder"
+"""
+
+
+def test_a_mistake_in_a_hosts_range_is_told_once_for_the_range() -> None:
+    # a newcomer's trial: one misspelt key in a 96-node range printed 96 lines
+    with pytest.raises(LayoutError) as caught:
+        parse_layout(RANGE_PROBLEMS, "l.toml")
+    assert caught.value.lines() == [
+        "l.toml:10: nodes[4..99].rol: unknown field (did you mean 'role'?) (all 96 nodes of this hosts range)",
+        "l.toml:11: nodes[4..99].gpus: Input should be a valid integer, unable to parse string as an integer "
+        "(all 96 nodes of this hosts range)",
+        "l.toml:15: nodes[100].role: Input should be 'prefill', 'decode' or 'mixed' (got 'decoder')",
+    ]
+    assert caught.value.field == "nodes[4..99].rol"
+
+
+def test_a_mistake_in_some_nodes_of_a_range_says_how_many() -> None:
+    # names of at most 128 characters: a127 + "9" is one, a127 + "10" and + "11" are not
+    text = f'[[nodes]]\nhosts = "{"a" * 127}[9-11]"\n'
+    with pytest.raises(LayoutError) as caught:
+        parse_layout(text, "l.toml")
+    (line,) = caught.value.lines()
+    assert line.startswith("l.toml: nodes[1..2].name: node name 'a")
+    assert line.endswith("may hold only letters, digits and _.:@- (2 of the 3 nodes of this hosts range)")
