@@ -346,9 +346,16 @@ class ScrapeSource(PollingSource):
             for node, task in tasks.items():
                 task.add_done_callback(functools.partial(hand_over, node))
         # the poll's deadline on the wire too (see fetch): a late loop is not a late node
-        with contextlib.suppress(TimeoutError):
-            async with wire_timeout(deadline):
-                await asyncio.wait(tasks.values())
+        try:
+            with contextlib.suppress(TimeoutError):
+                async with wire_timeout(deadline):
+                    await asyncio.wait(tasks.values())
+        except asyncio.CancelledError:
+            # the poll cancelled (the monitor stopping): its reads end with it, or one still
+            # queued for a connection would open a new session after `close`
+            for task in tasks.values():
+                task.cancel()
+            raise
         samples: list[NodeSample] = []
         for node, task in tasks.items():
             if node in emitted:

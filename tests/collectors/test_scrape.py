@@ -364,3 +364,27 @@ async def test_a_page_bad_in_lines_nobody_reads_is_called_bad_on_its_whole_page_
     # skimmed in between (a page read whole every round would be bad at once), each node
     # on its own phase
     assert max(first_bad.values()) > 0 and len(set(first_bad.values())) > 1, first_bad
+
+
+async def test_a_cancelled_poll_takes_its_reads_with_it_and_opens_nothing_after_close(
+    server: tuple[str, Pages],
+) -> None:
+    # The monitor stopping cancels a poll in flight, then closes the source. The poll's
+    # reads must end with it: one still queued for a connection would otherwise open a
+    # new session after the close, left for the interpreter to find ("Unclosed client
+    # session" in the monitor's log after `infertop stop`, seen at 128 nodes).
+    base, _ = server
+    source = ScrapeSource(
+        {f"n{i}": [Endpoint(f"{base}/slow/metrics", VLLM)] for i in range(4)},
+        interval_s=5.0, max_concurrency=1,
+    )
+    poll = asyncio.create_task(source.poll())
+    await asyncio.sleep(0.3)  # one read in flight, three queued
+    poll.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await poll
+    await source.close()
+    await asyncio.sleep(0.3)
+    left = [t.get_name() for t in asyncio.all_tasks() if t.get_name().startswith("scrape:") and not t.done()]
+    assert left == []
+    assert source._session is None  # nothing opened after the close
