@@ -61,7 +61,12 @@ def header_text(
         style = {"100%": TROUBLE, "80%": WARN}.get(s.budget_alert or "", "")
         out.append(f"   budget {s.budget_label or fmt_usd(s.budget_usd, 0)}", style)
     total = len(snapshot.nodes)
-    out.append(f"   nodes {shown if shown is not None else total}/{total}", "grey70")
+    # how many the layout watches; a filter says how many of them it shows ("9/128" read
+    # as nine nodes answering)
+    if shown is not None and (shown != total or filter_text):
+        out.append(f"   showing {shown} of {total} nodes", "grey70")
+    else:
+        out.append(f"   nodes {total}", "grey70")
     blind = snapshot.cluster.blind_nodes
     if blind:
         # unknown is never healthy: say how much of the cluster cannot be seen

@@ -76,8 +76,11 @@ async def test_filter_and_inverted_filter() -> None:
         await wait_for(pilot, lambda: app.frames_rendered >= 4)
         assert rows(app) == ["prefill-01"]  # a new frame honours the filter
         assert "filter prefill" in screen_text(app)
+        # the count says what is shown, not what answers ("1/3" read as one node up)
+        assert "showing 1 of 3 nodes" in screen_text(app)
         await pilot.press("escape")
         await wait_for(pilot, lambda: len(rows(app)) == 3)
+        await wait_for(pilot, lambda: "nodes 3 " in screen_text(app))
         await pilot.press("slash", *"!decode")
         await wait_for(pilot, lambda: rows(app) == ["prefill-01"])
         await pilot.press("escape")
