@@ -137,6 +137,10 @@ class OverviewScreen(FrameScreen):
         self.sort = spec
         self.refresh_bindings()  # `r` is offered only once there is a sort to reverse
         self.rerender()
+        # a new order is read from its top (the worst first): the cursor left on a node
+        # further down would scroll the rows above it, the worst among them, out of sight
+        self.table.move_cursor(0)
+        self.table.scroll_home(animate=False)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "sort_reverse":

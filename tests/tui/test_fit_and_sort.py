@@ -203,6 +203,28 @@ def test_a_long_item_of_wide_characters_folds_by_cells() -> None:
     assert "".join(folded).replace(" ", "") == f"infertop▸{name}phaserun".replace(" ", "")
 
 
+async def test_a_new_sort_shows_its_top_whatever_row_the_cursor_was_on() -> None:
+    # a newcomer's trial: sorted by verdicts with the cursor low in the table, the rows
+    # above it (the critical one first) were scrolled out of sight
+    feed = sixteen_nodes()
+    app = InfertopApp(feed, panels=[])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settled(pilot, app, feed)
+        table = app.overview.table
+        await pilot.press("end")
+        await pilot.pause()
+        assert table.current_key() == "decode-12" and round(table.scroll_offset.y) > 0
+        await pilot.click(NodeTable, offset=(header_x(app, "UTIL"), 0))  # lowest first
+        await pilot.pause()
+        _, rows = table_lines(app)
+        assert table.current_key() == table.displayed_order()[0] == "decode-05"  # the idle one
+        assert rows[0].startswith("decode-05")
+        await pilot.press("end", "greater_than_sign")  # the next column, by key
+        await pilot.pause()
+        assert app.overview.sort.column != "util" and round(table.scroll_offset.y) == 0
+        assert table.current_key() == table.displayed_order()[0]
+
+
 async def test_reverse_is_offered_only_when_sorted() -> None:
     feed = sixteen_nodes()
     app = InfertopApp(feed, panels=[])
