@@ -302,6 +302,7 @@ class SessionView(_View):
     api_equivalent_usd: float | None
     # additions
     phase: str = "run"
+    phase_elapsed_s: float | None = None  # since the current phase began (its mark)
     spend_by_phase: list[PhaseSpend] = Field(default_factory=list)
     accepted_tokens: float | None = None
     requests_finished: float | None = None

@@ -84,7 +84,8 @@ def session_lines(s: SessionView, history: SpendHistory, chart_width: int = 40,
         *((("  extras ", "grey70"), f"{fmt_usd(s.extras_cost_per_hour_usd)}/h")
           if s.extras_cost_per_hour_usd else ()),
         ("  phase ", "grey70"), (s.phase, "bold cyan"),
-        ("  for ", "grey70"), fmt_span(s.elapsed_s),
+        # how long this phase has run (the session's length is the header's)
+        *((("  for ", "grey70"), fmt_span(s.phase_elapsed_s)) if s.phase_elapsed_s is not None else ()),
     )
     lines.append(head)
     if s.budget_usd is not None:

@@ -397,6 +397,12 @@ class SessionLedger:
         self.pending_marks.sort()
         self.marks.append((at, phase))
 
+    def _phase_since(self) -> float:
+        """When the current phase began: its mark, or the session's start. Marks still
+        pending are not in force yet (they apply at the tick that reaches them)."""
+        applied = [at for at, phase in self.marks if (at, phase) not in self.pending_marks]
+        return max(applied, default=self.started_at)
+
     def _phase_pieces(self, since: float, now: float) -> list[tuple[str, float]]:
         """Split [since, now] at pending marks: (phase, seconds) pieces, applying the marks."""
         pieces: list[tuple[str, float]] = []
@@ -619,6 +625,7 @@ class SessionLedger:
             usd_per_million_output_tokens=usd_per_million(span_spend, tokens),
             api_equivalent_usd=api,
             phase=self.phase,
+            phase_elapsed_s=max(now - self._phase_since(), 0.0),
             spend_by_phase=[
                 PhaseSpend(phase=p, spend_usd=float(self.spend_by_phase.get(p, ZERO)), seconds=s)
                 for p, s in self.seconds_by_phase.items()

@@ -72,6 +72,22 @@ def test_phases_split_at_the_mark() -> None:
         ledger.mark_phase("lunch", 4000.0)
 
 
+def test_the_phase_says_how_long_it_has_run_not_the_session() -> None:
+    # a newcomer's trial: marked "failed" two hours in, the panel said "phase failed for
+    # 2h02m" (the session's length) beside "failed $5.57 (0m02s)"
+    ledger = SessionLedger(started_at=0.0)
+    ledger.advance(TickFigures(now=7200.0, cost_per_hour_usd=360.0))
+    assert ledger.view(7200.0).phase_elapsed_s == 7200.0  # "run" since the session began
+    ledger.mark_phase("failed", 7210.0)
+    ledger.advance(TickFigures(now=7205.0, cost_per_hour_usd=360.0))
+    assert ledger.view(7205.0).phase == "run" and ledger.view(7205.0).phase_elapsed_s == 7205.0
+    ledger.advance(TickFigures(now=7240.0, cost_per_hour_usd=360.0))  # the mark now in force
+    view = ledger.view(7240.0)
+    assert view.phase == "failed" and view.phase_elapsed_s == 30.0 and view.elapsed_s == 7240.0
+    back = SessionLedger.from_state(json.loads(json.dumps(ledger.to_state())))  # after a restart
+    assert back.view(7300.0).phase_elapsed_s == 90.0
+
+
 def test_tally_counts_increases_and_resets() -> None:
     tally = CounterTally()
     for at, gen in [(0, 100), (1, 250), (2, 40), (3, 90)]:  # engine restarted between 1 and 2

@@ -40,6 +40,13 @@ def test_panel_lines_and_budget_bar() -> None:
     assert budget_bar(None, 4).plain == "────"
 
 
+def test_panel_says_how_long_the_phase_has_run() -> None:
+    s = FrozenFeed(specs(), ticks=4).frames[-1].session
+    failed = s.model_copy(update={"phase": "failed", "phase_elapsed_s": 2.0, "elapsed_s": 7320.0})
+    head = session_lines(failed, SpendHistory(), 10)[0].plain
+    assert head.endswith("phase failed  for 0m02s"), head
+
+
 def test_panel_says_which_stretch_the_token_figures_cover() -> None:
     s = FrozenFeed(specs(), ticks=4).frames[-1].session.model_copy(update={
         "usd_per_million_span": "watched", "tokens_since": "2027-01-15T07:59:30+00:00",
