@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from rich.console import JustifyMethod as Justify
 from rich.text import Text
 
 from monitor.evaluation.verdicts import node_hunt_key
@@ -106,6 +107,8 @@ class Column:
     descending: bool = True  # worst first: True when a higher value is worse
     # on a narrow terminal the lowest-priority columns are left out first
     priority: int = 0
+    # where the label stands: over the column's cells (numbers to the right, as `_cell`)
+    justify: Justify = "right"
 
 
 def _rx(node: NodeView) -> float | None:
@@ -138,11 +141,13 @@ def _mem_used_fraction(node: NodeView) -> float | None:
 # In the order the hunt needs them: what is wrong, what it costs, how busy it is, then
 # the detail (links, GPUs, power, memory, network). NODE is frozen at the left.
 COLUMNS: tuple[Column, ...] = (
-    Column("name", "NODE", None, name_cell, lambda n: n.name, descending=False, priority=100),
+    Column("name", "NODE", None, name_cell, lambda n: n.name, descending=False, priority=100,
+           justify="left"),
     Column("status", "STATUS", 12, status_cell,
-           lambda n: STATUS_ORDER.get(n.status, 9), descending=False, priority=95),
+           lambda n: STATUS_ORDER.get(n.status, 9), descending=False, priority=95, justify="left"),
     # severity first, then the dollars per hour at stake (monitor's hunt key)
-    Column("verdicts", "VERDICTS", 22, verdicts_cell, node_hunt_key, descending=False, priority=90),
+    Column("verdicts", "VERDICTS", 22, verdicts_cell, node_hunt_key, descending=False, priority=90,
+           justify="left"),
     Column("cost", "$/H", 9, lambda n: _cell(fmt_usd(n.cost_per_hour_usd)), lambda n: n.cost_per_hour_usd,
            priority=88),
     Column("idle", "IDLE", 5, idle_cell, lambda n: n.idle_fraction, priority=87),
@@ -152,12 +157,12 @@ COLUMNS: tuple[Column, ...] = (
            _engine("decode_steps_per_s"), descending=False, priority=78),
     Column("tokens", "TOK/S", 8, lambda n: _cell(fmt_num(_engine("accepted_tokens_per_s")(n), 0)),
            _engine("accepted_tokens_per_s"), descending=False, priority=76),
-    Column("links", "LINKS", 13, links_cell, _links_value, descending=False, priority=74),
+    Column("links", "LINKS", 13, links_cell, _links_value, descending=False, priority=74, justify="left"),
     Column("accept", "ACCEPT", 7, lambda n: _cell(fmt_pct(_engine("draft_acceptance")(n))),
            _engine("draft_acceptance"), descending=False, priority=60),
     Column("gpus", "GPUS", 5, gpus_cell, _gpus_seen_fraction, descending=False, priority=58),
     Column("role", "ROLE", 7, lambda n: _cell(n.role, justify="left"), lambda n: n.role,
-           descending=False, priority=55),
+           descending=False, priority=55, justify="left"),
     Column("power", "POWER", 8, lambda n: _cell(fmt_power_w(n.gpu_power_w)), lambda n: n.gpu_power_w,
            descending=False, priority=45),
     Column("mem", "GPU MEM", 13,

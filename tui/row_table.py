@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from rich.console import JustifyMethod as Justify
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -53,6 +54,7 @@ class Column:
     label: str
     width: int | None  # None: as wide as the widest cell
     priority: int = 0  # with `fit_to_width`, the lowest-priority columns are left out first
+    justify: Justify = "left"  # the label's place over the column (numbers: "right")
 
 
 def cell_signature(cell: Text) -> tuple[object, ...]:
@@ -167,13 +169,14 @@ class RowTable(ScrollView, can_focus=True):
 
     def __init__(
         self,
-        columns: Sequence[tuple[str, str, int | None] | tuple[str, str, int | None, int]],
+        columns: Sequence[tuple[str, str, int | None] | tuple[str, str, int | None, int]
+                          | tuple[str, str, int | None, int, Justify]],
         *,
         frozen: int = 0,
         fit_to_width: bool = False,
         **kwargs: object,
     ) -> None:
-        """`columns`: (key, label, width[, priority]); a width of None fits the content.
+        """`columns`: (key, label, width[, priority[, justify]]); a width of None fits the content.
         `frozen`: how many leading columns stay put when the rest scroll sideways."""
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.columns = [Column(*c) for c in columns]
@@ -499,7 +502,7 @@ class RowTable(ScrollView, can_focus=True):
         if y == 0:
             style = self.get_component_rich_style("row-table--header")
             names = tuple(self._label(c) for c in self.columns)
-            header = tuple(Text(n) for n in names)
+            header = tuple(Text(n, justify=c.justify) for n, c in zip(names, self.columns, strict=True))
             return self._cached(("\x00header", names), header,
                                 tuple(cell_signature(c) for c in header), style)
         if 0 <= row < len(self._order):
