@@ -48,5 +48,13 @@ def _import_panel_modules() -> None:
 
 
 def overview_panels() -> list[Widget]:
+    """The panels in the order PANEL_MODULES names their modules (then any other in the
+    order registered): not in the order imported, which a test run or a viewer that
+    imported the hunt panel first would change."""
     _import_panel_modules()
-    return [factory() for factory in _FACTORIES]
+
+    def place(factory: PanelFactory) -> int:
+        module = getattr(factory, "__module__", "")
+        return PANEL_MODULES.index(module) if module in PANEL_MODULES else len(PANEL_MODULES)
+
+    return [factory() for factory in sorted(_FACTORIES, key=place)]
