@@ -425,8 +425,13 @@ def _iso_utc(epoch_s: float) -> str:
     return datetime.fromtimestamp(epoch_s, UTC).isoformat()  # the form of `taken_at`
 
 
-# session totals counted in whole tokens / requests (the ledger sums them as floats)
-_COUNT_KEYS = frozenset({"accepted_tokens", "requests_finished", "prompt_tokens", "prompt_cached_tokens"})
+# session totals counted in whole tokens / requests (the ledger sums them as floats), and
+# the requests running and waiting (an engine's gauges count requests; a pool's are their
+# sum); a mean over a window (`requests_running_mean`) is no count and keeps its fraction
+_COUNT_KEYS = frozenset({
+    "accepted_tokens", "requests_finished", "prompt_tokens", "prompt_cached_tokens",
+    "requests_running", "requests_waiting",
+})
 
 
 def _public_json(value: Any, key: str = "") -> Any:

@@ -65,6 +65,10 @@ def test_short_window_reports_pending_verdicts_iso_times_and_cents(tmp_path: Pat
             assert round(value, 2) == value, (key, value)
     for key in ("accepted_tokens", "requests_finished", "prompt_tokens"):
         assert session[key] is None or isinstance(session[key], int), (key, session[key])
+    # the requests running and waiting, a node's and a pool's (a newcomer read 5564.0)
+    for where in [snap["cluster"]["total"], *(n["engine"] for n in snap["nodes"] if n["engine"])]:
+        for key in ("requests_running", "requests_waiting"):
+            assert where[key] is None or isinstance(where[key], int), (key, where[key])
     cost = snap["cluster"]["total"]["cost_per_hour_usd"]
     assert round(cost, 2) == cost
 
