@@ -153,3 +153,11 @@ def fmt_scoreboard_p99(cluster: ClusterView, session: SessionView, latency: str,
     text = fmt_latency(getattr(pool, f"{latency}_p99_s"),
                        pool.latency_bounds_s.get(f"{latency}_p99") if bounds else None)
     return text if role == session.live_point_pool else f"{inert_text(role, 20)} {text}"
+
+
+def fmt_clock(iso: str | None) -> str:
+    """"2026-11-29 12:00 UTC" from an ISO 8601 UTC time, the one way a viewer writes one
+    (the text comes from a snapshot, perhaps a record's: made inert)."""
+    if iso is None:
+        return UNKNOWN
+    return inert_text(iso[:16].replace("T", " "), 16) + " UTC"

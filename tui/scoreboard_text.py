@@ -11,6 +11,7 @@ from rich.text import Text
 
 from monitor.format import (
     UNKNOWN,
+    fmt_clock,
     fmt_latency,
     fmt_num,
     fmt_pct,
@@ -192,7 +193,7 @@ def money_text(s: SessionView) -> Text:
         if s.price_window is not None:
             out.append(f" ({inert(s.price_window, max_len=20).plain} price")
             if s.price_window_flips_at is not None:
-                out.append(f", flips {inert(s.price_window_flips_at, max_len=30).plain}")
+                out.append(f", flips {fmt_clock(s.price_window_flips_at)}")
             out.append(")")
         if s.api_break_even_ratio is not None:
             out.append(f"   spend ÷ API {s.api_break_even_ratio:.2f}×")

@@ -18,7 +18,7 @@ from textual.widgets.option_list import Option
 
 from monitor.evaluation.ledger import PHASES
 from monitor.evaluation.money import api_output_tokens_for
-from monitor.format import fmt_num, fmt_span, fmt_usd
+from monitor.format import fmt_clock, fmt_num, fmt_span, fmt_usd
 from monitor.snapshot import RollupView, SessionView, Snapshot
 from tui.history import SpendHistory
 from tui.panels import register_panel
@@ -39,13 +39,6 @@ def budget_bar(used: float | None, width: int = 20) -> Text:
     return Text("█" * filled, style=style) + Text("░" * (width - filled), style="grey50")
 
 
-def _clock(iso: str | None) -> str:
-    """"2026-11-29 12:00 UTC" from an ISO 8601 UTC time (views format; they do not judge)."""
-    if iso is None:
-        return "—"
-    return iso[:16].replace("T", " ") + " UTC"
-
-
 def breakeven_lines(s: SessionView) -> list[Text]:
     """Break-even against the API in the current price window: the output tokens/s needed,
     the tokens/s now, and what a day of the cluster would buy from the API."""
@@ -57,7 +50,7 @@ def breakeven_lines(s: SessionView) -> list[Text]:
     lines = [Text.assemble(
         ("break-even ", "grey70"), (f"{needed:,.0f} output tok/s", "bold"),
         (f"  {s.price_window} at {fmt_usd(s.api_output_usd_per_million)}/1M until ", "grey70"),
-        _clock(s.price_window_flips_at),
+        fmt_clock(s.price_window_flips_at),
         ("  now ", "grey70"), (f"{fmt_num(now, 0)} tok/s{share}",
                                 "green" if now is not None and now >= needed else ""),
     )]
@@ -105,7 +98,7 @@ def session_lines(s: SessionView, history: SpendHistory, chart_width: int = 40,
         )
         lines.append(Text.assemble(
             ("projected ", "grey70"), (fmt_usd(s.projected_spend_usd), "bold"),
-            ("  by the reservation end ", "grey70"), _clock(s.reservation_end),
+            ("  by the reservation end ", "grey70"), fmt_clock(s.reservation_end),
             ("  at the current $/h", "grey70"),
             (holds, "green" if s.budget_holds else "bold red"),
         ))
@@ -149,7 +142,7 @@ def session_lines(s: SessionView, history: SpendHistory, chart_width: int = 40,
         # token figures cover only the stretch since infertop first read them
         lines.append(Text.assemble(
             ("note ", "grey70"),
-            (f"tokens counted since {_clock(s.tokens_since)}: $/1M, $/request and spend ÷ API "
+            (f"tokens counted since {fmt_clock(s.tokens_since)}: $/1M, $/request and spend ÷ API "
              f"set them against the {fmt_usd(s.span_spend_usd)} spent since, not the whole "
              f"{fmt_usd(s.spend_usd)}", "yellow"),
         ))

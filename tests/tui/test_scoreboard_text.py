@@ -38,6 +38,7 @@ def test_money_lines_only_with_their_figures() -> None:
         "joules_per_output_token": 0.42,
     })
     text = money_text(full).plain
-    assert "break-even 627,081 tok/s needed, 110,000 now (off-peak price" in text
+    # the flip written as the session panel writes it ("until 2026-12-01 01:00 UTC")
+    assert "break-even 627,081 tok/s needed, 110,000 now (off-peak price, flips 2026-12-01 01:00 UTC)" in text
     assert "projected spend $4,063.50  budget will not hold" in text
     assert "energy 12.50 kWh  0.42 J per output token" in text
