@@ -24,6 +24,8 @@ KEY_NAMES = {
     "less_than_sign": "<",
     "left": "←",
     "right": "→",
+    "tab": "Tab",
+    "shift+tab": "Shift+Tab",
 }
 
 

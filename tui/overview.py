@@ -39,6 +39,11 @@ class OverviewScreen(FrameScreen):
                 tooltip="Sort by severity, then $/h at stake"),
         Binding("w", "toggle_wide", "All columns", show=False,
                 tooltip="All columns (←/→ scroll; NODE stays) or those that fit"),
+        # Textual's own focus keys, said here so that the help lists them
+        Binding("tab", "app.focus_next", "Next pane", show=False,
+                tooltip="Move to the next pane (node table → hunt list)"),
+        Binding("shift+tab", "app.focus_previous", "Previous pane", show=False,
+                tooltip="Move to the previous pane"),
     ]
 
     def __init__(self, frames: FrameState, panels: list[Widget] | None = None) -> None:

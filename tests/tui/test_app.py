@@ -14,6 +14,7 @@ from tui.app import InfertopApp
 from tui.columns import GREY, SORTS
 from tui.help_screen import HelpScreen, bindings_of, key_label
 from tui.node_screen import NodeScreen
+from tui.node_table import NodeTable
 from tui.overview import OverviewScreen
 from tui.scoreboard_screen import ScoreboardScreen
 from tui.scoreboard_text import node_points_table
@@ -100,8 +101,16 @@ async def test_help_lists_every_binding() -> None:
                 assert key_label(binding.key) in text
                 assert (binding.tooltip or binding.description) in text
         assert "Ctrl+P" in text
+        assert "Shift+Tab" in text and "node table → hunt list" in text  # as the README says
         await pilot.press("escape")
         await wait_for(pilot, lambda: isinstance(app.screen, OverviewScreen))
+        # and Tab does it: from the node table to the next pane, Shift+Tab back
+        await pilot.click(NodeTable)
+        assert app.focused is app.overview.table
+        await pilot.press("tab")
+        assert app.focused is not app.overview.table
+        await pilot.press("shift+tab")
+        assert app.focused is app.overview.table
 
 
 async def test_quit_stops_the_feed() -> None:
