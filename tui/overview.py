@@ -96,7 +96,7 @@ class OverviewScreen(FrameScreen):
         self.table.show(nodes, self.sort)
         self.empty.display = not snapshot.nodes
         self.rollups.show(snapshot)
-        line = scoreboard_line(snapshot)
+        line = scoreboard_line(snapshot, self.scoreboard_line.content_region.width or None)
         if line.plain != self._scoreboard_plain:  # an unchanged line is not redrawn
             self._scoreboard_plain = line.plain
             self.scoreboard_line.update(line, layout=False)  # one line, always: no reflow

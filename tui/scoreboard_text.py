@@ -212,11 +212,40 @@ def money_text(s: SessionView) -> Text:
     return out
 
 
-def scoreboard_line(snapshot: Snapshot | None) -> Text:
-    """The overview's one line: live point vs the first reference, latency, cache."""
+def scoreboard_line(snapshot: Snapshot | None, width: int | None = None) -> Text:
+    """The overview's one line: live point vs the first reference, latency, cache. Within
+    `width` cells only the items that fit whole, in order (a figure is never cut off from
+    its label: "break-even" without its number said nothing)."""
     out = Text(no_wrap=True, overflow="ellipsis", end="")
     if snapshot is None:
         return out
+    s = snapshot.session
+    c = snapshot.cluster
+    first = Text.assemble(
+        ("scoreboard ", "bold grey70"),
+        (f"{fmt_num(s.output_tokens_per_s_per_gpu, 0)} tok/s/GPU", "bold green"),
+        (f" (full {fmt_num(s.full_acceptance_tokens_per_s_per_gpu, 0)})", "cyan"),
+        f" · {fmt_num(s.output_tokens_per_s_per_user, 0)} tok/s/user",
+    )
+    items = [first]
+    refs = c.reference_points
+    if refs:
+        r = refs[0]
+        gpu, user = fmt_num(r.output_tokens_per_s_per_gpu, 0), fmt_num(r.output_tokens_per_s_per_user, 0)
+        items.append(Text(f"  vs {inert(r.label, max_len=12).plain} {gpu}/{user}", "yellow"))
+    ttft, itl = fmt_scoreboard_p99(c, s, "ttft"), fmt_scoreboard_p99(c, s, "itl")
+    items.append(Text(f"   TTFT p99 {ttft}  ITL p99 {itl}"))
+    items.append(Text(f"   prefix hit {fmt_pct(c.total.prefix_cache_hit_rate)}"))
+    if s.breakeven_output_tokens_per_s is not None:
+        items.append(Text(f"   break-even {fmt_num(s.breakeven_output_tokens_per_s, 0)} tok/s"))
+    items.append(Text("   (b)", "grey50"))
+    used = 0
+    for n, item in enumerate(items):
+        if n and width is not None and used + item.cell_len > width:
+            break
+        out.append_text(item)
+        used += item.cell_len
+    return out
     s = snapshot.session
     out.append("scoreboard ", "bold grey70")
     out.append(f"{fmt_num(s.output_tokens_per_s_per_gpu, 0)} tok/s/GPU", "bold green")

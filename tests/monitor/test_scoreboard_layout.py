@@ -197,3 +197,18 @@ def test_a_snapshot_recorded_before_the_latency_pools_gets_them_on_reading() -> 
     old = decode_snapshot(zlib.compress(json.dumps(data).encode()))
     assert (old.session.ttft_pool, old.session.itl_pool) == ("prefill", "decode")
     assert decode_snapshot(encode_snapshot(snap)).session == snap.session
+
+
+def test_the_overview_scoreboard_line_keeps_whole_items_within_its_width() -> None:
+    from tui.scoreboard_text import scoreboard_line
+
+    snap = run_disaggregated(prefill_ttft=True)
+    whole = scoreboard_line(snap).plain
+    assert whole.endswith("(b)") and "TTFT p99 prefill 995 ms" in whole
+    for width in range(20, len(whole) + 1):
+        cut = scoreboard_line(snap, width).plain
+        assert len(cut) <= width or cut.startswith("scoreboard") and "vs" not in cut, (width, cut)
+        assert whole.startswith(cut)
+        # a label is never left without its figure (a newcomer saw "break-even" alone)
+        assert not cut.rstrip().endswith(("TTFT p99", "ITL p99", "prefix hit", "break-even", "vs"))
+    assert scoreboard_line(snap, 60).plain.startswith("scoreboard 125 tok/s/GPU")
