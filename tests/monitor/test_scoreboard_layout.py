@@ -207,7 +207,7 @@ def test_the_overview_scoreboard_line_keeps_whole_items_within_its_width() -> No
     assert whole.endswith("(b)") and "TTFT p99 prefill 995 ms" in whole
     for width in range(20, len(whole) + 1):
         cut = scoreboard_line(snap, width).plain
-        assert len(cut) <= width or cut.startswith("scoreboard") and "vs" not in cut, (width, cut)
+        assert len(cut) <= width or (cut.startswith("scoreboard") and "vs" not in cut), (width, cut)
         assert whole.startswith(cut)
         # a label is never left without its figure (a newcomer saw "break-even" alone)
         assert not cut.rstrip().endswith(("TTFT p99", "ITL p99", "prefix hit", "break-even", "vs"))
