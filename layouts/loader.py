@@ -11,6 +11,7 @@ import os
 import re
 import stat
 import tomllib
+from collections import Counter
 from importlib import resources
 from pathlib import Path
 from typing import Any, get_args
@@ -290,11 +291,12 @@ def _all_problems(path: str, text: str, origin: list[int], exc: ValidationError)
     # a mistake in a range block (block, the field within a node, error type) → its
     # first problem and the nodes of the range it was found in
     in_ranges: dict[tuple[int, tuple[Any, ...], str], tuple[LayoutError, list[int]]] = {}
+    nodes_of_block = Counter(origin)  # a range block makes more than one
     for err in exc.errors():
         loc = tuple(err["loc"])
         key, index = None, loc[1] if len(loc) > 1 else None
         if loc[:1] == ("nodes",) and isinstance(index, int) and index < len(origin):
-            if origin.count(origin[index]) > 1:
+            if nodes_of_block[origin[index]] > 1:
                 key = (origin[index], loc[2:], str(err["type"]))
                 if key in in_ranges:
                     in_ranges[key][1].append(index)
@@ -315,7 +317,7 @@ def _all_problems(path: str, text: str, origin: list[int], exc: ValidationError)
         if len(members) > 1 and first in found:
             tail = _loc_to_field(within)
             field = f"nodes[{members[0]}..{members[-1]}]" + (tail if tail.startswith("[") else f".{tail}")
-            whole = origin.count(block)
+            whole = nodes_of_block[block]
             many = f"all {whole}" if len(members) == whole else f"{len(members)} of the {whole}"
             found[found.index(first)] = LayoutError(
                 path, field, f"{first.problem} ({many} nodes of this hosts range)", first.line

@@ -246,20 +246,3 @@ def scoreboard_line(snapshot: Snapshot | None, width: int | None = None) -> Text
         out.append_text(item)
         used += item.cell_len
     return out
-    s = snapshot.session
-    out.append("scoreboard ", "bold grey70")
-    out.append(f"{fmt_num(s.output_tokens_per_s_per_gpu, 0)} tok/s/GPU", "bold green")
-    out.append(f" (full {fmt_num(s.full_acceptance_tokens_per_s_per_gpu, 0)})", "cyan")
-    out.append(f" · {fmt_num(s.output_tokens_per_s_per_user, 0)} tok/s/user")
-    refs = snapshot.cluster.reference_points
-    if refs:
-        r = refs[0]
-        gpu, user = fmt_num(r.output_tokens_per_s_per_gpu, 0), fmt_num(r.output_tokens_per_s_per_user, 0)
-        out.append(f"  vs {inert(r.label, max_len=12).plain} {gpu}/{user}", "yellow")
-    c = snapshot.cluster
-    out.append(f"   TTFT p99 {fmt_scoreboard_p99(c, s, 'ttft')}  ITL p99 {fmt_scoreboard_p99(c, s, 'itl')}")
-    out.append(f"   prefix hit {fmt_pct(snapshot.cluster.total.prefix_cache_hit_rate)}")
-    if s.breakeven_output_tokens_per_s is not None:
-        out.append(f"   break-even {fmt_num(s.breakeven_output_tokens_per_s, 0)} tok/s")
-    out.append("   (b)", "grey50")
-    return out
