@@ -26,6 +26,7 @@ import aiohttp
 
 from collectors.exporters import EXPORTER_WANTED, parts_from_exporter
 from collectors.exposition import MAX_EXPOSITION_BYTES, ExpositionError, duplicate_note, parse_exposition
+from collectors.http_pages import ACCEPT_ENCODING, ConnectError, PageClient, PageError, TooBig
 from collectors.loop_stalls import wire_timeout
 from collectors.profiles import (
     Profile,
@@ -159,6 +160,9 @@ class ScrapeSource(PollingSource):
         self._semaphore = asyncio.Semaphore(max_concurrency)
         self._max_concurrency = max_concurrency
         self._session: aiohttp.ClientSession | None = None
+        # plain-http pages: a leaner client than aiohttp's (collectors.http_pages); aiohttp
+        # reads the rest (https, credentials)
+        self._pages = PageClient(ACCEPT)
         # URL → (kind, parts) of what the page gave when it last read right: a failed
         # page's outcome says which parts it leaves unknown
         self._page_kinds: dict[str, tuple[PageKind, tuple[str, ...]]] = {}
@@ -170,7 +174,7 @@ class ScrapeSource(PollingSource):
             connector = aiohttp.TCPConnector(limit=self._max_concurrency, ttl_dns_cache=300)
             self._session = aiohttp.ClientSession(
                 connector=connector,
-                headers={"Accept": ACCEPT, "User-Agent": "infertop"},
+                headers={"Accept": ACCEPT, "Accept-Encoding": ACCEPT_ENCODING, "User-Agent": "infertop"},
                 # aiohttp would otherwise read HTTP_PROXY for loopback exporters too
                 trust_env=False,
             )
@@ -181,25 +185,36 @@ class ScrapeSource(PollingSource):
         answer (the server read its counters in between; stamping the end instead skews
         rates by the jitter). `ScrapeError` with a short reason on any failure."""
         where = redact_url(url)
+        too_big = f"bad exposition from {where}: larger than the {self.max_bytes}-byte cap"
+        plain = self._pages.handles(url)
         try:
             async with self._semaphore:
                 sent_at = time.time()  # after the semaphore: queueing is not reading
                 # the timeout is measured on the wire, not against this process's loop: a
                 # page that arrived while the monitor stood still is read, not "timed out"
                 # (collectors.loop_stalls); aiohttp's own timer would fire as the loop wakes
-                async with (
-                    wire_timeout(timeout_s),
-                    self._client().get(url, timeout=NO_CLIENT_TIMEOUT, allow_redirects=False) as resp,
-                ):
-                    if resp.status != 200:
-                        raise ScrapeError(f"HTTP {resp.status} from {where}")
-                    body = await self._read_body(resp, where)
+                async with wire_timeout(timeout_s):
+                    if plain:
+                        status, body = await self._pages.get(url, self.max_bytes)
+                        if status != 200:
+                            raise ScrapeError(f"HTTP {status} from {where}")
+                    else:
+                        async with self._client().get(
+                            url, timeout=NO_CLIENT_TIMEOUT, allow_redirects=False
+                        ) as resp:
+                            if resp.status != 200:
+                                raise ScrapeError(f"HTTP {resp.status} from {where}")
+                            body = await self._read_body(resp, where)
         except ScrapeError:
             raise
         except TimeoutError:
             raise ScrapeError(f"no answer from {where} within {timeout_s:.2g} s") from None
-        except aiohttp.ClientConnectorError:
+        except TooBig:
+            raise ScrapeError(too_big) from None
+        except (ConnectError, aiohttp.ClientConnectorError):
             raise ScrapeError(f"cannot connect to {where}") from None
+        except PageError as exc:
+            raise ScrapeError(f"cannot read {where}: {exc}") from None
         except (aiohttp.ClientError, OSError, ValueError) as exc:
             raise ScrapeError(f"cannot read {where}: {type(exc).__name__}") from None
         read_at = (sent_at + time.time()) / 2
@@ -382,6 +397,7 @@ class ScrapeSource(PollingSource):
         return samples
 
     async def close(self) -> None:
+        self._pages.close()
         if self._session is not None and not self._session.closed:
             await self._session.close()
         self._session = None
