@@ -9,6 +9,7 @@ renamed or dropped.
 from __future__ import annotations
 
 import json
+import threading
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -450,3 +451,23 @@ def _public_json(value: Any, key: str = "") -> Any:
         if key in _COUNT_KEYS:
             return round(value)
     return value
+
+
+_JSON_LOCK = threading.Lock()
+_last_json: tuple[Snapshot, bytes] | None = None
+
+
+def snapshot_json(snapshot: Snapshot) -> bytes:
+    """The snapshot as its compact JSON (fields at their default left out: pydantic
+    fills them back on reading), written once however many ask: the session record (in
+    its writer thread) and the viewers' channel each need the newest frame's, ~5 ms of
+    CPU a tick at 128 nodes. The newest one is kept; the lock makes the second asker
+    wait for the first's text instead of writing it again."""
+    global _last_json
+    with _JSON_LOCK:
+        last = _last_json
+        if last is not None and last[0] is snapshot:
+            return last[1]
+        text = snapshot.model_dump_json(by_alias=True, exclude_defaults=True).encode()
+        _last_json = (snapshot, text)
+        return text

@@ -46,7 +46,7 @@ from monitor.evaluation.ledger import PHASES, SessionLedger, energy_usd_per_kwh,
 from monitor.evaluation.link_summary import with_link_judgments
 from monitor.evaluation.scoreboard import LIVE_POINT_FIELDS, with_live_point
 from monitor.record import checks as check
-from monitor.snapshot import SessionView, Snapshot
+from monitor.snapshot import SessionView, Snapshot, snapshot_json
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +187,8 @@ def encode_snapshot(snapshot: Snapshot) -> bytes:
     # 3x faster (128 nodes × 8 GPUs: ~4 ms instead of ~13 ms a tick; benchmarks/bench_tui);
     # fields at their default left out, as on the channel (pydantic fills them back in
     # `decode_snapshot`): 43 % less to compress and to read back at 128 realistic nodes
-    return zlib.compress(snapshot.model_dump_json(by_alias=True, exclude_defaults=True).encode(), 6)
+    # (the text the viewers' channel sends too, written once: `snapshot_json`)
+    return zlib.compress(snapshot_json(snapshot), 6)
 
 
 def inflate(blob: object, limit: int = check.MAX_SNAPSHOT_BYTES) -> bytes:
