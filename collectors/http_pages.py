@@ -314,7 +314,7 @@ async def _read_answer(conn: _Connection, max_bytes: int) -> tuple[int, bytes, b
         if not await conn.fill(start + length):
             raise PageError("the connection closed in the middle of the page")
         end = start + length
-        body = bytes(conn.buffer[start:end])
+        body = _copy(conn.buffer, start, end)
     else:
         keep = False  # the body ends where the connection does
         while not conn.closed:
@@ -322,7 +322,7 @@ async def _read_answer(conn: _Connection, max_bytes: int) -> tuple[int, bytes, b
                 raise TooBig
             await conn.fill(len(conn.buffer) + 1)
         end = len(conn.buffer)
-        body = bytes(conn.buffer[start:end])
+        body = _copy(conn.buffer, start, end)
     if len(body) > max_bytes:
         raise TooBig
     del conn.buffer[:end]
@@ -363,7 +363,7 @@ async def _chunked_body(conn: _Connection, start: int, max_bytes: int) -> tuple[
             raise PageError("the connection closed in the middle of the page")
         if buffer[pos + length:pos + length + 2] != b"\r\n":
             raise PageError("a malformed chunk")
-        pieces.append(bytes(buffer[pos:pos + length]))
+        pieces.append(_copy(buffer, pos, pos + length))
         pos += length + 2
     # trailer lines (usually none), then the blank line that ends the answer
     while True:
@@ -379,6 +379,13 @@ async def _chunked_body(conn: _Connection, start: int, max_bytes: int) -> tuple[
         if line_end - pos > MAX_HEAD_BYTES:
             raise PageError(f"its trailer is larger than {MAX_HEAD_BYTES // 1024} KiB")
         pos = line_end + 2
+
+
+def _copy(buffer: bytearray, start: int, end: int) -> bytes:
+    """buffer[start:end] as bytes, copied once (a slice of a bytearray is a copy too). The
+    view is gone before anything can append to the buffer (a view would forbid that)."""
+    with memoryview(buffer) as view:
+        return bytes(view[start:end])
 
 
 def _inflate(body: bytes, max_bytes: int) -> bytes:
