@@ -100,6 +100,7 @@ class _Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.buffer = bytearray()
         self.closed = False
+        self.busy = False  # an exchange is under way: bytes are its answer
         self._waiter: asyncio.Future[None] | None = None
         self._want = 0
 
@@ -108,6 +109,11 @@ class _Connection(asyncio.Protocol):
         self.transport = transport
 
     def data_received(self, data: bytes) -> None:
+        if not self.busy:
+            # bytes nobody asked for, on a kept connection: never taken as the next answer,
+            # nor let pile up (a node could stream into it between rounds)
+            self.close()
+            return
         self.buffer += data
         if self._waiter is not None and len(self.buffer) >= self._want:
             self._wake()
@@ -213,12 +219,14 @@ class PageClient:
         self, url: str, conn: _Connection, target: _Target, max_bytes: int
     ) -> tuple[int, bytes]:
         keep = False
+        conn.busy = True
         try:
             assert conn.transport is not None
             conn.transport.write(target.request)
             status, body, keep = await _read_answer(conn, max_bytes)
             return status, body
         finally:
+            conn.busy = False
             # anything but a whole answer (an error, a timeout's cancellation) leaves the
             # connection in the middle of an exchange: closed, never reused
             if keep:

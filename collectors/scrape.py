@@ -185,7 +185,6 @@ class ScrapeSource(PollingSource):
         answer (the server read its counters in between; stamping the end instead skews
         rates by the jitter). `ScrapeError` with a short reason on any failure."""
         where = redact_url(url)
-        too_big = f"bad exposition from {where}: larger than the {self.max_bytes}-byte cap"
         plain = self._pages.handles(url)
         try:
             async with self._semaphore:
@@ -210,7 +209,7 @@ class ScrapeSource(PollingSource):
         except TimeoutError:
             raise ScrapeError(f"no answer from {where} within {timeout_s:.2g} s") from None
         except TooBig:
-            raise ScrapeError(too_big) from None
+            raise self._too_big(where) from None
         except (ConnectError, aiohttp.ClientConnectorError):
             raise ScrapeError(f"cannot connect to {where}") from None
         except PageError as exc:
@@ -220,11 +219,14 @@ class ScrapeSource(PollingSource):
         read_at = (sent_at + time.time()) / 2
         return body.decode("utf-8", errors="replace"), read_at
 
+    def _too_big(self, where: str) -> ScrapeError:
+        return ScrapeError(f"bad exposition from {where}: larger than the {self.max_bytes}-byte cap")
+
     async def _read_body(self, resp: aiohttp.ClientResponse, where: str) -> bytes:
         """The whole body, at most `max_bytes` of it (decompressed). A page arrives in many
         network reads (a vLLM node with 8 DP engines serves ~320 KB): one `read(n)` returns
         only what has arrived so far, and a cut page parses as garbage."""
-        too_big = ScrapeError(f"bad exposition from {where}: larger than the {self.max_bytes}-byte cap")
+        too_big = self._too_big(where)
         if resp.content_length is not None and resp.content_length > self.max_bytes:
             raise too_big
         chunks: list[bytes] = []

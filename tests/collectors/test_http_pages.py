@@ -40,6 +40,7 @@ class Server:
     connections: int = 0
     closed_by_client: int = 0
     url: str = ""
+    later: bytes = b""  # sent 0.1 s after each answer, unasked
 
 
 @pytest.fixture
@@ -68,6 +69,10 @@ async def serve() -> AsyncIterator[Callable[[Callable[[int], tuple[bytes | None,
                     await writer.drain()
                     if close:
                         return
+                    if state.later:
+                        await asyncio.sleep(0.1)
+                        writer.write(state.later)
+                        await writer.drain()
             finally:
                 writer.close()
 
@@ -233,6 +238,23 @@ async def test_bytes_after_the_page_are_not_read_as_the_next_answer(serve: Calla
     try:
         assert (await source.fetch(server.url, 2.0))[0] == PAGE.decode()
         await asyncio.sleep(0.05)
+        assert (await source.fetch(server.url, 2.0))[0] == PAGE.decode()
+    finally:
+        await source.close()
+    assert server.connections == 2
+
+
+async def test_bytes_sent_unasked_to_a_kept_connection_are_not_read(serve: Callable[..., Server]) -> None:
+    """A node that writes into its kept connection between rounds (a forged next answer,
+    or a flood): the connection is dropped as the bytes arrive, and the next read gets
+    the page on a new one."""
+    server = await serve(fixed(ok()))
+    server.later = ok(b"vllm:num_requests_running 999\n") + b"x" * 100_000
+    source = ScrapeSource({}, interval_s=5.0)
+    try:
+        assert (await source.fetch(server.url, 2.0))[0] == PAGE.decode()
+        await asyncio.sleep(0.3)
+        assert server.closed_by_client == 1  # dropped as they came, not kept filling up
         assert (await source.fetch(server.url, 2.0))[0] == PAGE.decode()
     finally:
         await source.close()
