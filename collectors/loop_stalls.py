@@ -275,10 +275,16 @@ async def wire_timeout(timeout_s: float, max_s: float | None = None) -> AsyncIte
                 cm.reschedule(now)  # expire now: asyncio raises TimeoutError in the block
                 return
             next_due = min(now + remaining, hard)
-            handle = loop.call_at(next_due, check, next_due)
+            handle = loop.call_at(next_due, again[0], next_due)
 
+        # `check` reschedules itself through `again`, emptied at the end: naming itself, it
+        # would be a reference cycle that only the garbage collector frees, holding the
+        # Timeout, its task and that task's result (~18 objects a request, ~7k a frame at
+        # 128 nodes); so they go as soon as the request is done
+        again = [check]
         handle = loop.call_at(start + timeout_s, check, start + timeout_s)
         try:
             yield cm
         finally:
             handle.cancel()
+            again.clear()
