@@ -2,12 +2,13 @@
 nothing else a scrape does not need.
 
 Why not aiohttp for these: at 128 nodes the monitor reads 384 pages a second, and
-aiohttp's client spends ~210 µs of CPU on each (request and response objects, cookie
-jar, header multidicts, timers, the stream reader's wake-ups), against ~120 µs for this
-one, which buffers a response and wakes its reader once it is whole (Content-Length) or
-once per chunk. Measured on the monitor at 128 realistic nodes: 56.5 → 51.2 % of a core
-(BENCHMARKS.md, "Issue 15, a fifth session"). aiohttp still reads every URL this does
-not take (`handles`): https (TLS) and URLs with credentials (Basic auth).
+aiohttp's client spends ~290 µs of CPU on each realistic page (request and response
+objects, cookie jar, header multidicts, timers, the stream reader's wake-ups), against
+~180 µs for this one, which buffers a response and wakes its reader once it is whole
+(Content-Length) or once per chunk (`benchmarks/bench_http_pages.py`). The monitor at 128
+realistic nodes, interleaved A/B: 62.2 → 57.0 % of a core (BENCHMARKS.md, "Issue 15, a
+fifth session"; that also holds the session's other changes). aiohttp still reads every
+URL this does not take (`handles`): https (TLS) and URLs with credentials (Basic auth).
 
 What it sends: `GET <target> HTTP/1.1` with Host, Accept, User-Agent and
 `Accept-Encoding: identity` (see `ACCEPT_ENCODING`); the target and Host as aiohttp
