@@ -282,7 +282,7 @@ async def _read_head(conn: _Connection) -> tuple[int, int, dict[bytes, list[byte
             raise PageError("the connection closed in the middle of the answer's header")
     if end > MAX_HEAD_BYTES:
         raise PageError(f"its header is larger than {MAX_HEAD_BYTES // 1024} KiB")
-    lines = bytes(buffer[:end]).split(b"\r\n")
+    lines = _copy(buffer, 0, end).split(b"\r\n")
     status_line = _STATUS.fullmatch(lines[0])
     if status_line is None:
         raise PageError("not an HTTP/1 answer")
