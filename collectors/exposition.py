@@ -62,7 +62,9 @@ def clean_label(value: str | None) -> str | None:
 
 @dataclass
 class Exposition:
-    """Samples by exact sample name: name → [(labels, value)]. Non-finite values dropped."""
+    """Samples by exact sample name: name → [(labels, value)]. Non-finite values dropped.
+    Labels are read-only (the fast path shares one dict among every sample with the same
+    label text: `exposition_fast.ReadOnlyLabels`); `dict(labels)` to change them."""
 
     samples: dict[str, list[tuple[dict[str, str], float]]] = field(default_factory=dict)
     # counter samples the parser suffixed with `_total`, under their unsuffixed name

@@ -351,3 +351,30 @@ def _run_page(draw: st.DrawFn) -> str:
 @given(_run_page())
 def test_generated_runs_read_the_same(text: str) -> None:
     assert_same(text, _RUN_WANTED)
+
+
+def test_labels_are_shared_read_only_and_copy_to_plain_dicts() -> None:
+    """A label text's labels are one dict for every sample and page with that text
+    (no copy each): so no caller may change them, and a copy of them is an ordinary dict."""
+    import copy
+    import pickle
+
+    text = 'x_total{engine="0"} 1\nx_total{engine="0"} 2\n'
+    wanted = frozenset({"x_total"})
+    first = parse_exposition(text.split("\n")[0] + "\n", wanted=wanted).series("x_total")[0][0]
+    again = parse_exposition(text.split("\n")[0] + "\n", wanted=wanted).series("x_total")[0][0]
+    assert first is again and first == {"engine": "0"}
+    changes = [
+        lambda d: d.__setitem__("engine", "1"), lambda d: d.__delitem__("engine"), lambda d: d.pop("engine"),
+        lambda d: d.popitem(), lambda d: d.clear(), lambda d: d.update(engine="1"),
+        lambda d: d.setdefault("other", "1"), lambda d: d.__ior__({"engine": "1"}),
+    ]
+    for change in changes:
+        with pytest.raises(TypeError, match="read-only"):
+            change(first)
+    assert first == {"engine": "0"}
+    for plain in (dict(first), first.copy(), copy.copy(first), copy.deepcopy(first),
+                  pickle.loads(pickle.dumps(first))):
+        assert type(plain) is dict and plain == first
+        plain["engine"] = "1"  # a copy can be changed
+    assert first == {"engine": "0"}
