@@ -331,9 +331,9 @@ def parse_wanted_fast(text: str, wanted: AbstractSet[str], skim: bool = False) -
                     seen_here = seen[name] = set()
                 for label_text, value_text in lines:
                     try:
-                        template, label_set = label_sets[label_text]
+                        labels, label_set = label_sets[label_text]
                     except KeyError:
-                        template, label_set = _new_label_set(label_text)
+                        labels, label_set = _new_label_set(label_text)
                     value = float(value_text)
                     # NaN and ±Inf (x - x is NaN only for those), and a negative zero: where
                     # the exact path may read the text otherwise (see _exact_number)
@@ -345,7 +345,7 @@ def parse_wanted_fast(text: str, wanted: AbstractSet[str], skim: bool = False) -
                         duplicates[name] = duplicates.get(name, 0) + 1
                         continue
                     seen_here.add(label_set)
-                    sample = (template, value)
+                    sample = (labels, value)  # shared, read-only (ReadOnlyLabels)
                     if out is None:
                         out = samples[name] = []
                     out.append(sample)

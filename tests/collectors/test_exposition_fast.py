@@ -17,6 +17,8 @@ TYPE lines), never otherwise.
 
 from __future__ import annotations
 
+import copy
+import pickle
 import re
 from pathlib import Path
 
@@ -356,13 +358,9 @@ def test_generated_runs_read_the_same(text: str) -> None:
 def test_labels_are_shared_read_only_and_copy_to_plain_dicts() -> None:
     """A label text's labels are one dict for every sample and page with that text
     (no copy each): so no caller may change them, and a copy of them is an ordinary dict."""
-    import copy
-    import pickle
-
-    text = 'x_total{engine="0"} 1\nx_total{engine="0"} 2\n'
-    wanted = frozenset({"x_total"})
-    first = parse_exposition(text.split("\n")[0] + "\n", wanted=wanted).series("x_total")[0][0]
-    again = parse_exposition(text.split("\n")[0] + "\n", wanted=wanted).series("x_total")[0][0]
+    text, wanted = 'x_total{engine="0"} 1\n', frozenset({"x_total"})
+    first = parse_exposition(text, wanted=wanted).series("x_total")[0][0]
+    again = parse_exposition(text, wanted=wanted).series("x_total")[0][0]
     assert first is again and first == {"engine": "0"}
     changes = [
         lambda d: d.__setitem__("engine", "1"), lambda d: d.__delitem__("engine"), lambda d: d.pop("engine"),
