@@ -1,35 +1,49 @@
-# The README's two commands: `make demo` and `make test`. Each installs what it needs.
+# The README's two commands: `make demo` and `make test`. Each installs what it needs, at the
+# exact versions of requirements/lock.txt, so a release elsewhere cannot break them.
 PYTHON ?= python3
-VENV := .venv
+VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+LOCK := requirements/lock.txt
+# LOCKED=0 (make test-latest) resolves the newest releases pyproject.toml allows instead
+LOCKED ?= 1
 
-.PHONY: demo test bench lint typecheck imports pytest system-deps clean
+.PHONY: demo test test-latest lock bench lint typecheck imports pytest system-deps clean venv
 
-$(STAMP): pyproject.toml
+# dev venv: everything from the lock (no resolution), then infertop itself, editable, built with
+# the locked setuptools (no build isolation: nothing unlocked is fetched)
+$(STAMP): pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+ifeq ($(LOCKED),1)
+	$(BIN)/python -m pip install --quiet -r $(LOCK)
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(BIN)/python -m pip check
+else
+	$(BIN)/python -m pip install --quiet --upgrade pip setuptools wheel
+	$(BIN)/python -m pip install --quiet --upgrade --upgrade-strategy eager -e '.[dev]'
+	$(BIN)/python -m pip list --format=freeze --exclude-editable > $(VENV)/resolved.txt
+endif
 	touch $(STAMP)
 
 venv: $(STAMP)
 
 # `make demo` installs infertop and its runtime dependencies only (no test tools), as a
-# regular (non-editable) install in a venv of its own, rebuilt when a source changes
+# regular (non-editable) install in a venv of its own, rebuilt when a source changes;
+# the lock constrains every version
 RUN_VENV := .venv-run
 RUN_STAMP := $(RUN_VENV)/.installed-stamp
 PACKAGE_FILES := $(shell find infertop collectors layouts monitor tui -type f -not -path '*/__pycache__/*' 2>/dev/null)
 
-$(RUN_STAMP): pyproject.toml $(PACKAGE_FILES)
+$(RUN_STAMP): pyproject.toml $(LOCK) $(PACKAGE_FILES)
 	$(PYTHON) -m venv $(RUN_VENV)
-	$(RUN_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(RUN_VENV)/bin/python -m pip install --quiet .
+	$(RUN_VENV)/bin/python -m pip install --quiet -c $(LOCK) pip setuptools wheel
+	$(RUN_VENV)/bin/python -m pip install --quiet -c $(LOCK) --no-build-isolation .
 	touch $(RUN_STAMP)
 
 demo: $(RUN_STAMP)
 	$(RUN_VENV)/bin/infertop demo
 
-# Debian packages the integration tests use (sshd, tmux, prometheus, iproute2).
+# Debian packages the integration tests use (sshd, tmux, prometheus, iproute2, …).
 system-deps:
 	bash scripts/install-system-deps.sh
 
@@ -48,8 +62,27 @@ pytest: $(STAMP)
 
 test: $(STAMP) system-deps lint typecheck imports pytest
 
+# A look ahead, not part of CI: the whole suite on the newest releases pyproject.toml allows,
+# in a venv of its own, so a breaking release is seen here before users meet it. What it
+# resolved is in .venv-latest/resolved.txt (diff it against the lock).
+test-latest:
+	rm -rf .venv-latest
+	$(MAKE) test VENV=.venv-latest LOCKED=0
+
+# Refresh the lock: resolve the newest allowed releases in a scratch venv and write them out.
+# Run `make test` after it; commit the lock only when the suite passes.
+lock:
+	rm -rf .venv-lock
+	$(PYTHON) -m venv .venv-lock
+	.venv-lock/bin/python -m pip install --quiet --upgrade pip setuptools wheel
+	.venv-lock/bin/python -m pip install --quiet '.[dev]'
+	{ echo "# The exact versions make test, make demo and CI install (make lock writes this file;"; \
+	  echo "# see README: refreshing the lock). Python $$(.venv-lock/bin/python -c 'import sys; print(sys.version.split()[0])')."; \
+	  .venv-lock/bin/python -m pip freeze --all --exclude-editable | grep -v '^infertop'; } > $(LOCK)
+	rm -rf .venv-lock
+
 bench: $(STAMP) system-deps
 	$(BIN)/python -m benchmarks.run_all
 
 clean:
-	rm -rf $(VENV) $(RUN_VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(RUN_VENV) .venv-latest .venv-lock build *.egg-info .mypy_cache .ruff_cache .pytest_cache
