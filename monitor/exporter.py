@@ -75,7 +75,7 @@ _ROLLUP: tuple[tuple[str, str, Callable[[RollupView], float | None]], ...] = (
      lambda r: None if r.nodes_counted is None else float(r.nodes_counted)),
 )
 
-# the scoreboard's (DESIGN.md "Scoreboard fields"); latency percentiles are interpolated
+# the scoreboard's (docs/snapshot.md, "Scoreboard"); latency percentiles are interpolated
 # within the engines' histogram buckets
 _LATENCY = tuple(
     (f"{name}_{p}_seconds", f"{text} {p}, interpolated within its histogram bucket",

@@ -1,8 +1,8 @@
 """The immutable picture of the cluster at one instant: what every view renders.
 
-Its JSON form is the stable `infertop.snapshot/1` interface of DESIGN.md: the field
-names here are that contract. Unknown values are `None` (JSON null), never 0.
-Fields beyond DESIGN.md's list are additions (allowed); none of the listed ones may be
+Its JSON form is the stable `infertop.snapshot/1` interface of docs/snapshot.md: the
+field names here are that contract. Unknown values are `None` (JSON null), never 0.
+Fields may be added (each listed in docs/snapshot.md: a test checks it); none may be
 renamed or dropped.
 """
 
@@ -326,7 +326,7 @@ class SessionView(_View):
     usd_per_million_output_tokens_now: float | None = None
     # counter steps the ledger did not count, and why (an engine no engine could be)
     notes: list[str] = Field(default_factory=list)
-    # scoreboard money (DESIGN.md "Scoreboard fields"); the span rule: token figures, $/1M,
+    # scoreboard money (docs/money.md, docs/snapshot.md); the span rule: token figures, $/1M,
     # API-equivalent and the spend ÷ API ratio all cover the same stretch of time
     tokens_since: str | None = None  # ISO 8601, UTC: start of the stretch the tokens cover
     # "reservation": the engines' counters began within it, so the tokens cover all of it;
