@@ -158,6 +158,19 @@ def snapshot_families(snapshot: Snapshot) -> Iterator[GaugeMetricFamily | InfoMe
             verdicts.add_metric([n.name, v.kind, v.severity], 1.0)
     yield status
     yield verdicts
+    # a blind spot every peer shares is the cluster's, said once (never a node verdict)
+    shared = GaugeMetricFamily(
+        "infertop_cluster_shared_blind_spot_nodes",
+        "Nodes that all share a blind spot (coverage kind), said once at cluster level",
+        labels=["kind"],
+    )
+    by_kind: dict[str, int] = {}
+    for spot in snapshot.cluster.shared_blind_spots:
+        for kind in spot.kinds:
+            by_kind[kind] = by_kind.get(kind, 0) + spot.nodes
+    for kind, count in by_kind.items():
+        shared.add_metric([kind], float(count))
+    yield shared
     session = snapshot.session
     for suffix, text, get_s in _SESSION:
         value = get_s(session)
@@ -195,7 +208,7 @@ class SnapshotCollector(Collector):
 def metric_names() -> set[str]:
     """Every family name the exporter may serve (dashboards and tests check against it)."""
     names = {"infertop_info", "infertop_snapshot_timestamp_seconds", "infertop_node_status",
-             "infertop_node_verdict"}
+             "infertop_node_verdict", "infertop_cluster_shared_blind_spot_nodes"}
     names |= {f"infertop_node_{s}" for s, _, _ in _NODE_ENGINE}
     names |= {f"infertop_node_{s}" for s, _, _ in _NODE_OTHER}
     names |= {f"infertop_session_{s}" for s, _, _ in _SESSION}

@@ -158,6 +158,10 @@ class CoverageGap(_View):
     # key ("nvlink", "ecc", …): what `thresholds.blind_ignore` names
     kind: str
     detail: str  # one line: "links unknown: node_exporter page failed (cannot connect to …)"
+    # addition: every answering peer of the node (same role, read by the same sources) has
+    # this same gap: it is said once at cluster level (`ClusterView.shared_blind_spots`),
+    # not as this node's `blind` verdict (monitor/evaluation/shared_gaps.py)
+    shared: bool = False
 
 
 class LinksView(_View):
@@ -265,6 +269,21 @@ class ReferencePointView(_View):
     accounting: str  # "full-acceptance" or "accepted": how the publisher counted
 
 
+class SharedBlindSpotView(_View):
+    """Blind spots every answering node of a peer group shares (same role, read by the same
+    sources: a stock dcgm-exporter on every node leaves out ECC): one cluster-level finding
+    with its fix, instead of a `blind` verdict on each node (monitor/evaluation/shared_gaps.py)."""
+
+    kinds: list[str]  # the coverage kinds shared ("clock_events", "ecc", …), most important first
+    nodes: int  # how many nodes share them (every answering node of the groups below)
+    roles: list[str]  # the roles of those nodes
+    sources: list[str]  # the sources that read them
+    detail: str  # the gaps' own reasons, "; "-joined (as a node's `blind` verdict would say)
+    fix: str | None = None  # what to change to see them, where infertop knows; None otherwise
+    note: str = ""  # the one line the viewers show: "all 16 decode nodes (read by scrape) blind on …"
+    severity: Severity = "warning"  # as a node's `blind` verdict: unknown is never healthy
+
+
 class ClusterView(_View):
     name: str
     interval_s: float
@@ -278,6 +297,9 @@ class ClusterView(_View):
     slo_itl_p99_s: float | None = None
     # nodes with an active `blind` verdict: the header says "blind on N nodes"
     blind_nodes: int = 0
+    # addition: blind spots shared by every answering node of a peer group, each said once
+    # (never null: empty when none, and in records written before it)
+    shared_blind_spots: list[SharedBlindSpotView] = Field(default_factory=list)
 
     def pool(self, role: str | None) -> RollupView | None:
         """A pool's roll-up by role; "all" is the cluster's total."""
