@@ -65,7 +65,7 @@ def serve_pages(pages: Mapping[str, str]) -> Iterator[str]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as exporters serve
 
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        def do_GET(self) -> None:
             text = pages.get(self.path)
             if text is None:
                 self.send_error(404)
