@@ -9,8 +9,10 @@ reason, is marked `shared` on the nodes and said once in the cluster view
 (`ClusterView.shared_blind_spots`), with the fix where infertop knows it. A node that sees
 less than its peers keeps its `blind` verdict for what only it misses.
 
-Peers are the nodes read the same way: the same role and the same sources, status ok (a
-node that does not answer shows no coverage, so it is no evidence either way). A gap is
+Peers are the nodes read the same way: the same role and the same sources. The gap must be
+on every one of them that answers (status ok); one that does not answer shows no coverage,
+so it is no evidence either way, but it still counts as a peer (a pool whose other nodes
+went stale does not turn its survivors' shared gaps into their own verdicts). A gap is
 the same gap when its kind and its reason are the same: a page that failed names its own
 URL, so failures stay on their nodes (a mass event groups them: `mass_events.py`). A group
 of one node has no peers: its gaps stay its own.
@@ -54,12 +56,17 @@ def mark_shared(nodes: Sequence[NodeView]) -> list[NodeView]:
     `MIN_PEERS`) have marked `shared`; a node whose coverage does not change is returned
     as it is (no copy: the usual tick has no gap at all)."""
     groups: dict[tuple[str, tuple[str, ...]], list[int]] = {}
+    sizes: dict[tuple[str, tuple[str, ...]], int] = {}
     for i, node in enumerate(nodes):
+        key = peer_key(node)
+        sizes[key] = sizes.get(key, 0) + 1
         if node.status == "ok":
-            groups.setdefault(peer_key(node), []).append(i)
+            groups.setdefault(key, []).append(i)
     out = list(nodes)
-    for members in groups.values():
-        if len(members) < MIN_PEERS:
+    for key, members in groups.items():
+        # the group counts its members that do not answer now: when most of a pool drops
+        # off, what the rest miss alike stays the deployment's, not suddenly theirs
+        if sizes[key] < MIN_PEERS:
             continue
         common = {_key(g) for g in nodes[members[0]].coverage}
         for i in members[1:]:
@@ -97,7 +104,8 @@ def dcgm_fix(gaps: Sequence[CoverageGap]) -> tuple[str | None, list[CoverageGap]
 
 def _who(count: int, roles: Sequence[str], sources: Sequence[str], total: int) -> str:
     which = "all " if count == total else ""
-    return f"{which}{count} {'/'.join(roles)} nodes (read by {', '.join(sources) or 'no source'})"
+    plural = "s" if count != 1 else ""
+    return f"{which}{count} {'/'.join(roles)} node{plural} (read by {', '.join(sources) or 'no source'})"
 
 
 def shared_blind_spots(nodes: Sequence[NodeView], th: Thresholds) -> list[SharedBlindSpotView]:

@@ -109,9 +109,14 @@ def test_who_counts_as_a_peer() -> None:
     assert shared_kinds(mark_shared([node("a", ECC)])[0]) == []
     mixed = mark_shared([node("a", ECC), node("p", ECC, role="prefill"), node("s", ECC, sources=("ssh",))])
     assert [shared_kinds(n) for n in mixed] == [[], [], []]
-    # a node that does not answer is no evidence either way
+    # a node that does not answer is no evidence either way, but still a peer: the one
+    # survivor of a pool does not turn what the pool shares into its own verdict
     with_stale = mark_shared([node("a", ECC), node("b", ECC), node("c", status="stale")])
     assert [shared_kinds(n) for n in with_stale] == [["ecc"], ["ecc"], []]
+    survivor = mark_shared([node("a", ECC), node("b", status="stale"), node("c", status="unreachable")])
+    assert [shared_kinds(n) for n in survivor] == [["ecc"], [], []]
+    [spot] = shared_blind_spots(survivor, th)
+    assert spot.nodes == 1 and spot.note.startswith("1 decode node (read by scrape)")
     # failed pages name their own URLs: each node's own fault, never a shared one
     dead = mark_shared([node("a", dead_page("a")), node("b", dead_page("b"))])
     assert [shared_kinds(n) for n in dead] == [[], []]

@@ -2,7 +2,7 @@
 default counters, node_exporter 1.12.1; real HTTP on loopback, the real scrape source and
 monitor) through the TUI (Pilot): what every node misses alike is said once — in the
 header and as one hunt-list row whose evidence names the missing counters — and no node
-shows a verdict; a node whose counters CSV lacks a line its peers have keeps its `blind`
+shows a verdict (its own screen lists the gaps as the fleet's); a node whose counters CSV lacks a line its peers have keeps its `blind`
 verdict (header "blind on 1 node", its own hunt-list row)."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from layouts import parse_layout
 from monitor.feeds import MonitorFeed
 from monitor.snapshot import Snapshot
 from tui.app import InfertopApp
+from tui.node_screen import NodeScreen
 
 SIZE = (220, 60)
 NAMES = node_names(16)
@@ -70,3 +71,8 @@ async def test_a_blind_spot_every_node_shares_is_one_row(tmp_path: Path, odd: st
                 # the node table's verdict column and its hunt-list row: that node only
                 assert blind_rows and all(odd in ln for ln in blind_rows), blind_rows
                 assert any("NVLink unknown" in ln for ln in blind_rows), blind_rows
+            # the node's own screen still lists what it cannot see, marked as the fleet's
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: isinstance(app.screen, NodeScreen))
+            await wait_for(pilot, lambda: "unseen (fleet-wide): throttle unknown" in screen_text(app))
+            assert "blind:" not in screen_text(app)
