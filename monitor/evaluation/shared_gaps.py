@@ -75,11 +75,13 @@ def mark_shared(nodes: Sequence[NodeView]) -> list[NodeView]:
             common &= {_key(g) for g in nodes[i].coverage}
         if not common:
             continue
+        # one marked copy of each shared gap for the whole group (views are frozen): at 128
+        # nodes a copy per node and gap costs milliseconds a tick
+        marked = {_key(g): g.model_copy(update={"shared": True}) for g in nodes[members[0]].coverage
+                  if _key(g) in common}
         for i in members:
             node = nodes[i]
-            coverage = [
-                g.model_copy(update={"shared": True}) if _key(g) in common else g for g in node.coverage
-            ]
+            coverage = [marked.get(_key(g), g) for g in node.coverage]
             out[i] = node.model_copy(update={"coverage": coverage})
     return out
 
