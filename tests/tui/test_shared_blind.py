@@ -18,7 +18,9 @@ from layouts import parse_layout
 from monitor.feeds import MonitorFeed
 from monitor.snapshot import Snapshot
 from tui.app import InfertopApp
+from tui.hunt_list import HuntList
 from tui.node_screen import NodeScreen
+from tui.node_table import NodeTable
 
 SIZE = (220, 60)
 NAMES = node_names(16)
@@ -71,6 +73,18 @@ async def test_a_blind_spot_every_node_shares_is_one_row(tmp_path: Path, odd: st
                 # the node table's verdict column and its hunt-list row: that node only
                 assert blind_rows and all(odd in ln for ln in blind_rows), blind_rows
                 assert any("NVLink unknown" in ln for ln in blind_rows), blind_rows
+            # Enter on the fleet's row opens no node (there is no one node to open)
+            await pilot.press("tab")
+            await wait_for(pilot, lambda: isinstance(app.focused, HuntList))
+            hunt = app.focused
+            assert isinstance(hunt, HuntList)
+            if odd is None:
+                assert hunt.current() == ("16 nodes", "blind")
+                await pilot.press("enter")
+                await pilot.pause(0.3)
+                assert not isinstance(app.screen, NodeScreen)
+            await pilot.press("shift+tab")
+            await wait_for(pilot, lambda: isinstance(app.focused, NodeTable))
             # the node's own screen still lists what it cannot see, marked as the fleet's
             await pilot.press("enter")
             await wait_for(pilot, lambda: isinstance(app.screen, NodeScreen))
