@@ -49,14 +49,18 @@ def test_a_stock_counters_cluster_is_one_note_and_an_odd_node_keeps_its_verdict(
         odd.write_text(layout_toml(odd_url, NAMES))
         # a window past the hold time: a verdict would be established, not only pending
         window = ["--window", "4"]
-        as_json, as_text, odd_json = run_infertop(
+        as_json, as_text, odd_json, gate = run_infertop(
             ["snapshot", "--layout", str(stock), *window, "--json"],
             ["snapshot", "--layout", str(stock), *window],
             ["snapshot", "--layout", str(odd), *window, "--json"],
+            ["snapshot", "--layout", str(stock), *window, "--json", "--fail-on", "warning"],
             timeout_s=120.0,
         )
     for result in (as_json, as_text, odd_json):
         assert result.returncode == 0, result.stderr
+    # unknown is never healthy: a gate that failed on 16 blind nodes fails on the one finding
+    assert gate.returncode == 3, gate.stderr
+    assert "infertop: 1 verdict(s) at warning or worse: cluster: blind on 16 nodes" in gate.stderr
 
     data = json.loads(as_json.stdout)
     spot = check_one_note(data)
