@@ -75,7 +75,8 @@ def header_text(
     for spot in snapshot.cluster.shared_blind_spots:
         # what every node misses alike: said once (the hunt list has the fix)
         labels = ", ".join(dict.fromkeys(KIND_LABELS.get(k, k) for k in spot.kinds))
-        out.append(f"   fleet-wide blind on {inert(labels, max_len=80).plain} ({spot.nodes} nodes)", WARN)
+        count = f"{spot.nodes} node{'s' if spot.nodes != 1 else ''}"
+        out.append(f"   fleet-wide blind on {inert(labels, max_len=80).plain} ({count})", WARN)
     if filter_text:
         out.append("   filter ", "grey70")
         out.append(inert(filter_text, max_len=40).plain, "bold cyan")

@@ -8,7 +8,10 @@ that start is the app's (tui/announcer.py), whatever screen is on top.
 Rows are keyed by (node, kind) and updated in place (a `RowTable`): the cursor stays on
 its verdict while others come and go. A mass event (many nodes entering one verdict
 together, grouped by the monitor: `evaluation.mass_events`) is one row, "41 nodes", its
-members named in the evidence column; Enter on it opens its first node.
+members named in the evidence column; Enter on it opens its first node. A blind spot every
+node shares (`cluster.shared_blind_spots`, judged by the monitor: `evaluation.shared_gaps`)
+is one row after the nodes' verdicts, "16 nodes · blind", its evidence the fix; Enter on it
+opens nothing (no one node has it more than another).
 """
 
 from __future__ import annotations
@@ -78,16 +81,20 @@ def group_cells(group: VerdictGroupView, now: float) -> tuple[Text, ...]:
     )
 
 
+def spot_label(spot: SharedBlindSpotView) -> str:
+    return f"{spot.nodes} node{'s' if spot.nodes != 1 else ''}"
+
+
 def _spot_row_key(index: int, spot: SharedBlindSpotView) -> str:
     # no node opens from it: the label where a node name goes, marked as the cluster's
-    return _row_key((f"{spot.nodes} nodes\x1ecluster-{index}", "blind"))
+    return _row_key((f"{spot_label(spot)}\x1ecluster-{index}", "blind"))
 
 
 def spot_cells(spot: SharedBlindSpotView) -> tuple[Text, ...]:
     style = SEVERITY_STYLE.get(spot.severity, "")
     return (
         inert(spot.severity, style),
-        inert(f"{spot.nodes} nodes", "bold"),
+        inert(spot_label(spot), "bold"),
         inert("blind", style),
         Text("", justify="right"),
         Text(fmt_usd(None), justify="right"),
@@ -101,7 +108,7 @@ def spot_detail_text(spot: SharedBlindSpotView) -> Text:
     out = Text()
     out.append("blind", style)
     out.append(" on ")
-    out.append(inert(f"{spot.nodes} {'/'.join(spot.roles)} nodes", "bold", max_len=200))
+    out.append(inert(f"{spot_label(spot)} ({'/'.join(spot.roles)})", "bold", max_len=200))
     out.append(f" · {spot.severity} · fleet-wide: no node sees it", "grey70")
     out.append("\n")
     out.append(inert(spot.note, max_len=2000))
