@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from vllm_server import VllmServer
+from vllm_server import MTP, NGRAM, VllmServer
 from vllm_venv import VenvUnavailable, ensure_vllm_venv
 
 HERE = Path(__file__).resolve().parent
@@ -29,8 +29,8 @@ def _why_not_here() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
-def real_vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
+def _serve(tmp_path_factory: pytest.TempPathFactory, builder: str, name: str,
+           speculative: dict | None) -> Iterator[VllmServer]:
     why = _why_not_here()
     if why is not None:
         pytest.skip(why)
@@ -38,14 +38,27 @@ def real_vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
         python = ensure_vllm_venv()
     except VenvUnavailable as exc:
         pytest.skip(f"vLLM cannot be installed here: {exc}")
-    work = tmp_path_factory.mktemp("vllm")
+    work = tmp_path_factory.mktemp(name)
     model = work / "model"
-    built = subprocess.run([str(python), str(HERE / "vllm_tiny_model.py"), str(model)],
-                           capture_output=True, text=True, timeout=600, check=False)
+    built = subprocess.run([str(python), str(HERE / builder), str(model)],
+                           capture_output=True, text=True, timeout=600, check=False, cwd=HERE)
     assert built.returncode == 0, f"building the tiny model failed:\n{built.stderr[-2000:]}"
-    server = VllmServer(python, model, work / "vllm.log").start()
+    server = VllmServer(python, model, work / "vllm.log", name=name, speculative=speculative).start()
     try:
         server.wait_ready()
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def real_vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
+    """A tiny Llama with n-gram (prompt lookup) drafting: many steps draft nothing."""
+    yield from _serve(tmp_path_factory, "vllm_tiny_model.py", "tiny", NGRAM)
+
+
+@pytest.fixture(scope="session")
+def real_vllm_mtp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
+    """A tiny DeepseekV3 (MLA + MoE) with one MTP layer and MTP drafting: every decode
+    step drafts, as on DeepInfer."""
+    yield from _serve(tmp_path_factory, "vllm_tiny_deepseek.py", "tinyds", MTP)

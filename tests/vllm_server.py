@@ -18,6 +18,7 @@ import urllib.request
 from pathlib import Path
 
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3, "prompt_lookup_min": 1}
+MTP = {"method": "mtp", "num_speculative_tokens": 1}  # `deepseek_mtp` is the deprecated name
 READY_TIMEOUT_S = 900.0  # ~50 s idle; a saturated 2-core host takes several times that
 LOG_STATS_INTERVAL_S = 1.0
 
