@@ -117,6 +117,9 @@ class EngineView(_View):
     # null: past the highest finite bound), so a viewer can say "25–50 ms"
     latency_bounds_s: dict[str, tuple[float, float | None]] = Field(default_factory=dict)
     latency_requests: dict[str, float] = Field(default_factory=dict)  # observations in window
+    # why the percentiles are null although the engine publishes latency buckets: "no
+    # latency reading in this window" (fewer than two readings of them in it); else null
+    latency_note: str | None = None
     prefix_cache_hit_rate: float | None = None  # local cache: hit tokens / queried tokens
     external_prefix_cache_hit_rate: float | None = None  # through a KV connector
     preemptions_per_s: float | None = None
