@@ -126,8 +126,10 @@ class FleetMap(ScrollView, can_focus=True):
         return max(self.scrollable_content_region.height - 1, 1)
 
     def _redraw(self) -> None:
+        if not self.size.height:
+            return  # not laid out yet (just shown): placed once its size is known (on_resize)
         keep = self.current_key()
-        width = self.scrollable_content_region.width or self.size.width or 80
+        width = self.scrollable_content_region.width
         nodes = list(self._node_views.values())
         groups = map_groups(nodes, self._order)
         # the picture depends on the groups' cells (names and states) and the room

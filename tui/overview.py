@@ -41,7 +41,7 @@ class OverviewScreen(FrameScreen):
         Binding("r", "sort_reverse", "Reverse", tooltip="Reverse the sort"),
         Binding("s", "sort_hunt", "Worst first", show=False,
                 tooltip="Sort by severity, then $/h at stake"),
-        Binding("f", "toggle_map", "Fleet map",
+        Binding("f", "toggle_map", "Fleet map", show=False,
                 tooltip="The fleet map (a cell per node, grouped) or the node table"),
         Binding("w", "toggle_wide", "All columns", show=False,
                 tooltip="All columns (←/→ scroll; NODE stays) or those that fit"),
