@@ -12,12 +12,14 @@ from __future__ import annotations
 from functools import cache
 
 import pytest
+from rich.console import Console
+from textual.widgets import Static
 from tui_helpers import FrozenFeed, NodeSpec, screen_text, wait_for
 
 from monitor.fleet_map import node_map_state
 from tui.app import InfertopApp
 from tui.fleet_map_picture import GLYPH
-from tui.help_screen import HelpScreen
+from tui.help_screen import HelpScreen, help_table
 from tui.node_screen import NodeScreen
 
 # the scripted trouble: two IB ports down, a straggler at 45 % of its peers, a silent node
@@ -133,8 +135,14 @@ async def test_help_lists_the_map_key() -> None:
         await pilot.press("question_mark")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
         await pilot.pause()
-        text = screen_text(app)
-        assert "Fleet map" in text and "fleet map" in text
+        table = Console(width=200, record=True)
+        table.print(help_table(app.help_scopes(), app.COMMAND_PALETTE_BINDING))
+        rows = [line.split() for line in table.export_text().splitlines()]
+        assert ["overview", "f", "The", "fleet", "map"] in [r[:5] for r in rows]
+        assert ["fleet", "map", "Enter", "Open", "the", "node"] in [r[:6] for r in rows]
+        legend_text = str(app.screen.query_one("#help-map-legend", Static).render())
+        for state, glyph in GLYPH.items():
+            assert f"{glyph} {state}" in legend_text
 
 
 async def test_1024_nodes_show_all_three_troubles_on_one_screen() -> None:
