@@ -21,7 +21,7 @@ from rich.text import Text
 from textual import events
 from textual.binding import Binding
 from textual.cache import LRUCache
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
@@ -147,7 +147,10 @@ class FleetMap(ScrollView, can_focus=True):
                 self._move(self._index[keep])
             elif self.cursor >= len(self._picture.cells):
                 self._move(max(len(self._picture.cells) - 1, 0))
-        self.refresh()  # the detail line's figures may have changed even when the map did not
+            self.refresh()
+        else:
+            # the map is as it was: only the detail line (the cursor node's verdicts) may differ
+            self.refresh(Region(0, 0, self.size.width, 1))
 
     def on_resize(self, event: events.Resize) -> None:
         self._redraw()

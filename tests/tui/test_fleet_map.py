@@ -78,6 +78,12 @@ async def test_small_fleet_opens_on_the_table_and_f_shows_the_map() -> None:
         assert overview.map_shown and not overview.table.display
         assert app.focused is fleet_map
         assert fleet_map.cell_count == 16
+        # a frame that changes no node's state draws no map line again (the lines are cached)
+        drawn, frames = fleet_map.lines_rendered, app.frames_rendered
+        app.publish(feed.frames[-1].model_copy())
+        await wait_for(pilot, lambda: app.frames_rendered > frames)
+        await pilot.pause()
+        assert fleet_map.lines_rendered == drawn
         text = screen_text(app)
         assert "PREFILL 4 nodes" in text and "DECODE 12 nodes" in text and "rack-3" in text
         assert glyph_on_screen(app, "decode-03") == GLYPH["critical"]
