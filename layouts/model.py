@@ -399,7 +399,7 @@ class NodeConfig(_Strict):
     node_hour_usd: NonNegFloat | None = None
     # how the operator groups nodes within a pool (a rack, a leaf switch, a unit); a
     # `hosts` range is its own group unless it names one. The fleet map groups by it
-    group: Annotated[str, Field(max_length=128)] | None = None
+    group: str | None = None
 
     @field_validator("group")
     @classmethod
