@@ -214,6 +214,9 @@ class NodeView(_View):
     # fresh only because the time the monitor itself stood still was not counted against
     # the node's sample age (monitor.evaluation.figures.node_status): the monitor is late
     monitor_late: bool = False
+    # the layout's grouping of the node within its pool (a `group` key, else the `hosts`
+    # range it came from); None: not grouped. The fleet map draws by it
+    group: str | None = None
 
 
 class RollupView(_View):

@@ -119,6 +119,7 @@ def evaluate_node(
         # a node not answering is already a fault (its status): what it cannot show is no news
         coverage=node_coverage(config, latest, gpus, nics, engine) if status == "ok" else [],
         monitor_late=status == "ok" and late_by_monitor(state, now, interval, layout.thresholds, stalls),
+        group=config.group if config is not None else None,
     )
 
 
