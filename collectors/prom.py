@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 # few ticks (the cost is measured by benchmarks/bench_prom.py)
 GPUS_PER_TICK = 4096
 MAX_WORKERS = 8
+BACKFILL_WORKERS = 2
 # a node shown when Prometheus cannot be reached and no node is known yet (discover mode)
 PLACEHOLDER_NODE = "prometheus"
 
@@ -171,7 +172,10 @@ class PromSource(PollingSource):
         history: int = 600,
         expected_gpus: int | None = None,
         clock: Callable[[], float] = time.time,
+        keep_s: float | None = None,
     ):
+        """`keep_s`: how far behind its newest sample the monitor keeps a node's samples
+        (window + slack): the backfill pulls no more than that."""
         super().__init__(nodes, interval_s, timeout_s=config.timeout_s + 1.0)
         self.config = config
         self.url = config.url.rstrip("/")
@@ -187,7 +191,12 @@ class PromSource(PollingSource):
             engine_matchers=promql.profile_matchers(profile_names, profiles),
         )
         self.namer = NodeNamer(nodes, config.discover)
+        self.keep_s = keep_s
         self._executor = ThreadPoolExecutor(MAX_WORKERS, thread_name_prefix="prom")
+        # the backfill's range queries run beside live polling: on threads of their own,
+        # so a live query never queues behind one
+        self._history_executor = ThreadPoolExecutor(BACKFILL_WORKERS, thread_name_prefix="prom-backfill")
+        self._backfill_task: asyncio.Task[int] | None = None
         self._client: PrometheusConnect | None = None
         self._last_at: dict[tuple[str, str], float] = {}  # (node, tier) → newest scrape time sent
         self._seen_tiers: dict[str, set[str]] = {}
@@ -217,9 +226,11 @@ class PromSource(PollingSource):
             self._client = client
         return self._client
 
-    async def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
+    async def _call(
+        self, fn: Callable[..., Any], *args: Any, executor: ThreadPoolExecutor | None = None
+    ) -> Any:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, partial(fn, *args))
+        return await loop.run_in_executor(executor or self._executor, partial(fn, *args))
 
     async def _instant(self, query: promql.Query, at: float) -> promql.Grouped:
         """One query, its result grouped by node in the worker thread (off the event loop)."""
@@ -234,14 +245,21 @@ class PromSource(PollingSource):
         grouped: promql.Grouped = await self._call(fetch)
         return grouped
 
-    async def _range(self, query: promql.Query, start: float, end: float, step: float) -> Any:
+    async def _range(
+        self, query: promql.Query, start: float, end: float, step: float
+    ) -> dict[str, dict[tuple[str, ...], dict[float, float | None]]]:
+        """One range query, grouped by node in the worker thread (off the event loop)."""
         client = self._connect()
         timeout: Any = self.config.timeout_s * 4  # a range query returns far more
-        fn = partial(client.custom_query_range, timeout=timeout)
-        return await self._call(
-            fn, query.promql, dt.datetime.fromtimestamp(start, dt.UTC),
-            dt.datetime.fromtimestamp(end, dt.UTC), f"{step:g}",
-        )
+
+        def fetch() -> dict[str, dict[tuple[str, ...], dict[float, float | None]]]:
+            result = client.custom_query_range(
+                query.promql, dt.datetime.fromtimestamp(start, dt.UTC),
+                dt.datetime.fromtimestamp(end, dt.UTC), f"{step:g}", timeout=timeout,
+            )
+            return promql.group_range(query.key, result, promql.subkeys(query.tier, query.key))
+
+        return await self._call(fetch, executor=self._history_executor)  # type: ignore[no-any-return]
 
     def error_text(self, exc: BaseException) -> str:
         return f"prometheus {self.shown_url}: {describe_error(exc, self.config.timeout_s)}"
@@ -291,7 +309,18 @@ class PromSource(PollingSource):
         notes = [f"{tier} queries: {msg}" for tier, msg in failed_tiers.items()]
         samples = self._build(grouped, {t for t in tiers if t not in failed_tiers}, now, notes)
         samples += self._missing(grouped, set(tiers) - set(failed_tiers))
+        self._start_backfill()
         return samples
+
+    def _start_backfill(self) -> None:
+        """After the first live round: the history, fetched beside live polling and merged
+        behind the live readings. Never before them: a backfill of many nodes takes
+        longer than the stale threshold, and every node would wait for it."""
+        if self._backfill_task is not None or self.emit_early is None or self.config.backfill_s <= 0:
+            return
+        emit = self.emit_early
+        loop = asyncio.get_running_loop()
+        self._backfill_task = loop.create_task(self.backfill(emit), name="prom:backfill")
 
     def _errors(self, message: str) -> list[NodeSample]:
         nodes = self.nodes or [PLACEHOLDER_NODE]
@@ -351,11 +380,16 @@ class PromSource(PollingSource):
     # ------------------------------------------------------------------ backfill
 
     async def backfill(self, emit: Emit) -> int:
-        """Emit past samples from range queries (oldest first) so sparklines start full."""
+        """Emit past samples from range queries (oldest first), so rates and windows are
+        full from the first frames. Readings older than a live one already sent go to
+        `emit_history` (merged behind it), newer ones to `emit`; none is sent twice.
+        Returns how many were sent."""
         if self.config.backfill_s <= 0:
             return 0
         step = max(self.interval_s, 1.0)
-        span = min(self.config.backfill_s, step * min(self.history, 10_000))
+        # the monitor keeps a node's samples only `keep_s` behind its newest: older
+        # history would be pulled, decoded and built only to be dropped
+        span = min(self.config.backfill_s, step * min(self.history, 10_000), self.keep_s or math.inf)
         end = self.clock()
         start = end - span
         tiers = ["engine", "node"] + (["gpu"] if self.gpu_detail_every() == 1 else [])
@@ -368,46 +402,68 @@ class PromSource(PollingSource):
         except Exception as exc:  # live polling reports it; a failed backfill only loses history
             log.info("prom backfill skipped: %s", self.error_text(exc))
             return 0
-        samples: list[NodeSample] = []
         by_tier: dict[str, dict[str, Any]] = {t: {} for t in tiers}
         for q, r in zip(queries, results, strict=True):
-            by_tier[q.tier][q.key] = promql.group_range(q.key, r, promql.subkeys(q.tier, q.key))
-        for tier, keys in by_tier.items():
-            stamps = keys.get("timestamp", {})
-            for value, subs in stamps.items():
-                node = self._adopt(value)
-                if node is None:
-                    continue
-                self._seen_tiers.setdefault(node, set()).add(tier)
-                points: dict[float, float | None] = next(iter(subs.values()), {})
-                prev = -math.inf
-                for t in sorted(points):
-                    taken_at = points[t]
-                    if taken_at is None or taken_at <= prev:
-                        continue
-                    prev = taken_at
-                    fig = {
-                        key: {sub: pts.get(t) for sub, pts in per_node.get(value, {}).items()}
-                        for key, per_node in keys.items()
-                    }
-                    sample = promql.BUILDERS[tier](node, taken_at, fig, f"prom:{tier}")
-                    if sample is not None:
-                        samples.append(sample)
-                if prev > -math.inf:
-                    self._last_at[(node, tier)] = prev
-        samples.sort(key=lambda s: s.taken_at)
-        for sample in samples:
-            emit(sample)
-        return len(samples)
+            by_tier[q.tier][q.key] = r
+        stamps = [keys.get("timestamp", {}) for keys in by_tier.values()]
+        nodes = {value: self._adopt(value) for per_node in stamps for value in per_node}
+        built: list[NodeSample] = await self._call(
+            partial(history_samples, by_tier, nodes), executor=self._history_executor
+        )
+        sent = 0
+        for sample in built:  # oldest first
+            key = (sample.node, sample.source.removeprefix("prom:"))
+            self._seen_tiers.setdefault(sample.node, set()).add(key[1])
+            last = self._last_at.get(key)
+            if last is None or sample.taken_at > last:
+                self._last_at[key] = sample.taken_at
+                emit(sample)
+            elif sample.taken_at < last and self.emit_history is not None:
+                self.emit_history(sample)
+            else:
+                continue
+            sent += 1
+        return sent
 
     async def run(self, emit: Emit) -> None:
-        await self.backfill(emit)
-        await super().run(emit)
+        await super().run(emit)  # the backfill starts after the first live round
 
     async def close(self) -> None:
+        if self._backfill_task is not None and not self._backfill_task.done():
+            self._backfill_task.cancel()
         if self._client is not None:
             self._client.close()
         self._executor.shutdown(wait=False, cancel_futures=True)
+        self._history_executor.shutdown(wait=False, cancel_futures=True)
+
+
+def history_samples(
+    by_tier: dict[str, dict[str, Any]], nodes: dict[str, str | None]
+) -> list[NodeSample]:
+    """Range results (tier → key → node value → sub-key → {eval time → value}) → samples,
+    oldest first; one per scrape (the `timestamp` series says when each was taken).
+    `nodes`: node label value → node name (None: not ours)."""
+    samples: list[NodeSample] = []
+    for tier, keys in by_tier.items():
+        for value, subs in keys.get("timestamp", {}).items():
+            node = nodes.get(value)
+            if node is None:
+                continue
+            points: dict[float, float | None] = next(iter(subs.values()), {})
+            per_node = {key: per.get(value, {}) for key, per in keys.items()}
+            prev = -math.inf
+            for t in sorted(points):
+                taken_at = points[t]
+                if taken_at is None or taken_at <= prev:
+                    continue  # evaluated again before the next scrape: the same reading
+                prev = taken_at
+                fig = {key: {sub: pts.get(t) for sub, pts in subs_of.items()}
+                       for key, subs_of in per_node.items()}
+                sample = promql.BUILDERS[tier](node, taken_at, fig, f"prom:{tier}")
+                if sample is not None:
+                    samples.append(sample)
+    samples.sort(key=lambda s: s.taken_at)
+    return samples
 
 
 def prom_source_for(layout: Layout) -> PromSource | None:
@@ -437,4 +493,5 @@ def prom_source_for(layout: Layout) -> PromSource | None:
         profile_names=sorted({n.engine.profile for n in mine if n.engine is not None}),
         history=layout.cluster.history,
         expected_gpus=sum(gpus) if gpus else None,
+        keep_s=layout.cluster.window_s + 2 * layout.cluster.interval_s,
     )

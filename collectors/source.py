@@ -33,6 +33,9 @@ class Source(ABC):
 
     def __init__(self, nodes: Sequence[str]):
         self.nodes = list(nodes)
+        # where readings older than those already emitted go (a backfill that arrives
+        # after live readings): merged behind them in time order. Set by the Fleet.
+        self.emit_history: Emit | None = None
 
     @abstractmethod
     async def run(self, emit: Emit) -> None:
