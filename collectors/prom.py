@@ -202,6 +202,8 @@ class PromSource(PollingSource):
         self._seen_tiers: dict[str, set[str]] = {}
         self._gpus_seen = expected_gpus or 0
         self._ticks = 0
+        # how far the newest sample Prometheus held trailed the wall clock, last round
+        self.behind_s: float | None = None
 
     # ------------------------------------------------------------------ client
 
@@ -261,6 +263,9 @@ class PromSource(PollingSource):
 
         return await self._call(fetch, executor=self._history_executor)  # type: ignore[no-any-return]
 
+    def backend_delay(self) -> tuple[str, float] | None:
+        return None if self.behind_s is None else (f"prometheus {self.shown_url}", self.behind_s)
+
     def error_text(self, exc: BaseException) -> str:
         return f"prometheus {self.shown_url}: {describe_error(exc, self.config.timeout_s)}"
 
@@ -307,6 +312,7 @@ class PromSource(PollingSource):
             for node, figures in r.items():
                 into.setdefault(node, {}).update(figures)
         notes = [f"{tier} queries: {msg}" for tier, msg in failed_tiers.items()]
+        self.behind_s = backend_behind_s(grouped, now)
         samples = self._build(grouped, {t for t in tiers if t not in failed_tiers}, now, notes)
         samples += self._missing(grouped, set(tiers) - set(failed_tiers))
         self._start_backfill()
@@ -353,7 +359,10 @@ class PromSource(PollingSource):
                 if sample is None:
                     continue
                 self._last_at[key] = taken_at
-                out.append(sample.model_copy(update={"notes": notes}) if notes else sample)
+                update: dict[str, Any] = {"backend_behind_s": self.behind_s}
+                if notes:
+                    update["notes"] = notes
+                out.append(sample.model_copy(update=update))
         return out
 
     def _missing(self, grouped: dict[str, promql.Grouped], tiers: set[str]) -> list[NodeSample]:
@@ -435,6 +444,18 @@ class PromSource(PollingSource):
             self._client.close()
         self._executor.shutdown(wait=False, cancel_futures=True)
         self._history_executor.shutdown(wait=False, cancel_futures=True)
+
+
+def backend_behind_s(grouped: dict[str, promql.Grouped], read_at: float) -> float | None:
+    """How far the newest scrape among a round's answers trails the instant asked for:
+    the backend's own delay (VictoriaMetrics answers ~30 s in the past by default; a
+    Prometheus may be behind on its scrapes). None when nothing was answered."""
+    newest = max(
+        (stamp for per_node in grouped.values() for fig in per_node.values()
+         if (stamp := promql.single(fig, "timestamp")) is not None),
+        default=None,
+    )
+    return None if newest is None else max(read_at - newest, 0.0)
 
 
 def history_samples(
