@@ -36,7 +36,7 @@ from prometheus_api_client.prometheus_connect import PrometheusConnect
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from collectors import promql
+from collectors import prom_rules, promql
 from collectors.safe_text import inert_text, redact_url
 from collectors.sample import NodeSample
 from collectors.source import Emit, PollingSource
@@ -49,6 +49,8 @@ log = logging.getLogger(__name__)
 GPUS_PER_TICK = 4096
 MAX_WORKERS = 8
 BACKFILL_WORKERS = 2
+# how often the source looks again for infertop's recorded series (collectors/prom_rules.py)
+RECORDED_RECHECK_S = 300.0
 # a node shown when Prometheus cannot be reached and no node is known yet (discover mode)
 PLACEHOLDER_NODE = "prometheus"
 
@@ -204,6 +206,13 @@ class PromSource(PollingSource):
         self._ticks = 0
         # how far the newest sample Prometheus held trailed the wall clock, last round
         self.behind_s: float | None = None
+        # infertop's recording rules: a query whose text is the rule's own is read from
+        # the recorded series when the server has it (collectors/prom_rules.py)
+        self._rule_exprs = {
+            (q.tier, q.key): q.promql for t in prom_rules.TIERS for q in prom_rules.builder().tier(t)
+        }
+        self._recorded: set[str] = set()
+        self._recorded_at: float | None = None
 
     # ------------------------------------------------------------------ client
 
@@ -283,15 +292,42 @@ class PromSource(PollingSource):
             tiers.append("gpu")
         return tiers
 
+    async def _look_for_recorded(self, now: float) -> None:
+        """Which of infertop's recorded series the server has (one query, now and then)."""
+        if self._recorded_at is not None and now - self._recorded_at < RECORDED_RECHECK_S:
+            return
+        self._recorded_at = now
+        client = self._connect()
+        query = f'count by (__name__) ({{__name__=~"{prom_rules.RECORDED_PREFIX}.+"}})'
+        try:
+            result = await self._call(client.custom_query, query, {"time": f"{now:.3f}"})
+        except Exception as exc:  # the raw queries still work; try again later
+            log.debug("prom: looking for recorded series failed", exc_info=exc)
+            return
+        names = [r.get("metric", {}).get("__name__") for r in result if isinstance(r, dict)]
+        self._recorded = {name for name in names if isinstance(name, str)}
+
+    def queries(self, tier: str) -> list[promql.Query]:
+        """The tier's queries, each read from its recorded series when the server has it
+        and the rule computes exactly this query (the same node labels and metric names)."""
+        out = []
+        for q in self.builder.tier(tier):
+            name = prom_rules.recorded_name(q)
+            if name in self._recorded and self._rule_exprs.get((q.tier, q.key)) == q.promql:
+                q = promql.Query(q.tier, q.key, name)
+            out.append(q)
+        return out
+
     async def poll(self) -> Sequence[NodeSample]:
         now = self.clock()
         tiers = self.tiers_this_tick()
         self._ticks += 1
-        queries = [q for t in tiers for q in self.builder.tier(t)]
         try:
             self._connect()
         except PromSetupError as exc:
             return self._errors(self.error_text(exc))
+        await self._look_for_recorded(now)
+        queries = [q for t in tiers for q in self.queries(t)]
         results = await asyncio.gather(*(self._instant(q, now) for q in queries), return_exceptions=True)
         failures = [r for r in results if isinstance(r, BaseException)]
         for failure in failures:
@@ -402,7 +438,7 @@ class PromSource(PollingSource):
         end = self.clock()
         start = end - span
         tiers = ["engine", "node"] + (["gpu"] if self.gpu_detail_every() == 1 else [])
-        queries = [q for t in tiers for q in self.builder.tier(t)]
+        queries = [q for t in tiers for q in self.queries(t)]
         try:
             self._connect()
             results = await asyncio.gather(*(self._range(q, start, end, step) for q in queries))

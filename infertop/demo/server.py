@@ -197,7 +197,9 @@ def layout_toml(server: DemoServer, now: float | None = None, via_url: str | Non
         f"gpu_hour_usd = {GPU_HOUR_USD}",
     ]
     if via_url is not None:
-        lines += ["", "[prometheus]", f'url = "{via_url}"', 'node_label = "node"', "strip_port = false"]
+        # the node labels of infertop's recording rules (collectors/prom_rules.py): the
+        # source reads the recorded series where the backend has them
+        lines += ["", "[prometheus]", f'url = "{via_url}"', 'node_label = ["node", "instance"]']
     for role in ("prefill", "decode"):
         names = [p.name for p in server.cluster.plans if p.role == role]
         device_url = addresses.url("npu" if ascend else "dcgm", "{host}")

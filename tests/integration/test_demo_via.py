@@ -7,6 +7,7 @@ trouble must come out exactly as when the nodes are scraped directly
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -19,8 +20,11 @@ from conftest import infertop_bin
 from demo_server import serving_demo
 from prometheus_server import wait_until
 
+from collectors.prom import prom_source_for
 from infertop.demo.backends import BACKENDS, free_port, start_backend
 from infertop.demo.scenario import trouble_nodes
+from layouts import load_layout
+from layouts.model import Layout
 
 pytestmark = pytest.mark.integration
 
@@ -50,12 +54,15 @@ def test_demo_via_a_backend_finds_exactly_the_scripted_trouble(via: str, tmp_pat
             # sample only once it is 30 s old: -search.latencyOffset)
             wait_until(lambda: series_count(url, "vllm:num_requests_running") >= NODES, 90, "every engine")
             wait_until(lambda: series_count(url, "DCGM_FI_DEV_GPU_UTIL") >= NODES * 8, 30, "every GPU")
+            if via == "prometheus":  # and the first evaluation of the shipped rules
+                wait_until(lambda: series_count(url, "infertop_node:gpu_timestamp") >= NODES, 30, "rules")
             short = tmp_path / "short-holds.toml"
             short.write_text(layout.read_text() + SHORT_HOLDS)
             proc = subprocess.run(
                 [infertop_bin(), "snapshot", "--layout", str(short), "--window", "10", "--json"],
                 capture_output=True, text=True, timeout=120,
             )
+            recorded = asyncio.run(queries_read(load_layout(layout)))
         finally:
             backend.terminate()
             backend.wait(10)
@@ -79,6 +86,28 @@ def test_demo_via_a_backend_finds_exactly_the_scripted_trouble(via: str, tmp_pat
     # the simulated truth of every node: 8 GPUs, the layout's ports
     for node in nodes.values():
         assert len(node["gpus"]) == 8
+    # Prometheus loads the shipped rules (the demo's scrape config names them) and the
+    # source reads every tier from the recorded series; VictoriaMetrics has no rules
+    # (a rule over series the demo does not serve records nothing: that query stays raw)
+    if via == "prometheus":
+        for name in ("engine_timestamp", "engine_generation_tokens_total", "engine_steps_total",
+                     "gpu_timestamp", "gpu_util_pct", "gpu_power_w", "node_timestamp", "node_ib_rx",
+                     "node_ib_state", "node_eth_rx"):
+            assert f"infertop_node:{name}" in recorded, (name, recorded)
+    else:
+        assert not [q for q in recorded if q.startswith("infertop_node:")]
+
+
+async def queries_read(layout: Layout) -> list[str]:
+    """The queries a prom source sends for every tier, after its first poll."""
+    source = prom_source_for(layout)
+    assert source is not None
+    try:
+        samples = await source.poll()
+        assert samples and all(s.ok for s in samples), [s.error for s in samples if not s.ok][:3]
+        return [q.promql for tier in ("engine", "node", "gpu") for q in source.queries(tier)]
+    finally:
+        await source.close()
 
 
 def test_demo_via_a_missing_backend_is_one_line_exit_2(tmp_path: Path) -> None:
