@@ -193,6 +193,7 @@ class PromSource(PollingSource):
             engine_matchers=promql.profile_matchers(profile_names, profiles),
         )
         self.namer = NodeNamer(nodes, config.discover)
+        self._node_set = set(self.nodes)
         self.keep_s = keep_s
         self._executor = ThreadPoolExecutor(MAX_WORKERS, thread_name_prefix="prom")
         # the backfill's range queries run beside live polling: on threads of their own,
@@ -370,7 +371,8 @@ class PromSource(PollingSource):
 
     def _adopt(self, value: str) -> str | None:
         name = self.namer(value)
-        if name is not None and name not in self.nodes:
+        if name is not None and name not in self._node_set:
+            self._node_set.add(name)  # a set: `in self.nodes` made a round O(nodes²)
             self.nodes.append(name)  # discovered: errors are reported on it from now on
         return name
 
@@ -378,6 +380,9 @@ class PromSource(PollingSource):
         self, grouped: dict[str, promql.Grouped], tiers: set[str], now: float, notes: list[str]
     ) -> list[NodeSample]:
         out: list[NodeSample] = []
+        extra: dict[str, Any] = {"backend_behind_s": self.behind_s}
+        if notes:
+            extra["notes"] = notes
         for tier in sorted(tiers):
             if tier == "gpu":
                 self._gpus_seen = sum(len(f.get("util_pct") or {}) for f in grouped[tier].values())
@@ -391,14 +396,11 @@ class PromSource(PollingSource):
                 key = (node, tier)
                 if taken_at <= self._last_at.get(key, -math.inf):
                     continue  # Prometheus has not scraped it again since the last tick
-                sample = promql.BUILDERS[tier](node, taken_at, fig, f"prom:{tier}")
+                sample = promql.BUILDERS[tier](node, taken_at, fig, f"prom:{tier}", extra)
                 if sample is None:
                     continue
                 self._last_at[key] = taken_at
-                update: dict[str, Any] = {"backend_behind_s": self.behind_s}
-                if notes:
-                    update["notes"] = notes
-                out.append(sample.model_copy(update=update))
+                out.append(sample)
         return out
 
     def _missing(self, grouped: dict[str, promql.Grouped], tiers: set[str]) -> list[NodeSample]:
