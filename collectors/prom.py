@@ -329,7 +329,7 @@ class PromSource(PollingSource):
             return self._errors(self.error_text(exc))
         await self._look_for_recorded(now)
         queries = [q for t in tiers for q in self.queries(t)]
-        results = await asyncio.gather(*(self._instant(q, now) for q in queries), return_exceptions=True)
+        results = await self._consistent_round(queries, now)
         failures = [r for r in results if isinstance(r, BaseException)]
         for failure in failures:
             if isinstance(failure, asyncio.CancelledError):
@@ -364,6 +364,25 @@ class PromSource(PollingSource):
         emit = self.emit_early
         loop = asyncio.get_running_loop()
         self._backfill_task = loop.create_task(self.backfill(emit), name="prom:backfill")
+
+    async def _consistent_round(self, queries: list[promql.Query], now: float) -> list[Any]:
+        """Every query's answer (or exception), all as of one instant: the newest scrape
+        the tiers' `timestamp` queries find at `now`; then every query (those too) at that
+        instant. Asked at `now`, a scrape that becomes visible while the round runs would
+        be in some answers and not in others (VictoriaMetrics shows a point once it is
+        -search.latencyOffset old by its own clock, which moves on during the round; a
+        Prometheus commits a scrape mid-round), and a counter stamped with one scrape but
+        read from another gives a rate off by a whole scrape interval."""
+        stamp_queries = [q for q in queries if q.key == "timestamp"]
+        first = await asyncio.gather(*(self._instant(q, now) for q in stamp_queries), return_exceptions=True)
+        newest = max(
+            (stamp for r in first if isinstance(r, dict) for fig in r.values()
+             if (stamp := promql.single(fig, "timestamp")) is not None),
+            default=None,
+        )
+        # a scrape stamped at `newest` is in; a later one is not (and never past now)
+        at = now if newest is None else min(newest + 0.001, now)
+        return await asyncio.gather(*(self._instant(q, at) for q in queries), return_exceptions=True)
 
     def _errors(self, message: str) -> list[NodeSample]:
         nodes = self.nodes or [PLACEHOLDER_NODE]

@@ -42,7 +42,9 @@ def part_window(
             break
     if best is None:
         return []
-    samples = state.window(best.source, now - window_s, min_count=2)
+    # read through a backend that answers from behind (VictoriaMetrics ~30 s): the window
+    # ends at the newest sample it holds, or it would hold only the last two readings
+    samples = state.window(best.source, now - (best.backend_behind_s or 0.0) - window_s, min_count=2)
     samples = [s for s in samples if getattr(s, part) is not None]
     return samples or [best]
 

@@ -83,16 +83,16 @@ async def test_the_backends_delay_is_said_once_not_blamed_on_the_nodes(victoria:
         assert not [v for v in node.verdicts if v.kind in ("stale", "unreachable")]
         engine = node.engine
         assert engine is not None
-        # the simulated truth (tests/prometheus_server.py SimRates); rates within 10 %: a
-        # counter's value is taken when its page is drawn, its stamp when the scrape began,
-        # and on a loaded machine the two drift apart by tenths of a second over a 4 s window
-        assert engine.decode_steps_per_s == pytest.approx(40.0, rel=0.1)
-        assert engine.accepted_tokens_per_s == pytest.approx(93.0, rel=0.1)
+        # the simulated truth (tests/prometheus_server.py SimRates), over the whole window:
+        # it ends at the newest sample the backend holds, not at the wall clock (where it
+        # would hold only the last two readings, and a rate over 1 s swings with jitter)
+        assert engine.decode_steps_per_s == pytest.approx(40.0, rel=0.03)
+        assert engine.accepted_tokens_per_s == pytest.approx(93.0, rel=0.03)
         assert engine.draft_acceptance == pytest.approx(63.0 / 90.0, rel=0.01)
         assert (engine.requests_running, engine.kv_cache_usage) == (12, 0.42)
         assert node.gpus[3].util_pct == 84.0 and node.gpus[3].power_w == 615.5
         [eth0] = node.nics
-        assert eth0.rx_bytes_per_s == pytest.approx(5e9, rel=0.1)
+        assert eth0.rx_bytes_per_s == pytest.approx(5e9, rel=0.03)
     # the text report says it once, when it is worth saying (VictoriaMetrics' default 30 s)
     far_behind = snapshot.model_copy(update={"backends": [backend.model_copy(update={"behind_s": 31.0})]})
     said = [line for line in snapshot_table(far_behind).splitlines() if backend.name in line]
