@@ -380,6 +380,11 @@ class PromSource(PollingSource):
              if (stamp := promql.single(fig, "timestamp")) is not None),
             default=None,
         )
+        pairs = zip(stamp_queries, first, strict=True)
+        failed = {q.tier: r for q, r in pairs if isinstance(r, BaseException)}
+        if first and len(failed) == len(first):
+            # the backend did not answer: say so now, not after a second timeout
+            return [failed.get(q.tier, next(iter(failed.values()))) for q in queries]
         # a scrape stamped at `newest` is in; a later one is not (and never past now)
         at = now if newest is None else min(newest + 0.001, now)
         return await asyncio.gather(*(self._instant(q, at) for q in queries), return_exceptions=True)
