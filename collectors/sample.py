@@ -246,6 +246,11 @@ class NodeSample(_Frozen):
     pages: list[PageOutcome] = Field(default_factory=list)
     # Set when this source failed for this node; the other parts are then None.
     error: str | None = None
+    # Read from a metrics backend (Prometheus, VictoriaMetrics): how far the newest sample
+    # that backend held trailed the wall clock when this was read (its own delay, e.g.
+    # VictoriaMetrics' -search.latencyOffset, or a Prometheus behind on its scrapes). The
+    # node's age is judged past it: the backend's delay is the backend's, not the node's.
+    backend_behind_s: float | None = None
 
     @field_validator("notes")
     @classmethod

@@ -184,6 +184,13 @@ def snapshot_families(snapshot: Snapshot) -> Iterator[GaugeMetricFamily | InfoMe
         for suffix, text, value in _monitor_figures(health):
             if value is not None:
                 yield GaugeMetricFamily(f"infertop_monitor_{suffix}", text, value=value)
+    behind = GaugeMetricFamily("infertop_backend_behind_seconds",
+                               "How far the metrics backend's newest sample trailed the wall clock",
+                               labels=["backend"])
+    for backend in snapshot.backends:
+        if backend.behind_s is not None:
+            behind.add_metric([backend.name], backend.behind_s)
+    yield behind
     pools = {"all": snapshot.cluster.total, **snapshot.cluster.roles}
     for suffix, text, get_r in _ROLLUP:
         fam = GaugeMetricFamily(f"infertop_role_{suffix}", text, labels=["role"])
@@ -216,4 +223,5 @@ def metric_names() -> set[str]:
     names |= {f"infertop_role_{s}" for s, _, _ in _ROLLUP}
     names |= {"infertop_monitor_lagging"}
     names |= {f"infertop_monitor_{s}" for s, _, _ in _monitor_figures(MonitorHealthView())}
+    names.add("infertop_backend_behind_seconds")
     return names

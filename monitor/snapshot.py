@@ -422,6 +422,14 @@ class MonitorHealthView(_View):
     rounds_late: int = 0  # frames lately drawn before all their readings were in (the monitor was slow)
 
 
+class BackendView(_View):
+    """A metrics backend the monitor reads nodes through (the prom source), and its own
+    delay, said once here instead of on every node it serves."""
+
+    name: str  # "prometheus http://prom:9090" (credentials never shown)
+    behind_s: float | None = None  # how far its newest sample trailed the wall clock, last round
+
+
 class Snapshot(_View):
     """One frame: the whole cluster at `taken_at`."""
 
@@ -434,6 +442,7 @@ class Snapshot(_View):
     # additions
     monitor: MonitorHealthView | None = None
     verdict_groups: list[VerdictGroupView] = Field(default_factory=list)
+    backends: list[BackendView] = Field(default_factory=list)
 
     model_config = ConfigDict(frozen=True, populate_by_name=True)
 

@@ -76,11 +76,15 @@ class PrometheusServer:
         targets: Sequence[Target] = (),
         scrape_interval: str = "1s",
         honor_labels: bool = False,
+        rule_files: Sequence[Path] = (),
+        alertmanagers: Sequence[str] = (),
     ):
         self.workdir = workdir
         self.targets = list(targets)
         self.scrape_interval = scrape_interval
         self.honor_labels = honor_labels
+        self.rule_files = list(rule_files)
+        self.alertmanagers = list(alertmanagers)  # host:port of each
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = workdir / "prometheus.log"
@@ -91,7 +95,7 @@ class PrometheusServer:
 
     def write_config(self) -> Path:
         # JSON is YAML: no YAML library needed
-        config = {
+        config: dict[str, Any] = {
             "global": {
                 "scrape_interval": self.scrape_interval,
                 "scrape_timeout": self.scrape_interval,
@@ -107,6 +111,10 @@ class PrometheusServer:
                 }
             ],
         }
+        if self.rule_files:
+            config["rule_files"] = [str(f) for f in self.rule_files]
+        if self.alertmanagers:
+            config["alerting"] = {"alertmanagers": [{"static_configs": [{"targets": self.alertmanagers}]}]}
         path = self.workdir / "prometheus.yml"
         path.write_text(json.dumps(config, indent=2))
         return path

@@ -163,8 +163,11 @@ def _host_range(role: str, names: list[str]) -> str:
     return f"{role}-[{first}-{last}]"
 
 
-def layout_toml(server: DemoServer, now: float | None = None) -> str:
-    """A layout for the served cluster: one `[[nodes]]` range per pool."""
+def layout_toml(server: DemoServer, now: float | None = None, via_url: str | None = None,
+                interval_s: float = 1.0) -> str:
+    """A layout for the served cluster: one `[[nodes]]` range per pool. With `via_url`,
+    the nodes are read through the Prometheus-compatible backend there (`demo --via`),
+    which scrapes them from the served `/targets` and labels each with its `node`."""
     addresses = server.addresses
     assert addresses is not None, "start the server first"
     now = time.time() if now is None else now
@@ -183,7 +186,7 @@ def layout_toml(server: DemoServer, now: float | None = None) -> str:
         "# Written by `infertop demo --serve-only`: a simulated DeepInfer cluster on loopback.",
         "[cluster]",
         'name = "deepinfer-demo"',
-        "interval_s = 1.0",
+        f"interval_s = {interval_s!r}",
         "window_s = 10.0",
         "",
         "[session]",
@@ -192,6 +195,10 @@ def layout_toml(server: DemoServer, now: float | None = None) -> str:
         "[pricing]",
         f"gpu_hour_usd = {GPU_HOUR_USD}",
     ]
+    if via_url is not None:
+        # the node labels of infertop's recording rules (collectors/prom_rules.py): the
+        # source reads the recorded series where the backend has them
+        lines += ["", "[prometheus]", f'url = "{via_url}"', 'node_label = ["node", "instance"]']
     for role in ("prefill", "decode"):
         names = [p.name for p in server.cluster.plans if p.role == role]
         device_url = addresses.url("npu" if ascend else "dcgm", "{host}")
@@ -202,17 +209,19 @@ def layout_toml(server: DemoServer, now: float | None = None) -> str:
             f'role = "{role}"',
             f"gpus = {GPUS_PER_NODE}",
             *(['accelerator = "npu"'] if ascend else []),
-            f'metrics = ["{device_url}", "{addresses.layout_url("node", "{host}")}"]',
-            f'engine = {{ url = "{addresses.url("engine", "{host}")}", profile = "deepinfer" }}',
+            *([
+                f'metrics = ["{device_url}", "{addresses.layout_url("node", "{host}")}"]',
+                f'engine = {{ url = "{addresses.url("engine", "{host}")}", profile = "deepinfer" }}',
+            ] if via_url is None else ['engine = { profile = "deepinfer" }']),
             f"nics = [{nics}]",
         ]
     return "\n".join(lines) + "\n"
 
 
-def write_layout(server: DemoServer, path: Path) -> None:
+def write_layout(server: DemoServer, path: Path, via_url: str | None = None, interval_s: float = 1.0) -> None:
     """Write atomically: a reader never sees half a layout."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(layout_toml(server), encoding="utf-8")
+    tmp.write_text(layout_toml(server, via_url=via_url, interval_s=interval_s), encoding="utf-8")
     tmp.replace(path)
 

@@ -42,7 +42,9 @@ def part_window(
             break
     if best is None:
         return []
-    samples = state.window(best.source, now - window_s, min_count=2)
+    # read through a backend that answers from behind (VictoriaMetrics ~30 s): the window
+    # ends at the newest sample it holds, or it would hold only the last two readings
+    samples = state.window(best.source, now - (best.backend_behind_s or 0.0) - window_s, min_count=2)
     samples = [s for s in samples if getattr(s, part) is not None]
     return samples or [best]
 
@@ -441,7 +443,7 @@ def node_status(
     if age is None or ok_at is None:
         # never heard from: an error if a source said why, else still connecting (stale)
         return ("error" if state.last_error is not None else "stale"), None
-    judged = max(age - excused_s(ok_at, now, stalls), 0.0)
+    judged = max(age - excused_s(ok_at, now, stalls) - backend_behind_s(state), 0.0)
     if judged > interval_s * thresholds.unreachable_intervals:
         return "unreachable", age
     if judged > interval_s * thresholds.stale_intervals:
@@ -449,6 +451,15 @@ def node_status(
     if state.error is not None:
         return "error", age
     return "ok", age
+
+
+def backend_behind_s(state: NodeState) -> float:
+    """The delay of the metrics backend the node's newest sample was read from (0: read
+    from the node itself): the node is judged against the newest sample that backend
+    held, so the backend's delay is said once (Snapshot.backends), not blamed on it."""
+    newest = max((ring[-1] for ring in state.by_source.values() if ring),
+                 key=lambda s: s.taken_at, default=None)
+    return (newest.backend_behind_s or 0.0) if newest is not None else 0.0
 
 
 def late_by_monitor(
