@@ -45,7 +45,8 @@ def _command_of(pid):
     if not cmdline:
         comm = _proc_text(pid, "comm")
         return comm.strip() if comm else None
-    return " ".join(p for p in cmdline.split("\0") if p)[:_COMMAND_MAX]
+    # one line: arguments may hold newlines (python -c "…")
+    return " ".join(cmdline.replace("\0", " ").split())[:_COMMAND_MAX]
 
 
 def _cgroup_of(pid):
