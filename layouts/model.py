@@ -173,6 +173,10 @@ class ClusterConfig(_Strict):
     window_s: Annotated[float, Field(gt=0, le=MAX_WINDOW_S)] = 10.0
     # how many samples each node keeps (ring buffer); bounds memory over a long session
     history: Annotated[int, Field(ge=2, le=100_000)] = 600
+    # GPUs per data-parallel engine, where an engine's page does not say which GPUs it
+    # runs on (vLLM): engine k of a node holds GPUs k·tp … k·tp+tp−1; a node's engine may
+    # override it (`engine = { …, tensor_parallel_size = 2 }`)
+    tensor_parallel_size: Annotated[int, Field(ge=1, le=1024)] | None = None
 
 
 class SessionConfig(_Strict):
@@ -282,6 +286,8 @@ class NicExpectation(_Strict):
 class EngineConfig(_Strict):
     url: str | None = None
     profile: str = "vllm"
+    # GPUs per DP engine on this node (overrides [cluster] tensor_parallel_size)
+    tensor_parallel_size: Annotated[int, Field(ge=1, le=1024)] | None = None
     # fetch the endpoint from the node's own side (through the probe) rather than directly
     via_probe: bool | None = None
     log: PathStr | None = None  # a log file on the node, followed read-only

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from collectors.sample import port_is_up
+from collectors.sample import GpuProcess, port_is_up
 
 SCHEMA = "infertop.snapshot/1"
 NodeStatus = Literal["ok", "stale", "unreachable", "error"]
@@ -52,6 +52,16 @@ class GpuView(_View):
     # judged by the evaluation (clock_events.py), so every viewer agrees with the verdicts
     clock_events: list[str] | None = None  # labels of the set reasons; None: unknown
     clock_event_level: ClockEventLevel | None = None  # worst of them; None: unknown
+    # real compute activity, 0–100 over the last interval (NVML GPM or dcgm-exporter's
+    # DCGM_FI_PROF_*); activity_source says which. None: not read (no GPM, no profiling)
+    sm_active_pct: float | None = None
+    sm_occupancy_pct: float | None = None
+    tensor_active_pct: float | None = None
+    dram_active_pct: float | None = None
+    activity_source: str | None = None  # "gpm" | "dcgm"
+    # who holds the GPU (NVML + /proc); None: not read by this node's source
+    # (pid, user, command, cgroup, gpu_mem_bytes: the sample's own typed record)
+    processes: list[GpuProcess] | None = None
 
 
 class NicView(_View):
@@ -136,6 +146,19 @@ class EngineView(_View):
     window_latency_buckets: dict[str, tuple[tuple[float, float], ...]] | None = Field(
         default=None, exclude=True
     )
+    # the node's data-parallel engines, each with the figures above over the same window
+    # (monitor/evaluation/engine_ranks.py); None where the page tells no engines apart
+    ranks: list[EngineRankView] | None = None
+
+
+class EngineRankView(EngineView):
+    """One data-parallel engine (rank) of a node: the engine figures of that rank alone."""
+
+    key: str = ""  # the labels that tell it apart on the page: "engine=3", "dp_rank=1"
+    dp_rank: int | None = None
+    gpus: list[int] | None = None  # node-local GPU indices it runs on; None: unknown
+    gpus_from: str | None = None  # "labels" (the page's tp_rank) or "layout" (tensor_parallel_size)
+    label: str = ""  # "engine 3 (GPUs 6–7)": how verdicts and views name it
 
 
 class VerdictView(_View):
@@ -471,3 +494,6 @@ def snapshot_json(snapshot: Snapshot) -> bytes:
         text = snapshot.model_dump_json(by_alias=True, exclude_defaults=True).encode()
         _last_json = (snapshot, text)
         return text
+
+
+EngineView.model_rebuild()

@@ -38,8 +38,9 @@ class GpmReader:
     def __init__(self, nvml, handles):
         self.nvml = nvml
         self.handles = handles
-        self.samples = [None] * len(handles)  # the previous sample of each GPU
-        self.refused = [None] * len(handles)  # why GPM is not read on that GPU, once known
+        self.samples: list = [None] * len(handles)  # the previous sample of each GPU
+        # why GPM is not read on that GPU, once known
+        self.refused: list[str | None] = [None] * len(handles)
         missing = [n for n in ("nvmlGpmSampleAlloc", "nvmlGpmSampleGet", "nvmlGpmMetricsGet")
                    if not hasattr(nvml, n)]
         for i, h in enumerate(handles):

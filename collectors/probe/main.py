@@ -329,6 +329,7 @@ class NvmlReader:
         self.energy_every_s = energy_every_s
         self.energy_read_at = [float("-inf")] * self.count  # monotonic time of each GPU's last energy read
         # real compute activity (GPM, Hopper and later); never a reason to fail the reader
+        self.gpm: GpmReader | None = None
         try:
             self.gpm = GpmReader(pynvml, self.handles)
         except Exception:
