@@ -253,6 +253,10 @@ class Thresholds(_Strict):
     link_busy_ratio: Annotated[float, Field(gt=0, le=1)] = 0.9  # "near line rate"
     link_pile_share: Annotated[float, Field(gt=0.5, le=1)] = 0.8  # one port carries 80 %+
     gpu_wait_util_pct: Annotated[float, Field(ge=0, le=100)] = 50.0
+    # "busy but waiting": util at least this while SM activity (GPM / DCGM profiling) is
+    # below waiting_activity_pct — a kernel resident and spinning, not working
+    busy_util_pct: Annotated[float, Field(ge=0, le=100)] = 80.0
+    waiting_activity_pct: Annotated[float, Field(ge=0, le=100)] = 10.0
     # a pile-up needs real traffic: a few kB/s of chatter on one port is not a pile
     link_pile_min_gbps: NonNegFloat = 1.0
     # port_xmit_wait above this rate counts as "rising" (IB ticks per second)

@@ -230,6 +230,9 @@ class NodeView(_View):
     # fresh only because the time the monitor itself stood still was not counted against
     # the node's sample age (monitor.evaluation.figures.node_status): the monitor is late
     monitor_late: bool = False
+    # which GPU figure judged idle_fraction and the idle verdict: "sm_active" (NVML GPM /
+    # DCGM profiling), "util", or "sm_active+util" (some GPUs each); None: no GPU figures
+    idle_basis: str | None = None
 
 
 class RollupView(_View):

@@ -10,6 +10,7 @@ from collectors.loop_stalls import StallTimeline
 from collectors.rates import mean, total
 from collectors.sample import NodeSample
 from layouts.model import Layout, NodeConfig
+from monitor.evaluation.activity import idle_basis
 from monitor.evaluation.conditions import BLIND
 from monitor.evaluation.coverage import node_coverage
 from monitor.evaluation.engine_ranks import rank_counters, tensor_parallel_size, with_ranks
@@ -121,6 +122,7 @@ def evaluate_node(
         # a node not answering is already a fault (its status): what it cannot show is no news
         coverage=node_coverage(config, latest, gpus, nics, engine) if status == "ok" else [],
         monitor_late=status == "ok" and late_by_monitor(state, now, interval, layout.thresholds, stalls),
+        idle_basis=idle_basis(gpus),
     )
 
 

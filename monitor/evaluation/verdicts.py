@@ -33,6 +33,11 @@ from monitor.evaluation.conditions import (
     throttled_condition,
 )
 from monitor.evaluation.links import link_condition
+from monitor.evaluation.rank_findings import (
+    busy_waiting_condition,
+    name_straggler_rank,
+    rank_straggler_condition,
+)
 from monitor.snapshot import NodeView, VerdictView
 
 ALL_KINDS = STATUS_KINDS + HEALTH_KINDS
@@ -56,11 +61,13 @@ def node_conditions(
     found = [
         idle_condition(node, th),
         link_condition(node, config, th),
-        straggler_condition(node, pools.get(node.role), th),
+        name_straggler_rank(node, straggler_condition(node, pools.get(node.role), th))
+        or rank_straggler_condition(node, th),
         throttled_condition(node, th),
         gpu_error_condition(node, ecc_baseline or {}),
         slo_condition(node, slo),
         blind_condition(node, th),
+        busy_waiting_condition(node, th),
     ]
     return [c for c in found if c is not None]
 
