@@ -163,7 +163,7 @@ def _dcgm_value(field: str, gpu: dict[str, Any]) -> float | str | None:
     # profiling ratios 0–1 on the page, percent in the truth (as infertop keeps them)
     for prof, figure in _DCGM_ACTIVITY.items():
         if figure in t:
-            table[prof] = t[figure] / 100.0
+            table[prof] = None if t[figure] is None else t[figure] / 100.0  # None: not collected
     if field in table:
         return table[field]
     if field == "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL":
