@@ -6,47 +6,17 @@ and replay read it), the exporter serves them, and the verdicts name the rank.""
 from __future__ import annotations
 
 import pytest
-from fixtures.vllm_ranks_page import VllmRanksServer
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
+from ranks_cluster import ranks_snapshots
 
-from collectors.profiles import engine_sample_from_text
-from collectors.sample import GpuSample, NodeSample
-from layouts import parse_layout
 from monitor.exporter import SnapshotCollector, metric_names
-from monitor.monitor import Monitor
 from monitor.record.store import decode_snapshot, encode_snapshot
 from monitor.snapshot import Snapshot
 
-LAYOUT = """
-[cluster]
-name = "ranks"
-interval_s = 1.0
-window_s = 10.0
-tensor_parallel_size = 4
-
-[pricing]
-gpu_hour_usd = 2.5
-
-[[nodes]]
-name = "decode-05"
-role = "decode"
-gpus = 8
-engine = { url = "http://127.0.0.1:1/metrics", tensor_parallel_size = 2 }
-"""
-STEPS = [30.0, 30.0, 12.0, 30.0]  # engine 2 (GPUs 4–5) straggles within its node
-
 
 def _snapshot() -> Snapshot:
-    monitor = Monitor(parse_layout(LAYOUT), sources=[], clock=lambda: 1_000.0)
-    server = VllmRanksServer(engines=4)
-    for i in range(11):
-        server.advance_ranks(1.0, STEPS, [0.7] * 4, [0.03] * 4)
-        gpus = [GpuSample(index=g, util_pct=100.0, sm_active_pct=1.0 if g in (6, 7) else 85.0,
-                          tensor_active_pct=50.0, activity_source="gpm") for g in range(8)]
-        monitor.state.add(NodeSample(node="decode-05", source="test", taken_at=990.0 + i, gpus=gpus,
-                                     engine=engine_sample_from_text(server.page(), "vllm")))
-    return monitor.tick(1_000.0)
+    return ranks_snapshots()[-1]
 
 
 def test_ranks_and_activity_reach_the_snapshot_json_the_exporter_and_back() -> None:
@@ -75,17 +45,18 @@ def test_ranks_and_activity_reach_the_snapshot_json_the_exporter_and_back() -> N
 
 
 def test_verdicts_name_the_rank() -> None:
-    layout = LAYOUT.replace("[[nodes]]", "[thresholds]\nhold_s = 0\n\n[[nodes]]")
-    monitor = Monitor(parse_layout(layout), sources=[], clock=lambda: 1_000.0)
-    server = VllmRanksServer(engines=4)
-    snapshot = None
-    for i in range(11):
-        server.advance_ranks(1.0, STEPS, [0.7] * 4, [0.03] * 4)
-        gpus = [GpuSample(index=g, util_pct=100.0, sm_active_pct=1.0 if g in (6, 7) else 85.0) for g in range(8)]
-        monitor.state.add(NodeSample(node="decode-05", source="test", taken_at=990.0 + i, gpus=gpus,
-                                     engine=engine_sample_from_text(server.page(), "vllm")))
-        snapshot = monitor.tick(990.0 + i)
-    assert snapshot is not None
+    snapshot = ranks_snapshots(hold_s=0)[-1]
     details = {v.kind: v.detail for v in snapshot.nodes[0].verdicts}
     assert details["straggler"].startswith("decode-05 engine 2 (GPUs 4–5): 12.0 decode steps/s")
     assert "decode-05 engine 3 (GPUs 6–7): GPUs 6,7 util 100 % but SM active 1 %" in details["busy-waiting"]
+
+
+def test_a_gpu_held_by_a_process_not_the_engine_is_a_finding() -> None:
+    snapshot = ranks_snapshots(hold_s=0, stray=True)[-1]
+    details = {v.kind: v.detail for v in snapshot.nodes[0].verdicts}
+    assert details["stray-process"].startswith("not the engine — GPU 3 held by pid 31337 (alice) python3 leftover_eval.py")
+    assert details["stray-process"].endswith(": 6.0 GiB")
+    # the engine's own processes are no finding
+    clean = ranks_snapshots(hold_s=0)[-1]
+    assert "stray-process" not in {v.kind for v in clean.nodes[0].verdicts}
+    assert clean.nodes[0].gpus[3].processes is not None and clean.nodes[0].gpus[3].processes[0].pid == 4101
