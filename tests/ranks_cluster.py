@@ -8,7 +8,7 @@ from fixtures.vllm_ranks_page import VllmRanksServer
 
 from collectors.profiles import engine_sample_from_text
 from collectors.sample import GpuProcess, GpuSample, NodeSample
-from layouts import parse_layout
+from layouts import Layout, parse_layout
 from monitor.monitor import Monitor
 from monitor.snapshot import Snapshot
 
@@ -46,9 +46,13 @@ def gpus(stray: bool = False) -> list[GpuSample]:
     return out
 
 
-def ranks_snapshots(hold_s: float | None = None, stray: bool = False, ticks: int = 11) -> list[Snapshot]:
+def ranks_layout(hold_s: float | None = None) -> Layout:
     text = LAYOUT if hold_s is None else LAYOUT.replace("[[nodes]]", f"[thresholds]\nhold_s = {hold_s}\n\n[[nodes]]")
-    monitor = Monitor(parse_layout(text), sources=[], clock=lambda: 1_000.0)
+    return parse_layout(text)
+
+
+def ranks_snapshots(hold_s: float | None = None, stray: bool = False, ticks: int = 11) -> list[Snapshot]:
+    monitor = Monitor(ranks_layout(hold_s), sources=[], clock=lambda: 1_000.0)
     server = VllmRanksServer(engines=4)
     frames = []
     for i in range(ticks):
