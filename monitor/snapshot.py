@@ -171,6 +171,20 @@ class VerdictView(_View):
     # (`infertop snapshot`, whose window may be shorter than the hold), never in the TUI
     pending: bool = False
     held_s: float | None = None  # how long a pending condition has held so far
+    # a straggler's evidence against its pool, most telling first (straggler_evidence.py)
+    evidence: list[EvidenceView] = Field(default_factory=list)
+
+
+class EvidenceView(_View):
+    """One figure of a straggler beside the median of its pool (issue 35)."""
+
+    figure: str  # "slowest SM clock", "GPUs power-capped", …
+    unit: str = ""  # "MHz", "°C", "GPUs", "/s", "%"
+    value: float | None = None  # the straggler's (its rank's GPUs where a rank is named)
+    median: float | None = None  # the pool's busy nodes', the straggler left out
+    # how far the value sits from the median in the direction that would slow a rank,
+    # relative to the median (0: not off; 1: twice as bad); None: not comparable
+    off: float | None = None
 
 
 class CoverageGap(_View):
@@ -500,3 +514,4 @@ def snapshot_json(snapshot: Snapshot) -> bytes:
 
 
 EngineView.model_rebuild()
+VerdictView.model_rebuild()

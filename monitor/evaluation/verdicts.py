@@ -39,6 +39,7 @@ from monitor.evaluation.rank_findings import (
     name_straggler_rank,
     rank_straggler_condition,
 )
+from monitor.evaluation.straggler_evidence import with_straggler_evidence
 from monitor.snapshot import NodeView, VerdictView
 
 ALL_KINDS = STATUS_KINDS + HEALTH_KINDS
@@ -219,4 +220,4 @@ class VerdictTracker:
             ]
             verdicts.sort(key=verdict_sort_key)
             out.append(node.model_copy(update={"verdicts": verdicts}))
-        return out
+        return with_straggler_evidence(out)
