@@ -151,14 +151,29 @@ class EngineView(_View):
     ranks: list[EngineRankView] | None = None
 
 
-class EngineRankView(EngineView):
-    """One data-parallel engine (rank) of a node: the engine figures of that rank alone."""
+class EngineRankView(_View):
+    """One data-parallel engine (rank) of a node: the node's engine figures for that rank
+    alone, over the same window (the issue-35 set; the scoreboard's others stay per node,
+    to keep a snapshot of 1,000 ranks small)."""
 
     key: str = ""  # the labels that tell it apart on the page: "engine=3", "dp_rank=1"
     dp_rank: int | None = None
     gpus: list[int] | None = None  # node-local GPU indices it runs on; None: unknown
     gpus_from: str | None = None  # "labels" (the page's tp_rank) or "layout" (tensor_parallel_size)
     label: str = ""  # "engine 3 (GPUs 6–7)": how verdicts and views name it
+    decode_steps_per_s: float | None = None
+    draft_acceptance: float | None = None
+    mean_acceptance_length: float | None = None
+    accepted_tokens_per_s: float | None = None
+    full_acceptance_tokens_per_s: float | None = None
+    requests_running: float | None = None
+    requests_waiting: float | None = None
+    kv_cache_usage: float | None = None
+    ttft_p50_s: float | None = None
+    ttft_p99_s: float | None = None
+    itl_p50_s: float | None = None
+    itl_p99_s: float | None = None
+    latency_bounds_s: dict[str, tuple[float, float | None]] = Field(default_factory=dict)
 
 
 class VerdictView(_View):

@@ -22,6 +22,9 @@ from monitor.evaluation.figures import ENGINE_RATE_FIELDS, engine_view
 from monitor.evaluation.window_rates import Values, WindowRates
 from monitor.snapshot import EngineRankView, EngineView
 
+# the engine figures a rank carries: those of EngineRankView it shares with EngineView
+RANK_FIGURES = tuple(sorted(set(EngineRankView.model_fields) & set(EngineView.model_fields)))
+
 
 def rank_counters(sample: NodeSample) -> Values:
     """Every rank's known counters, keyed (rank key, field): one extract for all ranks, so
@@ -115,8 +118,9 @@ def rank_views(
         if view is None:
             continue
         gpus, gpus_from = rank_gpus(rank, position, node_gpus, tp)
+        figures = {f: getattr(view, f) for f in RANK_FIGURES}
         views.append(EngineRankView.model_construct(
-            **dict(view), key=rank.key, dp_rank=rank.dp_rank, gpus=gpus, gpus_from=gpus_from,
+            **figures, key=rank.key, dp_rank=rank.dp_rank, gpus=gpus, gpus_from=gpus_from,
             label=rank_label(rank, gpus),
         ))
     return views or None
