@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from collectors.safe_text import redact_text, redact_url
+from collectors.safe_text import inert_text, redact_text, redact_url
 
 AcceleratorKind = Literal["gpu", "npu"]
 NicKind = Literal["ethernet", "infiniband", "roce", "bond", "npu-roce", "loopback", "other"]
@@ -38,6 +38,12 @@ class GpuProcess(_Frozen):
     command: str | None = None  # one line, capped
     cgroup: str | None = None  # the container's cgroup path, where /proc shows it
     gpu_mem_bytes: int | None = None
+
+    @field_validator("user", "command", "cgroup")
+    @classmethod
+    def _inert(cls, text: str | None) -> str | None:
+        # a node's process table is anyone's text: one printable line, bounded, no secrets
+        return None if text is None else redact_text(inert_text(text, 160))
 
 
 class GpuSample(_Frozen):
