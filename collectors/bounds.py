@@ -57,6 +57,11 @@ GPU_BOUNDS: Bounds = {
     "nvlink_tx_bytes_per_s": (0.0, 4e12),  # NVLink 5 carries 0.9 TB/s each way
     "nvlink_rx_bytes_per_s": (0.0, 4e12),
     "nvlink_bytes_per_s": (0.0, 8e12),
+    # real activity (GPM / DCGM profiling), percent
+    "sm_active_pct": (0.0, 100.0),
+    "sm_occupancy_pct": (0.0, 100.0),
+    "tensor_active_pct": (0.0, 100.0),
+    "dram_active_pct": (0.0, 100.0),
 }
 NIC_BOUNDS: Bounds = {
     "speed_gbps": (0.0, 3200.0),  # 3.2 Tb/s: four times today's fastest port

@@ -47,7 +47,13 @@ _DCGM_GAUGES: dict[str, tuple[tuple[str, ...], float]] = {
     "temp_c": (("DCGM_FI_DEV_GPU_TEMP",), 1.0),
     "sm_clock_mhz": (("DCGM_FI_DEV_SM_CLOCK",), 1.0),
     "energy_j_total": (("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",), 1e-3),  # mJ
+    # profiling (DCP) ratios 0–1 → percent: real compute activity beside util
+    "sm_active_pct": (("DCGM_FI_PROF_SM_ACTIVE",), 100.0),
+    "sm_occupancy_pct": (("DCGM_FI_PROF_SM_OCCUPANCY",), 100.0),
+    "tensor_active_pct": (("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",), 100.0),
+    "dram_active_pct": (("DCGM_FI_PROF_DRAM_ACTIVE",), 100.0),
 }
+_DCGM_ACTIVITY_FIELDS = ("sm_active_pct", "sm_occupancy_pct", "tensor_active_pct", "dram_active_pct")
 _DCGM_UTIL_RATIO = "DCGM_FI_DEV_GPU_UTIL_RATIO"  # newer builds: 0–1 instead of %
 _DCGM_XID = ("DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_XID_ERROR")
 _DCGM_CLOCK_REASONS = ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")
@@ -229,6 +235,8 @@ def gpu_samples_from_dcgm(families: Exposition, hostname: str | None = None) -> 
     samples = []
     for index in sorted(fields):
         labels = labels_of[index]
+        if any(f in fields[index] for f in _DCGM_ACTIVITY_FIELDS):
+            fields[index]["activity_source"] = "dcgm"
         samples.append(
             GpuSample(
                 index=index,

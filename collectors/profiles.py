@@ -41,6 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from collectors.engine_ranks import engine_ranks
 from collectors.exposition import Exposition, ExpositionError, duplicate_note, parse_exposition
 from collectors.histograms import LATENCY_BUCKET_NAMES, scoreboard_fields, wanted_names
 from collectors.safe_text import redact_url
@@ -382,7 +383,8 @@ def counters_started_at(index: Exposition, profile: Profile) -> float | None:
 
 
 def engine_sample_from_exposition(
-    index: Exposition, profile: Profile, source: EngineSourceKind = "endpoint", where: str = "engine"
+    index: Exposition, profile: Profile, source: EngineSourceKind = "endpoint", where: str = "engine",
+    *, ranks: bool = True,
 ) -> EngineSample:
     """Canonical figures from parsed text. `ExpositionError` if none of the profile's
     metrics is present (a wrong URL or a wrong profile should say so, not show blanks)."""
@@ -421,10 +423,23 @@ def engine_sample_from_exposition(
         raise ExpositionError(f"no {profile.name} engine metrics in {redact_url(where)}")
     values["counters_started_at"] = counters_started_at(index, profile)
     extras = scoreboard_fields(index)
+    if ranks:
+        extras["ranks"] = engine_ranks(
+            index, profile.wanted, lambda part: _rank_sample(part, profile, source, where))
     return EngineSample(
         source=source, profile=profile.name, steps_by_engine_total=engine_steps,
         **values, **extras,  # type: ignore[arg-type]
     )
+
+
+def _rank_sample(
+    part: Exposition, profile: Profile, source: EngineSourceKind, where: str
+) -> EngineSample | None:
+    """One rank's series read by the node's own code (None: nothing the profile counts)."""
+    try:
+        return engine_sample_from_exposition(part, profile, source, where, ranks=False)
+    except ExpositionError:
+        return None
 
 
 def engine_sample_from_text(

@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from collectors.safe_text import redact_text, redact_url
+from collectors.safe_text import inert_text, redact_text, redact_url
 
 AcceleratorKind = Literal["gpu", "npu"]
 NicKind = Literal["ethernet", "infiniband", "roce", "bond", "npu-roce", "loopback", "other"]
@@ -25,6 +25,25 @@ NicKind = Literal["ethernet", "infiniband", "roce", "bond", "npu-roce", "loopbac
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+ActivitySource = Literal["gpm", "dcgm"]
+
+
+class GpuProcess(_Frozen):
+    """A process holding a GPU (NVML's compute / graphics process list + /proc)."""
+
+    pid: int
+    user: str | None = None
+    command: str | None = None  # one line, capped
+    cgroup: str | None = None  # the container's cgroup path, where /proc shows it
+    gpu_mem_bytes: int | None = None
+
+    @field_validator("user", "command", "cgroup")
+    @classmethod
+    def _inert(cls, text: str | None) -> str | None:
+        # a node's process table is anyone's text: one printable line, bounded, no secrets
+        return None if text is None else redact_text(inert_text(text, 160))
 
 
 class GpuSample(_Frozen):
@@ -64,6 +83,16 @@ class GpuSample(_Frozen):
     # NVLink throughput of both directions together, where the source does not split them
     # (dcgm-exporter's default DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, payload only)
     nvlink_bytes_per_s: float | None = None
+    # real compute activity over the last interval, 0–100 (NVML GPM, or dcgm-exporter's
+    # DCGM_FI_PROF_* ratios ×100): what utilisation cannot tell — a kernel resident and
+    # spinning reads util ~100 % with SM activity near 0
+    sm_active_pct: float | None = None
+    sm_occupancy_pct: float | None = None
+    tensor_active_pct: float | None = None
+    dram_active_pct: float | None = None
+    activity_source: ActivitySource | None = None
+    # the processes holding this GPU; None: not read (an exporter, no NVML)
+    processes: list[GpuProcess] | None = None
 
 
 class NicSample(_Frozen):
@@ -180,7 +209,9 @@ class EngineSample(_Frozen):
     # when the figures came from a log: the time of the newest parsed line
     log_last_line_at: float | None = None
     log_lines_skipped_total: int | None = None
-
+    # each data-parallel engine of the node on its own (collectors.engine_ranks), where the
+    # page tells engines apart; the fields above stay the node's roll-up
+    ranks: list[EngineRankSample] | None = None
 
     @field_validator("steps_by_engine_total")
     @classmethod
@@ -193,6 +224,20 @@ class EngineSample(_Frozen):
 
 
 MAX_ENGINES = 4096
+
+
+class EngineRankSample(_Frozen):
+    """One data-parallel engine of a node (vLLM `engine`, SGLang `dp_rank`), read alone."""
+
+    key: str  # the labels that tell it apart: "engine=3", "dp_rank=1"
+    dp_rank: int | None = None  # the label's value, where it is a number
+    # SGLang's `tp_rank` values seen under this engine: where the engine itself says which
+    # GPUs it runs on (the monitor maps them onto the node's GPU indices); None: not said
+    tp_ranks: list[int] | None = None
+    engine: EngineSample
+
+
+EngineSample.model_rebuild()
 
 
 PageKind = Literal["engine", "dcgm-exporter", "node_exporter", "npu-exporter", "exporter"]

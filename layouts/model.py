@@ -173,6 +173,10 @@ class ClusterConfig(_Strict):
     window_s: Annotated[float, Field(gt=0, le=MAX_WINDOW_S)] = 10.0
     # how many samples each node keeps (ring buffer); bounds memory over a long session
     history: Annotated[int, Field(ge=2, le=100_000)] = 600
+    # GPUs per data-parallel engine, where an engine's page does not say which GPUs it
+    # runs on (vLLM): engine k of a node holds GPUs k·tp … k·tp+tp−1; a node's engine may
+    # override it (`engine = { …, tensor_parallel_size = 2 }`)
+    tensor_parallel_size: Annotated[int, Field(ge=1, le=1024)] | None = None
 
 
 class SessionConfig(_Strict):
@@ -249,6 +253,10 @@ class Thresholds(_Strict):
     link_busy_ratio: Annotated[float, Field(gt=0, le=1)] = 0.9  # "near line rate"
     link_pile_share: Annotated[float, Field(gt=0.5, le=1)] = 0.8  # one port carries 80 %+
     gpu_wait_util_pct: Annotated[float, Field(ge=0, le=100)] = 50.0
+    # "busy but waiting": util at least this while SM activity (GPM / DCGM profiling) is
+    # below waiting_activity_pct — a kernel resident and spinning, not working
+    busy_util_pct: Annotated[float, Field(ge=0, le=100)] = 80.0
+    waiting_activity_pct: Annotated[float, Field(ge=0, le=100)] = 10.0
     # a pile-up needs real traffic: a few kB/s of chatter on one port is not a pile
     link_pile_min_gbps: NonNegFloat = 1.0
     # port_xmit_wait above this rate counts as "rising" (IB ticks per second)
@@ -282,6 +290,8 @@ class NicExpectation(_Strict):
 class EngineConfig(_Strict):
     url: str | None = None
     profile: str = "vllm"
+    # GPUs per DP engine on this node (overrides [cluster] tensor_parallel_size)
+    tensor_parallel_size: Annotated[int, Field(ge=1, le=1024)] | None = None
     # fetch the endpoint from the node's own side (through the probe) rather than directly
     via_probe: bool | None = None
     log: PathStr | None = None  # a log file on the node, followed read-only

@@ -16,6 +16,7 @@ from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.registry import Collector
 
 from monitor import VERSION
+from monitor.exporter_ranks import rank_families, rank_metric_names
 from monitor.snapshot import EngineView, MonitorHealthView, NodeView, RollupView, SessionView, Snapshot
 
 STATUSES = ("ok", "stale", "unreachable", "error")
@@ -172,6 +173,7 @@ def snapshot_families(snapshot: Snapshot) -> Iterator[GaugeMetricFamily | InfoMe
     for kind, count in by_kind.items():
         shared.add_metric([kind], float(count))
     yield shared
+    yield from rank_families(snapshot)  # per engine, per GPU activity (issue 35)
     session = snapshot.session
     for suffix, text, get_s in _SESSION:
         value = get_s(session)
@@ -222,6 +224,7 @@ def metric_names() -> set[str]:
     names |= {f"infertop_session_{s}" for s, _, _ in _SESSION}
     names |= {f"infertop_role_{s}" for s, _, _ in _ROLLUP}
     names |= {"infertop_monitor_lagging"}
+    names |= rank_metric_names()
     names |= {f"infertop_monitor_{s}" for s, _, _ in _monitor_figures(MonitorHealthView())}
     names.add("infertop_backend_behind_seconds")
     return names

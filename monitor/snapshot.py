@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from collectors.sample import port_is_up
+from collectors.sample import GpuProcess, port_is_up
 
 SCHEMA = "infertop.snapshot/1"
 NodeStatus = Literal["ok", "stale", "unreachable", "error"]
@@ -52,6 +52,16 @@ class GpuView(_View):
     # judged by the evaluation (clock_events.py), so every viewer agrees with the verdicts
     clock_events: list[str] | None = None  # labels of the set reasons; None: unknown
     clock_event_level: ClockEventLevel | None = None  # worst of them; None: unknown
+    # real compute activity, 0–100 over the last interval (NVML GPM or dcgm-exporter's
+    # DCGM_FI_PROF_*); activity_source says which. None: not read (no GPM, no profiling)
+    sm_active_pct: float | None = None
+    sm_occupancy_pct: float | None = None
+    tensor_active_pct: float | None = None
+    dram_active_pct: float | None = None
+    activity_source: str | None = None  # "gpm" | "dcgm"
+    # who holds the GPU (NVML + /proc); None: not read by this node's source
+    # (pid, user, command, cgroup, gpu_mem_bytes: the sample's own typed record)
+    processes: list[GpuProcess] | None = None
 
 
 class NicView(_View):
@@ -139,6 +149,34 @@ class EngineView(_View):
     window_latency_buckets: dict[str, tuple[tuple[float, float], ...]] | None = Field(
         default=None, exclude=True
     )
+    # the node's data-parallel engines, each with the figures above over the same window
+    # (monitor/evaluation/engine_ranks.py); None where the page tells no engines apart
+    ranks: list[EngineRankView] | None = None
+
+
+class EngineRankView(_View):
+    """One data-parallel engine (rank) of a node: the node's engine figures for that rank
+    alone, over the same window (the issue-35 set; the scoreboard's others stay per node,
+    to keep a snapshot of 1,000 ranks small)."""
+
+    key: str = ""  # the labels that tell it apart on the page: "engine=3", "dp_rank=1"
+    dp_rank: int | None = None
+    gpus: list[int] | None = None  # node-local GPU indices it runs on; None: unknown
+    gpus_from: str | None = None  # "labels" (the page's tp_rank) or "layout" (tensor_parallel_size)
+    label: str = ""  # "engine 3 (GPUs 6–7)": how verdicts and views name it
+    decode_steps_per_s: float | None = None
+    draft_acceptance: float | None = None
+    mean_acceptance_length: float | None = None
+    accepted_tokens_per_s: float | None = None
+    full_acceptance_tokens_per_s: float | None = None
+    requests_running: float | None = None
+    requests_waiting: float | None = None
+    kv_cache_usage: float | None = None
+    ttft_p50_s: float | None = None
+    ttft_p99_s: float | None = None
+    itl_p50_s: float | None = None
+    itl_p99_s: float | None = None
+    latency_bounds_s: dict[str, tuple[float, float | None]] = Field(default_factory=dict)
 
 
 class VerdictView(_View):
@@ -151,6 +189,20 @@ class VerdictView(_View):
     # (`infertop snapshot`, whose window may be shorter than the hold), never in the TUI
     pending: bool = False
     held_s: float | None = None  # how long a pending condition has held so far
+    # a straggler's evidence against its pool, most telling first (straggler_evidence.py)
+    evidence: list[EvidenceView] = Field(default_factory=list)
+
+
+class EvidenceView(_View):
+    """One figure of a straggler beside the median of its pool (issue 35)."""
+
+    figure: str  # "slowest SM clock", "GPUs power-capped", …
+    unit: str = ""  # "MHz", "°C", "GPUs", "/s", "%"
+    value: float | None = None  # the straggler's (its rank's GPUs where a rank is named)
+    median: float | None = None  # the pool's busy nodes', the straggler left out
+    # how far the value sits from the median in the direction that would slow a rank,
+    # relative to the median (0: not off; 1: twice as bad); None: not comparable
+    off: float | None = None
 
 
 class CoverageGap(_View):
@@ -217,6 +269,9 @@ class NodeView(_View):
     # the layout's grouping of the node within its pool (a `group` key, else the `hosts`
     # range it came from); None: not grouped. The fleet map draws by it
     group: str | None = None
+    # which GPU figure judged idle_fraction and the idle verdict: "sm_active" (NVML GPM /
+    # DCGM profiling), "util", or "sm_active+util" (some GPUs each); None: no GPU figures
+    idle_basis: str | None = None
 
 
 class RollupView(_View):
@@ -508,3 +563,7 @@ def snapshot_json(snapshot: Snapshot) -> bytes:
         text = snapshot.model_dump_json(by_alias=True, exclude_defaults=True).encode()
         _last_json = (snapshot, text)
         return text
+
+
+EngineView.model_rebuild()
+VerdictView.model_rebuild()

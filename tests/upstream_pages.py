@@ -114,6 +114,10 @@ _DCGM_DOUBLE = {
     "DCGM_FI_PROF_PIPE_FP64_ACTIVE", "DCGM_FI_PROF_PIPE_FP32_ACTIVE",
     "DCGM_FI_PROF_PIPE_FP16_ACTIVE",
 }
+_DCGM_ACTIVITY = {
+    "DCGM_FI_PROF_SM_ACTIVE": "sm_active_pct", "DCGM_FI_PROF_SM_OCCUPANCY": "sm_occupancy_pct",
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": "tensor_active_pct", "DCGM_FI_PROF_DRAM_ACTIVE": "dram_active_pct",
+}
 _XID_TEXT = {0: "No Error", 13: "Graphics Engine Exception", 79: "GPU has fallen off the bus"}
 MIB = 1024 * 1024
 # DCGM field 449: (ΔKiB of NVML data TX + RX) / s / 1000, an integer
@@ -156,6 +160,10 @@ def _dcgm_value(field: str, gpu: dict[str, Any]) -> float | str | None:
         "DCGM_FI_PROF_NVLINK_RX_BYTES": t.get("nvlink_rx_bytes_per_s"),
         "DCGM_FI_DRIVER_VERSION": t.get("driver"),
     }
+    # profiling ratios 0–1 on the page, percent in the truth (as infertop keeps them)
+    for prof, figure in _DCGM_ACTIVITY.items():
+        if figure in t:
+            table[prof] = None if t[figure] is None else t[figure] / 100.0  # None: not collected
     if field in table:
         return table[field]
     if field == "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL":

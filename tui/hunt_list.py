@@ -152,13 +152,19 @@ def detail_text(node: NodeView, verdict: VerdictView, now: float) -> Text:
         out.append(f" · {fmt_usd(verdict.usd_per_hour_at_stake)}/h at stake", "grey70")
     out.append("\n")
     out.append(inert(verdict.detail, max_len=2000))
+    if verdict.evidence:
+        out.append("  (e: evidence against the pool)", "grey50")
     return out
 
 
 class HuntList(RowTable):
     """An alerts panel: (node, verdict) rows in hunt order. Feed it with `show(snapshot)`."""
 
-    BINDINGS = [Binding("enter", "select_cursor", "Open node", show=True)]
+    BINDINGS = [
+        Binding("enter", "select_cursor", "Open node", show=True),
+        # a straggler's ranked evidence (issue 35); the detail line says when it is there
+        Binding("e", "evidence", "Evidence", show=False),
+    ]
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__([(key, label, None) for key, label in COLUMNS], **kwargs)  # type: ignore[arg-type]
@@ -224,6 +230,14 @@ class HuntList(RowTable):
             return spot_detail_text(self.spots[row])
         pair = None if row is None else self.pairs.get(row)
         return None if pair is None else detail_text(*pair, self.now)
+
+    def action_evidence(self) -> None:
+        row = self.current_key()
+        pair = None if row is None else self.pairs.get(row)
+        if pair is not None and pair[1].evidence:
+            from tui.evidence_screen import EvidenceScreen  # only when asked for
+
+            self.app.push_screen(EvidenceScreen(*pair))
 
     def on_row_table_row_selected(self, event: RowTable.RowSelected) -> None:
         if event.table is self:

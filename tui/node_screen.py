@@ -12,6 +12,7 @@ from textual.widgets import Footer, Static
 from monitor.snapshot import NodeView, Snapshot
 from tui.frames import FrameScreen, FrameState
 from tui.history import History
+from tui.node_engines import RANK_COLUMNS, activity_text, rank_rows
 from tui.node_rows import (
     GPU_COLUMNS,
     NIC_COLUMNS,
@@ -45,6 +46,12 @@ class NodeScreen(FrameScreen):
         self.engine_block = Static(id="engine")
         self.host_block = Static(id="host")
         self.notes_block = Static(id="notes")
+        # per-rank engines, GPU activity and processes: shown only where the node has them
+        self.ranks_title = Static(Text("ENGINES (one row per data-parallel rank)", "bold"), classes="section")
+        self.ranks_table = RowTable(RANK_COLUMNS, frozen=1, id="ranks")
+        self.activity_block = Static(id="activity")
+        for hidden in (self.ranks_title, self.ranks_table, self.activity_block):
+            hidden.display = False
         yield self.title_bar
         with VerticalScroll(id="node-body"):
             yield self.gpu_title
@@ -54,6 +61,9 @@ class NodeScreen(FrameScreen):
             with Horizontal(id="engine-row"):
                 yield self.engine_block
                 yield self.host_block
+            yield self.ranks_title
+            yield self.ranks_table
+            yield self.activity_block
             yield self.notes_block
         yield Footer()
 
@@ -98,6 +108,12 @@ class NodeScreen(FrameScreen):
         steps = h.values(h.node_steps, node.name)
         self.engine_block.update(engine_text(node.engine, steps, steps_top, node.role))
         self.host_block.update(host_text(node.host))
+        ranks = list(rank_rows(node.engine))
+        self.ranks_table.sync(ranks)
+        self.ranks_title.display = self.ranks_table.display = bool(ranks)
+        activity = activity_text(node.gpus)
+        self.activity_block.update(activity)
+        self.activity_block.display = bool(activity.plain)
         notes = notes_text(node)
         self.notes_block.update(notes)
         self.notes_block.display = bool(notes.plain)

@@ -35,6 +35,8 @@ HELPERS: tuple[str, ...] = (
     "collectors/probe/engine.py",
     "collectors/probe/logs.py",
     "collectors/probe/npu.py",
+    "collectors/probe/gpm.py",
+    "collectors/probe/gpu_processes.py",
 )
 OUR_PACKAGES = ("collectors", "layouts")
 

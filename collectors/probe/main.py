@@ -20,6 +20,8 @@ import time
 # Stdlib-only helpers; the SSH bundle pastes their text above this file instead.
 # bundle: strip-begin
 from collectors.probe.engine import ENGINE_MAX_BYTES, fetch_engine
+from collectors.probe.gpm import GpmReader
+from collectors.probe.gpu_processes import read_gpu_processes
 from collectors.probe.logs import LogWatch
 from collectors.probe.npu import open_npus
 from collectors.virtual_nics import keeps_nic
@@ -326,6 +328,12 @@ class NvmlReader:
         self.nvlink_fields = [None] * self.count
         self.energy_every_s = energy_every_s
         self.energy_read_at = [float("-inf")] * self.count  # monotonic time of each GPU's last energy read
+        # real compute activity (GPM, Hopper and later); never a reason to fail the reader
+        self.gpm: GpmReader | None = None
+        try:
+            self.gpm = GpmReader(pynvml, self.handles)
+        except Exception:
+            self.gpm = None
 
     def _try(self, fn, *args):
         try:
@@ -472,11 +480,30 @@ class NvmlReader:
                 energy = self._opt("energy", nv.nvmlDeviceGetTotalEnergyConsumption, h)
                 gpu["energy_j_total"] = energy / 1000.0 if energy is not None else None
             self._read_nvlink(i, h, gpu)
+            if self.gpm is not None:
+                activity = self.gpm.read(i)
+                if activity:
+                    gpu.update(activity)
+                    gpu["activity_source"] = "gpm"
+            if "processes" not in self.unsupported:
+                procs = read_gpu_processes(nv, h)
+                if procs is None:
+                    self.unsupported.add("processes")
+                else:
+                    gpu["processes"] = procs
             gpu["healthy"] = True
             gpus.append(gpu)
         return gpus
 
+    def gpm_refused(self):
+        """Why GPM activity is not read, per GPU index (only those refused)."""
+        if self.gpm is None:
+            return {}
+        return {i: r for i, r in enumerate(self.gpm.refused) if r is not None}
+
     def close(self):
+        if self.gpm is not None:
+            self.gpm.close()
         try:
             self.nvml.nvmlShutdown()
         except Exception:

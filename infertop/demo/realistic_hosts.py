@@ -78,6 +78,7 @@ DCGM_DEFAULT: tuple[tuple[str, str, str], ...] = (
         "Total number of NVLink flow-control CRC errors.",
     ),
     ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge", "Ratio of cycles the tensor (HMMA) pipe is active."),
+    ("DCGM_FI_PROF_SM_ACTIVE", "gauge", "The ratio of cycles an SM has at least 1 warp assigned."),
 )
 
 

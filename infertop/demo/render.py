@@ -144,6 +144,7 @@ _DCGM = (
     ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Total number of double-bit volatile ECC errors."),
     ("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter", "Total NVLink bandwidth, all lanes."),
     ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge", "Ratio of cycles the tensor (HMMA) pipe is active."),
+    ("DCGM_FI_PROF_SM_ACTIVE", "gauge", "The ratio of cycles an SM has at least 1 warp assigned."),
 )
 _HW_THERMAL = 0x40
 
@@ -166,7 +167,8 @@ def dcgm_gpu_values(node: SimNode, g: Gauges, gpu: int) -> dict[str, float]:
         "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL": 0,
         "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": 0,
         "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": round(util * 500),  # 1000-KiB/s units
-        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": round(util / 160, 4),
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.0 if node.waiting(gpu) else round(util / 160, 4),
+        "DCGM_FI_PROF_SM_ACTIVE": round(node.sm_active_pct(util, gpu) / 100.0, 4),
     }
 
 

@@ -12,6 +12,8 @@ decode-07):
   mlx5_0 (85 %) and mlx5_3 (15 %);
 - idle: a prefill node with no requests and its GPUs at ~0 % util;
 - straggler: a decode node ~30 % slower than its peers (GPU 5 thermally throttled);
+- busy-waiting: on the ports_down node, GPUs 6–7 read util ~99 % with SM activity ~1.5 %
+  (spinning in the all-to-all while the network starves them);
 - every `restart_every_s` (default 180 s) one engine restarts (its counters drop to
   0), rotating over the untroubled nodes in order.
 """
@@ -40,6 +42,9 @@ TROUBLE: dict[str, tuple[str, int]] = {
     "straggler": ("decode", 7),
 }
 PORTS_DOWN = ("mlx5_1", "mlx5_2")
+# on the link-starved node, two GPUs spin in the all-to-all waiting for the network: util
+# ~99 %, SM activity ~1.5 % — busy but waiting (issue 35)
+WAITING_GPUS = (6, 7)
 STRAGGLER_RATIO = 0.7
 THROTTLED_GPU = 5  # the straggler's hot GPU
 
@@ -262,7 +267,16 @@ class SimNode:
         if self.plan.trouble == "idle":
             return max(0.0, self.rng.gauss(0.3, 0.2))
         base = 93.0 if self.plan.role == "decode" else 30.0 + 65.0 * g.load
+        if self.waiting(gpu):
+            return 99.0  # a kernel resident and spinning
         return min(100.0, max(0.0, base + self.rng.gauss(0, 2.0) - gpu * 0.3))
+
+    def waiting(self, gpu: int) -> bool:
+        return self.plan.trouble == "ports_down" and gpu in WAITING_GPUS
+
+    def sm_active_pct(self, util: float, gpu: int) -> float:
+        """Real SM activity (DCGM_FI_PROF_SM_ACTIVE × 100): most of util on a working GPU."""
+        return 1.5 if self.waiting(gpu) else 0.88 * util
 
     def throttled(self, gpu: int) -> bool:
         return self.plan.trouble == "straggler" and gpu == THROTTLED_GPU

@@ -10,8 +10,10 @@ from collectors.loop_stalls import StallTimeline
 from collectors.rates import mean, total
 from collectors.sample import NodeSample
 from layouts.model import Layout, NodeConfig
+from monitor.evaluation.activity import idle_basis
 from monitor.evaluation.conditions import BLIND
 from monitor.evaluation.coverage import node_coverage
+from monitor.evaluation.engine_ranks import rank_counters, tensor_parallel_size, with_ranks
 from monitor.evaluation.figures import (
     doubt_notes,
     engine_counters,
@@ -79,6 +81,8 @@ def evaluate_node(
     engine = engine_view(engine_samples, now, engine_rates)
     gpu_count = config.gpus if config is not None and config.gpus else (len(gpus) or None)
     engine = per_gpu_and_user(engine, gpu_count)
+    engine = with_ranks(engine, engine_samples, now, gpu_count, tensor_parallel_size(config, layout),
+                        rates("engine_ranks", rank_counters, engine_samples))
     if engine is not None and engine.window_latency_buckets:
         engine = engine.model_copy(update=slo_attainment(
             engine.window_latency_buckets, layout.slo.ttft_p99_s, layout.slo.itl_p99_s
@@ -120,6 +124,7 @@ def evaluate_node(
         coverage=node_coverage(config, latest, gpus, nics, engine) if status == "ok" else [],
         monitor_late=status == "ok" and late_by_monitor(state, now, interval, layout.thresholds, stalls),
         group=config.group if config is not None else None,
+        idle_basis=idle_basis(gpus),
     )
 
 

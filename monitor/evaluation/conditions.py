@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from collectors.rates import total
 from layouts.model import SloConfig, Thresholds
+from monitor.evaluation.activity import work_pct
 from monitor.evaluation.clock_events import POWER_CAP, THROTTLE_MASK, throttle_names
 from monitor.snapshot import NodeView, Severity
 
@@ -32,8 +33,10 @@ THROTTLED = "throttled"
 GPU_ERROR = "gpu-error"
 SLO = "slo"
 BLIND = "blind"
+BUSY_WAITING = "busy-waiting"  # util high, real activity low (monitor/evaluation/rank_findings.py)
+STRAY_PROCESS = "stray-process"  # a GPU held by a process not the engine (gpu_holders.py)
 STATUS_KINDS = ("stale", "unreachable", "error")
-HEALTH_KINDS = (IDLE, LINK_STARVED, STRAGGLER, THROTTLED, GPU_ERROR, SLO, BLIND)
+HEALTH_KINDS = (IDLE, LINK_STARVED, STRAGGLER, THROTTLED, GPU_ERROR, SLO, BLIND, BUSY_WAITING, STRAY_PROCESS)
 
 SEVERITY_RANK: dict[str, int] = {"critical": 0, "warning": 1, "info": 2}
 
@@ -80,7 +83,8 @@ def engine_busy(node: NodeView) -> bool:
 
 
 def idle_condition(node: NodeView, th: Thresholds) -> Condition | None:
-    utils = [g.util_pct for g in node.gpus if g.util_pct is not None]
+    # SM activity where a GPU reports it, else util (activity.py); the evidence says which
+    utils = [w for g in node.gpus if (w := work_pct(g)) is not None]
     e = node.engine
     if engine_busy(node):
         return None
@@ -88,7 +92,9 @@ def idle_condition(node: NodeView, th: Thresholds) -> Condition | None:
         if max(utils) >= th.idle_util_pct:
             return None
         label = accel_label(node.gpus[0].kind)
-        evidence = f"{len(utils)} {label}s at ≤ {max(utils):.0f} % util"
+        basis = "SM activity" if node.idle_basis == "sm_active" else (
+            "util / SM activity" if node.idle_basis and "+" in node.idle_basis else "util")
+        evidence = f"{len(utils)} {label}s at ≤ {max(utils):.0f} % {basis}"
     elif e is not None and e.requests_running is not None:
         # no GPU figures: only an engine that is demonstrably doing nothing counts
         evidence = "engine reports no work"

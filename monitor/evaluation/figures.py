@@ -20,6 +20,7 @@ from collectors.loop_stalls import StallTimeline
 from collectors.rates import ratio
 from collectors.sample import EngineSample, GpuSample, NicSample, NodeSample
 from layouts.model import NodeConfig, Thresholds
+from monitor.evaluation.activity import work_pct
 from monitor.evaluation.clock_events import describe as describe_clock_events
 from monitor.evaluation.latency import LATENCIES, window_increase
 from monitor.evaluation.scoreboard import latency_figures
@@ -375,13 +376,15 @@ def doubt_notes(part: str, rates: WindowRates | None) -> list[str]:
 
 
 def idle_counts(sample: NodeSample, idle_util_pct: float) -> tuple[int, int]:
-    """GPU readings of one sample below the idle threshold, and GPU readings known."""
+    """GPU readings of one sample below the idle threshold, and GPU readings known. A GPU
+    that reports SM activity is judged on it, not on utilisation (activity.work_pct)."""
     below = known = 0
     for gpu in sample.gpus or ():
-        if gpu.util_pct is None:
+        work = work_pct(gpu)
+        if work is None:
             continue
         known += 1
-        below += gpu.util_pct < idle_util_pct
+        below += work < idle_util_pct
     return below, known
 
 

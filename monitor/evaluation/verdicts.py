@@ -32,7 +32,14 @@ from monitor.evaluation.conditions import (
     straggler_condition,
     throttled_condition,
 )
+from monitor.evaluation.gpu_holders import stray_process_condition
 from monitor.evaluation.links import link_condition
+from monitor.evaluation.rank_findings import (
+    busy_waiting_condition,
+    name_straggler_rank,
+    rank_straggler_condition,
+)
+from monitor.evaluation.straggler_evidence import with_straggler_evidence
 from monitor.snapshot import NodeView, VerdictView
 
 ALL_KINDS = STATUS_KINDS + HEALTH_KINDS
@@ -56,11 +63,14 @@ def node_conditions(
     found = [
         idle_condition(node, th),
         link_condition(node, config, th),
-        straggler_condition(node, pools.get(node.role), th),
+        name_straggler_rank(node, straggler_condition(node, pools.get(node.role), th))
+        or rank_straggler_condition(node, th),
         throttled_condition(node, th),
         gpu_error_condition(node, ecc_baseline or {}),
         slo_condition(node, slo),
         blind_condition(node, th),
+        busy_waiting_condition(node, th),
+        stray_process_condition(node),
     ]
     return [c for c in found if c is not None]
 
@@ -210,4 +220,4 @@ class VerdictTracker:
             ]
             verdicts.sort(key=verdict_sort_key)
             out.append(node.model_copy(update={"verdicts": verdicts}))
-        return out
+        return with_straggler_evidence(out)

@@ -46,6 +46,11 @@ def test_engine_page_is_real_size_and_tells_the_same_truth(node: str) -> None:
         got = engine_sample_from_text(text, "deepinfer")
         for field in type(expected).model_fields:
             want, have = getattr(expected, field), getattr(got, field)
+            if field == "ranks":
+                # each of the real page's engines read alone (issue 35): lockstep, each as the one
+                assert want is not None and have is not None and len(want) == 1 and len(have) == ENGINES
+                assert {r.engine.steps_total for r in have} == {want[0].engine.steps_total}, field
+                continue
             if field == "latency_buckets":
                 # the scoreboard's histograms, summed over the engines; the real page has
                 # vLLM's finer TTFT / ITL bucket sets: the same counts at the bounds both have.

@@ -84,7 +84,10 @@ def test_deepinfer_reads_vllm_names() -> None:
     a = engine_sample_from_text(fixture("vllm_v1.txt"), "deepinfer")
     b = engine_sample_from_text(fixture("vllm_v1.txt"), "vllm")
     assert a.profile == "deepinfer"
-    assert a.model_dump(exclude={"profile"}) == b.model_dump(exclude={"profile"})
+    # each rank's engine names its profile too (issue 35)
+    without = {"profile": True, "ranks": {"__all__": {"engine": {"profile"}}}}
+    assert a.model_dump(exclude=without) == b.model_dump(exclude=without)
+    assert a.ranks is not None and {r.engine.profile for r in a.ranks} == {"deepinfer"}
 
 
 def test_custom_profile_maps_fields_and_extends() -> None:

@@ -25,6 +25,7 @@ FIGURES = (
     "util_pct", "power_w", "temp_c", "sm_clock_mhz", "mem_used_bytes", "mem_total_bytes",
     "energy_j_total", "xid_last", "clock_event_reasons", "ecc_uncorrected_total",
     "nvlink_errors_total", "nvlink_bytes_per_s", "nvlink_tx_bytes_per_s", "nvlink_rx_bytes_per_s",
+    "sm_active_pct", "sm_occupancy_pct", "tensor_active_pct", "dram_active_pct",
 )
 
 

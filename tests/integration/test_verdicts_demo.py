@@ -15,7 +15,7 @@ from pathlib import Path
 from conftest import infertop_bin
 from demo_server import serving_demo
 
-from infertop.demo.scenario import PORTS_DOWN, THROTTLED_GPU, trouble_nodes
+from infertop.demo.scenario import PORTS_DOWN, THROTTLED_GPU, WAITING_GPUS, trouble_nodes
 
 NODES = 16
 SHORT_HOLDS = "\n[thresholds]\nhold_s = 3\nclear_s = 3\nidle_hold_s = 3\n"
@@ -39,7 +39,8 @@ def test_demo_trouble_gives_exactly_the_right_verdicts(tmp_path: Path) -> None:
     ]
     trouble = trouble_nodes(NODES)
     expected: dict[str, list[str]] = {name: [] for name in nodes}
-    expected[trouble["ports_down"]] = ["link-starved"]
+    # …whose GPUs 6–7 spin in the all-to-all, starved: busy but waiting (issue 35)
+    expected[trouble["ports_down"]] = ["busy-waiting", "link-starved"]
     expected[trouble["idle"]] = ["idle"]
     # the scenario's straggler runs slow because one of its GPUs is thermally throttled
     expected[trouble["straggler"]] = ["straggler", "throttled"]
@@ -53,6 +54,9 @@ def test_demo_trouble_gives_exactly_the_right_verdicts(tmp_path: Path) -> None:
     link = detail(trouble["ports_down"], "link-starved")
     assert link.startswith("; ".join(f"{p} down" for p in PORTS_DOWN) + "; mlx5_0 carries 8"), link
     assert detail(trouble["straggler"], "throttled").startswith(f"GPU {THROTTLED_GPU} ")
+    waiting = detail(trouble["ports_down"], "busy-waiting")
+    assert waiting.startswith(f"busy but waiting — GPUs {','.join(map(str, WAITING_GPUS))} util 99 %"), waiting
+    assert nodes[trouble["ports_down"]]["idle_basis"] == "sm_active"
     assert "% of the decode median" in detail(trouble["straggler"], "straggler")
     idle = next(v for v in nodes[trouble["idle"]]["verdicts"] if not v["pending"])
     assert idle["usd_per_hour_at_stake"] == nodes[trouble["idle"]]["cost_per_hour_usd"] > 0

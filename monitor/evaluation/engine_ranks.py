@@ -1,0 +1,137 @@
+"""Each data-parallel engine (rank) of a node, with the node's engine figures of its own.
+
+The collectors hand every rank's series to `EngineSample.ranks` (collectors.engine_ranks);
+here each rank gets the very figures the node gets (`figures.engine_view`) over the same
+window: steps/s, running / waiting, KV use, acceptance, tokens/s, latency percentiles.
+The node's own figures stay what they were: the roll-up of its ranks' counters, read from
+the page's totals (the same numbers, summed once).
+
+Which GPUs a rank runs on: from the page's own labels where it says (SGLang's `tp_rank`,
+taken modulo the node's GPUs), else from the layout's tensor-parallel size (engine k in
+rank order holds GPUs k·tp … k·tp+tp−1), else unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import cast
+
+from collectors.sample import EngineRankSample, NodeSample
+from layouts.model import Layout, NodeConfig
+from monitor.evaluation.figures import ENGINE_RATE_FIELDS, engine_view
+from monitor.evaluation.window_rates import Values, WindowRates
+from monitor.snapshot import EngineRankView, EngineView
+
+# the engine figures a rank carries: those of EngineRankView it shares with EngineView
+RANK_FIGURES = tuple(sorted(set(EngineRankView.model_fields) & set(EngineView.model_fields)))
+
+
+def rank_counters(sample: NodeSample) -> Values:
+    """Every rank's known counters, keyed (rank key, field): one extract for all ranks, so
+    the monitor's rate cache keeps one window per node for them."""
+    e = sample.engine
+    if e is None or not e.ranks:
+        return {}
+    out: dict[Hashable, float] = {}
+    for rank in e.ranks:
+        r = rank.engine
+        for attr in ENGINE_RATE_FIELDS:
+            value = getattr(r, attr)
+            if value is not None:
+                out[(rank.key, attr)] = value
+    return out
+
+
+class _RankRates:
+    """The window's rates of one rank, asked for as `engine_view` asks a node's."""
+
+    def __init__(self, rates: WindowRates, key: str):
+        self._rates, self._key = rates, key
+
+    def rate(self, what: Hashable) -> float | None:
+        # a node's per-engine step key (engine, "steps_total") is the rank's own steps
+        field = what[-1] if isinstance(what, tuple) else what
+        return self._rates.rate((self._key, field))
+
+
+def tensor_parallel_size(config: NodeConfig | None, layout: Layout) -> int | None:
+    if config is not None and config.engine is not None and config.engine.tensor_parallel_size:
+        return config.engine.tensor_parallel_size
+    return layout.cluster.tensor_parallel_size
+
+
+def rank_gpus(
+    rank: EngineRankSample, position: int, node_gpus: int | None, tp: int | None
+) -> tuple[list[int] | None, str | None]:
+    """(node-local GPU indices, where they came from) of one rank."""
+    if rank.tp_ranks:
+        gpus = sorted({t % node_gpus for t in rank.tp_ranks}) if node_gpus else list(rank.tp_ranks)
+        return gpus, "labels"
+    if tp:
+        first = position * tp
+        if node_gpus is not None and first + tp > node_gpus:
+            return None, None  # more engines than the layout's GPUs hold: unknown, not a guess
+        return list(range(first, first + tp)), "layout"
+    return None, None
+
+
+def gpu_span(gpus: list[int] | None) -> str:
+    """"GPU 3", "GPUs 6–7", "GPUs 0, 2, 5"; "" when unknown."""
+    if not gpus:
+        return ""
+    if len(gpus) == 1:
+        return f"GPU {gpus[0]}"
+    if gpus == list(range(gpus[0], gpus[-1] + 1)):
+        return f"GPUs {gpus[0]}–{gpus[-1]}"
+    return "GPUs " + ", ".join(str(g) for g in gpus)
+
+
+def rank_label(rank: EngineRankSample, gpus: list[int] | None) -> str:
+    name = f"engine {rank.dp_rank}" if rank.dp_rank is not None else f"engine {rank.key}"
+    span = gpu_span(gpus)
+    return f"{name} ({span})" if span else name
+
+
+def rank_views(
+    samples: Sequence[NodeSample],
+    now: float,
+    node_gpus: int | None,
+    tp: int | None,
+    rates: WindowRates | None = None,
+) -> list[EngineRankView] | None:
+    """The ranks of the newest engine sample, each over the window (`samples`: the node's
+    engine window, oldest first; `rates`: `rank_counters` over it, kept between ticks)."""
+    engines = [s for s in samples if s.engine is not None]
+    if not engines or engines[-1].engine is None or not engines[-1].engine.ranks:
+        return None
+    if rates is None:
+        rates = WindowRates(rank_counters).update(engines)
+    views = []
+    for position, rank in enumerate(engines[-1].engine.ranks):
+        window = []
+        for s in engines:
+            found = next((r for r in (s.engine.ranks or ()) if r.key == rank.key), None) if s.engine else None
+            if found is not None:
+                # the rank's engine in the node sample's place: shallow, the parts are shared
+                window.append(s.model_copy(update={"engine": found.engine}))
+        view = engine_view(window, now, cast(WindowRates, _RankRates(rates, rank.key)))
+        if view is None:
+            continue
+        gpus, gpus_from = rank_gpus(rank, position, node_gpus, tp)
+        figures = {f: getattr(view, f) for f in RANK_FIGURES}
+        views.append(EngineRankView.model_construct(
+            **figures, key=rank.key, dp_rank=rank.dp_rank, gpus=gpus, gpus_from=gpus_from,
+            label=rank_label(rank, gpus),
+        ))
+    return views or None
+
+
+def with_ranks(
+    engine: EngineView | None, samples: Sequence[NodeSample], now: float, node_gpus: int | None,
+    tp: int | None, rates: WindowRates | None = None,
+) -> EngineView | None:
+    """The node's engine view with its ranks added (unchanged where it has none)."""
+    if engine is None:
+        return None
+    ranks = rank_views(samples, now, node_gpus, tp, rates)
+    return engine if ranks is None else engine.model_copy(update={"ranks": ranks})
