@@ -175,7 +175,18 @@ class EngineSample(_Frozen):
     # when the figures came from a log: the time of the newest parsed line
     log_last_line_at: float | None = None
     log_lines_skipped_total: int | None = None
+    # the engine's settings from its info gauges ("cache.block_size" → "16"; page text,
+    # bounded: collectors.engine_info) and its own health gauge (vllm:engine_healthy)
+    settings: dict[str, str] | None = None
+    healthy: bool | None = None
 
+    @field_validator("settings")
+    @classmethod
+    def _bounded_settings(cls, settings: dict[str, str] | None) -> dict[str, str] | None:
+        # a probe may send anything: at most 64 settings, keys and values cut short
+        if settings is None:
+            return None
+        return {str(k)[:64]: str(v)[:120] for k, v in list(settings.items())[:64]} or None
 
     @field_validator("steps_by_engine_total")
     @classmethod

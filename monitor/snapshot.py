@@ -132,6 +132,10 @@ class EngineView(_View):
     output_tokens_per_s_per_user: float | None = None  # accepted tokens/s ÷ mean running
     slo_ttft_attainment: float | None = None  # share of requests within the layout's target
     slo_itl_attainment: float | None = None
+    # the engine's settings from its info gauges ("cache.block_size" → "16"), as served:
+    # page text, shown inert; None when the engine serves no info gauge
+    settings: dict[str, str] | None = None
+    healthy: bool | None = None  # the engine's own health gauge; None: not served
     # the window's bucket increases, for pool roll-ups; not part of the JSON
     window_latency_buckets: dict[str, tuple[tuple[float, float], ...]] | None = Field(
         default=None, exclude=True
@@ -158,6 +162,28 @@ class CoverageGap(_View):
     # key ("nvlink", "ecc", …): what `thresholds.blind_ignore` names
     kind: str
     detail: str  # one line: "links unknown: node_exporter page failed (cannot connect to …)"
+
+
+class ConfigDriftView(_View):
+    """One setting in which a node's engine differs from its pool's majority
+    (monitor/evaluation/config_drift.py)."""
+
+    setting: str  # "cache.block_size"
+    value: str  # this node's
+    pool_value: str  # the majority's
+    pool_agreeing: int  # nodes of the pool with the majority's value
+    pool_reporting: int  # nodes of the pool that report the setting
+
+
+class TimelineEventView(_View):
+    """One thing that happened, on a node or to the cluster (monitor/evaluation/timeline.py)."""
+
+    at: float  # unix seconds when it happened (JSON: ISO 8601)
+    # "restart", "health", "preemption-burst", "config-change", "verdict-onset",
+    # "verdict-clear", "phase"
+    kind: str
+    node: str | None = None  # None: the cluster's (a phase mark)
+    detail: str = ""
 
 
 class LinksView(_View):
@@ -207,6 +233,8 @@ class NodeView(_View):
     # fresh only because the time the monitor itself stood still was not counted against
     # the node's sample age (monitor.evaluation.figures.node_status): the monitor is late
     monitor_late: bool = False
+    # settings in which this node's engine differs from its role pool's majority
+    config_drift: list[ConfigDriftView] = Field(default_factory=list)
 
 
 class RollupView(_View):
@@ -406,6 +434,9 @@ class Snapshot(_View):
     # additions
     monitor: MonitorHealthView | None = None
     verdict_groups: list[VerdictGroupView] = Field(default_factory=list)
+    # what happened lately, oldest first, the cluster's and every node's (at most
+    # monitor.evaluation.timeline.MAX_EVENTS): restarts, health flips, verdict onsets …
+    timeline: list[TimelineEventView] = Field(default_factory=list)
 
     model_config = ConfigDict(frozen=True, populate_by_name=True)
 
@@ -442,7 +473,7 @@ def _public_json(value: Any, key: str = "") -> Any:
     if isinstance(value, list):
         return [_public_json(v, key) for v in value]
     if isinstance(value, float):
-        if key == "since":
+        if key in ("since", "at"):
             return _iso_utc(value)
         if key.endswith("_usd") or key.startswith(("usd_per_hour", "usd_per_million")):
             return round(value, 2)

@@ -11,6 +11,7 @@ from collectors.rates import mean, total
 from collectors.sample import NodeSample
 from layouts.model import Layout, NodeConfig
 from monitor.evaluation.conditions import BLIND
+from monitor.evaluation.config_drift import with_config_drift
 from monitor.evaluation.coverage import node_coverage
 from monitor.evaluation.figures import (
     doubt_notes,
@@ -184,9 +185,10 @@ def evaluate_nodes(
     order = [name for name in order if name in state.nodes]
     if cache is not None:
         cache.forget_except(set(order))
-    return [
+    # drift is judged against the pool, so once every node's view is made
+    return with_config_drift([
         evaluate_node(state.nodes[name], configs.get(name), layout, now, cache, stalls) for name in order
-    ]
+    ])
 
 
 def evaluate_cluster(nodes: Sequence[NodeView], layout: Layout) -> ClusterView:

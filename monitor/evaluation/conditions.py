@@ -32,8 +32,9 @@ THROTTLED = "throttled"
 GPU_ERROR = "gpu-error"
 SLO = "slo"
 BLIND = "blind"
+CONFIG_DRIFT = "config-drift"  # monitor/evaluation/config_drift.py
 STATUS_KINDS = ("stale", "unreachable", "error")
-HEALTH_KINDS = (IDLE, LINK_STARVED, STRAGGLER, THROTTLED, GPU_ERROR, SLO, BLIND)
+HEALTH_KINDS = (IDLE, LINK_STARVED, STRAGGLER, THROTTLED, GPU_ERROR, SLO, BLIND, CONFIG_DRIFT)
 
 SEVERITY_RANK: dict[str, int] = {"critical": 0, "warning": 1, "info": 2}
 

@@ -266,6 +266,8 @@ def engine_view(
         source=latest.source,
         profile=latest.profile,
         age_s=max(age, 0.0),
+        settings=latest.settings,
+        healthy=latest.healthy,
     )
 
 

@@ -32,6 +32,7 @@ from monitor.evaluation.conditions import (
     straggler_condition,
     throttled_condition,
 )
+from monitor.evaluation.config_drift import config_drift_condition
 from monitor.evaluation.links import link_condition
 from monitor.snapshot import NodeView, VerdictView
 
@@ -61,6 +62,7 @@ def node_conditions(
         gpu_error_condition(node, ecc_baseline or {}),
         slo_condition(node, slo),
         blind_condition(node, th),
+        config_drift_condition(node),
     ]
     return [c for c in found if c is not None]
 
