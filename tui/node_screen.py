@@ -26,6 +26,7 @@ from tui.node_rows import (
 )
 from tui.row_table import RowTable
 from tui.text import inert
+from tui.timeline_text import event_line, node_events, settings_text
 
 
 class NodeScreen(FrameScreen):
@@ -45,6 +46,8 @@ class NodeScreen(FrameScreen):
         self.engine_block = Static(id="engine")
         self.host_block = Static(id="host")
         self.notes_block = Static(id="notes")
+        self.settings_block = Static(id="node-settings")
+        self.events_block = Static(id="node-events")
         yield self.title_bar
         with VerticalScroll(id="node-body"):
             yield self.gpu_title
@@ -55,6 +58,10 @@ class NodeScreen(FrameScreen):
                 yield self.engine_block
                 yield self.host_block
             yield self.notes_block
+            yield Static(Text("ENGINE SETTINGS (≠ differs from the pool)", "bold"), classes="section")
+            yield self.settings_block
+            yield Static(Text("TIMELINE (this node and the cluster's phases)", "bold"), classes="section")
+            yield self.events_block
         yield Footer()
 
     def on_mount(self) -> None:
@@ -101,3 +108,9 @@ class NodeScreen(FrameScreen):
         notes = notes_text(node)
         self.notes_block.update(notes)
         self.notes_block.display = bool(notes.plain)
+        self.settings_block.update(settings_text(node))
+        events = node_events(snapshot.timeline, node.name)
+        self.events_block.update(
+            Text("\n").join(event_line(e, with_node=False) for e in events) if events
+            else Text("nothing yet", "grey50")
+        )

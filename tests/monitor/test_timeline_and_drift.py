@@ -7,69 +7,12 @@ import csv
 import datetime as dt
 from pathlib import Path
 
-from fixtures.vllm_info_page import CACHE_CONFIG, VllmInfoServer
+from fixtures.timeline_session import DRIFTED, NODES, RESTART_TICK, RESTARTED, run_session
+from fixtures.vllm_info_page import CACHE_CONFIG
 
-from collectors.profiles import engine_sample_from_text
-from collectors.sample import NodeSample
 from infertop.cli.main import main
-from layouts import load_layout
 from monitor.evaluation.timeline import RESTART
-from monitor.monitor import Monitor
-from monitor.record.store import Recorder, Recording
-from monitor.snapshot import Snapshot
-
-START = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC).timestamp()
-STEP_S = 5.0
-NODES = ("d1", "d2", "d3", "d4")
-DRIFTED, RESTARTED, RESTART_TICK = "d3", "d2", 6
-
-LAYOUT = """
-[cluster]
-name = "drift"
-interval_s = 5
-window_s = 15
-[session]
-reservation_start = "2026-11-30T12:00:00Z"
-[pricing]
-gpu_hour_usd = 2.0
-[thresholds]
-hold_s = 10
-clear_s = 10
-""" + "".join(
-    f'[[nodes]]\nname = "{n}"\nrole = "decode"\ngpus = 8\n'
-    f'engine = {{ url = "http://127.0.0.1:1/metrics", profile = "vllm" }}\n'
-    for n in NODES
-)
-
-
-def servers() -> dict[str, VllmInfoServer]:
-    out = {n: VllmInfoServer(engines=2, seed=i) for i, n in enumerate(NODES)}
-    out[DRIFTED].settings["block_size"] = "32"
-    return out
-
-
-def run_session(tmp_path: Path, ticks: int = 14) -> tuple[Path, list[Snapshot], float]:
-    layout_file = tmp_path / "layout.toml"
-    layout_file.write_text(LAYOUT)
-    layout = load_layout(layout_file)
-    recorder = Recorder.open(layout, tmp_path / "rec.sqlite", now=START)
-    monitor = Monitor(layout, sources=[], clock=lambda: START, recorder=recorder)
-    emit = monitor.fleet._emit  # the path every source's samples take
-    pages = servers()
-    snaps = []
-    restart_at = 0.0
-    for i in range(ticks):
-        now = START + i * STEP_S
-        for name, server in pages.items():
-            if name == RESTARTED and i == RESTART_TICK:
-                server.restart()
-                restart_at = now
-            server.advance(STEP_S)
-            emit(NodeSample(node=name, source="scrape", taken_at=now,
-                            engine=engine_sample_from_text(server.page(), "vllm")))
-        snaps.append(monitor.tick(now))
-    recorder.close()
-    return recorder.path, snaps, restart_at
+from monitor.record.store import Recording
 
 
 def restarts(events: list) -> list:  # type: ignore[type-arg]
