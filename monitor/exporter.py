@@ -32,6 +32,8 @@ _NODE_ENGINE: tuple[tuple[str, str, Callable[[EngineView], float | None]], ...] 
     ("requests_running", "Requests running in the engine", lambda e: e.requests_running),
     ("requests_waiting", "Requests waiting in the engine queue", lambda e: e.requests_waiting),
     ("kv_cache_usage_ratio", "KV cache usage, 0-1", lambda e: e.kv_cache_usage),
+    ("engine_healthy", "The engine's own health gauge: 1 healthy, 0 not (where served)",
+     lambda e: None if e.healthy is None else float(e.healthy)),
 )
 _NODE_OTHER: tuple[tuple[str, str, Callable[[NodeView], float | None]], ...] = (
     ("idle_ratio", "Share of the node's GPU-time in the window below the idle threshold",
@@ -39,6 +41,8 @@ _NODE_OTHER: tuple[tuple[str, str, Callable[[NodeView], float | None]], ...] = (
     ("cost_usd_per_hour", "What the node costs per hour, USD", lambda n: n.cost_per_hour_usd),
     ("sample_age_seconds", "Age of the node's newest good sample", lambda n: n.age_s),
     ("gpus", "GPUs reporting on the node", lambda n: float(len(n.gpus)) if n.gpus else None),
+    ("config_drift_settings", "Engine settings differing from the role pool's majority",
+     lambda n: float(len(n.config_drift)) if n.engine is not None and n.engine.settings else None),
 )
 _SESSION: tuple[tuple[str, str, Callable[[SessionView], float | None]], ...] = (
     ("spend_usd", "Spend since the reservation start, USD", lambda s: s.spend_usd),
@@ -158,6 +162,18 @@ def snapshot_families(snapshot: Snapshot) -> Iterator[GaugeMetricFamily | InfoMe
             verdicts.add_metric([n.name, v.kind, v.severity], 1.0)
     yield status
     yield verdicts
+    restarted = GaugeMetricFamily(
+        "infertop_node_last_restart_timestamp_seconds",
+        "When the node's engine last restarted (counters began anew), among the recent timeline",
+        labels=["node", "role"])
+    roles = {n.name: n.role for n in nodes}
+    last_restart: dict[str, float] = {}
+    for event in snapshot.timeline:
+        if event.kind == "restart" and event.node in roles:
+            last_restart[event.node] = event.at
+    for name, at in last_restart.items():
+        restarted.add_metric([name, roles[name]], at)
+    yield restarted
     session = snapshot.session
     for suffix, text, get_s in _SESSION:
         value = get_s(session)
@@ -195,7 +211,7 @@ class SnapshotCollector(Collector):
 def metric_names() -> set[str]:
     """Every family name the exporter may serve (dashboards and tests check against it)."""
     names = {"infertop_info", "infertop_snapshot_timestamp_seconds", "infertop_node_status",
-             "infertop_node_verdict"}
+             "infertop_node_verdict", "infertop_node_last_restart_timestamp_seconds"}
     names |= {f"infertop_node_{s}" for s, _, _ in _NODE_ENGINE}
     names |= {f"infertop_node_{s}" for s, _, _ in _NODE_OTHER}
     names |= {f"infertop_session_{s}" for s, _, _ in _SESSION}
