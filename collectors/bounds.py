@@ -73,6 +73,10 @@ NIC_BOUNDS: Bounds = {
     "tx_drops_total": _COUNTER,
     "link_recoveries_total": _COUNTER,
     "link_integrity_errors_total": _COUNTER,
+    "rx_pause_total": _COUNTER,
+    "tx_pause_total": _COUNTER,
+    "cnp_sent_total": _COUNTER,
+    "cnp_handled_total": _COUNTER,
     "members_up": (0.0, 1024.0),
     "accelerator_index": (0.0, 1024.0),
 }
@@ -134,6 +138,10 @@ COUNTER_MAX_PER_S: Mapping[str, float] = {
     "tx_drops_total": 1e10,
     "link_recoveries_total": 1e6,  # each takes link retraining: far fewer than packets
     "link_integrity_errors_total": 1e6,
+    "rx_pause_total": 1e9,  # a pause quantum is 512 bit times: ~1.5e9/s at 800 Gb/s, far more than sent
+    "tx_pause_total": 1e9,
+    "cnp_sent_total": 1e9,  # at most one per packet
+    "cnp_handled_total": 1e9,
     "nvlink_tx_bytes_total": 4e12,
     "nvlink_rx_bytes_total": 4e12,
 }

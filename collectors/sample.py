@@ -90,6 +90,15 @@ class NicSample(_Frozen):
     tx_drops_total: float | None = None
     link_recoveries_total: float | None = None  # IB: the link recovered from an error state
     link_integrity_errors_total: float | None = None  # IB: local physical errors over threshold
+    # RoCE congestion: pause frames (PFC, every priority, and global pause; node_exporter's
+    # ethtool collector from mlx5's rx/tx_prioN_pause, rx/tx_pause_ctrl_phy) and congestion
+    # notifications (mlx5 hw_counters np_cnp_sent: sent as the notification point, i.e.
+    # this port received ECN-marked packets; rp_cnp_handled: handled as the reaction point,
+    # i.e. this port was told to slow down), each a counter
+    rx_pause_total: float | None = None
+    tx_pause_total: float | None = None
+    cnp_sent_total: float | None = None
+    cnp_handled_total: float | None = None
     # IB physical state ("link_up", "polling", "disabled", "link_error_recover", …)
     physical_state: str | None = None
     netdev: str | None = None  # the Ethernet device of an IB/RoCE port, when known

@@ -255,6 +255,10 @@ class Thresholds(_Strict):
     link_pile_min_gbps: NonNegFloat = 1.0
     # port_xmit_wait above this rate counts as "rising" (IB ticks per second)
     link_xmit_wait_per_s: NonNegFloat = 0.0
+    # RoCE congestion evidence: pause frames (received + sent) and congestion notifications
+    # (sent + handled) per second on one port above these count as "rising"
+    link_pause_per_s: NonNegFloat = 10.0
+    link_cnp_per_s: NonNegFloat = 10.0
     # SwPowerCap alone is how a busy GPU normally runs (at its power limit): count it as
     # throttling only when asked, or every busy node of a real cluster reads "throttled"
     throttle_on_power_cap: bool = False

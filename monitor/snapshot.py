@@ -73,6 +73,12 @@ class NicView(_View):
     tx_drops_per_s: float | None = None
     link_recoveries_per_s: float | None = None
     link_integrity_errors_per_s: float | None = None
+    # RoCE congestion: pause frames received / sent, congestion notifications sent /
+    # handled, per second (None: the source does not read them)
+    rx_pause_per_s: float | None = None
+    tx_pause_per_s: float | None = None
+    cnp_sent_per_s: float | None = None
+    cnp_handled_per_s: float | None = None
     physical_state: str | None = None
     members: list[str] | None = None
     members_up: int | None = None

@@ -65,6 +65,11 @@ NIC_ERROR_RATES: dict[str, str] = {
     "tx_drops_total": "tx_drops_per_s",
     "link_recoveries_total": "link_recoveries_per_s",
     "link_integrity_errors_total": "link_integrity_errors_per_s",
+    # RoCE congestion evidence (pause frames, congestion notifications)
+    "rx_pause_total": "rx_pause_per_s",
+    "tx_pause_total": "tx_pause_per_s",
+    "cnp_sent_total": "cnp_sent_per_s",
+    "cnp_handled_total": "cnp_handled_per_s",
 }
 
 
