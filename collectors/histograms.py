@@ -38,6 +38,8 @@ LATENCY_HISTOGRAMS: Mapping[str, tuple[str, ...]] = {
     ),
     "e2e": ("vllm:e2e_request_latency_seconds", "sglang:e2e_request_latency_seconds"),
     "queue": ("vllm:request_queue_time_seconds", "sglang:queue_time_seconds"),
+    # NIXL's time per KV transfer (vLLM 0.33 KV connector stats): the P→D path's percentiles
+    "kv_transfer": ("vllm:nixl_xfer_time_seconds",),
 }
 
 # EngineSample field → (sample names, first present wins; factor to the field's unit)

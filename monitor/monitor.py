@@ -28,6 +28,7 @@ from monitor.evaluation.money import (
     extras_cost_per_hour_usd,
     idle_cost_per_hour_usd,
 )
+from monitor.evaluation.pd_path import pd_paths
 from monitor.evaluation.scoreboard import with_live_point
 from monitor.evaluation.timeline import TimelineTracker
 from monitor.evaluation.verdicts import VerdictTracker
@@ -207,6 +208,8 @@ class Monitor:
         nodes = evaluate_nodes(self.state, layout, now, self.rates, stalls)
         nodes = self.verdicts.apply(nodes, layout, now)
         cluster = evaluate_cluster(nodes, layout)
+        # before the window buckets go: the path's transfer percentiles are made of them
+        paths = pd_paths(nodes, layout.thresholds)
         # the engines' window buckets made the pools' percentiles; they are the monitor's
         # working data, not the picture (excluded from the JSON): the snapshot goes without
         nodes = [
@@ -241,6 +244,7 @@ class Monitor:
             monitor=self.health.view(meter, sum(n.monitor_late for n in nodes), self._advice()),
             verdict_groups=verdict_groups(nodes, layout.cluster.interval_s),
             timeline=self.timeline.update(nodes, session, now),
+            pd_paths=paths,
         )
         self.latest = snapshot
         if self.recorder is not None:

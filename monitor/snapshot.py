@@ -181,6 +181,49 @@ class ConfigDriftView(_View):
     pool_reporting: int  # nodes of the pool that report the setting
 
 
+class PdEndView(_View):
+    """One end of the prefill → decode path: its pool's fabric ports, summed
+    (monitor/evaluation/pd_path.py). None: no port of the pool reports the figure."""
+
+    nodes: int  # answering nodes of the pool counted
+    ports: int  # up fabric ports counted (RoCE / IB; Ethernet where a node has none)
+    line_rate_bytes_per_s: float | None = None  # their negotiated speeds, summed, in bytes/s
+    rx_bytes_per_s: float | None = None
+    tx_bytes_per_s: float | None = None
+    xmit_wait_per_s: float | None = None  # IB port_xmit_wait ticks per second
+    rx_pause_per_s: float | None = None  # RoCE pause frames received per second
+    tx_pause_per_s: float | None = None
+    cnp_sent_per_s: float | None = None  # congestion notifications sent (ECN-marked traffic arrived)
+    cnp_handled_per_s: float | None = None  # congestion notifications acted on (told to slow down)
+    congested_ports: list[str] = Field(default_factory=list)  # "decode-03/eth2: pause 1.2e+03/s"
+
+
+class PdPathView(_View):
+    """The prefill → decode KV path as one thing: the engines' transfer figures beside
+    both ends' network figures (monitor/evaluation/pd_path.py)."""
+
+    prefill_pool: str
+    decode_pool: str
+    # KV cache moved, per second (engines' counters); None when above the line rate
+    kv_bytes_per_s: float | None = None
+    kv_bytes_per_s_reported: float | None = None  # what the engines said, even above the line
+    kv_counted_by: str | None = None  # "decode" or "prefill": which end's engines counted it
+    kv_transfer_mean_s: float | None = None  # mean duration of one transfer (NIXL), over the nodes
+    kv_transfer_p50_s: float | None = None  # of the pools' summed transfer-time histogram
+    kv_transfer_p99_s: float | None = None
+    kv_transfer_failures_per_s: float | None = None
+    prefill: PdEndView | None = None
+    decode: PdEndView | None = None
+    # the KV rate exceeds what the narrower end's ports can carry: a measurement problem
+    # (a counter of something else, a double count), not a speed; None: unknown
+    above_line_rate: bool | None = None
+    congested: bool | None = None  # congestion counters rise on either end; None: none read
+    # what `congested` / the verdict rests on: "congestion counters (pause, CNP)" or
+    # "rate against line rate (no congestion counters read)"
+    evidence: str | None = None
+    detail: str = ""  # one line for viewers and the report
+
+
 class TimelineEventView(_View):
     """One thing that happened, on a node or to the cluster (monitor/evaluation/timeline.py)."""
 
@@ -443,6 +486,8 @@ class Snapshot(_View):
     # what happened lately, oldest first, the cluster's and every node's (at most
     # monitor.evaluation.timeline.MAX_EVENTS): restarts, health flips, verdict onsets …
     timeline: list[TimelineEventView] = Field(default_factory=list)
+    # the prefill → decode KV path of each prefill and decode pool pair
+    pd_paths: list[PdPathView] = Field(default_factory=list)
 
     model_config = ConfigDict(frozen=True, populate_by_name=True)
 

@@ -287,7 +287,8 @@ def scoreboard_figures(
     oldest first; `rate`: the window's counter rates)."""
     readings = [s.engine.latency_buckets if s.engine is not None else None for s in engines]
     window: dict[str, tuple[tuple[float, float], ...]] = {}
-    for name in LATENCIES:
+    # the KV transfer time's buckets too: the P→D path's percentiles (pd_path.py)
+    for name in (*LATENCIES, "kv_transfer"):
         increase = window_increase([r.get(name) if r else None for r in readings])
         if increase is not None:
             window[name] = increase

@@ -201,6 +201,7 @@ def link_condition(node: NodeView, config: NodeConfig | None, th: Thresholds) ->
     ports = [
         nic for nic in node.nics
         if expected(nic) or kinds[nic.name] in FABRIC_KINDS or nic.kind == "bond"
+        or reads_congestion(nic)  # a RoCE netdev with pause counters carries the fabric too
     ]
     reasons: list[str] = []
     severe = False
