@@ -16,7 +16,16 @@ from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.registry import Collector
 
 from monitor import VERSION
-from monitor.snapshot import EngineView, MonitorHealthView, NodeView, RollupView, SessionView, Snapshot
+from monitor.snapshot import (
+    EngineView,
+    MonitorHealthView,
+    NodeView,
+    PdEndView,
+    PdPathView,
+    RollupView,
+    SessionView,
+    Snapshot,
+)
 
 STATUSES = ("ok", "stale", "unreachable", "error")
 
@@ -115,6 +124,56 @@ _SESSION = (*_SESSION, *(
 ))
 
 
+# the prefill → decode path (monitor/evaluation/pd_path.py), labelled by its two pools
+_PD_PATH: tuple[tuple[str, str, Callable[[PdPathView], float | None]], ...] = (
+    ("kv_bytes_per_second", "KV cache bytes/s moved prefill → decode (absent above the line rate)",
+     lambda p: p.kv_bytes_per_s),
+    ("kv_bytes_per_second_reported", "KV cache bytes/s as the engines report it",
+     lambda p: p.kv_bytes_per_s_reported),
+    ("kv_transfer_mean_seconds", "Mean duration of one KV transfer", lambda p: p.kv_transfer_mean_s),
+    ("kv_transfer_p50_seconds", "Median KV transfer duration, within its histogram bucket",
+     lambda p: p.kv_transfer_p50_s),
+    ("kv_transfer_p99_seconds", "p99 KV transfer duration, within its histogram bucket",
+     lambda p: p.kv_transfer_p99_s),
+    ("kv_transfer_failures_per_second", "Failed KV transfers per second",
+     lambda p: p.kv_transfer_failures_per_s),
+    ("above_line_rate", "1 when the KV rate exceeds the ports' line rate (a measurement problem)",
+     lambda p: None if p.above_line_rate is None else float(p.above_line_rate)),
+    ("congested", "1 when congestion evidence rises on either end (or the rate nears the line)",
+     lambda p: None if p.congested is None else float(p.congested)),
+)
+_PD_END: tuple[tuple[str, str, Callable[[PdEndView], float | None]], ...] = (
+    ("line_rate_bytes_per_second", "The end's fabric ports' line rate, bytes/s",
+     lambda e: e.line_rate_bytes_per_s),
+    ("receive_bytes_per_second", "Bytes/s received on the end's fabric ports", lambda e: e.rx_bytes_per_s),
+    ("transmit_bytes_per_second", "Bytes/s sent on the end's fabric ports", lambda e: e.tx_bytes_per_s),
+    ("xmit_wait_per_second", "IB port_xmit_wait ticks per second", lambda e: e.xmit_wait_per_s),
+    ("pause_received_per_second", "RoCE pause frames received per second", lambda e: e.rx_pause_per_s),
+    ("pause_sent_per_second", "RoCE pause frames sent per second", lambda e: e.tx_pause_per_s),
+    ("cnp_sent_per_second", "Congestion notifications sent per second", lambda e: e.cnp_sent_per_s),
+    ("cnp_handled_per_second", "Congestion notifications handled per second", lambda e: e.cnp_handled_per_s),
+)
+
+
+def _pd_families(paths: list[PdPathView]) -> Iterator[GaugeMetricFamily]:
+    labels = ["prefill_pool", "decode_pool"]
+    for suffix, text, get_p in _PD_PATH:
+        fam = GaugeMetricFamily(f"infertop_pd_{suffix}", text, labels=labels)
+        for p in paths:
+            value = get_p(p)
+            if value is not None:
+                fam.add_metric([p.prefill_pool, p.decode_pool], value)
+        yield fam
+    for suffix, text, get_e in _PD_END:
+        fam = GaugeMetricFamily(f"infertop_pd_end_{suffix}", text, labels=[*labels, "end"])
+        for p in paths:
+            for end_name, end in (("prefill", p.prefill), ("decode", p.decode)):
+                value = get_e(end) if end is not None else None
+                if value is not None:
+                    fam.add_metric([p.prefill_pool, p.decode_pool, end_name], value)
+        yield fam
+
+
 def _monitor_figures(h: MonitorHealthView) -> tuple[tuple[str, str, float | None], ...]:
     return (
         ("lag_seconds", "How late the monitor's recent ticks ran against their slots", h.lag_s),
@@ -186,6 +245,7 @@ def snapshot_families(snapshot: Snapshot) -> Iterator[GaugeMetricFamily | InfoMe
         for suffix, text, value in _monitor_figures(health):
             if value is not None:
                 yield GaugeMetricFamily(f"infertop_monitor_{suffix}", text, value=value)
+    yield from _pd_families(snapshot.pd_paths)
     pools = {"all": snapshot.cluster.total, **snapshot.cluster.roles}
     for suffix, text, get_r in _ROLLUP:
         fam = GaugeMetricFamily(f"infertop_role_{suffix}", text, labels=["role"])
@@ -217,5 +277,7 @@ def metric_names() -> set[str]:
     names |= {f"infertop_session_{s}" for s, _, _ in _SESSION}
     names |= {f"infertop_role_{s}" for s, _, _ in _ROLLUP}
     names |= {"infertop_monitor_lagging"}
+    names |= {f"infertop_pd_{s}" for s, _, _ in _PD_PATH}
+    names |= {f"infertop_pd_end_{s}" for s, _, _ in _PD_END}
     names |= {f"infertop_monitor_{s}" for s, _, _ in _monitor_figures(MonitorHealthView())}
     return names

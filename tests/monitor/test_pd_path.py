@@ -147,3 +147,16 @@ def test_a_kv_rate_above_line_rate_is_flagged_not_shown_as_speed(tmp_path: Path)
     assert path.kv_bytes_per_s_reported == pytest.approx(80e9, rel=0.05)
     assert "ABOVE LINE RATE" in path.detail
     assert snap.to_json_dict()["pd_paths"][0]["above_line_rate"] is True  # type: ignore[index]
+
+
+def test_the_path_figures_are_exported(tmp_path: Path) -> None:
+    from monitor.exporter import metric_names, snapshot_families
+
+    snap = run(tmp_path, ticks=4, congested=True, kv_bytes_per_s=80e9)
+    got = {f.name: f for f in snapshot_families(snap)}
+    assert {n for n in got if n.startswith("infertop_pd")} <= metric_names()
+    flagged = got["infertop_pd_above_line_rate"].samples
+    assert [(s.labels, s.value) for s in flagged] == [({"prefill_pool": "prefill", "decode_pool": "decode"}, 1.0)]
+    assert not got["infertop_pd_kv_bytes_per_second"].samples  # not shown as a speed
+    pause = {s.labels["end"]: s.value for s in got["infertop_pd_end_pause_received_per_second"].samples}
+    assert pause == {"prefill": pytest.approx(2000.0, rel=0.02), "decode": pytest.approx(2000.0, rel=0.02)}
