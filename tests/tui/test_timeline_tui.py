@@ -79,3 +79,18 @@ async def test_replay_announces_the_restart_when_it_happened_and_seeks_to_it(tmp
         screen.event_list.highlighted = index
         await pilot.press("enter")
         await wait_for(pilot, lambda: feed.paused and feed.position_at == restart_at)
+
+
+def test_the_path_block_reads_the_flag_and_the_evidence(tmp_path: Path) -> None:
+    from monitor.snapshot import PdEndView, PdPathView
+    from tui.pd_path_text import path_text
+
+    end = PdEndView(nodes=1, ports=1, line_rate_bytes_per_s=50e9, rx_pause_per_s=2000.0,
+                    congested_ports=["d1/eth2: pause 2e+03/s", "[bold]x\x1b[31m"])
+    above = PdPathView(prefill_pool="prefill", decode_pool="decode", kv_bytes_per_s_reported=80e9,
+                       above_line_rate=True, congested=True, evidence="congestion counters (pause)",
+                       prefill=end, decode=end)
+    text = path_text(above).plain
+    assert "ABOVE LINE RATE" in text and "640 Gb/s" in text
+    assert "CONGESTED" in text and "[congestion counters (pause)]" in text
+    assert "\x1b" not in text and "\\x1b" in text  # hostile text shown inert
