@@ -67,3 +67,41 @@ def test_the_restart_is_once_on_the_timeline_at_its_time_in_json_record_and_repo
     when = dt.datetime.fromtimestamp(restart_at, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
     assert md.count(f"| {when} | restart | {RESTARTED} |") == 1
     assert "| phase" in md or "phase run" in md
+
+
+def test_an_old_record_without_timeline_still_replays_and_reports(tmp_path: Path) -> None:
+    """A record written before the timeline, settings and the P→D path existed: its
+    snapshots lack those fields. It replays, and its report's timeline is the phase
+    changes its tick rows keep."""
+    import json
+    import sqlite3
+    import zlib
+
+    from monitor.record.replay import ReplayFeed
+
+    path, _, _ = run_session(tmp_path, ticks=4)
+    conn = sqlite3.connect(path)
+    for tick_id, blob in conn.execute("SELECT id, snapshot FROM ticks").fetchall():
+        data = json.loads(zlib.decompress(blob))
+        data.pop("timeline", None)
+        data.pop("pd_paths", None)
+        for node in data["nodes"]:
+            node.pop("config_drift", None)
+            if node.get("engine"):
+                node["engine"].pop("settings", None)
+                node["engine"].pop("healthy", None)
+        conn.execute("UPDATE ticks SET snapshot = ? WHERE id = ?", (zlib.compress(json.dumps(data).encode()), tick_id))
+    conn.commit()
+    conn.close()
+    rec = Recording.load(path)
+    old = rec.snapshot(rec.ticks[-1].id)
+    assert old is not None and old.timeline == [] and old.pd_paths == []
+    rec.close()
+    feed = ReplayFeed.open(path)
+    assert len(feed.recording.ticks) == 4
+    feed.recording.close()
+    out = tmp_path / "out"
+    assert main(["report", str(path), "--out", str(out)]) == 0
+    with (out / "timeline.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert [(r["kind"], r["detail"]) for r in rows] == [("phase", "phase run")]
