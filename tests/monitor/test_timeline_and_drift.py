@@ -105,3 +105,13 @@ def test_an_old_record_without_timeline_still_replays_and_reports(tmp_path: Path
     with (out / "timeline.csv").open() as fh:
         rows = list(csv.DictReader(fh))
     assert [(r["kind"], r["detail"]) for r in rows] == [("phase", "phase run")]
+
+
+def test_the_snapshot_table_names_the_drift_and_the_restart(tmp_path: Path) -> None:
+    from monitor.text_report import snapshot_table
+
+    _, snaps, restart_at = run_session(tmp_path)
+    text = snapshot_table(snaps[-1])
+    assert f"drift {DRIFTED}: cache.block_size 32, pool 64" in text
+    when = dt.datetime.fromtimestamp(restart_at, dt.UTC).strftime("%H:%M:%S")
+    assert sum(line.startswith(f"event {when} restart {RESTARTED}:") for line in text.splitlines()) == 1
