@@ -96,6 +96,7 @@ ENGINE_BOUNDS: Bounds = {
         "external_prefix_cache_queries_total", "external_prefix_cache_hits_total",
         "kv_transfer_bytes_total", "kv_transfer_failures_total", "kv_transfer_seconds_sum",
         "kv_transfer_seconds_count", "expert_balancedness_sum", "expert_balancedness_count",
+        "kv_transfer_expired_total",
     )},
     "kv_transfer_speed_bytes_per_s": (0.0, 1e13),  # 10 TB/s: beyond any node's fabric
     "kv_transfer_latency_s": (0.0, 1e5),
@@ -128,6 +129,7 @@ COUNTER_MAX_PER_S: Mapping[str, float] = {
     "external_prefix_cache_hits_total": _TOKENS_PER_S,
     "kv_transfer_bytes_total": 4e12,  # more than a node's NICs and NVLink together
     "kv_transfer_failures_total": 1e7,
+    "kv_transfer_expired_total": 1e7,
     "rx_bytes_total": 4e11,  # 3.2 Tb/s in bytes
     "tx_bytes_total": 4e11,
     "xmit_wait_total": 1e10,  # IB ticks waited: bounded by the port's clock

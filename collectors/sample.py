@@ -160,6 +160,7 @@ class EngineSample(_Frozen):
     external_prefix_cache_hits_total: float | None = None
     kv_transfer_bytes_total: float | None = None  # prefill → decode KV bytes
     kv_transfer_failures_total: float | None = None
+    kv_transfer_expired_total: float | None = None  # NIXL: requests whose KV expired (prefill side)
     kv_transfer_seconds_sum: float | None = None
     kv_transfer_seconds_count: float | None = None
     expert_balancedness_sum: float | None = None  # SGLang EPLB summary (1 = even load)

@@ -137,6 +137,8 @@ _PD_PATH: tuple[tuple[str, str, Callable[[PdPathView], float | None]], ...] = (
      lambda p: p.kv_transfer_p99_s),
     ("kv_transfer_failures_per_second", "Failed KV transfers per second",
      lambda p: p.kv_transfer_failures_per_s),
+    ("kv_transfer_expired_per_second", "Requests whose KV expired before decode read it, per second",
+     lambda p: p.kv_transfer_expired_per_s),
     ("above_line_rate", "1 when the KV rate exceeds the ports' line rate (a measurement problem)",
      lambda p: None if p.above_line_rate is None else float(p.above_line_rate)),
     ("congested", "1 when congestion evidence rises on either end (or the rate nears the line)",

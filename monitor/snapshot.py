@@ -128,6 +128,7 @@ class EngineView(_View):
     preemptions_per_s: float | None = None
     kv_transfer_bytes_per_s: float | None = None
     kv_transfer_failures_per_s: float | None = None
+    kv_transfer_expired_per_s: float | None = None  # NIXL: requests whose KV expired (prefill side)
     kv_transfer_mean_s: float | None = None  # mean duration of one transfer (NIXL)
     kv_transfer_latency_s: float | None = None  # SGLang's latest transfers' latency
     kv_transfer_speed_bytes_per_s: float | None = None  # SGLang's latest transfers' speed
@@ -212,6 +213,8 @@ class PdPathView(_View):
     kv_transfer_p50_s: float | None = None  # of the pools' summed transfer-time histogram
     kv_transfer_p99_s: float | None = None
     kv_transfer_failures_per_s: float | None = None
+    # requests whose KV expired on the prefill node before decode read it (NIXL)
+    kv_transfer_expired_per_s: float | None = None
     prefill: PdEndView | None = None
     decode: PdEndView | None = None
     # the KV rate exceeds what the narrower end's ports can carry: a measurement problem

@@ -45,7 +45,8 @@ def path_text(path: PdPathView) -> Text:
     out.append(counted, GREY)
     out.append(f"  transfer p50 {fmt_latency(path.kv_transfer_p50_s)}"
                f" p99 {fmt_latency(path.kv_transfer_p99_s)} mean {fmt_latency(path.kv_transfer_mean_s)}")
-    out.append(f"  failed {fmt_num(path.kv_transfer_failures_per_s, 2)}/s")
+    out.append(f"  failed {fmt_num(path.kv_transfer_failures_per_s, 2)}/s"
+               f"  expired {fmt_num(path.kv_transfer_expired_per_s, 2)}/s")
     if path.congested:
         out.append("  CONGESTED", TROUBLE)
     if path.evidence:

@@ -115,7 +115,7 @@ ENGINE_RATE_FIELDS = (
     "prefix_cache_hits_total", "external_prefix_cache_queries_total",
     "external_prefix_cache_hits_total", "kv_transfer_bytes_total", "kv_transfer_failures_total",
     "kv_transfer_seconds_sum", "kv_transfer_seconds_count", "expert_balancedness_sum",
-    "expert_balancedness_count",
+    "expert_balancedness_count", "kv_transfer_expired_total",
 )
 
 
@@ -307,6 +307,7 @@ def scoreboard_figures(
     assert latest is not None
     out["kv_transfer_bytes_per_s"] = rate("kv_transfer_bytes_total")
     out["kv_transfer_failures_per_s"] = rate("kv_transfer_failures_total")
+    out["kv_transfer_expired_per_s"] = rate("kv_transfer_expired_total")
     out["kv_transfer_mean_s"] = _rate_ratio(rate, "kv_transfer_seconds_sum", "kv_transfer_seconds_count")
     out["kv_transfer_latency_s"] = latest.kv_transfer_latency_s
     out["kv_transfer_speed_bytes_per_s"] = latest.kv_transfer_speed_bytes_per_s

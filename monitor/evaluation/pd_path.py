@@ -132,6 +132,9 @@ def path_view(prefill: Sequence[NodeView], decode: Sequence[NodeView], th: Thres
         parts.append(f"congested — {'; '.join(congested_ports) or 'near line rate'}")
     if failures:
         parts.append(f"{failures:.3g} failed transfers/s")
+    expired = _sum([n.engine.kv_transfer_expired_per_s for n in (*prefill, *decode) if n.engine is not None])
+    if expired:
+        parts.append(f"{expired:.3g} expired requests/s")
     return PdPathView(
         prefill_pool=prefill_pool, decode_pool=decode_pool,
         kv_bytes_per_s=None if above else rate,
@@ -141,6 +144,7 @@ def path_view(prefill: Sequence[NodeView], decode: Sequence[NodeView], th: Thres
         kv_transfer_p50_s=p50.value_s if p50 is not None else None,
         kv_transfer_p99_s=p99.value_s if p99 is not None else None,
         kv_transfer_failures_per_s=failures,
+        kv_transfer_expired_per_s=expired,
         prefill=ends[0], decode=ends[1],
         above_line_rate=above, congested=congested, evidence=evidence,
         detail=", ".join(parts),

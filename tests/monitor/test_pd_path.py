@@ -99,6 +99,8 @@ def run(tmp_path: Path, ticks: int, congested: bool, kv_bytes_per_s: float) -> S
                 nics[name].advance(STEP_S, bytes_per_s=kv_bytes_per_s)
         # NIXL counts the transfers on the decode side (it reads from the prefill node)
         engines["d1"].transfer(transfers, 0.4 if congested else 0.02, per_transfer_bytes)
+        if congested:
+            engines["p1"].expire(3)  # 3 a step on each of 2 engines: 1.2 requests/s
         for name in ("p1", "d1"):
             emit(node_sample(name, now, engines[name], nics[name], tmp_path))
         snap = monitor.tick(now)
@@ -125,6 +127,7 @@ def test_the_congested_pair_shows_pause_and_cnp_on_both_ends(tmp_path: Path) -> 
     assert path.kv_bytes_per_s == pytest.approx(5e9, rel=0.05) and path.above_line_rate is False
     # 0.4 s transfers fall in NIXL's 0.3–0.5 s bucket
     assert path.kv_transfer_mean_s == pytest.approx(0.4)
+    assert path.kv_transfer_expired_per_s == pytest.approx(2 * 3 / STEP_S)
     assert path.kv_transfer_p50_s is not None and 0.3 <= path.kv_transfer_p50_s <= 0.5
     verdicts = {v.kind: v.detail for n in snap.nodes if n.name == "d1" for v in n.verdicts}
     assert "evidence: congestion counters" in verdicts["link-starved"]
