@@ -165,6 +165,11 @@ class EngineSample(_Frozen):
     kv_transfer_seconds_count: float | None = None
     expert_balancedness_sum: float | None = None  # SGLang EPLB summary (1 = even load)
     expert_balancedness_count: float | None = None
+    # a log source's own clock: the seconds its throughput lines cover (each line its
+    # interval, ÷ the DP engines printing them; an idle stretch the engine printed nothing
+    # for counts as covered at zero throughput). Tokens/s from a log are Δtokens over Δ
+    # this, as the log's own lines give them, not over the monitor's read times (issue 33)
+    log_stats_seconds_total: float | None = None
     # latency histograms: "ttft" / "itl" / "e2e" / "queue" → cumulative (le, count)
     # buckets summed over the node's engines, +inf last
     latency_buckets: dict[str, tuple[tuple[float, float], ...]] | None = None

@@ -214,7 +214,7 @@ class AlertsConfig(_Strict):
 
 
 class ApiPriceTable(_Strict):
-    """Per 1M tokens. Defaults: DeepSeek-V4.1-Flash (DESIGN.md)."""
+    """Per 1M tokens. Defaults: DeepSeek-V4.1-Flash (docs/money.md)."""
 
     model: str = "DeepSeek-V4.1-Flash"
     as_of: str = "2026-11"

@@ -36,7 +36,8 @@ _NODE_ENGINE: tuple[tuple[str, str, Callable[[EngineView], float | None]], ...] 
     ("mean_acceptance_length", "1 + accepted / drafts (includes the bonus token)",
      lambda e: e.mean_acceptance_length),
     ("accepted_tokens_per_second", "Accepted output tokens per second", lambda e: e.accepted_tokens_per_s),
-    ("full_acceptance_tokens_per_second", "(drafts + draft tokens) per second, DeepInfer's convention",
+    ("full_acceptance_tokens_per_second",
+     "Tokens per second had every draft token been accepted: produced + draft tokens rejected",
      lambda e: e.full_acceptance_tokens_per_s),
     ("requests_running", "Requests running in the engine", lambda e: e.requests_running),
     ("requests_waiting", "Requests waiting in the engine queue", lambda e: e.requests_waiting),
@@ -88,7 +89,7 @@ _ROLLUP: tuple[tuple[str, str, Callable[[RollupView], float | None]], ...] = (
      lambda r: None if r.nodes_counted is None else float(r.nodes_counted)),
 )
 
-# the scoreboard's (DESIGN.md "Scoreboard fields"); latency percentiles are interpolated
+# the scoreboard's (docs/snapshot.md, "Scoreboard"); latency percentiles are interpolated
 # within the engines' histogram buckets
 _LATENCY = tuple(
     (f"{name}_{p}_seconds", f"{text} {p}, interpolated within its histogram bucket",
@@ -235,6 +236,19 @@ def snapshot_families(snapshot: Snapshot) -> Iterator[GaugeMetricFamily | InfoMe
     for name, at in last_restart.items():
         restarted.add_metric([name, roles[name]], at)
     yield restarted
+    # a blind spot every peer shares is the cluster's, said once (never a node verdict)
+    shared = GaugeMetricFamily(
+        "infertop_cluster_shared_blind_spot_nodes",
+        "Nodes that all share a blind spot (coverage kind), said once at cluster level",
+        labels=["kind"],
+    )
+    by_kind: dict[str, int] = {}
+    for spot in snapshot.cluster.shared_blind_spots:
+        for kind in spot.kinds:
+            by_kind[kind] = by_kind.get(kind, 0) + spot.nodes
+    for kind, count in by_kind.items():
+        shared.add_metric([kind], float(count))
+    yield shared
     session = snapshot.session
     for suffix, text, get_s in _SESSION:
         value = get_s(session)
@@ -273,7 +287,8 @@ class SnapshotCollector(Collector):
 def metric_names() -> set[str]:
     """Every family name the exporter may serve (dashboards and tests check against it)."""
     names = {"infertop_info", "infertop_snapshot_timestamp_seconds", "infertop_node_status",
-             "infertop_node_verdict", "infertop_node_last_restart_timestamp_seconds"}
+             "infertop_node_verdict", "infertop_node_last_restart_timestamp_seconds",
+             "infertop_cluster_shared_blind_spot_nodes"}
     names |= {f"infertop_node_{s}" for s, _, _ in _NODE_ENGINE}
     names |= {f"infertop_node_{s}" for s, _, _ in _NODE_OTHER}
     names |= {f"infertop_session_{s}" for s, _, _ in _SESSION}

@@ -1,8 +1,8 @@
 """The immutable picture of the cluster at one instant: what every view renders.
 
-Its JSON form is the stable `infertop.snapshot/1` interface of DESIGN.md: the field
-names here are that contract. Unknown values are `None` (JSON null), never 0.
-Fields beyond DESIGN.md's list are additions (allowed); none of the listed ones may be
+Its JSON form is the stable `infertop.snapshot/1` interface of docs/snapshot.md: the
+field names here are that contract. Unknown values are `None` (JSON null), never 0.
+Fields may be added (each listed in docs/snapshot.md: a test checks it); none may be
 renamed or dropped.
 """
 
@@ -123,6 +123,9 @@ class EngineView(_View):
     # null: past the highest finite bound), so a viewer can say "25–50 ms"
     latency_bounds_s: dict[str, tuple[float, float | None]] = Field(default_factory=dict)
     latency_requests: dict[str, float] = Field(default_factory=dict)  # observations in window
+    # why the percentiles are null although the engine publishes latency buckets: "no
+    # latency reading in this window" (fewer than two readings of them in it); else null
+    latency_note: str | None = None
     prefix_cache_hit_rate: float | None = None  # local cache: hit tokens / queried tokens
     external_prefix_cache_hit_rate: float | None = None  # through a KV connector
     preemptions_per_s: float | None = None
@@ -169,6 +172,10 @@ class CoverageGap(_View):
     # key ("nvlink", "ecc", …): what `thresholds.blind_ignore` names
     kind: str
     detail: str  # one line: "links unknown: node_exporter page failed (cannot connect to …)"
+    # addition: every answering peer of the node (same role, read by the same sources) has
+    # this same gap: it is said once at cluster level (`ClusterView.shared_blind_spots`),
+    # not as this node's `blind` verdict (monitor/evaluation/shared_gaps.py)
+    shared: bool = False
 
 
 class ConfigDriftView(_View):
@@ -345,6 +352,21 @@ class ReferencePointView(_View):
     accounting: str  # "full-acceptance" or "accepted": how the publisher counted
 
 
+class SharedBlindSpotView(_View):
+    """Blind spots every answering node of a peer group shares (same role, read by the same
+    sources: a stock dcgm-exporter on every node leaves out ECC): one cluster-level finding
+    with its fix, instead of a `blind` verdict on each node (monitor/evaluation/shared_gaps.py)."""
+
+    kinds: list[str]  # the coverage kinds shared ("clock_events", "ecc", …), most important first
+    nodes: int  # how many nodes share them (every answering node of the groups below)
+    roles: list[str]  # the roles of those nodes
+    sources: list[str]  # the sources that read them
+    detail: str  # the gaps' own reasons, "; "-joined (as a node's `blind` verdict would say)
+    fix: str | None = None  # what to change to see them, where infertop knows; None otherwise
+    note: str = ""  # the one line the viewers show: "all 16 decode nodes (read by scrape) blind on …"
+    severity: Severity = "warning"  # as a node's `blind` verdict: unknown is never healthy
+
+
 class ClusterView(_View):
     name: str
     interval_s: float
@@ -358,6 +380,9 @@ class ClusterView(_View):
     slo_itl_p99_s: float | None = None
     # nodes with an active `blind` verdict: the header says "blind on N nodes"
     blind_nodes: int = 0
+    # addition: blind spots shared by every answering node of a peer group, each said once
+    # (never null: empty when none, and in records written before it)
+    shared_blind_spots: list[SharedBlindSpotView] = Field(default_factory=list)
 
     def pool(self, role: str | None) -> RollupView | None:
         """A pool's roll-up by role; "all" is the cluster's total."""
@@ -406,7 +431,7 @@ class SessionView(_View):
     usd_per_million_output_tokens_now: float | None = None
     # counter steps the ledger did not count, and why (an engine no engine could be)
     notes: list[str] = Field(default_factory=list)
-    # scoreboard money (DESIGN.md "Scoreboard fields"); the span rule: token figures, $/1M,
+    # scoreboard money (docs/money.md, docs/snapshot.md); the span rule: token figures, $/1M,
     # API-equivalent and the spend ÷ API ratio all cover the same stretch of time
     tokens_since: str | None = None  # ISO 8601, UTC: start of the stretch the tokens cover
     # "reservation": the engines' counters began within it, so the tokens cover all of it;

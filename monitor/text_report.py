@@ -96,6 +96,8 @@ def snapshot_table(snapshot: Snapshot) -> str:
     if health is not None and health.lagging:
         advice = f" — {health.suggestion}" if health.suggestion else ""
         lines.append(f"monitor lagging: {health.reason}{advice}")
+    for spot in snapshot.cluster.shared_blind_spots:  # once here, not on each node below
+        lines.append(f"unseen cluster: {inert_text(spot.note, MAX_LINE_CHARS)}")
     for path in snapshot.pd_paths:  # the P→D path, with the evidence it rests on
         evidence = f" [{inert_text(path.evidence, MAX_CELL_CHARS)}]" if path.evidence else ""
         lines.append(f"path {inert_text(path.prefill_pool, MAX_CELL_CHARS)} → "
@@ -114,7 +116,9 @@ def snapshot_table(snapshot: Snapshot) -> str:
         lines.append(f"event {when} {inert_text(event.kind, 24)} {where}: {detail}")
     for node in snapshot.nodes:
         name = inert_text(node.name, MAX_CELL_CHARS)
-        for gap in node.coverage:  # the blind verdict's reasons, whether or not it held yet
+        # the blind verdict's reasons, whether or not it held yet; those its peers share too
+        # are the cluster's line above
+        for gap in (g for g in node.coverage if not g.shared):
             lines.append(f"unseen {name}: {inert_text(gap.detail, MAX_LINE_CHARS)}")
         for note in node.notes:
             lines.append(f"note {name}: {inert_text(note, MAX_LINE_CHARS)}")

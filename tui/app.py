@@ -58,7 +58,7 @@ class InfertopApp(App[int]):
         Binding("a", "toggle_alerts", "Mute bell",
                 tooltip="Mute / unmute the alert bell ([alerts] bell = true in the layout)"),
         Binding("t", "timeline", "Timeline",
-                tooltip="Restarts, health flips, setting changes, verdicts, phases: in time order"),
+                tooltip="Restarts, health, settings, verdicts, phases in time order"),
     ]
 
     def __init__(

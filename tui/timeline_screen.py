@@ -29,7 +29,7 @@ class TimelineScreen(FrameScreen):
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back", tooltip="Back to the overview"),
         Binding("enter", "choose", "Go to event",
-                tooltip="Replay: seek to the moment the event happened; live: open its node"),
+                tooltip="Replay: seek to when it happened; live: open its node"),
     ]
 
     def __init__(self, frames: FrameState) -> None:

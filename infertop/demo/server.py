@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import os
-import threading
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
@@ -217,41 +216,3 @@ def write_layout(server: DemoServer, path: Path) -> None:
     tmp.write_text(layout_toml(server), encoding="utf-8")
     tmp.replace(path)
 
-
-class ServerThread:
-    """The demo endpoints on their own event loop in a daemon thread (for the TUI mode,
-    whose event loop belongs to Textual)."""
-
-    def __init__(self, server: DemoServer):
-        self.server = server
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="infertop-demo", daemon=True)
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        try:
-            self._loop.run_until_complete(self.server.start())
-        except BaseException as exc:  # reported to the starting thread
-            self._error = exc
-            self._ready.set()
-            return
-        self._ready.set()
-        self._loop.run_forever()
-        self._loop.run_until_complete(self.server.stop())
-        self._loop.close()
-
-    def start(self, timeout_s: float = 10.0) -> DemoAddresses:
-        self._thread.start()
-        if not self._ready.wait(timeout_s):
-            raise RuntimeError("demo endpoints did not start")
-        if self._error is not None:
-            raise self._error
-        assert self.server.addresses is not None
-        return self.server.addresses
-
-    def stop(self) -> None:
-        if self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(5.0)

@@ -34,6 +34,7 @@ from monitor.evaluation.logs import log_silence_note
 from monitor.evaluation.money import cluster_cost_per_hour_usd, node_cost_per_hour_usd
 from monitor.evaluation.reference_points import reference_points
 from monitor.evaluation.scoreboard import pool_scoreboard, slo_attainment
+from monitor.evaluation.shared_gaps import mark_shared, shared_blind_spots
 from monitor.evaluation.window_rates import Extract, RateCache, WindowRates
 from monitor.snapshot import ClusterView, NodeView, ReferencePointView, RollupView
 
@@ -185,10 +186,12 @@ def evaluate_nodes(
     order = [name for name in order if name in state.nodes]
     if cache is not None:
         cache.forget_except(set(order))
-    # drift is judged against the pool, so once every node's view is made
-    return with_config_drift([
+    nodes = [
         evaluate_node(state.nodes[name], configs.get(name), layout, now, cache, stalls) for name in order
-    ])
+    ]
+    # a blind spot every peer shares is the cluster's finding, not each node's; drift is
+    # judged against the pool, so once every node's view is made
+    return with_config_drift(mark_shared(nodes))
 
 
 def evaluate_cluster(nodes: Sequence[NodeView], layout: Layout) -> ClusterView:
@@ -208,4 +211,5 @@ def evaluate_cluster(nodes: Sequence[NodeView], layout: Layout) -> ClusterView:
         slo_ttft_p99_s=layout.slo.ttft_p99_s,
         slo_itl_p99_s=layout.slo.itl_p99_s,
         blind_nodes=sum(any(v.kind == BLIND for v in n.verdicts) for n in nodes),
+        shared_blind_spots=shared_blind_spots(nodes, layout.thresholds),
     )

@@ -44,6 +44,9 @@ def test_real_binary_shows_localhost_and_quits(tmp_path) -> None:  # type: ignor
         "TERM": "xterm-256color",
         "LANG": "C.UTF-8",
         "INFERTOP_STATE_DIR": str(tmp_path / ".infertop"),
+        # every warning shown once: a library's (cryptography's under asyncssh) must still not
+        # reach the terminal, before the first frame or after the last
+        "PYTHONWARNINGS": "default",
     }
     # The shell records the exit status, so "it exited cleanly" is checked, not assumed.
     # COLUMNS/LINES (pytest's plugins export 80x24) would override the pane's real size.
@@ -59,12 +62,14 @@ def test_real_binary_shows_localhost_and_quits(tmp_path) -> None:  # type: ignor
         size = _tmux(socket, "display", "-p", "-t", session, "#{window_width}x#{window_height}").stdout
         assert shown, f"the overview never showed localhost ({size.strip()}):\n{screen}"
         assert "infertop" in screen and "NODE" in screen
-        assert "Traceback" not in screen
+        assert "Traceback" not in screen and "Warning" not in screen
         _tmux(socket, "send-keys", "-t", session, "q")
         exited = _wait(exit_file.exists, timeout_s=30)
         assert exited, f"infertop did not exit on q:\n{_pane(socket, session)}"
         assert _wait(lambda: exit_file.read_text().strip() != "", timeout_s=5)
         assert exit_file.read_text().strip() == "0"
+        after = _pane(socket, session)
+        assert "Warning" not in after and "warnings.warn" not in after, after
         # the monitor it started went on recording after q, until stopped
         stopped = subprocess.run([infertop_bin(), "stop"], capture_output=True, text=True, timeout=60,
                                  env={**os.environ, **env})
