@@ -78,6 +78,10 @@ NIC_BOUNDS: Bounds = {
     "tx_drops_total": _COUNTER,
     "link_recoveries_total": _COUNTER,
     "link_integrity_errors_total": _COUNTER,
+    "rx_pause_total": _COUNTER,
+    "tx_pause_total": _COUNTER,
+    "cnp_sent_total": _COUNTER,
+    "cnp_handled_total": _COUNTER,
     "members_up": (0.0, 1024.0),
     "accelerator_index": (0.0, 1024.0),
 }
@@ -97,7 +101,7 @@ ENGINE_BOUNDS: Bounds = {
         "external_prefix_cache_queries_total", "external_prefix_cache_hits_total",
         "kv_transfer_bytes_total", "kv_transfer_failures_total", "kv_transfer_seconds_sum",
         "kv_transfer_seconds_count", "expert_balancedness_sum", "expert_balancedness_count",
-        "log_stats_seconds_total",
+        "kv_transfer_expired_total", "log_stats_seconds_total",
     )},
     "kv_transfer_speed_bytes_per_s": (0.0, 1e13),  # 10 TB/s: beyond any node's fabric
     "kv_transfer_latency_s": (0.0, 1e5),
@@ -130,6 +134,7 @@ COUNTER_MAX_PER_S: Mapping[str, float] = {
     "external_prefix_cache_hits_total": _TOKENS_PER_S,
     "kv_transfer_bytes_total": 4e12,  # more than a node's NICs and NVLink together
     "kv_transfer_failures_total": 1e7,
+    "kv_transfer_expired_total": 1e7,
     "rx_bytes_total": 4e11,  # 3.2 Tb/s in bytes
     "tx_bytes_total": 4e11,
     "xmit_wait_total": 1e10,  # IB ticks waited: bounded by the port's clock
@@ -140,6 +145,10 @@ COUNTER_MAX_PER_S: Mapping[str, float] = {
     "tx_drops_total": 1e10,
     "link_recoveries_total": 1e6,  # each takes link retraining: far fewer than packets
     "link_integrity_errors_total": 1e6,
+    "rx_pause_total": 1e9,  # a pause quantum is 512 bit times: ~1.5e9/s at 800 Gb/s, far more than sent
+    "tx_pause_total": 1e9,
+    "cnp_sent_total": 1e9,  # at most one per packet
+    "cnp_handled_total": 1e9,
     "nvlink_tx_bytes_total": 4e12,
     "nvlink_rx_bytes_total": 4e12,
 }

@@ -296,6 +296,31 @@ _IB_ERRORS: dict[str, str] = {
     "rx_drops_total": "node_infiniband_port_discards_received_total",
     "tx_drops_total": "node_infiniband_port_discards_transmitted_total",
 }
+# Pause frames by direction: node_exporter's ethtool collector (off by default:
+# --collector.ethtool) names each `ethtool -S` stat node_ethtool_<stat>, with `rx` / `tx`
+# written `received` / `transmitted` since 1.5 (buildEthtoolFQName), the stat's own name
+# before; mlx5 counts PFC pause frames per priority (rx_prio<N>_pause, tx_prio<N>_pause)
+# and global pause as rx_pause_ctrl_phy / tx_pause_ctrl_phy. A device's frames are the sum.
+ETHTOOL_PAUSE: dict[str, tuple[str, ...]] = {
+    field: tuple(
+        f"node_ethtool_{word}_{stat}"
+        for word in words
+        for stat in (*(f"prio{p}_pause" for p in range(8)), "pause_ctrl_phy")
+    )
+    for field, words in (("rx_pause_total", ("received", "rx")), ("tx_pause_total", ("transmitted", "tx")))
+}
+
+
+def _pause_by_device(families: Exposition, names: tuple[str, ...]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for name in names:
+        for labels, value in families.series(name):
+            dev = labels.get("device")
+            if dev:
+                out[dev] = out.get(dev, 0.0) + value
+    return out
+
+
 # ARPHRD_* of /sys/class/net/<if>/type
 _ARPHRD_KINDS: dict[int, NicKind] = {1: "ethernet", 32: "infiniband", 772: "loopback"}
 
@@ -401,6 +426,7 @@ def nic_samples_from_node_exporter(families: Exposition, keep: Container[str] = 
         field: _by_label(families, families.first_present(names) or names[0], "device")
         for field, names in _NETDEV_ERRORS.items()
     }
+    pause = {field: _pause_by_device(families, names) for field, names in ETHTOOL_PAUSE.items()}
     # bond members are still found through every device's address (`info`, unfiltered)
     devices = sorted(d for d in {*rx, *tx, *up, *info, *slaves} if keeps_nic(d, keep))
     nics: list[NicSample] = []
@@ -439,6 +465,7 @@ def nic_samples_from_node_exporter(families: Exposition, keep: Container[str] = 
                 members=members,
                 members_up=members_up,
                 **{field: value(table) for field, table in netdev_errors.items()},
+                **{field: table.get(dev) for field, table in pause.items()},
             )
         )
     return nics + _ib_ports(families)
@@ -523,6 +550,7 @@ _EXPORTER_NAMES: set[str] = {
     "node_infiniband_port_transmit_wait_total", "node_infiniband_link_downed_total",
     "node_infiniband_symbol_error_total", "node_infiniband_physical_state_id",
     *(n for names in _NETDEV_ERRORS.values() for n in names), *_IB_ERRORS.values(),
+    *(n for names in ETHTOOL_PAUSE.values() for n in names),
 }
 
 

@@ -38,6 +38,8 @@ LATENCY_HISTOGRAMS: Mapping[str, tuple[str, ...]] = {
     ),
     "e2e": ("vllm:e2e_request_latency_seconds", "sglang:e2e_request_latency_seconds"),
     "queue": ("vllm:request_queue_time_seconds", "sglang:queue_time_seconds"),
+    # NIXL's time per KV transfer (vLLM 0.33 KV connector stats): the P→D path's percentiles
+    "kv_transfer": ("vllm:nixl_xfer_time_seconds",),
 }
 
 # EngineSample field → (sample names, first present wins; factor to the field's unit)
@@ -62,6 +64,8 @@ SCOREBOARD_SCALARS: Mapping[str, tuple[tuple[str, ...], float]] = {
         "sglang:num_transfer_failed_reqs_total",
     ), 1.0),
     "kv_transfer_seconds_sum": (("vllm:nixl_xfer_time_seconds_sum",), 1.0),
+    # requests whose KV expired before the decode node read it (counted on the prefill node)
+    "kv_transfer_expired_total": (("vllm:nixl_num_kv_expired_reqs_total",), 1.0),
     "kv_transfer_seconds_count": (("vllm:nixl_xfer_time_seconds_count",), 1.0),
     "expert_balancedness_sum": (("sglang:eplb_balancedness_sum",), 1.0),
     "expert_balancedness_count": (("sglang:eplb_balancedness_count",), 1.0),

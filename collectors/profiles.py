@@ -41,6 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from collectors.engine_info import engine_info_fields, info_names
 from collectors.engine_ranks import engine_ranks
 from collectors.exposition import Exposition, ExpositionError, duplicate_note, parse_exposition
 from collectors.histograms import LATENCY_BUCKET_NAMES, scoreboard_fields, wanted_names
@@ -128,7 +129,7 @@ class Profile:
     def wanted(self) -> frozenset[str]:
         """`own_names`, for `parse_exposition(wanted=…)`, with the scoreboard's names
         (`collectors.histograms`: engine-prefixed, read on any profile)."""
-        return self.own_names | wanted_names()
+        return self.own_names | wanted_names() | info_names()
 
     @functools.cached_property
     def wanted_without_latency(self) -> frozenset[str]:
@@ -426,6 +427,7 @@ def engine_sample_from_exposition(
     if ranks:
         extras["ranks"] = engine_ranks(
             index, profile.wanted, lambda part: _rank_sample(part, profile, source, where))
+    extras.update(engine_info_fields(index))
     return EngineSample(
         source=source, profile=profile.name, steps_by_engine_total=engine_steps,
         **values, **extras,  # type: ignore[arg-type]

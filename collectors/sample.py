@@ -119,6 +119,15 @@ class NicSample(_Frozen):
     tx_drops_total: float | None = None
     link_recoveries_total: float | None = None  # IB: the link recovered from an error state
     link_integrity_errors_total: float | None = None  # IB: local physical errors over threshold
+    # RoCE congestion: pause frames (PFC, every priority, and global pause; node_exporter's
+    # ethtool collector from mlx5's rx/tx_prioN_pause, rx/tx_pause_ctrl_phy) and congestion
+    # notifications (mlx5 hw_counters np_cnp_sent: sent as the notification point, i.e.
+    # this port received ECN-marked packets; rp_cnp_handled: handled as the reaction point,
+    # i.e. this port was told to slow down), each a counter
+    rx_pause_total: float | None = None
+    tx_pause_total: float | None = None
+    cnp_sent_total: float | None = None
+    cnp_handled_total: float | None = None
     # IB physical state ("link_up", "polling", "disabled", "link_error_recover", …)
     physical_state: str | None = None
     netdev: str | None = None  # the Ethernet device of an IB/RoCE port, when known
@@ -180,6 +189,7 @@ class EngineSample(_Frozen):
     external_prefix_cache_hits_total: float | None = None
     kv_transfer_bytes_total: float | None = None  # prefill → decode KV bytes
     kv_transfer_failures_total: float | None = None
+    kv_transfer_expired_total: float | None = None  # NIXL: requests whose KV expired (prefill side)
     kv_transfer_seconds_sum: float | None = None
     kv_transfer_seconds_count: float | None = None
     expert_balancedness_sum: float | None = None  # SGLang EPLB summary (1 = even load)
@@ -212,6 +222,18 @@ class EngineSample(_Frozen):
     # each data-parallel engine of the node on its own (collectors.engine_ranks), where the
     # page tells engines apart; the fields above stay the node's roll-up
     ranks: list[EngineRankSample] | None = None
+    # the engine's settings from its info gauges ("cache.block_size" → "16"; page text,
+    # bounded: collectors.engine_info) and its own health gauge (vllm:engine_healthy)
+    settings: dict[str, str] | None = None
+    healthy: bool | None = None
+
+    @field_validator("settings")
+    @classmethod
+    def _bounded_settings(cls, settings: dict[str, str] | None) -> dict[str, str] | None:
+        # a probe may send anything: at most 64 settings, keys and values cut short
+        if settings is None:
+            return None
+        return {str(k)[:64]: str(v)[:120] for k, v in list(settings.items())[:64]} or None
 
     @field_validator("steps_by_engine_total")
     @classmethod

@@ -247,6 +247,8 @@ class Thresholds(_Strict):
     idle_util_pct: Annotated[float, Field(ge=0, le=100)] = 5.0
     hold_s: NonNegFloat = 10.0  # a verdict appears only after its condition held this long
     clear_s: NonNegFloat = 10.0  # …and clears only after it has been false this long
+    # preemptions per second on one node from which a burst is marked on the timeline
+    preemption_burst_per_s: NonNegFloat = 1.0
     idle_hold_s: NonNegFloat = 30.0
     straggler_ratio: Annotated[float, Field(gt=0, lt=1)] = 0.8  # below 80 % of role median
     link_rate_ratio: Annotated[float, Field(gt=0, le=1)] = 0.95  # negotiated < 95 % expected
@@ -261,6 +263,10 @@ class Thresholds(_Strict):
     link_pile_min_gbps: NonNegFloat = 1.0
     # port_xmit_wait above this rate counts as "rising" (IB ticks per second)
     link_xmit_wait_per_s: NonNegFloat = 0.0
+    # RoCE congestion evidence: pause frames (received + sent) and congestion notifications
+    # (sent + handled) per second on one port above these count as "rising"
+    link_pause_per_s: NonNegFloat = 10.0
+    link_cnp_per_s: NonNegFloat = 10.0
     # SwPowerCap alone is how a busy GPU normally runs (at its power limit): count it as
     # throttling only when asked, or every busy node of a real cluster reads "throttled"
     throttle_on_power_cap: bool = False

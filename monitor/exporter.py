@@ -17,7 +17,16 @@ from prometheus_client.registry import Collector
 
 from monitor import VERSION
 from monitor.exporter_ranks import rank_families, rank_metric_names
-from monitor.snapshot import EngineView, MonitorHealthView, NodeView, RollupView, SessionView, Snapshot
+from monitor.snapshot import (
+    EngineView,
+    MonitorHealthView,
+    NodeView,
+    PdEndView,
+    PdPathView,
+    RollupView,
+    SessionView,
+    Snapshot,
+)
 
 STATUSES = ("ok", "stale", "unreachable", "error")
 
@@ -34,6 +43,8 @@ _NODE_ENGINE: tuple[tuple[str, str, Callable[[EngineView], float | None]], ...] 
     ("requests_running", "Requests running in the engine", lambda e: e.requests_running),
     ("requests_waiting", "Requests waiting in the engine queue", lambda e: e.requests_waiting),
     ("kv_cache_usage_ratio", "KV cache usage, 0-1", lambda e: e.kv_cache_usage),
+    ("engine_healthy", "The engine's own health gauge: 1 healthy, 0 not (where served)",
+     lambda e: None if e.healthy is None else float(e.healthy)),
 )
 _NODE_OTHER: tuple[tuple[str, str, Callable[[NodeView], float | None]], ...] = (
     ("idle_ratio", "Share of the node's GPU-time in the window below the idle threshold",
@@ -41,6 +52,8 @@ _NODE_OTHER: tuple[tuple[str, str, Callable[[NodeView], float | None]], ...] = (
     ("cost_usd_per_hour", "What the node costs per hour, USD", lambda n: n.cost_per_hour_usd),
     ("sample_age_seconds", "Age of the node's newest good sample", lambda n: n.age_s),
     ("gpus", "GPUs reporting on the node", lambda n: float(len(n.gpus)) if n.gpus else None),
+    ("config_drift_settings", "Engine settings differing from the role pool's majority",
+     lambda n: float(len(n.config_drift)) if n.engine is not None and n.engine.settings else None),
 )
 _SESSION: tuple[tuple[str, str, Callable[[SessionView], float | None]], ...] = (
     ("spend_usd", "Spend since the reservation start, USD", lambda s: s.spend_usd),
@@ -113,6 +126,58 @@ _SESSION = (*_SESSION, *(
 ))
 
 
+# the prefill → decode path (monitor/evaluation/pd_path.py), labelled by its two pools
+_PD_PATH: tuple[tuple[str, str, Callable[[PdPathView], float | None]], ...] = (
+    ("kv_bytes_per_second", "KV cache bytes/s moved prefill → decode (absent above the line rate)",
+     lambda p: p.kv_bytes_per_s),
+    ("kv_bytes_per_second_reported", "KV cache bytes/s as the engines report it",
+     lambda p: p.kv_bytes_per_s_reported),
+    ("kv_transfer_mean_seconds", "Mean duration of one KV transfer", lambda p: p.kv_transfer_mean_s),
+    ("kv_transfer_p50_seconds", "Median KV transfer duration, within its histogram bucket",
+     lambda p: p.kv_transfer_p50_s),
+    ("kv_transfer_p99_seconds", "p99 KV transfer duration, within its histogram bucket",
+     lambda p: p.kv_transfer_p99_s),
+    ("kv_transfer_failures_per_second", "Failed KV transfers per second",
+     lambda p: p.kv_transfer_failures_per_s),
+    ("kv_transfer_expired_per_second", "Requests whose KV expired before decode read it, per second",
+     lambda p: p.kv_transfer_expired_per_s),
+    ("above_line_rate", "1 when the KV rate exceeds the ports' line rate (a measurement problem)",
+     lambda p: None if p.above_line_rate is None else float(p.above_line_rate)),
+    ("congested", "1 when congestion evidence rises on either end (or the rate nears the line)",
+     lambda p: None if p.congested is None else float(p.congested)),
+)
+_PD_END: tuple[tuple[str, str, Callable[[PdEndView], float | None]], ...] = (
+    ("line_rate_bytes_per_second", "The end's fabric ports' line rate, bytes/s",
+     lambda e: e.line_rate_bytes_per_s),
+    ("receive_bytes_per_second", "Bytes/s received on the end's fabric ports", lambda e: e.rx_bytes_per_s),
+    ("transmit_bytes_per_second", "Bytes/s sent on the end's fabric ports", lambda e: e.tx_bytes_per_s),
+    ("xmit_wait_per_second", "IB port_xmit_wait ticks per second", lambda e: e.xmit_wait_per_s),
+    ("pause_received_per_second", "RoCE pause frames received per second", lambda e: e.rx_pause_per_s),
+    ("pause_sent_per_second", "RoCE pause frames sent per second", lambda e: e.tx_pause_per_s),
+    ("cnp_sent_per_second", "Congestion notifications sent per second", lambda e: e.cnp_sent_per_s),
+    ("cnp_handled_per_second", "Congestion notifications handled per second", lambda e: e.cnp_handled_per_s),
+)
+
+
+def _pd_families(paths: list[PdPathView]) -> Iterator[GaugeMetricFamily]:
+    labels = ["prefill_pool", "decode_pool"]
+    for suffix, text, get_p in _PD_PATH:
+        fam = GaugeMetricFamily(f"infertop_pd_{suffix}", text, labels=labels)
+        for p in paths:
+            value = get_p(p)
+            if value is not None:
+                fam.add_metric([p.prefill_pool, p.decode_pool], value)
+        yield fam
+    for suffix, text, get_e in _PD_END:
+        fam = GaugeMetricFamily(f"infertop_pd_end_{suffix}", text, labels=[*labels, "end"])
+        for p in paths:
+            for end_name, end in (("prefill", p.prefill), ("decode", p.decode)):
+                value = get_e(end) if end is not None else None
+                if value is not None:
+                    fam.add_metric([p.prefill_pool, p.decode_pool, end_name], value)
+        yield fam
+
+
 def _monitor_figures(h: MonitorHealthView) -> tuple[tuple[str, str, float | None], ...]:
     return (
         ("lag_seconds", "How late the monitor's recent ticks ran against their slots", h.lag_s),
@@ -160,6 +225,18 @@ def snapshot_families(snapshot: Snapshot) -> Iterator[GaugeMetricFamily | InfoMe
             verdicts.add_metric([n.name, v.kind, v.severity], 1.0)
     yield status
     yield verdicts
+    restarted = GaugeMetricFamily(
+        "infertop_node_last_restart_timestamp_seconds",
+        "When the node's engine last restarted (counters began anew), among the recent timeline",
+        labels=["node", "role"])
+    roles = {n.name: n.role for n in nodes}
+    last_restart: dict[str, float] = {}
+    for event in snapshot.timeline:
+        if event.kind == "restart" and event.node in roles:
+            last_restart[event.node] = event.at
+    for name, at in last_restart.items():
+        restarted.add_metric([name, roles[name]], at)
+    yield restarted
     # a blind spot every peer shares is the cluster's, said once (never a node verdict)
     shared = GaugeMetricFamily(
         "infertop_cluster_shared_blind_spot_nodes",
@@ -193,6 +270,7 @@ def snapshot_families(snapshot: Snapshot) -> Iterator[GaugeMetricFamily | InfoMe
         if backend.behind_s is not None:
             behind.add_metric([backend.name], backend.behind_s)
     yield behind
+    yield from _pd_families(snapshot.pd_paths)
     pools = {"all": snapshot.cluster.total, **snapshot.cluster.roles}
     for suffix, text, get_r in _ROLLUP:
         fam = GaugeMetricFamily(f"infertop_role_{suffix}", text, labels=["role"])
@@ -218,13 +296,16 @@ class SnapshotCollector(Collector):
 def metric_names() -> set[str]:
     """Every family name the exporter may serve (dashboards and tests check against it)."""
     names = {"infertop_info", "infertop_snapshot_timestamp_seconds", "infertop_node_status",
-             "infertop_node_verdict", "infertop_cluster_shared_blind_spot_nodes"}
+             "infertop_node_verdict", "infertop_node_last_restart_timestamp_seconds",
+             "infertop_cluster_shared_blind_spot_nodes"}
     names |= {f"infertop_node_{s}" for s, _, _ in _NODE_ENGINE}
     names |= {f"infertop_node_{s}" for s, _, _ in _NODE_OTHER}
     names |= {f"infertop_session_{s}" for s, _, _ in _SESSION}
     names |= {f"infertop_role_{s}" for s, _, _ in _ROLLUP}
     names |= {"infertop_monitor_lagging"}
     names |= rank_metric_names()
+    names |= {f"infertop_pd_{s}" for s, _, _ in _PD_PATH}
+    names |= {f"infertop_pd_end_{s}" for s, _, _ in _PD_END}
     names |= {f"infertop_monitor_{s}" for s, _, _ in _monitor_figures(MonitorHealthView())}
     names.add("infertop_backend_behind_seconds")
     return names

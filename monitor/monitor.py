@@ -28,7 +28,9 @@ from monitor.evaluation.money import (
     extras_cost_per_hour_usd,
     idle_cost_per_hour_usd,
 )
+from monitor.evaluation.pd_path import pd_paths
 from monitor.evaluation.scoreboard import with_live_point
+from monitor.evaluation.timeline import TimelineTracker
 from monitor.evaluation.verdicts import VerdictTracker
 from monitor.evaluation.window_rates import RateCache
 from monitor.health import MonitorHealth, suggestion
@@ -70,6 +72,9 @@ class Monitor:
         self.fleet.listeners.append(self.ledger.tally.observe)
         self.fleet.listeners.append(self.ledger.energy.observe)
         self.verdicts = VerdictTracker()
+        # restarts, health flips and setting changes are seen sample by sample
+        self.timeline = TimelineTracker(burst_per_s=layout.thresholds.preemption_burst_per_s)
+        self.fleet.listeners.append(self.timeline.observe)
         # each tick's rates from the last tick's: a window only slides by a sample or two
         self.rates = RateCache()
         self.listeners: list[Listener] = []
@@ -203,6 +208,8 @@ class Monitor:
         nodes = evaluate_nodes(self.state, layout, now, self.rates, stalls)
         nodes = self.verdicts.apply(nodes, layout, now)
         cluster = evaluate_cluster(nodes, layout)
+        # before the window buckets go: the path's transfer percentiles are made of them
+        paths = pd_paths(nodes, layout.thresholds)
         # the engines' window buckets made the pools' percentiles; they are the monitor's
         # working data, not the picture (excluded from the JSON): the snapshot goes without
         nodes = [
@@ -227,17 +234,20 @@ class Monitor:
                 counted_gpu_power_w=counted_power,
             )
         )
+        session = with_live_point(self.ledger.view(now, self.record_path), cluster)
         snapshot = Snapshot(
             taken_at=dt.datetime.fromtimestamp(now, dt.UTC).isoformat(),
             window_s=layout.cluster.window_s,
             cluster=cluster,
-            session=with_live_point(self.ledger.view(now, self.record_path), cluster),
+            session=session,
             nodes=nodes,
             monitor=self.health.view(meter, sum(n.monitor_late for n in nodes), self._advice()),
             verdict_groups=verdict_groups(nodes, layout.cluster.interval_s),
             backends=[BackendView(name=name, behind_s=behind)
                       for source in self.sources if (delay := source.backend_delay()) is not None
                       for name, behind in [delay]],
+            timeline=self.timeline.update(nodes, session, now),
+            pd_paths=paths,
         )
         self.latest = snapshot
         if self.recorder is not None:

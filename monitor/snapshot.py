@@ -83,6 +83,12 @@ class NicView(_View):
     tx_drops_per_s: float | None = None
     link_recoveries_per_s: float | None = None
     link_integrity_errors_per_s: float | None = None
+    # RoCE congestion: pause frames received / sent, congestion notifications sent /
+    # handled, per second (None: the source does not read them)
+    rx_pause_per_s: float | None = None
+    tx_pause_per_s: float | None = None
+    cnp_sent_per_s: float | None = None
+    cnp_handled_per_s: float | None = None
     physical_state: str | None = None
     members: list[str] | None = None
     members_up: int | None = None
@@ -135,6 +141,7 @@ class EngineView(_View):
     preemptions_per_s: float | None = None
     kv_transfer_bytes_per_s: float | None = None
     kv_transfer_failures_per_s: float | None = None
+    kv_transfer_expired_per_s: float | None = None  # NIXL: requests whose KV expired (prefill side)
     kv_transfer_mean_s: float | None = None  # mean duration of one transfer (NIXL)
     kv_transfer_latency_s: float | None = None  # SGLang's latest transfers' latency
     kv_transfer_speed_bytes_per_s: float | None = None  # SGLang's latest transfers' speed
@@ -145,6 +152,10 @@ class EngineView(_View):
     output_tokens_per_s_per_user: float | None = None  # accepted tokens/s ÷ mean running
     slo_ttft_attainment: float | None = None  # share of requests within the layout's target
     slo_itl_attainment: float | None = None
+    # the engine's settings from its info gauges ("cache.block_size" → "16"), as served:
+    # page text, shown inert; None when the engine serves no info gauge
+    settings: dict[str, str] | None = None
+    healthy: bool | None = None  # the engine's own health gauge; None: not served
     # the window's bucket increases, for pool roll-ups; not part of the JSON
     window_latency_buckets: dict[str, tuple[tuple[float, float], ...]] | None = Field(
         default=None, exclude=True
@@ -219,6 +230,73 @@ class CoverageGap(_View):
     shared: bool = False
 
 
+class ConfigDriftView(_View):
+    """One setting in which a node's engine differs from its pool's majority
+    (monitor/evaluation/config_drift.py)."""
+
+    setting: str  # "cache.block_size"
+    value: str  # this node's
+    pool_value: str  # the majority's
+    pool_agreeing: int  # nodes of the pool with the majority's value
+    pool_reporting: int  # nodes of the pool that report the setting
+
+
+class PdEndView(_View):
+    """One end of the prefill → decode path: its pool's fabric ports, summed
+    (monitor/evaluation/pd_path.py). None: no port of the pool reports the figure."""
+
+    nodes: int  # answering nodes of the pool counted
+    ports: int  # up fabric ports counted (RoCE / IB; Ethernet where a node has none)
+    line_rate_bytes_per_s: float | None = None  # their negotiated speeds, summed, in bytes/s
+    rx_bytes_per_s: float | None = None
+    tx_bytes_per_s: float | None = None
+    xmit_wait_per_s: float | None = None  # IB port_xmit_wait ticks per second
+    rx_pause_per_s: float | None = None  # RoCE pause frames received per second
+    tx_pause_per_s: float | None = None
+    cnp_sent_per_s: float | None = None  # congestion notifications sent (ECN-marked traffic arrived)
+    cnp_handled_per_s: float | None = None  # congestion notifications acted on (told to slow down)
+    congested_ports: list[str] = Field(default_factory=list)  # "decode-03/eth2: pause 1.2e+03/s"
+
+
+class PdPathView(_View):
+    """The prefill → decode KV path as one thing: the engines' transfer figures beside
+    both ends' network figures (monitor/evaluation/pd_path.py)."""
+
+    prefill_pool: str
+    decode_pool: str
+    # KV cache moved, per second (engines' counters); None when above the line rate
+    kv_bytes_per_s: float | None = None
+    kv_bytes_per_s_reported: float | None = None  # what the engines said, even above the line
+    kv_counted_by: str | None = None  # "decode" or "prefill": which end's engines counted it
+    kv_transfer_mean_s: float | None = None  # mean duration of one transfer (NIXL), over the nodes
+    kv_transfer_p50_s: float | None = None  # of the pools' summed transfer-time histogram
+    kv_transfer_p99_s: float | None = None
+    kv_transfer_failures_per_s: float | None = None
+    # requests whose KV expired on the prefill node before decode read it (NIXL)
+    kv_transfer_expired_per_s: float | None = None
+    prefill: PdEndView | None = None
+    decode: PdEndView | None = None
+    # the KV rate exceeds what the narrower end's ports can carry: a measurement problem
+    # (a counter of something else, a double count), not a speed; None: unknown
+    above_line_rate: bool | None = None
+    congested: bool | None = None  # congestion counters rise on either end; None: none read
+    # what `congested` / the verdict rests on: "congestion counters (pause, CNP)" or
+    # "rate against line rate (no congestion counters read)"
+    evidence: str | None = None
+    detail: str = ""  # one line for viewers and the report
+
+
+class TimelineEventView(_View):
+    """One thing that happened, on a node or to the cluster (monitor/evaluation/timeline.py)."""
+
+    at: float  # unix seconds when it happened (JSON: ISO 8601)
+    # "restart", "health", "preemption-burst", "config-change", "verdict-onset",
+    # "verdict-clear", "phase"
+    kind: str
+    node: str | None = None  # None: the cluster's (a phase mark)
+    detail: str = ""
+
+
 class LinksView(_View):
     """A node's ports at a glance: those the layout expects, else every real port."""
 
@@ -272,6 +350,8 @@ class NodeView(_View):
     # which GPU figure judged idle_fraction and the idle verdict: "sm_active" (NVML GPM /
     # DCGM profiling), "util", or "sm_active+util" (some GPUs each); None: no GPU figures
     idle_basis: str | None = None
+    # settings in which this node's engine differs from its role pool's majority
+    config_drift: list[ConfigDriftView] = Field(default_factory=list)
 
 
 class RollupView(_View):
@@ -498,6 +578,11 @@ class Snapshot(_View):
     monitor: MonitorHealthView | None = None
     verdict_groups: list[VerdictGroupView] = Field(default_factory=list)
     backends: list[BackendView] = Field(default_factory=list)
+    # what happened lately, oldest first, the cluster's and every node's (at most
+    # monitor.evaluation.timeline.MAX_EVENTS): restarts, health flips, verdict onsets …
+    timeline: list[TimelineEventView] = Field(default_factory=list)
+    # the prefill → decode KV path of each prefill and decode pool pair
+    pd_paths: list[PdPathView] = Field(default_factory=list)
 
     model_config = ConfigDict(frozen=True, populate_by_name=True)
 
@@ -534,7 +619,7 @@ def _public_json(value: Any, key: str = "") -> Any:
     if isinstance(value, list):
         return [_public_json(v, key) for v in value]
     if isinstance(value, float):
-        if key == "since":
+        if key in ("since", "at"):
             return _iso_utc(value)
         if key.endswith("_usd") or key.startswith(("usd_per_hour", "usd_per_million")):
             return round(value, 2)

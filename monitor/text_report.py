@@ -7,6 +7,8 @@ reorder a line with bidi overrides or forge a line of its own.
 
 from __future__ import annotations
 
+import datetime as dt
+
 from collectors.safe_text import inert_text
 from monitor.format import (
     UNKNOWN,
@@ -104,6 +106,22 @@ def snapshot_table(snapshot: Snapshot) -> str:
         if backend.behind_s is not None and backend.behind_s >= BACKEND_BEHIND_SAID_S:
             lines.append(f"{inert_text(backend.name, MAX_LINE_CHARS)}: its newest sample is "
                          f"{backend.behind_s:.0f} s old (nodes are judged against it)")
+    for path in snapshot.pd_paths:  # the P→D path, with the evidence it rests on
+        evidence = f" [{inert_text(path.evidence, MAX_CELL_CHARS)}]" if path.evidence else ""
+        lines.append(f"path {inert_text(path.prefill_pool, MAX_CELL_CHARS)} → "
+                     f"{inert_text(path.decode_pool, MAX_CELL_CHARS)}: "
+                     f"{inert_text(path.detail, MAX_LINE_CHARS)}{evidence}")
+    for node in snapshot.nodes:
+        name = inert_text(node.name, MAX_CELL_CHARS)
+        for drift in node.config_drift:
+            lines.append(f"drift {name}: {inert_text(drift.setting, MAX_CELL_CHARS)} "
+                         f"{inert_text(drift.value, MAX_CELL_CHARS)}, pool "
+                         f"{inert_text(drift.pool_value, MAX_CELL_CHARS)}")
+    for event in snapshot.timeline[-10:]:  # the latest happenings; `t` in the TUI has them all
+        when = dt.datetime.fromtimestamp(event.at, dt.UTC).strftime("%H:%M:%S")
+        where = inert_text(event.node or "cluster", MAX_CELL_CHARS)
+        detail = inert_text(event.detail, MAX_LINE_CHARS)
+        lines.append(f"event {when} {inert_text(event.kind, 24)} {where}: {detail}")
     for node in snapshot.nodes:
         name = inert_text(node.name, MAX_CELL_CHARS)
         # the blind verdict's reasons, whether or not it held yet; those its peers share too

@@ -24,7 +24,7 @@ from monitor.evaluation.ledger import PHASES
 from monitor.feeds import EndingFeed, PhaseMarkingFeed, SnapshotFeed, can_mark_phase
 from monitor.format import inert_text
 from monitor.gc_pacing import PacedCollector
-from monitor.snapshot import Snapshot
+from monitor.snapshot import Snapshot, TimelineEventView
 from monitor.stopping import SIGNALS, arm_watchdog, run_bounded
 from tui.alerts import Alerter, AlertSettings
 from tui.announcer import VerdictAnnouncer
@@ -38,6 +38,7 @@ from tui.node_screen import NodeScreen
 from tui.node_table import NodeTable
 from tui.overview import OverviewScreen
 from tui.scoreboard_screen import ScoreboardScreen
+from tui.timeline_screen import EventChosen, TimelineScreen
 
 log = logging.getLogger(__name__)
 FEED_STOP_TIMEOUT_S = 1.5  # quitting (q, SIGINT, SIGTERM) takes 2 s at most
@@ -57,6 +58,8 @@ class InfertopApp(App[int]):
                 tooltip="Scoreboard: live point vs the chart, latency, cache"),
         Binding("a", "toggle_alerts", "Mute bell",
                 tooltip="Mute / unmute the alert bell ([alerts] bell = true in the layout)"),
+        Binding("t", "timeline", "Timeline",
+                tooltip="Restarts, health, settings, verdicts, phases in time order"),
     ]
 
     def __init__(
@@ -205,6 +208,7 @@ class InfertopApp(App[int]):
             ("fleet map", FleetMap.BINDINGS),
             ("node screen", NodeScreen.BINDINGS),
             ("scoreboard", ScoreboardScreen.BINDINGS),
+            ("timeline", TimelineScreen.BINDINGS),
         ]
 
     def action_help(self) -> None:
@@ -217,6 +221,21 @@ class InfertopApp(App[int]):
         if isinstance(self.screen, NodeScreen):
             self.pop_screen()
         self.push_screen(ScoreboardScreen(self.history, self.frames))
+
+    def action_timeline(self) -> None:
+        if isinstance(self.screen, TimelineScreen):
+            return
+        if isinstance(self.screen, NodeScreen | ScoreboardScreen):
+            self.pop_screen()
+        self.push_screen(TimelineScreen(self.frames))
+
+    def on_event_chosen(self, message: EventChosen) -> None:
+        self.go_to_event(message.event)
+
+    def go_to_event(self, event: TimelineEventView) -> None:
+        """Live: the event's node opens (the past cannot be shown). A replay seeks."""
+        if event.node is not None:
+            self.open_node(event.node)
 
     def on_open_node(self, message: OpenNode) -> None:
         self.open_node(message.node)

@@ -27,6 +27,7 @@ from tui.node_rows import (
 )
 from tui.row_table import RowTable
 from tui.text import inert
+from tui.timeline_text import event_line, node_events, settings_text
 
 
 class NodeScreen(FrameScreen):
@@ -52,6 +53,8 @@ class NodeScreen(FrameScreen):
         self.activity_block = Static(id="activity")
         for hidden in (self.ranks_title, self.ranks_table, self.activity_block):
             hidden.display = False
+        self.settings_block = Static(id="node-settings")
+        self.events_block = Static(id="node-events")
         yield self.title_bar
         with VerticalScroll(id="node-body"):
             yield self.gpu_title
@@ -65,6 +68,10 @@ class NodeScreen(FrameScreen):
             yield self.ranks_table
             yield self.activity_block
             yield self.notes_block
+            yield Static(Text("ENGINE SETTINGS (≠ differs from the pool)", "bold"), classes="section")
+            yield self.settings_block
+            yield Static(Text("TIMELINE (this node and the cluster's phases)", "bold"), classes="section")
+            yield self.events_block
         yield Footer()
 
     def on_mount(self) -> None:
@@ -117,3 +124,9 @@ class NodeScreen(FrameScreen):
         notes = notes_text(node)
         self.notes_block.update(notes)
         self.notes_block.display = bool(notes.plain)
+        self.settings_block.update(settings_text(node))
+        events = node_events(snapshot.timeline, node.name)
+        self.events_block.update(
+            Text("\n").join(event_line(e, with_node=False) for e in events) if events
+            else Text("nothing yet", "grey50")
+        )

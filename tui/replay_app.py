@@ -15,9 +15,13 @@ from textual.widgets import Static
 
 from monitor.format import fmt_duration
 from monitor.record.replay import ReplayFeed
+from monitor.snapshot import TimelineEventView
 from tui.alerts import AlertsOff
 from tui.app import InfertopApp
 from tui.messages import SnapshotArrived
+from tui.timeline_text import clock
+
+MAX_EVENT_NOTES = 3  # events announced per frame; the timeline screen (t) lists them all
 
 BAR_WIDTH = 30
 
@@ -88,6 +92,9 @@ class ReplayApp(InfertopApp):
         self.replay = feed
         self.sub_title = feed.status()
         self.replay_bar = ReplayBar(feed)
+        # recorded time up to which the timeline's events were announced
+        self._announced_until: float | None = None
+        self.announced: list[TimelineEventView] = []  # every event announced, in order
 
     # Textual runs the handlers of every class in the MRO, this one first: no super() calls
     async def on_ready(self) -> None:
@@ -98,6 +105,30 @@ class ReplayApp(InfertopApp):
 
     def on_snapshot_arrived(self, message: SnapshotArrived) -> None:
         self._show_position()
+        self._announce_events(message.snapshot.timeline)
+
+    def _announce_events(self, events: list[TimelineEventView]) -> None:
+        """The timeline drawn as it happened: each event the frame brings that happened
+        since the frame before (played forward, not jumped to) is announced at its moment."""
+        now = self.replay.position_at
+        since, self._announced_until = self._announced_until, now
+        if since is None or now < since:
+            return  # the first frame, or a seek back: the past is on the timeline screen
+        new = [e for e in events if since < e.at <= now]
+        self.announced += new
+        del self.announced[:-1000]
+        for event in new[-MAX_EVENT_NOTES:]:
+            node = f" {event.node}" if event.node else ""
+            self.notify(f"{clock(event.at)} {event.kind}{node}: {event.detail}", timeout=4,
+                        severity="warning" if event.kind in ("restart", "health") else "information",
+                        markup=False)
+
+    def go_to_event(self, event: TimelineEventView) -> None:
+        """Seek to the moment the event happened, and stay there (paused)."""
+        self.replay.pause()
+        self.replay.seek_to(event.at)
+        self._announced_until = None
+        self._replay_moved()
 
     def _show_position(self) -> None:
         self.sub_title = self.replay.status()

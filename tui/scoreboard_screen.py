@@ -13,6 +13,7 @@ from textual.widgets import Footer, Static
 from monitor.snapshot import Snapshot
 from tui.frames import FrameScreen, FrameState
 from tui.history import History
+from tui.pd_path_text import pd_paths_text
 from tui.scoreboard_text import (
     cache_table,
     latency_table,
@@ -38,6 +39,10 @@ class ScoreboardScreen(FrameScreen):
         self.money = Static(id="scoreboard-money")
         self.latency = Static(id="scoreboard-latency")
         self.cache = Static(id="scoreboard-cache")
+        self.pd_title = Static(
+            Text("THE PREFILL → DECODE PATH (KV transfers beside both ends' network)", "bold"),
+            classes="section")
+        self.pd_path = Static(id="scoreboard-pd-path")
         self.node_points = Static(id="scoreboard-node-points")
         yield Static(Text("SCOREBOARD", "bold"), id="scoreboard-title")
         with VerticalScroll(id="scoreboard-body"):
@@ -50,6 +55,8 @@ class ScoreboardScreen(FrameScreen):
             yield Static(Text("LATENCY over the window (p50 / p99, within the bucket shown)", "bold"),
                          classes="section")
             yield self.latency
+            yield self.pd_title
+            yield self.pd_path
             yield Static(Text("CACHE AND THE DISAGGREGATED PATH", "bold"), classes="section")
             yield self.cache
             yield Static(Text("THROUGHPUT PER POOL AND NODE (accepted tokens/s ÷ GPUs, ÷ mean running)",
@@ -83,4 +90,6 @@ class ScoreboardScreen(FrameScreen):
         self.money.update(money_text(s))
         self.latency.update(latency_table(snapshot))
         self.cache.update(cache_table(snapshot))
+        self.pd_path.update(pd_paths_text(snapshot))
+        self.pd_title.display = self.pd_path.display = bool(snapshot.pd_paths)
         self.node_points.update(node_points_table(snapshot))

@@ -26,6 +26,7 @@ KEEP_BUCKETS = tuple(
         "sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds",
         "vllm:e2e_request_latency_seconds", "sglang:e2e_request_latency_seconds",
         "vllm:request_queue_time_seconds", "sglang:queue_time_seconds",
+        "vllm:nixl_xfer_time_seconds",
     )
 )
 

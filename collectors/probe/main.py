@@ -189,6 +189,10 @@ def read_ib(root=SYS_IB):
                     "link_integrity_errors_total": _read_int(
                         os.path.join(counters, "local_link_integrity_errors")),
                     "physical_state": _phys_state_name(_read(os.path.join(base, "phys_state"))),
+                    # RoCE congestion notifications (mlx5 hw_counters; absent on IB and
+                    # other drivers: unknown)
+                    "cnp_sent_total": _read_int(os.path.join(base, "hw_counters", "np_cnp_sent")),
+                    "cnp_handled_total": _read_int(os.path.join(base, "hw_counters", "rp_cnp_handled")),
                     "netdev": netdevs[0] if netdevs else None,
                 }
             )

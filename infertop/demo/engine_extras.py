@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+from infertop.demo.pd_trouble import kv_slowdown
 from infertop.demo.scenario import NUM_SPEC_TOKENS, STRAGGLER_RATIO, SimNode
 
 REQUEST_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0,
@@ -82,7 +83,8 @@ def engine_extra_lines(node: SimNode, labels: str, created: float, latencies: bo
         _histogram(out, "vllm:nixl_bytes_transferred", "Bytes transferred per NIXL KV Cache transfer.",
                    labels, NIXL_BYTES_BUCKETS, finished, kv_bytes / math.exp(SPREAD**2 / 2), created)
         _histogram(out, "vllm:nixl_xfer_time_seconds", "Transfer duration for NIXL KV Cache transfers.",
-                   labels, NIXL_TIME_BUCKETS, finished, kv_bytes / KV_LINK_BYTES_PER_S, created)
+                   labels, NIXL_TIME_BUCKETS, finished, kv_bytes / KV_LINK_BYTES_PER_S * kv_slowdown(node),
+                   created)
         _counter(out, "vllm:nixl_num_failed_transfers", "Number of failed NIXL KV Cache transfers.",
                  labels, 0.0, created)
     return out

@@ -6,10 +6,11 @@ HTTP 400 ("Couldn't create filtered metrics handler: missing collector: NAME") f
 it does not know. Its own families stay: `node_scrape_collector_*` (rows of the chosen
 collectors only), `node_exporter_build_info`, and go_* / process_* / promhttp_*.
 
-infertop reads four collectors' families (collectors.exporters.EXPORTER_WANTED):
+infertop reads five collectors' families (collectors.exporters.EXPORTER_WANTED):
 netdev (node_network_{receive,transmit}_*_total), netclass (node_network_info, _up,
 _speed_bytes, _protocol_type …), bonding (node_bonding_*) and infiniband
-(node_infiniband_*): `INFERTOP_COLLECTORS`, what the demo's layout asks for.
+(node_infiniband_*), and ethtool (node_ethtool_*: RoCE pause frames; opt-in upstream,
+--collector.ethtool): `INFERTOP_COLLECTORS`, what the demo's layout asks for.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import re
 from collections.abc import Collection
 
 #: the collectors infertop reads, in the order the demo's layout names them
-INFERTOP_COLLECTORS: tuple[str, ...] = ("netdev", "netclass", "bonding", "infiniband")
+INFERTOP_COLLECTORS: tuple[str, ...] = ("netdev", "netclass", "bonding", "infiniband", "ethtool")
 
 # node_exporter 1.x's Linux collectors (default and opt-in): a name outside these is
 # "missing collector" to it, and so to the demo
@@ -43,6 +44,7 @@ _FAMILY_COLLECTORS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"node_network_\w+", "netclass"),
         (r"node_bonding_\w+", "bonding"),
         (r"node_infiniband_\w+", "infiniband"),
+        (r"node_ethtool_\w+", "ethtool"),
         (r"node_cpu_\w+", "cpu"),
         (r"node_load(?:1|5|15)", "loadavg"),
         (r"node_memory_\w+", "meminfo"),

@@ -29,6 +29,7 @@ from weakref import WeakKeyDictionary
 from prometheus_client.utils import floatToGoString
 
 from infertop.demo.engine_extras import engine_extra_lines, request_latencies_s
+from infertop.demo.pd_trouble import engine_info_lines
 from infertop.demo.scenario import (
     MODEL_NAME,
     NUM_SPEC_TOKENS,
@@ -395,4 +396,5 @@ def engine_page(node: SimNode, now: float) -> str:
     # the NIXL transfers of a disaggregated decode node, from the scenario's own request
     # counters (infertop/demo/engine_extras.py): the node's whole figures on engine 0
     out.extend(engine_extra_lines(node, labels[0], float(node.engine_started_at), latencies=False))
+    out.extend(engine_info_lines(node, ENGINES))  # settings and health (pd_trouble.py)
     return page.text()

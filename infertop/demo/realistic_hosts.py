@@ -16,6 +16,7 @@ from collections.abc import Callable, Collection, Sequence
 from functools import partial
 
 from infertop.demo.node_collectors import only_collectors
+from infertop.demo.pd_trouble import ethtool_families, xmit_wait_total
 from infertop.demo.realistic import Page, cached
 from infertop.demo.render import dcgm_gpu_values, dcgm_labels
 from infertop.demo.scenario import (
@@ -438,7 +439,7 @@ def _node_exporter_page(node: SimNode, now: float, collect: tuple[str, ...] | No
             "Number of ticks during which the port had data to "
             "transmit but no data was sent during the entire tick",
             "counter",
-            lambda p: 0,
+            lambda p: f"{xmit_wait_total(node, p, now):.0f}",  # rises on a congested pair
         ),
         *(
             (
@@ -454,6 +455,7 @@ def _node_exporter_page(node: SimNode, now: float, collect: tuple[str, ...] | No
         series(name, help_, kind, [(f'device="{p}",port="1"', value_of(p)) for p in IB_PORTS])
 
     out.append(cached(node, "netclass", now, partial(_netclass_families, devices)))
+    out.append(ethtool_families(node, now))  # pause frames (pd_trouble.py)
 
     def traffic(dev: str, direction: int) -> float:
         if dev in nb:  # the scenario's own ports

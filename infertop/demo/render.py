@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from infertop.demo.engine_extras import engine_extra_lines
+from infertop.demo.pd_trouble import engine_info_lines, ethtool_families, xmit_wait_total
 from infertop.demo.scenario import (
     BOND_MEMBER_GBPS,
     ETH_GBPS,
@@ -125,6 +126,7 @@ def engine_page(node: SimNode, now: float) -> str:
             (f'{lab},position="{i}"', e.accepted_per_pos[i]) for i in range(NUM_SPEC_TOKENS)
         ])
     out += engine_extra_lines(node, lab, created)  # the scoreboard's series
+    out += engine_info_lines(node, 1)  # settings and health (pd_trouble.py)
     return "\n".join(out) + "\n"
 
 
@@ -239,7 +241,8 @@ def node_exporter_page(node: SimNode, now: float) -> str:
     ib("node_infiniband_link_error_recovery_total", "Number of times the link successfully recovered from "
        "an error state", "counter", lambda p: 0)
     ib("node_infiniband_port_transmit_wait_total", "Number of ticks during which the port had data to "
-       "transmit but no data was sent during the entire tick", "counter", lambda p: 0)
+       "transmit but no data was sent during the entire tick", "counter",
+       lambda p: f"{xmit_wait_total(node, p, now):.0f}")
     out.append("# HELP node_network_info Non-numeric data from /sys/class/net/<iface>, value is always 1.")
     out.append("# TYPE node_network_info gauge")
     for dev, (mac, state, _, _) in netdevs.items():
@@ -268,4 +271,5 @@ def node_exporter_page(node: SimNode, now: float) -> str:
     out.append("# TYPE node_network_up gauge")
     for dev, (_, state, _, _) in netdevs.items():
         out.append(f'node_network_up{{device="{dev}"}} {1 if state == "up" else 0}')
+    out.append(ethtool_families(node, now))  # pause frames (pd_trouble.py)
     return "\n".join(out) + "\n"

@@ -12,6 +12,7 @@ from collectors.sample import NodeSample
 from layouts.model import Layout, NodeConfig
 from monitor.evaluation.activity import idle_basis
 from monitor.evaluation.conditions import BLIND
+from monitor.evaluation.config_drift import with_config_drift
 from monitor.evaluation.coverage import node_coverage
 from monitor.evaluation.engine_ranks import rank_counters, tensor_parallel_size, with_ranks
 from monitor.evaluation.figures import (
@@ -194,8 +195,9 @@ def evaluate_nodes(
     nodes = [
         evaluate_node(state.nodes[name], configs.get(name), layout, now, cache, stalls) for name in order
     ]
-    # a blind spot every peer shares is the cluster's finding, not each node's
-    return mark_shared(nodes)
+    # a blind spot every peer shares is the cluster's finding, not each node's; drift is
+    # judged against the pool, so once every node's view is made
+    return with_config_drift(mark_shared(nodes))
 
 
 def evaluate_cluster(nodes: Sequence[NodeView], layout: Layout) -> ClusterView:

@@ -35,8 +35,12 @@ SLO = "slo"
 BLIND = "blind"
 BUSY_WAITING = "busy-waiting"  # util high, real activity low (monitor/evaluation/rank_findings.py)
 STRAY_PROCESS = "stray-process"  # a GPU held by a process not the engine (gpu_holders.py)
+CONFIG_DRIFT = "config-drift"  # monitor/evaluation/config_drift.py
 STATUS_KINDS = ("stale", "unreachable", "error")
-HEALTH_KINDS = (IDLE, LINK_STARVED, STRAGGLER, THROTTLED, GPU_ERROR, SLO, BLIND, BUSY_WAITING, STRAY_PROCESS)
+HEALTH_KINDS = (
+    IDLE, LINK_STARVED, STRAGGLER, THROTTLED, GPU_ERROR, SLO, BLIND,
+    BUSY_WAITING, STRAY_PROCESS, CONFIG_DRIFT,
+)
 
 SEVERITY_RANK: dict[str, int] = {"critical": 0, "warning": 1, "info": 2}
 

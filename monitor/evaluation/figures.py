@@ -68,6 +68,11 @@ NIC_ERROR_RATES: dict[str, str] = {
     "tx_drops_total": "tx_drops_per_s",
     "link_recoveries_total": "link_recoveries_per_s",
     "link_integrity_errors_total": "link_integrity_errors_per_s",
+    # RoCE congestion evidence (pause frames, congestion notifications)
+    "rx_pause_total": "rx_pause_per_s",
+    "tx_pause_total": "tx_pause_per_s",
+    "cnp_sent_total": "cnp_sent_per_s",
+    "cnp_handled_total": "cnp_handled_per_s",
 }
 
 
@@ -113,7 +118,7 @@ ENGINE_RATE_FIELDS = (
     "prefix_cache_hits_total", "external_prefix_cache_queries_total",
     "external_prefix_cache_hits_total", "kv_transfer_bytes_total", "kv_transfer_failures_total",
     "kv_transfer_seconds_sum", "kv_transfer_seconds_count", "expert_balancedness_sum",
-    "expert_balancedness_count", "log_stats_seconds_total",
+    "expert_balancedness_count", "kv_transfer_expired_total", "log_stats_seconds_total",
 )
 
 
@@ -275,6 +280,8 @@ def engine_view(
         source=latest.source,
         profile=latest.profile,
         age_s=max(age, 0.0),
+        settings=latest.settings,
+        healthy=latest.healthy,
     )
 
 
@@ -314,7 +321,8 @@ def scoreboard_figures(
     oldest first; `rate`: the window's counter rates)."""
     readings = [s.engine.latency_buckets if s.engine is not None else None for s in engines]
     window: dict[str, tuple[tuple[float, float], ...]] = {}
-    for name in LATENCIES:
+    # the KV transfer time's buckets too: the P→D path's percentiles (pd_path.py)
+    for name in (*LATENCIES, "kv_transfer"):
         increase = window_increase([r.get(name) if r else None for r in readings])
         if increase is not None:
             window[name] = increase
@@ -336,6 +344,7 @@ def scoreboard_figures(
     assert latest is not None
     out["kv_transfer_bytes_per_s"] = rate("kv_transfer_bytes_total")
     out["kv_transfer_failures_per_s"] = rate("kv_transfer_failures_total")
+    out["kv_transfer_expired_per_s"] = rate("kv_transfer_expired_total")
     out["kv_transfer_mean_s"] = _rate_ratio(rate, "kv_transfer_seconds_sum", "kv_transfer_seconds_count")
     out["kv_transfer_latency_s"] = latest.kv_transfer_latency_s
     out["kv_transfer_speed_bytes_per_s"] = latest.kv_transfer_speed_bytes_per_s

@@ -119,10 +119,38 @@ def _pile_reasons(
     return reasons, named
 
 
+def congestion_evidence(nic: NicView, th: Thresholds) -> list[str]:
+    """What says the port is congested: RoCE pause frames or congestion notifications
+    rising, IB port_xmit_wait rising ("pause 1.2k/s"); empty when none rises."""
+    found = []
+    pause = _known_sum(nic.rx_pause_per_s, nic.tx_pause_per_s)
+    if pause is not None and pause > th.link_pause_per_s:
+        found.append(f"pause {pause:.3g}/s")
+    cnp = _known_sum(nic.cnp_sent_per_s, nic.cnp_handled_per_s)
+    if cnp is not None and cnp > th.link_cnp_per_s:
+        found.append(f"CNP {cnp:.3g}/s")
+    if nic.xmit_wait_per_s is not None and nic.xmit_wait_per_s > th.link_xmit_wait_per_s:
+        found.append(f"xmit_wait {nic.xmit_wait_per_s:.3g}/s")
+    return found
+
+
+def reads_congestion(nic: NicView) -> bool:
+    """The port's congestion counters are read at all (a quiet one is evidence too)."""
+    return any(v is not None for v in (nic.rx_pause_per_s, nic.tx_pause_per_s, nic.cnp_sent_per_s,
+                                       nic.cnp_handled_per_s, nic.xmit_wait_per_s))
+
+
+def _known_sum(*values: float | None) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
 def _busy_reasons(
     ports: Sequence[NicView], node: NodeView, already: set[str], th: Thresholds
 ) -> list[str]:
-    """A port near line rate, or with port_xmit_wait rising, while the GPUs wait."""
+    """While the GPUs wait: a port whose congestion counters rise (pause frames,
+    congestion notifications, port_xmit_wait) — that evidence first, where read — or one
+    near line rate. Each reason says which evidence it used."""
     utils = [g.util_pct for g in node.gpus if g.util_pct is not None]
     if not utils:
         return []
@@ -134,12 +162,18 @@ def _busy_reasons(
     for nic in ports:
         if nic.name in already or nic.up is False or nic.kind == "loopback":
             continue
+        evidence = congestion_evidence(nic, th)
+        if evidence:
+            reasons.append(f"{nic.name} congested ({', '.join(evidence)}) {waiting}; "
+                           "evidence: congestion counters")
+            continue
         peak = _peak_bytes_per_s(nic)
         line = _line_gbps(nic)
         if peak is not None and line and _gbps(peak) >= line * th.link_busy_ratio:
-            reasons.append(f"{nic.name} at {_gbps(peak):.0f} of {line:g} Gb/s {waiting}")
-        elif nic.xmit_wait_per_s is not None and nic.xmit_wait_per_s > th.link_xmit_wait_per_s:
-            reasons.append(f"{nic.name} xmit_wait rising ({nic.xmit_wait_per_s:.3g}/s) {waiting}")
+            basis = ("congestion counters read, none rising" if reads_congestion(nic)
+                     else "no congestion counters read")
+            reasons.append(f"{nic.name} at {_gbps(peak):.0f} of {line:g} Gb/s {waiting}; "
+                           f"evidence: rate against line rate ({basis})")
     return reasons
 
 
@@ -167,6 +201,7 @@ def link_condition(node: NodeView, config: NodeConfig | None, th: Thresholds) ->
     ports = [
         nic for nic in node.nics
         if expected(nic) or kinds[nic.name] in FABRIC_KINDS or nic.kind == "bond"
+        or reads_congestion(nic)  # a RoCE netdev with pause counters carries the fabric too
     ]
     reasons: list[str] = []
     severe = False

@@ -32,6 +32,7 @@ from monitor.evaluation.conditions import (
     straggler_condition,
     throttled_condition,
 )
+from monitor.evaluation.config_drift import config_drift_condition
 from monitor.evaluation.gpu_holders import stray_process_condition
 from monitor.evaluation.links import link_condition
 from monitor.evaluation.rank_findings import (
@@ -71,6 +72,7 @@ def node_conditions(
         blind_condition(node, th),
         busy_waiting_condition(node, th),
         stray_process_condition(node),
+        config_drift_condition(node),
     ]
     return [c for c in found if c is not None]
 

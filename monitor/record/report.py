@@ -31,6 +31,12 @@ from monitor.record.report_scoreboard import (
     scoreboard_markdown,
     scoreboard_svg,
 )
+from monitor.record.report_timeline import (
+    TIMELINE_COLUMNS,
+    recorded_timeline,
+    timeline_markdown,
+    timeline_rows,
+)
 from monitor.record.store import Recording, TickRow
 from monitor.snapshot import SessionView
 
@@ -306,7 +312,7 @@ def _money_lines(s: SessionView | None, tasks: int | None) -> list[tuple[str, st
 
 
 def write_report(rec: Recording, out_dir: Path, acceptable_tasks: int | None = None) -> list[Path]:
-    """Write report.md, phases.csv, nodes.csv, incidents.csv, hours.csv, spend.svg and
+    """Write report.md, phases.csv, nodes.csv, incidents.csv, timeline.csv, hours.csv, spend.svg and
     scoreboard.svg; return their paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
     session = rec.final_session()
@@ -360,15 +366,21 @@ def write_report(rec: Recording, out_dir: Path, acceptable_tasks: int | None = N
     written.append(chart)
 
     snapshots = sampled_snapshots(rec)
+    events = recorded_timeline(snapshots, rec.ticks)
     points = live_points(snapshots)
     last = snapshots[-1] if snapshots else None
     board = out_dir / "scoreboard.svg"
     board.write_text(scoreboard_svg(points, last, f"{title}: throughput vs interactivity"), encoding="utf-8")
     written.append(board)
 
+    timeline = out_dir / "timeline.csv"
+    _write_csv(timeline, TIMELINE_COLUMNS, timeline_rows(events))
+    written.append(timeline)
+
     md = out_dir / "report.md"
     md.write_text(
-        _markdown(rec, session, acceptable_tasks, hour_rows, found, scoreboard_markdown(points, last)),
+        _markdown(rec, session, acceptable_tasks, hour_rows, found, scoreboard_markdown(points, last),
+                  timeline_markdown(events)),
         encoding="utf-8",
     )
     written.insert(0, md)
@@ -383,6 +395,7 @@ def _markdown(
     rec: Recording, session: SessionView | None, tasks: int | None, hours: Sequence[HourRow],
     found: Scan,
     scoreboard: Sequence[str] = (),
+    timeline: Sequence[str] = (),
 ) -> str:
     title = clean(rec.layout.cluster.name) if rec.layout else clean(rec.path.name)
     lines = [f"# Session report: {title}", "", f"Recording: `{clean(rec.path)}`", ""]
@@ -408,14 +421,15 @@ def _markdown(
         ]
         lines.append("")
     lines += _incident_lines(found)
+    lines += list(timeline)
     if hours:
         lines += ["## Spend by hour", "", "| hour (UTC) | spend | output tokens |", "|---|---|---|"]
         lines += [f"| {iso(h.hour_start)} | {fmt_usd(float(h.spend_usd))} | {fmt_num(h.output_tokens, 0)} |"
                   for h in hours]
         lines.append("")
     lines += list(scoreboard)
-    lines += ["Files: `phases.csv`, `nodes.csv`, `incidents.csv`, `hours.csv`, charts `spend.svg` and "
-              "`scoreboard.svg`.", ""]
+    lines += ["Files: `phases.csv`, `nodes.csv`, `incidents.csv`, `timeline.csv`, `hours.csv`, "
+              "charts `spend.svg` and `scoreboard.svg`.", ""]
     return "\n".join(lines)
 
 

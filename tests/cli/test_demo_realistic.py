@@ -64,6 +64,8 @@ def test_engine_page_is_real_size_and_tells_the_same_truth(node: str) -> None:
                     assert len(common) >= 2 and common[-1][0] == float("inf"), name
                     for le, count in common:
                         assert ours[le] == pytest.approx(count, abs=0.1 * ENGINES), (name, le)  # split in tenths
+            elif field == "settings":
+                assert have == want, field  # the same settings, however many engines
             elif isinstance(want, dict):
                 # per-engine figures: the 8 engines step in lockstep, each as the one engine did
                 assert len(have) == ENGINES and set(have.values()) == set(want.values()), field
@@ -91,8 +93,11 @@ def test_engine_page_has_vllms_own_families_and_buckets() -> None:
     reference, _ = vllm_dp_page(ENGINES)
     ours = realistic.engine_page(SimCluster(16, started_at=T0).nodes["decode-01"], T0 + 60)
     (our_types, our_buckets), (ref_types, ref_buckets) = shape(ours), shape(reference)
-    # beyond vLLM's core families: its NIXL connector's (a disaggregated decode node's)
-    nixl = {t for t in our_types - ref_types if t.startswith("vllm:nixl_")}
+    # beyond vLLM's core families: its NIXL connector's (a disaggregated decode node's),
+    # and the info / health gauges (vllm:cache_config_info is vLLM's; the reference page
+    # builds only the stat logger's families)
+    nixl = {t for t in our_types - ref_types
+            if t.startswith(("vllm:nixl_", "vllm:cache_config_info ", "vllm:engine_healthy "))}
     assert our_types - nixl == ref_types
     assert {b for b in our_buckets if not b[0].startswith("vllm:nixl_")} == ref_buckets
 

@@ -86,6 +86,7 @@ def test_report_totals_equal_the_live_session(tmp_path: Path, capsys: pytest.Cap
     printed = capsys.readouterr().out.split()
     assert [Path(p).name for p in printed] == [
         "report.md", "phases.csv", "nodes.csv", "incidents.csv", "hours.csv", "spend.svg", "scoreboard.svg",
+        "timeline.csv",
     ]
     rec = Recording.load(path)
     assert rec.final_session() == live.session

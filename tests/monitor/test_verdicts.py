@@ -234,7 +234,7 @@ def test_xmit_wait_rising_while_gpus_wait() -> None:
     lay = layout(nics=IB4[:2])
     nics = [ib("mlx5_0", xmit_wait_per_s=5e4), ib("mlx5_1")]
     assert conditions(node(nics=nics, gpus=gpus(util=20.0)), lay)["link-starved"] == (
-        "mlx5_0 xmit_wait rising (5e+04/s) while GPUs wait (mean util 20 %)"
+        "mlx5_0 congested (xmit_wait 5e+04/s) while GPUs wait (mean util 20 %); evidence: congestion counters"
     )
     assert conditions(node(nics=nics), lay) == {}
 
@@ -244,7 +244,8 @@ def test_bond_near_line_rate_while_gpus_wait() -> None:
     bond = NicView(name="bond0", kind="bond", state="up", speed_gbps=100, members=["eth2", "eth3"],
                    members_up=2, rx_bytes_per_s=97 * GB, tx_bytes_per_s=20 * GB)
     detail = conditions(node(nics=[bond], gpus=gpus(util=12.0)), layout())["link-starved"]
-    assert detail == "bond0 at 97 of 100 Gb/s while GPUs wait (mean util 12 %)"
+    assert detail == ("bond0 at 97 of 100 Gb/s while GPUs wait (mean util 12 %); "
+                      "evidence: rate against line rate (no congestion counters read)")
 
 
 def test_gpu_with_fewer_nvlinks_than_its_peers() -> None:

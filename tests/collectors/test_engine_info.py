@@ -1,0 +1,37 @@
+"""Engine settings and health from a vLLM 0.33 page (tests/fixtures/vllm_info_page.py)."""
+
+from __future__ import annotations
+
+from fixtures.vllm_info_page import CACHE_CONFIG, VllmInfoServer
+
+from collectors.engine_info import MAX_SETTINGS, MAX_VALUE_CHARS
+from collectors.profiles import engine_sample_from_text
+
+
+def test_settings_are_the_cache_config_labels_less_the_engine() -> None:
+    server = VllmInfoServer(engines=4)
+    server.advance(5.0)
+    sample = engine_sample_from_text(server.page(), "vllm")
+    assert sample.settings == {f"cache.{k}": v for k, v in CACHE_CONFIG.items()}
+    assert sample.healthy is True
+
+
+def test_one_unhealthy_engine_makes_the_node_unhealthy_and_no_gauge_is_unknown() -> None:
+    server = VllmInfoServer(engines=2)
+    server.advance(5.0)
+    server.healthy = False
+    assert engine_sample_from_text(server.page(), "vllm").healthy is False
+    server.serve_health = False
+    assert engine_sample_from_text(server.page(), "vllm").healthy is None
+
+
+def test_hostile_label_values_are_bounded_and_kept_as_text() -> None:
+    hostile = "[bold red]x[/] \x1b]0;owned\x07" + "A" * 5000
+    settings = {f"k{i}": hostile for i in range(MAX_SETTINGS + 40)}
+    server = VllmInfoServer(engines=1, settings=settings)
+    server.advance(1.0)
+    sample = engine_sample_from_text(server.page(), "vllm")
+    assert sample.settings is not None
+    assert len(sample.settings) == MAX_SETTINGS
+    assert all(len(v) <= MAX_VALUE_CHARS for v in sample.settings.values())
+    assert not any("\x1b" in v or "\x07" in v for v in sample.settings.values())

@@ -1,0 +1,96 @@
+"""The timeline and config drift in the TUI: `t` lists the restart once at its time, the
+node screen marks the drifted setting, and a replay announces the restart as it plays
+past it and seeks to it from the timeline (tests/fixtures/timeline_session.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fixtures.timeline_session import DRIFTED, RESTARTED, run_session
+from tui_helpers import screen_text, wait_for
+
+from layouts.model import Layout
+from monitor.feeds import Publish
+from monitor.record.replay import ReplayFeed
+from monitor.record.store import Recording
+from monitor.snapshot import Snapshot
+from tui.app import InfertopApp
+from tui.node_screen import NodeScreen
+from tui.replay_app import ReplayApp
+from tui.timeline_screen import TimelineScreen
+from tui.timeline_text import clock
+
+SIZE = (200, 50)
+
+
+class OneFrame:
+    """A live feed that has shown one frame (the session's last)."""
+
+    def __init__(self, layout: Layout, frame: Snapshot) -> None:
+        self.layout = layout
+        self.frame = frame
+
+    async def start(self, publish: Publish) -> None:
+        publish(self.frame)
+
+    async def stop(self) -> None:
+        pass
+
+
+async def test_t_lists_the_restart_once_and_the_node_screen_marks_the_drift(tmp_path: Path) -> None:
+    path, snaps, restart_at = run_session(tmp_path)
+    rec = Recording.load(path)
+    assert rec.layout is not None
+    rec.close()
+    app = InfertopApp(OneFrame(rec.layout, snaps[-1]))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.latest_snapshot is snaps[-1])
+        await pilot.press("t")
+        await wait_for(pilot, lambda: isinstance(app.screen, TimelineScreen))
+        await wait_for(pilot, lambda: "engine restarted" in screen_text(app))
+        text = screen_text(app)
+        restart_lines = [line for line in text.splitlines() if "engine restarted" in line]
+        assert len(restart_lines) == 1
+        assert clock(restart_at) in restart_lines[0] and RESTARTED in restart_lines[0]
+        await pilot.press("escape")
+        app.open_node(DRIFTED)
+        await wait_for(pilot, lambda: isinstance(app.screen, NodeScreen))
+        await wait_for(pilot, lambda: "ENGINE SETTINGS" in screen_text(app))
+        lines = screen_text(app).splitlines()
+        drifted = [line for line in lines if "cache.block_size = " in line]
+        assert len(drifted) == 1 and "≠" in drifted[0] and "32" in drifted[0] and "pool: 64" in drifted[0]
+        same = [line for line in lines if "cache.cache_dtype = " in line]
+        assert len(same) == 1 and "≠" not in same[0]
+
+
+async def test_replay_announces_the_restart_when_it_happened_and_seeks_to_it(tmp_path: Path) -> None:
+    path, _, restart_at = run_session(tmp_path)
+    feed = ReplayFeed.open(path, speed=50.0)  # 5 s frames in 0.1 s
+    app = ReplayApp(feed)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: feed.finished)
+        restarts = [e for e in app.announced if e.kind == "restart"]
+        assert [(e.node, e.at) for e in restarts] == [(RESTARTED, restart_at)]
+        await pilot.press("t")
+        await wait_for(pilot, lambda: isinstance(app.screen, TimelineScreen))
+        screen = app.screen
+        assert isinstance(screen, TimelineScreen)
+        index = next(i for i, e in enumerate(screen.events) if e.kind == "restart")
+        screen.event_list.highlighted = index
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: feed.paused and feed.position_at == restart_at)
+
+
+def test_the_path_block_reads_the_flag_and_the_evidence(tmp_path: Path) -> None:
+    from monitor.snapshot import PdEndView, PdPathView
+    from tui.pd_path_text import path_text
+
+    end = PdEndView(nodes=1, ports=1, line_rate_bytes_per_s=50e9, rx_pause_per_s=2000.0,
+                    congested_ports=["d1/eth2: pause 2e+03/s", "[bold]x\x1b[31m"])
+    above = PdPathView(prefill_pool="prefill", decode_pool="decode", kv_bytes_per_s_reported=80e9,
+                       above_line_rate=True, congested=True, evidence="congestion counters (pause)",
+                       prefill=end, decode=end)
+    text = path_text(above).plain
+    assert "ABOVE LINE RATE" in text and "640 Gb/s" in text
+    assert "CONGESTED" in text and "[congestion counters (pause)]" in text
+    assert "\x1b" not in text and "\\x1b" in text  # hostile text shown inert

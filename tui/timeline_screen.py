@@ -1,0 +1,75 @@
+"""`t`: the timeline — restarts, health flips, setting changes, preemption bursts, verdict
+onsets and clears, phase marks, one time-ordered list for the cluster (newest last).
+Enter on an event: on a recording, the replay moves to the moment it happened; live, its
+node opens. Esc goes back."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.message import Message
+from textual.widgets import Footer, OptionList, Static
+from textual.widgets.option_list import Option
+
+from monitor.snapshot import Snapshot, TimelineEventView
+from tui.frames import FrameScreen, FrameState
+from tui.timeline_text import event_line
+
+
+class EventChosen(Message):
+    """The operator picked an event (the app seeks a replay to it or opens its node)."""
+
+    def __init__(self, event: TimelineEventView) -> None:
+        super().__init__()
+        self.event = event
+
+
+class TimelineScreen(FrameScreen):
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back", tooltip="Back to the overview"),
+        Binding("enter", "choose", "Go to event",
+                tooltip="Replay: seek to when it happened; live: open its node"),
+    ]
+
+    def __init__(self, frames: FrameState) -> None:
+        super().__init__(frames, classes="timeline-screen")
+        self.events: list[TimelineEventView] = []
+
+    def compose(self) -> ComposeResult:
+        self.title_bar = Static(Text("TIMELINE (oldest first)", "bold"), id="timeline-title")
+        self.event_list = OptionList(id="timeline-events")
+        yield self.title_bar
+        yield self.event_list
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.event_list.focus()
+        self.show_latest()
+
+    def show_snapshot(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        events = list(snapshot.timeline)
+        if events == self.events:
+            return
+        following = self.event_list.highlighted is None or self.event_list.highlighted >= len(self.events) - 1
+        self.events = events
+        highlighted = self.event_list.highlighted
+        self.event_list.clear_options()
+        if not events:
+            self.event_list.add_option(Option(Text("nothing has happened yet", "grey50"), disabled=True))
+            return
+        self.event_list.add_options([Option(event_line(e)) for e in events])
+        # newest on the cursor unless the operator moved it up to read
+        self.event_list.highlighted = len(events) - 1 if following or highlighted is None else min(
+            highlighted, len(events) - 1)
+
+    def action_choose(self) -> None:
+        index = self.event_list.highlighted
+        if index is not None and 0 <= index < len(self.events):
+            self.post_message(EventChosen(self.events[index]))
+
+    def on_option_list_option_selected(self, message: OptionList.OptionSelected) -> None:
+        message.stop()
+        if 0 <= message.option_index < len(self.events):
+            self.post_message(EventChosen(self.events[message.option_index]))
