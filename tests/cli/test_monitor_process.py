@@ -19,15 +19,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import REPO, is_root
-from demo_server import serving_demo
-from process_output import OutputReader
 
 from layouts import load_layout
 from monitor.channel.client import Connection, MonitorUnavailable, SocketFeed
 from monitor.channel.paths import socket_path
 from monitor.channel.protocol import Info
 from monitor.snapshot import Snapshot
+from tests.support.demo_server import serving_demo
+from tests.support.paths import REPO, is_root
+from tests.support.process_output import OutputReader
 
 pytestmark = pytest.mark.integration
 

@@ -9,12 +9,11 @@ import subprocess
 import time
 from pathlib import Path
 
-from infertop_cmd import run_infertop, start_infertop
-
 from layouts import parse_layout
 from monitor.monitor import Monitor
 from monitor.record.catalog import is_being_written
 from monitor.record.store import Recorder
+from tests.support.infertop_cmd import run_infertop, start_infertop
 
 DAY_S = 86_400.0
 

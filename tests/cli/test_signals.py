@@ -16,11 +16,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import hostile_endpoint
-import hostile_sshd
 import pytest
-from conftest import REPO
-from process_output import OutputReader
+
+from tests.support import hostile_endpoint, hostile_sshd
+from tests.support.paths import REPO
+from tests.support.process_output import OutputReader
 
 pytestmark = pytest.mark.integration
 STOP_WITHIN_S = 2.0

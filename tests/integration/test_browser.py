@@ -20,11 +20,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from demo_server import serving_demo
-from infertop_cmd import finish, start_infertop
 
 from monitor.channel.client import list_monitors
 from monitor.channel.protocol import Info
+from tests.support.demo_server import serving_demo
+from tests.support.infertop_cmd import finish, start_infertop
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 playwright = pytest.importorskip("playwright.async_api")

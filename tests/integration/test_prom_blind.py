@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
-from prometheus_server import PrometheusServer, SimNode, prometheus_available
 
 from collectors.promql import CLOCK_REASONS_UNSEEN
 from layouts import parse_layout
 from monitor.monitor import Monitor
+from tests.support.prometheus_server import PrometheusServer, SimNode, prometheus_available
 
 pytestmark = [
     pytest.mark.integration,

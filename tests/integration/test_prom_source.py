@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 from aiohttp import ClientSession, web
-from prometheus_server import PrometheusServer, SimNode, SimRates, prometheus_available
 
 from collectors.prom import PromSource
 from collectors.sample import NodeSample
 from layouts import parse_layout
 from monitor.monitor import Monitor
 from monitor.snapshot import NodeView, Snapshot
+from tests.support.prometheus_server import PrometheusServer, SimNode, SimRates, prometheus_available
 
 pytestmark = [
     pytest.mark.integration,

@@ -10,7 +10,8 @@ import time
 import uuid
 
 import pytest
-from conftest import REPO, infertop_bin
+
+from tests.support.paths import REPO, infertop_bin
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 

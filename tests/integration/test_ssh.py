@@ -17,11 +17,11 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
-from netns import NetnsCluster, NsHost, QdiscUnavailable, missing_requirements
 
 from collectors.sample import NodeSample
 from collectors.ssh import SshNode, SshSource
 from layouts.model import SshOptions
+from tests.support.netns import NetnsCluster, NsHost, QdiscUnavailable, missing_requirements
 
 pytestmark = [pytest.mark.netns, pytest.mark.integration]
 INTERVAL_S = 0.5
@@ -312,7 +312,7 @@ async def test_an_eight_engine_page_trickled_on_the_node_arrives_whole(
 ) -> None:
     """Issue 14 through the real probe and sshd: a ~320 KB vLLM page (8 DP engines),
     served on the node's own loopback in 4 KB pieces, reaches the monitor whole."""
-    from fixtures.vllm_dp_page import TRICKLE, assert_engine_matches, vllm_dp_page
+    from tests.support.vllm_dp_page import TRICKLE, assert_engine_matches, vllm_dp_page
 
     host = cluster.hosts[3]
     text, truth = vllm_dp_page(8)

@@ -1,4 +1,4 @@
-"""The SSH source against a real SSH server (tests/hostile_sshd.py, its own process) whose
+"""The SSH source against a real SSH server (tests/support/hostile_sshd.py, its own process) whose
 probe streams hostile output: parser bombs, a 10,000-lines-a-second flood, a line that
 never ends. The session stays up, what is dropped is counted in a note, the cost is
 bounded, and the source stops at once when cancelled.
@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
-from hostile_sshd import serving
 
 from collectors.sample import NodeSample
 from collectors.ssh import SshSource, ssh_source_for
 from layouts import load_layout
+from tests.support.hostile_sshd import serving
 
 pytestmark = pytest.mark.integration
 

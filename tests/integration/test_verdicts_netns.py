@@ -4,7 +4,7 @@ SSH source streams the probe from each, so the port state comes from the host's 
 
 A node's node_exporter page killed while its dcgm-exporter page answers: the node turns
 blind, with the dead page as the reason, within the hold time, and clears once the page
-is back. Each page is its own process inside the host's namespace (tests/netns_exporter.py)
+is back. Each page is its own process inside the host's namespace (tests/support/netns_exporter.py)
 serving the host's real sysfs counters; the scrape source reads them over the mgmt net."""
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from netns import PYTHON, NetnsCluster, NsHost, missing_requirements
-from port_file_process import stop, wait_for_port
 
 from layouts import parse_layout
 from monitor.monitor import Monitor
 from monitor.snapshot import NodeView, Snapshot
+from tests.support.netns import PYTHON, NetnsCluster, NsHost, missing_requirements
+from tests.support.port_file_process import stop, wait_for_port
 
 pytestmark = [pytest.mark.netns, pytest.mark.integration]
 
@@ -133,7 +133,7 @@ async def test_link_down_makes_the_node_link_starved_until_restored(cluster: Net
         await monitor.stop()
 
 
-EXPORTER = Path(__file__).parent.parent / "netns_exporter.py"
+EXPORTER = Path(__file__).parent.parent / "support" / "netns_exporter.py"
 PAGE_PORTS = {"dcgm": 9400, "node": 9100}
 
 

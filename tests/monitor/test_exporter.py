@@ -9,16 +9,22 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import infertop_bin
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
-from prometheus_server import PrometheusServer, Target, free_port, prometheus_available, wait_until
 
 from collectors.sample import EngineSample, GpuSample, NodeSample
 from layouts import parse_layout
 from monitor.exporter import SnapshotCollector, metric_names
 from monitor.monitor import Monitor
 from monitor.snapshot import Snapshot
+from tests.support.paths import infertop_bin
+from tests.support.prometheus_server import (
+    PrometheusServer,
+    Target,
+    free_port,
+    prometheus_available,
+    wait_until,
+)
 
 LAYOUT = """
 [cluster]

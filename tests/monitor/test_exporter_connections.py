@@ -18,11 +18,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import REPO
 
 from layouts import parse_layout
 from monitor.exporter_http import start_server
 from monitor.monitor import Monitor
+from tests.support.paths import REPO
 
 LAYOUT = '[cluster]\nname = "conn-test"\ninterval_s = 0.5\n\n[[nodes]]\nname = "n1"\n'
 

@@ -23,7 +23,6 @@ from typing import Any
 
 import pytest
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from prometheus_server import SimNode
 
 from collectors.scrape import scrape_targets
 from collectors.scrape_shards import ShardedScrapeSource
@@ -31,6 +30,7 @@ from layouts import parse_layout
 from layouts.model import Layout
 from monitor.monitor import Monitor
 from monitor.snapshot import Snapshot
+from tests.support.prometheus_server import SimNode
 
 INTERVAL_S = 0.5  # stale after 1 s, unreachable after 2.5 s
 ANSWER_DELAY_S = 0.15  # a poll is on the wire for this long out of every interval

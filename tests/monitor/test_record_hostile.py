@@ -20,7 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+
+from tests.support.paths import REPO
 
 LAYOUT = """
 [cluster]

@@ -21,12 +21,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hostile_http import HttpServer, Reply, dead_port
-from infertop_cmd import finish, run_infertop, start_infertop
-from ssh_loopback import LoopbackSsh
 
 from infertop.cli.main import main
 from monitor.record.store import state_dir
+from tests.support.hostile_http import HttpServer, Reply, dead_port
+from tests.support.infertop_cmd import finish, run_infertop, start_infertop
+from tests.support.ssh_loopback import LoopbackSsh
 
 # one distinct secret per form in which a URL carries one
 SECRETS: dict[str, tuple[str, str]] = {

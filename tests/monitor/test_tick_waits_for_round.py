@@ -21,12 +21,12 @@ from typing import Any
 
 import pytest
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from prometheus_server import SimNode
 
 from collectors.cadence import TICK_LATEST_PHASE
 from layouts import parse_layout
 from monitor.monitor import Monitor
 from monitor.snapshot import Snapshot
+from tests.support.prometheus_server import SimNode
 
 INTERVAL_S = 1.0
 SLOW_ANSWER_S = 0.6  # past the half-interval tick slot, within the poll's deadline

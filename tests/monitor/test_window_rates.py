@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tui_helpers import NodeSpec, make_layout, make_sample
 
 from collectors.bounds import counter_trust
 from collectors.fleet import FleetState
@@ -20,6 +19,7 @@ from monitor.evaluation.cluster import evaluate_nodes
 from monitor.evaluation.figures import engine_counters, idle_counts, idle_fraction, nic_counters
 from monitor.evaluation.window_rates import RateCache, WindowRates, WindowSums
 from monitor.monitor import Monitor
+from tests.support.tui_helpers import NodeSpec, make_layout, make_sample
 
 PORTS = ("mlx5_0", "mlx5_1", "eth0")
 NIC_FIELDS = ("rx_bytes_total", "tx_bytes_total", "xmit_wait_total", "errors_total")

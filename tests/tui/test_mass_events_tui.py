@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from textual.app import App, ComposeResult
-from tui_helpers import NodeSpec, make_layout, make_sample, wait_for
 
 from monitor.feeds import Publish
 from monitor.monitor import Monitor
 from monitor.snapshot import NodeView, Snapshot, VerdictView
+from tests.support.tui_helpers import NodeSpec, make_layout, make_sample, wait_for
 from tui.announcer import MIN_GAP_S, TOAST_TIMEOUT_S, VerdictAnnouncer
 from tui.app import InfertopApp
 from tui.hunt_list import HuntList

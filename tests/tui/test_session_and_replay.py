@@ -7,13 +7,19 @@ import asyncio
 import sqlite3
 from pathlib import Path
 
-from tui_helpers import FrozenFeed, NodeSpec, SyntheticSource, make_layout, screen_text, wait_for
-
 from infertop.cli.tui import live_feed
 from monitor.monitor import Monitor
 from monitor.record.replay import ReplayFeed
 from monitor.record.store import Recorder, Recording
 from monitor.snapshot import SessionView, Snapshot
+from tests.support.tui_helpers import (
+    FrozenFeed,
+    NodeSpec,
+    SyntheticSource,
+    make_layout,
+    screen_text,
+    wait_for,
+)
 from tui.app import InfertopApp
 from tui.header import header_text
 from tui.history import SpendHistory

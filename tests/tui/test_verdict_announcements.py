@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tui_helpers import NodeSpec, make_layout, make_sample, wait_for
-
 from monitor.feeds import Publish
 from monitor.monitor import Monitor
 from monitor.snapshot import Snapshot
+from tests.support.tui_helpers import NodeSpec, make_layout, make_sample, wait_for
 from tui.app import InfertopApp
 from tui.hunt_list import HuntList
 from tui.hunt_panel import HuntPanel

@@ -9,9 +9,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from conftest import infertop_bin
-
 from layouts import LayoutError, load_layout
+from tests.support.paths import infertop_bin
 
 
 def wait_for_layout(path: Path, proc: subprocess.Popen[str], timeout_s: float = 60.0) -> None:

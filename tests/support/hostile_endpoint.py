@@ -1,4 +1,4 @@
-"""A hostile HTTP endpoint as a real process: ``python hostile_endpoint.py MODE PORT_FILE``.
+"""A hostile HTTP endpoint as a real process: ``python -m tests.support.hostile_endpoint MODE PORT_FILE``.
 
 Modes: ``silent`` accepts connections and never answers; ``drip`` answers 200 with
 headers and then one byte of body every 0.2 s, forever (a per-read timeout never fires).
@@ -17,7 +17,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from port_file_process import stop, wait_for_port
+from tests.support.paths import REPO
+from tests.support.port_file_process import stop, wait_for_port
 
 
 def silent(conn: socket.socket) -> None:
@@ -60,7 +61,7 @@ def serve(mode: str, port_file: Path) -> None:
 def serving(mode: str, port_file: Path) -> Iterator[int]:
     """The endpoint in its own process until the block ends; yields its port."""
     port_file.unlink(missing_ok=True)
-    proc = subprocess.Popen([sys.executable, __file__, mode, str(port_file)])
+    proc = subprocess.Popen([sys.executable, "-m", "tests.support.hostile_endpoint", mode, str(port_file)], cwd=REPO)
     try:
         yield wait_for_port(proc, port_file, f"hostile http ({mode})")
     finally:
