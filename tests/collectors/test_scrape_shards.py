@@ -30,6 +30,7 @@ from collectors.scrape_shards import (
 )
 from collectors.scrape_worker import WORKER_NICENESS
 from layouts import LayoutError, parse_layout
+from tests.support.waiting import until, until_async
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "exposition"
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,14 +93,6 @@ class Collected:
         return {s.node for s in self.samples if s.taken_at >= at and s.error is None}
 
 
-async def until(check: object, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError("not in time")
-        await asyncio.sleep(0.1)
-
-
 def test_how_many_workers() -> None:
     # a small cluster, or two cores: the monitor reads the pages itself (measured)
     assert scrape_workers(60, cores=16, setting="") == 0
@@ -160,7 +153,7 @@ async def test_workers_read_every_node_and_say_when_the_round_is_in(pages: str) 
     start = time.time()
     task = asyncio.create_task(source.run(got.emit))
     try:
-        await until(lambda: len(got.nodes_since(start)) == 12 and len(rounds) >= 2, 20)
+        await until_async(lambda: len(got.nodes_since(start)) == 12 and len(rounds) >= 2, 20, every_s=0.1)
         pids = [p for p in source.worker_pids if p is not None]
         assert len(pids) == 3 and os.getpid() not in pids
         # throughput work: a worker yields the CPU to the monitor and its viewers
@@ -192,13 +185,13 @@ async def test_a_killed_worker_is_started_again_and_blames_no_node(pages: str) -
     got = Collected()
     task = asyncio.create_task(source.run(got.emit))
     try:
-        await until(lambda: len(got.nodes_since(0)) == 6, 20)
+        await until_async(lambda: len(got.nodes_since(0)) == 6, 20, every_s=0.1)
         victim = source.worker_pids[0]
         assert victim is not None
         os.kill(victim, signal.SIGKILL)
         killed_at = time.time()
-        await until(lambda: source.worker_pids[0] not in (None, victim), 20)
-        await until(lambda: len(got.nodes_since(killed_at + 0.5)) == 6, 20)
+        await until_async(lambda: source.worker_pids[0] not in (None, victim), 20, every_s=0.1)
+        await until_async(lambda: len(got.nodes_since(killed_at + 0.5)) == 6, 20, every_s=0.1)
         assert source.restarts == 1
     finally:
         task.cancel()

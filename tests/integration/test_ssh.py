@@ -22,6 +22,7 @@ from collectors.sample import NodeSample
 from collectors.ssh import SshNode, SshSource
 from layouts.model import SshOptions
 from tests.support.netns import NetnsCluster, NsHost, QdiscUnavailable, missing_requirements
+from tests.support.waiting import until_async
 
 pytestmark = [pytest.mark.netns, pytest.mark.integration]
 INTERVAL_S = 0.5
@@ -60,15 +61,15 @@ class Recorder:
     def errors(self, node: str, after: float = 0.0) -> list[NodeSample]:
         return [s for s in self.samples if s.node == node and s.error is not None and s.taken_at > after]
 
+    async def _next_sample(self, at_most_s: float) -> None:
+        self._changed.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._changed.wait(), at_most_s)
+
     async def wait_for(self, condition: Callable[[], bool], timeout: float = 20.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not condition():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise AssertionError(f"condition not met in {timeout} s; last: {self.samples[-3:]}")
-            self._changed.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), remaining)
+        """Until `condition()` holds, checked again at each sample (or each second)."""
+        await until_async(condition, timeout, "the samples", every_s=1.0, pause=self._next_sample,
+                          detail=lambda: self.samples[-3:])
 
 
 def options(cluster: NetnsCluster, **extra: object) -> SshOptions:

@@ -2,7 +2,8 @@
 
 Modes: ``silent`` accepts connections and never answers; ``drip`` answers 200 with
 headers and then one byte of body every 0.2 s, forever (a per-read timeout never fires).
-The port is written to PORT_FILE once it listens. Stop it with SIGTERM; tests use
+The port is written to PORT_FILE once it listens; each accepted connection adds a byte to
+PORT_FILE's `.accepted` companion (`accepted(port_file)` counts them). Stop it with SIGTERM; tests use
 `serving(mode, port_file)`.
 """
 
@@ -54,7 +55,19 @@ def serve(mode: str, port_file: Path) -> None:
 
     while True:
         conn, _ = listener.accept()
+        with accepted_file(port_file).open("a") as count:  # an event tests can wait on
+            count.write(".")
         threading.Thread(target=run, args=(conn,), daemon=True).start()
+
+
+def accepted_file(port_file: Path) -> Path:
+    return port_file.with_suffix(".accepted")
+
+
+def accepted(port_file: Path) -> int:
+    """How many connections the endpoint has accepted so far."""
+    path = accepted_file(port_file)
+    return len(path.read_text()) if path.exists() else 0
 
 
 @contextlib.contextmanager
