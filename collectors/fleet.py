@@ -120,6 +120,11 @@ class Fleet:
         for listener in self.listeners:
             listener(sample)
 
+    def ingest(self, sample: NodeSample) -> None:
+        """Take one sample exactly as a running source hands it in (bounds, state,
+        listeners): the public door for whoever feeds samples without a source, e.g. tests."""
+        self._emit(sample)
+
     async def start(self) -> None:
         for source in self.sources:
             task = asyncio.create_task(self._guard(source), name=f"source:{source.kind}")

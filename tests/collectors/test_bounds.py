@@ -189,7 +189,7 @@ def test_probe_line_values_are_bounded_where_samples_enter(
         line = line.replace('"name": "ib0"', '"name": "ib0", ' + value)
     source = SshSource([SshNode("n1", "n1", engine_url=server.url("engine"))], interval_s=1.0)
     state = FleetState(["n1"])
-    Fleet(state, [])._emit(source._sample(source.ssh_nodes[0], line.encode(), ProbeLines(no_more)))
+    Fleet(state, []).ingest(source._sample(source.ssh_nodes[0], line.encode(), ProbeLines(no_more)))
     assert state.nodes["n1"].last_error is None, state.nodes["n1"].last_error
     [sample] = state.nodes["n1"].latest()
     got = getattr(sample.host, field) if part == "host" else getattr(getattr(sample, part)[0], field)

@@ -205,7 +205,7 @@ def test_monitor_ticks_with_the_cache_equal_fresh_evaluation() -> None:
             if spec.name == "decode-02" and n >= 12:  # a port that appears late
                 extra = sample.nics[0].model_copy(update={"name": "mlx5_9"})  # type: ignore[index]
                 sample = sample.model_copy(update={"nics": [*(sample.nics or []), extra]})
-            monitor.fleet._emit(sample)
+            monitor.fleet.ingest(sample)
         if n % 7 == 3:  # an extra tick between readings: the windows did not move
             monitor.tick(now + 0.3 * interval)
         snapshot = monitor.tick(now + 0.5 * interval)
