@@ -258,8 +258,7 @@ async def test_under_run_each_node_is_handed_over_as_soon_as_it_is_read(server: 
     source.round_listeners.append(lambda s: rounds.append(time.monotonic()))
     running = asyncio.create_task(source.run(lambda s: arrived.append((s.node, time.monotonic(), s.ok))))
     try:
-        while not rounds:
-            await asyncio.sleep(0.02)
+        await until_async(lambda: rounds, 30, "a round", every_s=0.02)
     finally:
         running.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -61,10 +61,7 @@ def pages() -> Iterator[str]:
 
     thread = threading.Thread(target=asyncio.run, args=(serve(),), daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
-    while not ready and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert ready, "the page server did not start"
+    until(lambda: ready, 10, "the page server to start")
     yield ready[0]
     stop.set()
     thread.join(5)
@@ -206,7 +203,7 @@ async def test_workers_that_cannot_start_leave_the_monitor_reading(pages: str) -
     task = asyncio.create_task(source.run(got.emit))
     try:
         # each worker fails MAX_FAILED_STARTS times, a second apart; then its nodes are read here
-        await until(lambda: len(got.nodes_since(0)) == 4, 10 + 2 * MAX_FAILED_STARTS)
+        await until_async(lambda: len(got.nodes_since(0)) == 4, 10 + 2 * MAX_FAILED_STARTS, every_s=0.1)
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
@@ -227,13 +224,10 @@ def test_a_worker_outlives_no_monitor(tmp_path: Path, pages: str) -> None:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 30
-        workers: list[psutil.Process] = []
-        while not workers and time.monotonic() < deadline:
-            workers = [c for c in psutil.Process(monitor.pid).children()
-                       if "collectors.scrape_worker" in " ".join(c.cmdline())]
-            time.sleep(0.2)
-        assert workers, "no worker started"
+        workers: list[psutil.Process] = until(
+            lambda: [c for c in psutil.Process(monitor.pid).children()
+                     if "collectors.scrape_worker" in " ".join(c.cmdline())],
+            30, "a scrape worker to start", every_s=0.2, ignore=(psutil.Error,))
         monitor.kill()
         monitor.wait(10)
         _gone, alive = psutil.wait_procs(workers, timeout=10)
