@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import ipaddress
 import os
 import re
@@ -91,6 +92,9 @@ def _kill_ns_processes(ns: str) -> None:
                 os.kill(pid, sig)
         with contextlib.suppress(AssertionError):  # still there: the next signal is SIGKILL
             until(lambda: not _ns_pids(ns), 2.0, f"the processes in {ns} to end", every_s=0.02)
+
+
+SUBNET_LOCK = "/run/lock/infertop-test-netns.lock" if Path("/run/lock").is_dir() else "/tmp/infertop-test-netns.lock"
 
 
 def _free_subnet_index(start: int) -> int:
@@ -165,12 +169,16 @@ class NetnsCluster:
         atexit.register(self.teardown)
         os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # sshd's privsep chroot
         self.workdir.mkdir(parents=True, exist_ok=True)
-        x = _free_subnet_index(os.getpid())
-        mgmt = ipaddress.IPv4Network(f"10.213.{x}.0/24")
-        data = ipaddress.IPv4Network(f"10.214.{x}.0/24")
         if self.size > 250:
             raise ValueError("at most 250 hosts per cluster")
-        self._make_switch(mgmt)
+        # one builder at a time on this machine picks a subnet and puts it on a link:
+        # parallel workers (pytest -n) or other checkouts' runs never take the same one
+        with open(SUBNET_LOCK, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            x = _free_subnet_index(os.getpid())
+            mgmt = ipaddress.IPv4Network(f"10.213.{x}.0/24")
+            data = ipaddress.IPv4Network(f"10.214.{x}.0/24")
+            self._make_switch(mgmt)
         self._make_keys()
         for i in range(self.size):
             host = NsHost(
