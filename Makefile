@@ -16,7 +16,8 @@ $(STAMP): pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
 ifeq ($(LOCKED),1)
 	$(BIN)/python -m pip install --quiet -r $(LOCK)
-	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	# setuptools warns about editable installs to its own users; not ours to show
+	PYTHONWARNINGS=ignore $(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	$(BIN)/python -m pip check
 else
 	$(BIN)/python -m pip install --quiet --upgrade pip setuptools wheel

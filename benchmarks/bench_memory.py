@@ -8,7 +8,7 @@ is 86,400 ticks, too long for this 2-core machine (~0.1 s a tick here), so it ru
 window, 13 samples, `cluster.history` = 600 at most; sparklines: 60 frames). RSS is
 printed at intervals; the slope over the second half says whether it plateaus, and is
 extrapolated to a day. Before the fleet kept one window only, RSS grew 3.4 MiB a tick
-to ~2.1 GiB at 600 ticks (see "What changed" in BENCHMARKS.md).
+to ~2.1 GiB at 600 ticks (BENCHMARKS.md, "Fleet rings bounded by the window").
 """
 
 from __future__ import annotations

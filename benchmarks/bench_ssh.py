@@ -35,8 +35,8 @@ from collectors.ssh import SshNode, SshSource
 from layouts.model import SshOptions
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-from netns import NetnsCluster, _ns_pids, missing_requirements  # noqa: E402
+sys.path.insert(0, str(ROOT))  # tests.support: the suite's servers and pages
+from tests.support.netns import NetnsCluster, _ns_pids, missing_requirements  # noqa: E402
 
 SIZES = (16, 64, 128)
 INTERVAL_S = 1.0

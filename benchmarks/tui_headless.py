@@ -161,7 +161,7 @@ async def measure(args: argparse.Namespace) -> dict[str, object]:
         else:
             now = time.time()
             cluster = SimCluster(args.nodes, started_at=now - 600)
-            layout = demo_layout(cluster, reservation_start=now - 3600)
+            layout = demo_layout(cluster, reservation_start=now - 3600, interval_s=args.interval)
             sim = SimSource(cluster, layout.cluster.interval_s)
             monitor_feed = MonitorFeed(layout, sources=[sim], recorder=Recorder.open(
                 layout, Path(tmp) / "bench.sqlite", background=True))
@@ -182,6 +182,8 @@ async def measure(args: argparse.Namespace) -> dict[str, object]:
         monitor_feed.monitor.tick = timed_tick  # type: ignore[method-assign]
         feed = monitor_feed
     app = BenchApp(feed, nodes)
+    if args.view is not None:  # the overview's main view, whatever the fleet's size
+        app.overview.map_chosen = args.view == "map"
     # garbage-collector pauses by generation (ms): a full collection lands inside whatever
     # handler or paint is running, so it shows in the update times too
     gc_ms: dict[str, list[float]] = {"0": [], "1": [], "2": []}
@@ -209,6 +211,7 @@ async def measure(args: argparse.Namespace) -> dict[str, object]:
         cpu1, wall1 = cpu_s(), time.perf_counter()
         sim_cpu1 = sim.cpu_s if sim is not None else 0.0
         rows = app.overview.table.row_count
+        cells = app.overview.fleet_map.cell_count
     if recorder is not None:
         recorder.close()
     # the last frame's paint may be cut short by the end of the run
@@ -218,6 +221,7 @@ async def measure(args: argparse.Namespace) -> dict[str, object]:
         "nodes": nodes,
         "gpus": sum(len(n.gpus) for n in app.latest_snapshot.nodes) if app.latest_snapshot else 0,
         "rows": rows,
+        "cells": cells,  # nodes on the fleet map (0 while the table is the view)
         "first_full_frame_s": app.first_full_frame_s,
         "frames": len(update_ms[steady]),
         "apply_ms": app.apply_ms[steady],
@@ -246,6 +250,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="with --layout: view the monitor already running for it (infertop record)")
     p.add_argument("--warmup", type=float, default=8.0, help="seconds before measuring")
     p.add_argument("--seconds", type=float, default=40.0, help="steady-state seconds measured")
+    p.add_argument("--interval", type=float, default=1.0, help="the layout's interval_s (in-process only)")
+    p.add_argument("--view", choices=("table", "map"), default=None,
+                   help="the overview's main view (default: by the fleet's size)")
     p.add_argument("--width", type=int, default=200)
     p.add_argument("--height", type=int, default=50)
     args = p.parse_args(argv)

@@ -92,6 +92,7 @@ ENGINE_BOUNDS: Bounds = {
         "external_prefix_cache_queries_total", "external_prefix_cache_hits_total",
         "kv_transfer_bytes_total", "kv_transfer_failures_total", "kv_transfer_seconds_sum",
         "kv_transfer_seconds_count", "expert_balancedness_sum", "expert_balancedness_count",
+        "log_stats_seconds_total",
     )},
     "kv_transfer_speed_bytes_per_s": (0.0, 1e13),  # 10 TB/s: beyond any node's fabric
     "kv_transfer_latency_s": (0.0, 1e5),

@@ -105,6 +105,15 @@ _DCGM_UNSEEN: tuple[tuple[str, tuple[str, ...], str], ...] = (
      "or the GPUs have no NVLink"),
 )
 
+# the fields docs/dcgm-counters.csv switches on for each key above: the fix a blind spot
+# that every node shares is told with (monitor/evaluation/shared_gaps.py)
+DCGM_UNSEEN_FIELDS: dict[str, tuple[str, ...]] = {
+    "clock_events": _DCGM_CLOCK_REASONS[:1],
+    "ecc": _DCGM_ECC_DBE[:1],
+    "nvlink_errors": _DCGM_NVLINK_ERRORS,
+    "nvlink": _DCGM_NVLINK_TOTAL[:1],
+}
+
 
 def label_hostname(labels: dict[str, str]) -> str | None:
     for key in HOSTNAME_LABELS:

@@ -8,6 +8,7 @@ before emitting, so the state is only ever touched from one thread.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
@@ -50,6 +51,29 @@ class NodeState:
             oldest_kept = sample.taken_at - self.retain_s
             while len(ring) > 1 and ring[0].taken_at < oldest_kept:
                 ring.popleft()
+
+    def add_history(self, sample: NodeSample) -> None:
+        """A good reading older than the source's newest (a backfill that came in after
+        live readings): inserted in time order, so the newest stays last (the node's age
+        and every window read it); what the ring would not keep is not inserted."""
+        ring = self.by_source.get(sample.source)
+        if not ring or sample.taken_at > ring[-1].taken_at:
+            self.add(sample)  # nothing as new kept: it is simply the next reading
+            return
+        if sample.error is not None or (
+            self.retain_s is not None and sample.taken_at < ring[-1].taken_at - self.retain_s
+        ):
+            return
+        times = [s.taken_at for s in ring]
+        at = bisect.bisect_left(times, sample.taken_at)
+        if times[at] == sample.taken_at:
+            return  # that reading is kept already
+        if len(ring) == ring.maxlen:
+            if at == 0:
+                return  # older than everything a full ring keeps
+            ring.popleft()
+            at -= 1
+        ring.insert(at, sample)
 
     @property
     def last_ok_at(self) -> float | None:
@@ -102,6 +126,12 @@ class FleetState:
             state = self.nodes[sample.node] = NodeState(sample.node, self.history, retain_s=self.retain_s)
         state.add(sample)
 
+    def add_history(self, sample: NodeSample) -> None:
+        state = self.nodes.get(sample.node)
+        if state is None:
+            state = self.nodes[sample.node] = NodeState(sample.node, self.history, retain_s=self.retain_s)
+        state.add_history(sample)
+
 
 class Fleet:
     """Runs the sources as tasks and feeds their samples into a `FleetState`."""
@@ -125,8 +155,14 @@ class Fleet:
         listeners): the public door for whoever feeds samples without a source, e.g. tests."""
         self._emit(sample)
 
+    def _merge_history(self, sample: NodeSample) -> None:
+        # not to the listeners: they follow each part forward in time (the ledger's
+        # tallies would take an older counter for a reset)
+        self.state.add_history(within_bounds(sample))
+
     async def start(self) -> None:
         for source in self.sources:
+            source.emit_history = self._merge_history
             task = asyncio.create_task(self._guard(source), name=f"source:{source.kind}")
             self._tasks.append(task)
 

@@ -6,8 +6,8 @@ aiohttp's client spends ~290 µs of CPU on each realistic page (request and resp
 objects, cookie jar, header multidicts, timers, the stream reader's wake-ups), against
 ~180 µs for this one, which buffers a response and wakes its reader once it is whole
 (Content-Length) or once per chunk (`benchmarks/bench_http_pages.py`). The monitor at 128
-realistic nodes, interleaved A/B: 62.2 → 57.0 % of a core (BENCHMARKS.md, "Issue 15, a
-fifth session"; that also holds the session's other changes). aiohttp still reads every
+realistic nodes, interleaved A/B: 62.2 → 57.0 % of a core (BENCHMARKS.md, "A lean
+client for plain-HTTP pages"; that also holds the session's other changes). aiohttp still reads every
 URL this does not take (`handles`): https (TLS) and URLs with credentials (Basic auth).
 
 What it sends: `GET <target> HTTP/1.1` with Host, Accept, User-Agent and
@@ -41,7 +41,7 @@ import yarl
 # asked for plain text: inflating every page costs the monitor ~0.35 ms a node a second
 # at realistic sizes (4–5 % of a core at 128 nodes), and compressing it costs each node's
 # engine process more (prometheus_client compresses at level 9); the price is bytes on
-# the wire (~430 KB a node a second, not ~22 KB). README: "Network cost".
+# the wire (~430 KB a node a second, not ~22 KB). docs/large-clusters.md: "Network cost".
 ACCEPT_ENCODING = "identity"
 MAX_HEAD_BYTES = 64 * 1024
 MAX_CHUNK_LINE_BYTES = 1024

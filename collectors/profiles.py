@@ -4,7 +4,7 @@ Bundled: `vllm` (V1 names, older names accepted after them), `sglang`, and `deep
 (DeepInfer is built on vLLM, so it reads vLLM names unless the layout says otherwise).
 A layout may add its own under ``[profiles.<name>]``: canonical field → metric name or
 list of names (first present wins), optionally ``extends = "vllm"`` to start from a
-bundled profile. Keys are the canonical names of DESIGN.md (``steps``, ``drafts``, …,
+bundled profile. Keys are the canonical names of docs/engines.md (``steps``, ``drafts``, …,
 ``ttft_seconds`` / ``itl_seconds`` for histograms, by base name) or the `EngineSample`
 field names (``steps_total``, ``ttft_seconds_sum``, …).
 
@@ -49,7 +49,7 @@ from collectors.sample import EngineSample, EngineSourceKind
 CustomProfiles = Mapping[str, Mapping[str, str | list[str]]]
 Aggregate = Literal["sum", "mean"]
 
-# canonical short name (DESIGN.md) → EngineSample field, for scalar quantities
+# canonical short name (docs/engines.md) → EngineSample field, for scalar quantities
 _SCALAR_FIELDS: dict[str, str] = {
     "steps": "steps_total",
     "drafts": "drafts_total",

@@ -36,7 +36,7 @@ from prometheus_api_client.prometheus_connect import PrometheusConnect
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from collectors import promql
+from collectors import prom_rules, promql
 from collectors.safe_text import inert_text, redact_url
 from collectors.sample import NodeSample
 from collectors.source import Emit, PollingSource
@@ -48,6 +48,9 @@ log = logging.getLogger(__name__)
 # few ticks (the cost is measured by benchmarks/bench_prom.py)
 GPUS_PER_TICK = 4096
 MAX_WORKERS = 8
+BACKFILL_WORKERS = 2
+# how often the source looks again for infertop's recorded series (collectors/prom_rules.py)
+RECORDED_RECHECK_S = 300.0
 # a node shown when Prometheus cannot be reached and no node is known yet (discover mode)
 PLACEHOLDER_NODE = "prometheus"
 
@@ -171,7 +174,10 @@ class PromSource(PollingSource):
         history: int = 600,
         expected_gpus: int | None = None,
         clock: Callable[[], float] = time.time,
+        keep_s: float | None = None,
     ):
+        """`keep_s`: how far behind its newest sample the monitor keeps a node's samples
+        (window + slack): the backfill pulls no more than that."""
         super().__init__(nodes, interval_s, timeout_s=config.timeout_s + 1.0)
         self.config = config
         self.url = config.url.rstrip("/")
@@ -187,12 +193,27 @@ class PromSource(PollingSource):
             engine_matchers=promql.profile_matchers(profile_names, profiles),
         )
         self.namer = NodeNamer(nodes, config.discover)
+        self._node_set = set(self.nodes)
+        self.keep_s = keep_s
         self._executor = ThreadPoolExecutor(MAX_WORKERS, thread_name_prefix="prom")
+        # the backfill's range queries run beside live polling: on threads of their own,
+        # so a live query never queues behind one
+        self._history_executor = ThreadPoolExecutor(BACKFILL_WORKERS, thread_name_prefix="prom-backfill")
+        self._backfill_task: asyncio.Task[int] | None = None
         self._client: PrometheusConnect | None = None
         self._last_at: dict[tuple[str, str], float] = {}  # (node, tier) → newest scrape time sent
         self._seen_tiers: dict[str, set[str]] = {}
         self._gpus_seen = expected_gpus or 0
         self._ticks = 0
+        # how far the newest sample Prometheus held trailed the wall clock, last round
+        self.behind_s: float | None = None
+        # infertop's recording rules: a query whose text is the rule's own is read from
+        # the recorded series when the server has it (collectors/prom_rules.py)
+        self._rule_exprs = {
+            (q.tier, q.key): q.promql for t in prom_rules.TIERS for q in prom_rules.builder().tier(t)
+        }
+        self._recorded: set[str] = set()
+        self._recorded_at: float | None = None
 
     # ------------------------------------------------------------------ client
 
@@ -217,9 +238,11 @@ class PromSource(PollingSource):
             self._client = client
         return self._client
 
-    async def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
+    async def _call(
+        self, fn: Callable[..., Any], *args: Any, executor: ThreadPoolExecutor | None = None
+    ) -> Any:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, partial(fn, *args))
+        return await loop.run_in_executor(executor or self._executor, partial(fn, *args))
 
     async def _instant(self, query: promql.Query, at: float) -> promql.Grouped:
         """One query, its result grouped by node in the worker thread (off the event loop)."""
@@ -234,14 +257,24 @@ class PromSource(PollingSource):
         grouped: promql.Grouped = await self._call(fetch)
         return grouped
 
-    async def _range(self, query: promql.Query, start: float, end: float, step: float) -> Any:
+    async def _range(
+        self, query: promql.Query, start: float, end: float, step: float
+    ) -> dict[str, dict[tuple[str, ...], dict[float, float | None]]]:
+        """One range query, grouped by node in the worker thread (off the event loop)."""
         client = self._connect()
         timeout: Any = self.config.timeout_s * 4  # a range query returns far more
-        fn = partial(client.custom_query_range, timeout=timeout)
-        return await self._call(
-            fn, query.promql, dt.datetime.fromtimestamp(start, dt.UTC),
-            dt.datetime.fromtimestamp(end, dt.UTC), f"{step:g}",
-        )
+
+        def fetch() -> dict[str, dict[tuple[str, ...], dict[float, float | None]]]:
+            result = client.custom_query_range(
+                query.promql, dt.datetime.fromtimestamp(start, dt.UTC),
+                dt.datetime.fromtimestamp(end, dt.UTC), f"{step:g}", timeout=timeout,
+            )
+            return promql.group_range(query.key, result, promql.subkeys(query.tier, query.key))
+
+        return await self._call(fetch, executor=self._history_executor)  # type: ignore[no-any-return]
+
+    def backend_delay(self) -> tuple[str, float] | None:
+        return None if self.behind_s is None else (f"prometheus {self.shown_url}", self.behind_s)
 
     def error_text(self, exc: BaseException) -> str:
         return f"prometheus {self.shown_url}: {describe_error(exc, self.config.timeout_s)}"
@@ -260,16 +293,43 @@ class PromSource(PollingSource):
             tiers.append("gpu")
         return tiers
 
+    async def _look_for_recorded(self, now: float) -> None:
+        """Which of infertop's recorded series the server has (one query, now and then)."""
+        if self._recorded_at is not None and now - self._recorded_at < RECORDED_RECHECK_S:
+            return
+        self._recorded_at = now
+        client = self._connect()
+        query = f'count by (__name__) ({{__name__=~"{prom_rules.RECORDED_PREFIX}.+"}})'
+        try:
+            result = await self._call(client.custom_query, query, {"time": f"{now:.3f}"})
+        except Exception as exc:  # the raw queries still work; try again later
+            log.debug("prom: looking for recorded series failed", exc_info=exc)
+            return
+        names = [r.get("metric", {}).get("__name__") for r in result if isinstance(r, dict)]
+        self._recorded = {name for name in names if isinstance(name, str)}
+
+    def queries(self, tier: str) -> list[promql.Query]:
+        """The tier's queries, each read from its recorded series when the server has it
+        and the rule computes exactly this query (the same node labels and metric names)."""
+        out = []
+        for q in self.builder.tier(tier):
+            name = prom_rules.recorded_name(q)
+            if name in self._recorded and self._rule_exprs.get((q.tier, q.key)) == q.promql:
+                q = promql.Query(q.tier, q.key, name)
+            out.append(q)
+        return out
+
     async def poll(self) -> Sequence[NodeSample]:
         now = self.clock()
         tiers = self.tiers_this_tick()
         self._ticks += 1
-        queries = [q for t in tiers for q in self.builder.tier(t)]
         try:
             self._connect()
         except PromSetupError as exc:
             return self._errors(self.error_text(exc))
-        results = await asyncio.gather(*(self._instant(q, now) for q in queries), return_exceptions=True)
+        await self._look_for_recorded(now)
+        queries = [q for t in tiers for q in self.queries(t)]
+        results = await self._consistent_round(queries, now)
         failures = [r for r in results if isinstance(r, BaseException)]
         for failure in failures:
             if isinstance(failure, asyncio.CancelledError):
@@ -289,9 +349,45 @@ class PromSource(PollingSource):
             for node, figures in r.items():
                 into.setdefault(node, {}).update(figures)
         notes = [f"{tier} queries: {msg}" for tier, msg in failed_tiers.items()]
+        self.behind_s = backend_behind_s(grouped, now)
         samples = self._build(grouped, {t for t in tiers if t not in failed_tiers}, now, notes)
         samples += self._missing(grouped, set(tiers) - set(failed_tiers))
+        self._start_backfill()
         return samples
+
+    def _start_backfill(self) -> None:
+        """After the first live round: the history, fetched beside live polling and merged
+        behind the live readings. Never before them: a backfill of many nodes takes
+        longer than the stale threshold, and every node would wait for it."""
+        if self._backfill_task is not None or self.emit_early is None or self.config.backfill_s <= 0:
+            return
+        emit = self.emit_early
+        loop = asyncio.get_running_loop()
+        self._backfill_task = loop.create_task(self.backfill(emit), name="prom:backfill")
+
+    async def _consistent_round(self, queries: list[promql.Query], now: float) -> list[Any]:
+        """Every query's answer (or exception), all as of one instant: the newest scrape
+        the tiers' `timestamp` queries find at `now`; then every query (those too) at that
+        instant. Asked at `now`, a scrape that becomes visible while the round runs would
+        be in some answers and not in others (VictoriaMetrics shows a point once it is
+        -search.latencyOffset old by its own clock, which moves on during the round; a
+        Prometheus commits a scrape mid-round), and a counter stamped with one scrape but
+        read from another gives a rate off by a whole scrape interval."""
+        stamp_queries = [q for q in queries if q.key == "timestamp"]
+        first = await asyncio.gather(*(self._instant(q, now) for q in stamp_queries), return_exceptions=True)
+        newest = max(
+            (stamp for r in first if isinstance(r, dict) for fig in r.values()
+             if (stamp := promql.single(fig, "timestamp")) is not None),
+            default=None,
+        )
+        pairs = zip(stamp_queries, first, strict=True)
+        failed = {q.tier: r for q, r in pairs if isinstance(r, BaseException)}
+        if first and len(failed) == len(first):
+            # the backend did not answer: say so now, not after a second timeout
+            return [failed.get(q.tier, next(iter(failed.values()))) for q in queries]
+        # a scrape stamped at `newest` is in; a later one is not (and never past now)
+        at = now if newest is None else min(newest + 0.001, now)
+        return await asyncio.gather(*(self._instant(q, at) for q in queries), return_exceptions=True)
 
     def _errors(self, message: str) -> list[NodeSample]:
         nodes = self.nodes or [PLACEHOLDER_NODE]
@@ -299,7 +395,8 @@ class PromSource(PollingSource):
 
     def _adopt(self, value: str) -> str | None:
         name = self.namer(value)
-        if name is not None and name not in self.nodes:
+        if name is not None and name not in self._node_set:
+            self._node_set.add(name)  # a set: `in self.nodes` made a round O(nodes²)
             self.nodes.append(name)  # discovered: errors are reported on it from now on
         return name
 
@@ -307,6 +404,9 @@ class PromSource(PollingSource):
         self, grouped: dict[str, promql.Grouped], tiers: set[str], now: float, notes: list[str]
     ) -> list[NodeSample]:
         out: list[NodeSample] = []
+        extra: dict[str, Any] = {"backend_behind_s": self.behind_s}
+        if notes:
+            extra["notes"] = notes
         for tier in sorted(tiers):
             if tier == "gpu":
                 self._gpus_seen = sum(len(f.get("util_pct") or {}) for f in grouped[tier].values())
@@ -320,11 +420,11 @@ class PromSource(PollingSource):
                 key = (node, tier)
                 if taken_at <= self._last_at.get(key, -math.inf):
                     continue  # Prometheus has not scraped it again since the last tick
-                sample = promql.BUILDERS[tier](node, taken_at, fig, f"prom:{tier}")
+                sample = promql.BUILDERS[tier](node, taken_at, fig, f"prom:{tier}", extra)
                 if sample is None:
                     continue
                 self._last_at[key] = taken_at
-                out.append(sample.model_copy(update={"notes": notes}) if notes else sample)
+                out.append(sample)
         return out
 
     def _missing(self, grouped: dict[str, promql.Grouped], tiers: set[str]) -> list[NodeSample]:
@@ -351,15 +451,20 @@ class PromSource(PollingSource):
     # ------------------------------------------------------------------ backfill
 
     async def backfill(self, emit: Emit) -> int:
-        """Emit past samples from range queries (oldest first) so sparklines start full."""
+        """Emit past samples from range queries (oldest first), so rates and windows are
+        full from the first frames. Readings older than a live one already sent go to
+        `emit_history` (merged behind it), newer ones to `emit`; none is sent twice.
+        Returns how many were sent."""
         if self.config.backfill_s <= 0:
             return 0
         step = max(self.interval_s, 1.0)
-        span = min(self.config.backfill_s, step * min(self.history, 10_000))
+        # the monitor keeps a node's samples only `keep_s` behind its newest: older
+        # history would be pulled, decoded and built only to be dropped
+        span = min(self.config.backfill_s, step * min(self.history, 10_000), self.keep_s or math.inf)
         end = self.clock()
         start = end - span
         tiers = ["engine", "node"] + (["gpu"] if self.gpu_detail_every() == 1 else [])
-        queries = [q for t in tiers for q in self.builder.tier(t)]
+        queries = [q for t in tiers for q in self.queries(t)]
         try:
             self._connect()
             results = await asyncio.gather(*(self._range(q, start, end, step) for q in queries))
@@ -368,46 +473,80 @@ class PromSource(PollingSource):
         except Exception as exc:  # live polling reports it; a failed backfill only loses history
             log.info("prom backfill skipped: %s", self.error_text(exc))
             return 0
-        samples: list[NodeSample] = []
         by_tier: dict[str, dict[str, Any]] = {t: {} for t in tiers}
         for q, r in zip(queries, results, strict=True):
-            by_tier[q.tier][q.key] = promql.group_range(q.key, r, promql.subkeys(q.tier, q.key))
-        for tier, keys in by_tier.items():
-            stamps = keys.get("timestamp", {})
-            for value, subs in stamps.items():
-                node = self._adopt(value)
-                if node is None:
-                    continue
-                self._seen_tiers.setdefault(node, set()).add(tier)
-                points: dict[float, float | None] = next(iter(subs.values()), {})
-                prev = -math.inf
-                for t in sorted(points):
-                    taken_at = points[t]
-                    if taken_at is None or taken_at <= prev:
-                        continue
-                    prev = taken_at
-                    fig = {
-                        key: {sub: pts.get(t) for sub, pts in per_node.get(value, {}).items()}
-                        for key, per_node in keys.items()
-                    }
-                    sample = promql.BUILDERS[tier](node, taken_at, fig, f"prom:{tier}")
-                    if sample is not None:
-                        samples.append(sample)
-                if prev > -math.inf:
-                    self._last_at[(node, tier)] = prev
-        samples.sort(key=lambda s: s.taken_at)
-        for sample in samples:
-            emit(sample)
-        return len(samples)
+            by_tier[q.tier][q.key] = r
+        stamps = [keys.get("timestamp", {}) for keys in by_tier.values()]
+        nodes = {value: self._adopt(value) for per_node in stamps for value in per_node}
+        built: list[NodeSample] = await self._call(
+            partial(history_samples, by_tier, nodes), executor=self._history_executor
+        )
+        sent = 0
+        for sample in built:  # oldest first
+            key = (sample.node, sample.source.removeprefix("prom:"))
+            self._seen_tiers.setdefault(sample.node, set()).add(key[1])
+            last = self._last_at.get(key)
+            if last is None or sample.taken_at > last:
+                self._last_at[key] = sample.taken_at
+                emit(sample)
+            elif sample.taken_at < last and self.emit_history is not None:
+                self.emit_history(sample)
+            else:
+                continue
+            sent += 1
+        return sent
 
     async def run(self, emit: Emit) -> None:
-        await self.backfill(emit)
-        await super().run(emit)
+        await super().run(emit)  # the backfill starts after the first live round
 
     async def close(self) -> None:
+        if self._backfill_task is not None and not self._backfill_task.done():
+            self._backfill_task.cancel()
         if self._client is not None:
             self._client.close()
         self._executor.shutdown(wait=False, cancel_futures=True)
+        self._history_executor.shutdown(wait=False, cancel_futures=True)
+
+
+def backend_behind_s(grouped: dict[str, promql.Grouped], read_at: float) -> float | None:
+    """How far the newest scrape among a round's answers trails the instant asked for:
+    the backend's own delay (VictoriaMetrics answers ~30 s in the past by default; a
+    Prometheus may be behind on its scrapes). None when nothing was answered."""
+    newest = max(
+        (stamp for per_node in grouped.values() for fig in per_node.values()
+         if (stamp := promql.single(fig, "timestamp")) is not None),
+        default=None,
+    )
+    return None if newest is None else max(read_at - newest, 0.0)
+
+
+def history_samples(
+    by_tier: dict[str, dict[str, Any]], nodes: dict[str, str | None]
+) -> list[NodeSample]:
+    """Range results (tier → key → node value → sub-key → {eval time → value}) → samples,
+    oldest first; one per scrape (the `timestamp` series says when each was taken).
+    `nodes`: node label value → node name (None: not ours)."""
+    samples: list[NodeSample] = []
+    for tier, keys in by_tier.items():
+        for value, subs in keys.get("timestamp", {}).items():
+            node = nodes.get(value)
+            if node is None:
+                continue
+            points: dict[float, float | None] = next(iter(subs.values()), {})
+            per_node = {key: per.get(value, {}) for key, per in keys.items()}
+            prev = -math.inf
+            for t in sorted(points):
+                taken_at = points[t]
+                if taken_at is None or taken_at <= prev:
+                    continue  # evaluated again before the next scrape: the same reading
+                prev = taken_at
+                fig = {key: {sub: pts.get(t) for sub, pts in subs_of.items()}
+                       for key, subs_of in per_node.items()}
+                sample = promql.BUILDERS[tier](node, taken_at, fig, f"prom:{tier}")
+                if sample is not None:
+                    samples.append(sample)
+    samples.sort(key=lambda s: s.taken_at)
+    return samples
 
 
 def prom_source_for(layout: Layout) -> PromSource | None:
@@ -437,4 +576,5 @@ def prom_source_for(layout: Layout) -> PromSource | None:
         profile_names=sorted({n.engine.profile for n in mine if n.engine is not None}),
         history=layout.cluster.history,
         expected_gpus=sum(gpus) if gpus else None,
+        keep_s=layout.cluster.window_s + 2 * layout.cluster.interval_s,
     )

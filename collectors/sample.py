@@ -155,6 +155,11 @@ class EngineSample(_Frozen):
     kv_transfer_seconds_count: float | None = None
     expert_balancedness_sum: float | None = None  # SGLang EPLB summary (1 = even load)
     expert_balancedness_count: float | None = None
+    # a log source's own clock: the seconds its throughput lines cover (each line its
+    # interval, ÷ the DP engines printing them; an idle stretch the engine printed nothing
+    # for counts as covered at zero throughput). Tokens/s from a log are Δtokens over Δ
+    # this, as the log's own lines give them, not over the monitor's read times (issue 33)
+    log_stats_seconds_total: float | None = None
     # latency histograms: "ttft" / "itl" / "e2e" / "queue" → cumulative (le, count)
     # buckets summed over the node's engines, +inf last
     latency_buckets: dict[str, tuple[tuple[float, float], ...]] | None = None
@@ -241,6 +246,11 @@ class NodeSample(_Frozen):
     pages: list[PageOutcome] = Field(default_factory=list)
     # Set when this source failed for this node; the other parts are then None.
     error: str | None = None
+    # Read from a metrics backend (Prometheus, VictoriaMetrics): how far the newest sample
+    # that backend held trailed the wall clock when this was read (its own delay, e.g.
+    # VictoriaMetrics' -search.latencyOffset, or a Prometheus behind on its scrapes). The
+    # node's age is judged past it: the backend's delay is the backend's, not the node's.
+    backend_behind_s: float | None = None
 
     @field_validator("notes")
     @classmethod

@@ -147,6 +147,9 @@ class ScrapeSource(PollingSource):
         # each node on its own phase, so the rounds cost alike
         self.latency_every = max(1, latency_every)
         self._latency_phase = {n: shard_of(n, self.latency_every) for n in targets}
+        # when each node's latency buckets were last asked for (monotonic): rounds that run
+        # late (a loaded host) must not thin the readings below two a window (issue 33)
+        self._latency_read_at: dict[str, float] = {}
         self._polls = 0
         # pages skimmed (their unwanted lines passed over unchecked) but read whole on one
         # round in WHOLE_PAGE_EVERY, each node on its own phase; a page whose last whole
@@ -284,9 +287,23 @@ class ScrapeSource(PollingSource):
         """Whether this round is the node's one in `every`, on its phase."""
         return (self._polls + phases.get(node, 0)) % every == 0
 
+    def _latency_due(self, node: str) -> bool:
+        """Whether to read the node's latency buckets this round: on its phase, and also
+        whenever the rounds meant to lie between two readings took longer than planned
+        (`latency_every` × interval: the monitor runs late), so a window keeps the readings
+        `latency_every_rounds` planned for it however few rounds it gets."""
+        now = time.monotonic()
+        last = self._latency_read_at.setdefault(node, now)  # counted from the first round
+        due = self._due(self._latency_phase, node, self.latency_every) or (
+            now - last >= self.latency_every * self.interval_s
+        )
+        if due:
+            self._latency_read_at[node] = now
+        return due
+
     async def read_node(self, node: str, timeout_s: float) -> NodeSample:
         endpoints = self.targets[node]
-        with_latency = self._due(self._latency_phase, node, self.latency_every)
+        with_latency = self._latency_due(node)
         whole = self._due(self._whole_page_phase, node, WHOLE_PAGE_EVERY)
         results = await asyncio.gather(*(self._read(ep, timeout_s, with_latency, whole) for ep in endpoints))
         # stamp the reading when the pages arrived, not after parsing them: under load the

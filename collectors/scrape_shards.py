@@ -3,7 +3,7 @@ the machine's other cores.
 
 Reading and parsing a realistic node's three pages costs the monitor ~4 ms of CPU; at 128
 nodes a second that is ~0.5 s of one core, next to the monitor's own frame, record and
-viewers (BENCHMARKS.md, issue 15). Here each worker (`collectors.scrape_worker`) is a
+viewers (BENCHMARKS.md, "Sharded collection"). Here each worker (`collectors.scrape_worker`) is a
 process with its own event loop and HTTP session that runs an ordinary `ScrapeSource`
 over its share of the nodes: the same wall-clock cadence, the same per-request timeouts
 measured on the wire in the worker, `taken_at` stamped when the page arrived. What comes
@@ -69,7 +69,7 @@ def scrape_workers(pages: int, cores: int | None = None, setting: str | None = N
     two cores or fewer, else one per PAGES_PER_WORKER pages, leaving two cores to the
     monitor and a viewer.
 
-    Two cores are left alone because of a measurement (BENCHMARKS.md, issue 15): there a
+    Two cores are left alone because of a measurement (BENCHMARKS.md, "Sharded collection"): there a
     worker reads 128 realistic nodes no fresher than the monitor itself (every core is
     already shared by the monitor, a viewer and, in the demo, the served cluster); two read
     fresher (14–19 % of node-frames a second old, not 36–39 %) but take ~125 % of a core

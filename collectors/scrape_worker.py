@@ -22,6 +22,7 @@ import sys
 import time
 from dataclasses import dataclass
 
+from collectors import library_warnings
 from collectors.loop_stalls import acquire_meter, release_meter
 from collectors.sample import NodeSample
 from collectors.scrape import Endpoint, ScrapeSource
@@ -104,6 +105,7 @@ async def serve() -> None:
 
 
 def main() -> None:
+    library_warnings.install()  # a library's warning is not the operator's business
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(name)s: %(message)s")
     # reading pages is throughput work: where cores are short, the viewers (and the
     # monitor's frame) come first; a worker that falls behind is the monitor's lateness,

@@ -33,6 +33,9 @@ class Source(ABC):
 
     def __init__(self, nodes: Sequence[str]):
         self.nodes = list(nodes)
+        # where readings older than those already emitted go (a backfill that arrives
+        # after live readings): merged behind them in time order. Set by the Fleet.
+        self.emit_history: Emit | None = None
 
     @abstractmethod
     async def run(self, emit: Emit) -> None:
@@ -40,6 +43,12 @@ class Source(ABC):
 
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections. Called once after `run` is cancelled."""
+
+    def backend_delay(self) -> tuple[str, float] | None:
+        """A metrics backend's own delay, said once for the cluster: (the backend as
+        shown, seconds its newest sample trailed the wall clock at the last round).
+        None for a source that reads the nodes themselves."""
+        return None
 
     def stall_spans_wall(self, since: float) -> list[tuple[float, float]]:
         """Wall-clock spans since `since` in which a process of this source other than the

@@ -1,5 +1,5 @@
 """`python -m infertop` runs the CLI."""
 
-from infertop.cli.main import entry
+from infertop.front_door import entry
 
 entry()

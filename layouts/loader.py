@@ -228,6 +228,7 @@ def _expand_nodes(path: str, text: str, raw: dict[str, Any]) -> list[int]:
                 clone = _substitute(node, name)  # new containers; TOML scalars are immutable
                 del clone["hosts"]
                 clone["name"] = name
+                clone.setdefault("group", node["hosts"])  # a range is a group of its own
                 expanded.append(clone)
                 origin.append(i)
         else:

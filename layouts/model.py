@@ -214,7 +214,7 @@ class AlertsConfig(_Strict):
 
 
 class ApiPriceTable(_Strict):
-    """Per 1M tokens. Defaults: DeepSeek-V4.1-Flash (DESIGN.md)."""
+    """Per 1M tokens. Defaults: DeepSeek-V4.1-Flash (docs/money.md)."""
 
     model: str = "DeepSeek-V4.1-Flash"
     as_of: str = "2026-11"
@@ -397,6 +397,14 @@ class NodeConfig(_Strict):
     nics: list[NicExpectation] = Field(default_factory=list)
     gpu_hour_usd: NonNegFloat | None = None
     node_hour_usd: NonNegFloat | None = None
+    # how the operator groups nodes within a pool (a rack, a leaf switch, a unit); a
+    # `hosts` range is its own group unless it names one. The fleet map groups by it
+    group: str | None = None
+
+    @field_validator("group")
+    @classmethod
+    def _group(cls, value: str | None) -> str | None:
+        return None if value is None else _plain_label(value)
 
     @field_validator("metrics")
     @classmethod

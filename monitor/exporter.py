@@ -27,7 +27,8 @@ _NODE_ENGINE: tuple[tuple[str, str, Callable[[EngineView], float | None]], ...] 
     ("mean_acceptance_length", "1 + accepted / drafts (includes the bonus token)",
      lambda e: e.mean_acceptance_length),
     ("accepted_tokens_per_second", "Accepted output tokens per second", lambda e: e.accepted_tokens_per_s),
-    ("full_acceptance_tokens_per_second", "(drafts + draft tokens) per second, DeepInfer's convention",
+    ("full_acceptance_tokens_per_second",
+     "Tokens per second had every draft token been accepted: produced + draft tokens rejected",
      lambda e: e.full_acceptance_tokens_per_s),
     ("requests_running", "Requests running in the engine", lambda e: e.requests_running),
     ("requests_waiting", "Requests waiting in the engine queue", lambda e: e.requests_waiting),
@@ -75,7 +76,7 @@ _ROLLUP: tuple[tuple[str, str, Callable[[RollupView], float | None]], ...] = (
      lambda r: None if r.nodes_counted is None else float(r.nodes_counted)),
 )
 
-# the scoreboard's (DESIGN.md "Scoreboard fields"); latency percentiles are interpolated
+# the scoreboard's (docs/snapshot.md, "Scoreboard"); latency percentiles are interpolated
 # within the engines' histogram buckets
 _LATENCY = tuple(
     (f"{name}_{p}_seconds", f"{text} {p}, interpolated within its histogram bucket",
@@ -158,6 +159,19 @@ def snapshot_families(snapshot: Snapshot) -> Iterator[GaugeMetricFamily | InfoMe
             verdicts.add_metric([n.name, v.kind, v.severity], 1.0)
     yield status
     yield verdicts
+    # a blind spot every peer shares is the cluster's, said once (never a node verdict)
+    shared = GaugeMetricFamily(
+        "infertop_cluster_shared_blind_spot_nodes",
+        "Nodes that all share a blind spot (coverage kind), said once at cluster level",
+        labels=["kind"],
+    )
+    by_kind: dict[str, int] = {}
+    for spot in snapshot.cluster.shared_blind_spots:
+        for kind in spot.kinds:
+            by_kind[kind] = by_kind.get(kind, 0) + spot.nodes
+    for kind, count in by_kind.items():
+        shared.add_metric([kind], float(count))
+    yield shared
     session = snapshot.session
     for suffix, text, get_s in _SESSION:
         value = get_s(session)
@@ -170,6 +184,13 @@ def snapshot_families(snapshot: Snapshot) -> Iterator[GaugeMetricFamily | InfoMe
         for suffix, text, value in _monitor_figures(health):
             if value is not None:
                 yield GaugeMetricFamily(f"infertop_monitor_{suffix}", text, value=value)
+    behind = GaugeMetricFamily("infertop_backend_behind_seconds",
+                               "How far the metrics backend's newest sample trailed the wall clock",
+                               labels=["backend"])
+    for backend in snapshot.backends:
+        if backend.behind_s is not None:
+            behind.add_metric([backend.name], backend.behind_s)
+    yield behind
     pools = {"all": snapshot.cluster.total, **snapshot.cluster.roles}
     for suffix, text, get_r in _ROLLUP:
         fam = GaugeMetricFamily(f"infertop_role_{suffix}", text, labels=["role"])
@@ -195,11 +216,12 @@ class SnapshotCollector(Collector):
 def metric_names() -> set[str]:
     """Every family name the exporter may serve (dashboards and tests check against it)."""
     names = {"infertop_info", "infertop_snapshot_timestamp_seconds", "infertop_node_status",
-             "infertop_node_verdict"}
+             "infertop_node_verdict", "infertop_cluster_shared_blind_spot_nodes"}
     names |= {f"infertop_node_{s}" for s, _, _ in _NODE_ENGINE}
     names |= {f"infertop_node_{s}" for s, _, _ in _NODE_OTHER}
     names |= {f"infertop_session_{s}" for s, _, _ in _SESSION}
     names |= {f"infertop_role_{s}" for s, _, _ in _ROLLUP}
     names |= {"infertop_monitor_lagging"}
     names |= {f"infertop_monitor_{s}" for s, _, _ in _monitor_figures(MonitorHealthView())}
+    names.add("infertop_backend_behind_seconds")
     return names

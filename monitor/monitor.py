@@ -36,7 +36,7 @@ from monitor.health import MonitorHealth, suggestion
 if TYPE_CHECKING:
     from monitor.record.store import Recorder
 from layouts.model import Layout, NodeConfig
-from monitor.snapshot import Snapshot
+from monitor.snapshot import BackendView, Snapshot
 
 log = logging.getLogger(__name__)
 Listener = Callable[[Snapshot], None]
@@ -235,6 +235,9 @@ class Monitor:
             nodes=nodes,
             monitor=self.health.view(meter, sum(n.monitor_late for n in nodes), self._advice()),
             verdict_groups=verdict_groups(nodes, layout.cluster.interval_s),
+            backends=[BackendView(name=name, behind_s=behind)
+                      for source in self.sources if (delay := source.backend_delay()) is not None
+                      for name, behind in [delay]],
         )
         self.latest = snapshot
         if self.recorder is not None:

@@ -1,8 +1,8 @@
 """The immutable picture of the cluster at one instant: what every view renders.
 
-Its JSON form is the stable `infertop.snapshot/1` interface of DESIGN.md: the field
-names here are that contract. Unknown values are `None` (JSON null), never 0.
-Fields beyond DESIGN.md's list are additions (allowed); none of the listed ones may be
+Its JSON form is the stable `infertop.snapshot/1` interface of docs/snapshot.md: the
+field names here are that contract. Unknown values are `None` (JSON null), never 0.
+Fields may be added (each listed in docs/snapshot.md: a test checks it); none may be
 renamed or dropped.
 """
 
@@ -117,6 +117,9 @@ class EngineView(_View):
     # null: past the highest finite bound), so a viewer can say "25–50 ms"
     latency_bounds_s: dict[str, tuple[float, float | None]] = Field(default_factory=dict)
     latency_requests: dict[str, float] = Field(default_factory=dict)  # observations in window
+    # why the percentiles are null although the engine publishes latency buckets: "no
+    # latency reading in this window" (fewer than two readings of them in it); else null
+    latency_note: str | None = None
     prefix_cache_hit_rate: float | None = None  # local cache: hit tokens / queried tokens
     external_prefix_cache_hit_rate: float | None = None  # through a KV connector
     preemptions_per_s: float | None = None
@@ -158,6 +161,10 @@ class CoverageGap(_View):
     # key ("nvlink", "ecc", …): what `thresholds.blind_ignore` names
     kind: str
     detail: str  # one line: "links unknown: node_exporter page failed (cannot connect to …)"
+    # addition: every answering peer of the node (same role, read by the same sources) has
+    # this same gap: it is said once at cluster level (`ClusterView.shared_blind_spots`),
+    # not as this node's `blind` verdict (monitor/evaluation/shared_gaps.py)
+    shared: bool = False
 
 
 class LinksView(_View):
@@ -207,6 +214,9 @@ class NodeView(_View):
     # fresh only because the time the monitor itself stood still was not counted against
     # the node's sample age (monitor.evaluation.figures.node_status): the monitor is late
     monitor_late: bool = False
+    # the layout's grouping of the node within its pool (a `group` key, else the `hosts`
+    # range it came from); None: not grouped. The fleet map draws by it
+    group: str | None = None
 
 
 class RollupView(_View):
@@ -265,6 +275,21 @@ class ReferencePointView(_View):
     accounting: str  # "full-acceptance" or "accepted": how the publisher counted
 
 
+class SharedBlindSpotView(_View):
+    """Blind spots every answering node of a peer group shares (same role, read by the same
+    sources: a stock dcgm-exporter on every node leaves out ECC): one cluster-level finding
+    with its fix, instead of a `blind` verdict on each node (monitor/evaluation/shared_gaps.py)."""
+
+    kinds: list[str]  # the coverage kinds shared ("clock_events", "ecc", …), most important first
+    nodes: int  # how many nodes share them (every answering node of the groups below)
+    roles: list[str]  # the roles of those nodes
+    sources: list[str]  # the sources that read them
+    detail: str  # the gaps' own reasons, "; "-joined (as a node's `blind` verdict would say)
+    fix: str | None = None  # what to change to see them, where infertop knows; None otherwise
+    note: str = ""  # the one line the viewers show: "all 16 decode nodes (read by scrape) blind on …"
+    severity: Severity = "warning"  # as a node's `blind` verdict: unknown is never healthy
+
+
 class ClusterView(_View):
     name: str
     interval_s: float
@@ -278,6 +303,9 @@ class ClusterView(_View):
     slo_itl_p99_s: float | None = None
     # nodes with an active `blind` verdict: the header says "blind on N nodes"
     blind_nodes: int = 0
+    # addition: blind spots shared by every answering node of a peer group, each said once
+    # (never null: empty when none, and in records written before it)
+    shared_blind_spots: list[SharedBlindSpotView] = Field(default_factory=list)
 
     def pool(self, role: str | None) -> RollupView | None:
         """A pool's roll-up by role; "all" is the cluster's total."""
@@ -326,7 +354,7 @@ class SessionView(_View):
     usd_per_million_output_tokens_now: float | None = None
     # counter steps the ledger did not count, and why (an engine no engine could be)
     notes: list[str] = Field(default_factory=list)
-    # scoreboard money (DESIGN.md "Scoreboard fields"); the span rule: token figures, $/1M,
+    # scoreboard money (docs/money.md, docs/snapshot.md); the span rule: token figures, $/1M,
     # API-equivalent and the spend ÷ API ratio all cover the same stretch of time
     tokens_since: str | None = None  # ISO 8601, UTC: start of the stretch the tokens cover
     # "reservation": the engines' counters began within it, so the tokens cover all of it;
@@ -394,6 +422,14 @@ class MonitorHealthView(_View):
     rounds_late: int = 0  # frames lately drawn before all their readings were in (the monitor was slow)
 
 
+class BackendView(_View):
+    """A metrics backend the monitor reads nodes through (the prom source), and its own
+    delay, said once here instead of on every node it serves."""
+
+    name: str  # "prometheus http://prom:9090" (credentials never shown)
+    behind_s: float | None = None  # how far its newest sample trailed the wall clock, last round
+
+
 class Snapshot(_View):
     """One frame: the whole cluster at `taken_at`."""
 
@@ -406,6 +442,7 @@ class Snapshot(_View):
     # additions
     monitor: MonitorHealthView | None = None
     verdict_groups: list[VerdictGroupView] = Field(default_factory=list)
+    backends: list[BackendView] = Field(default_factory=list)
 
     model_config = ConfigDict(frozen=True, populate_by_name=True)
 

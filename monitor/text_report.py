@@ -73,6 +73,10 @@ def _scoreboard_line(snapshot: Snapshot) -> str:
     )
 
 
+# a backend further behind than this is worth a line (a scrape interval or two is normal)
+BACKEND_BEHIND_SAID_S = 10.0
+
+
 def snapshot_table(snapshot: Snapshot) -> str:
     rows = [_COLUMNS] + [_row(n) for n in snapshot.nodes]
     widths = [max(len(r[i]) for r in rows) for i in range(len(_COLUMNS))]
@@ -94,9 +98,17 @@ def snapshot_table(snapshot: Snapshot) -> str:
     if health is not None and health.lagging:
         advice = f" — {health.suggestion}" if health.suggestion else ""
         lines.append(f"monitor lagging: {health.reason}{advice}")
+    for spot in snapshot.cluster.shared_blind_spots:  # once here, not on each node below
+        lines.append(f"unseen cluster: {inert_text(spot.note, MAX_LINE_CHARS)}")
+    for backend in snapshot.backends:  # its delay said once, not on every node it serves
+        if backend.behind_s is not None and backend.behind_s >= BACKEND_BEHIND_SAID_S:
+            lines.append(f"{inert_text(backend.name, MAX_LINE_CHARS)}: its newest sample is "
+                         f"{backend.behind_s:.0f} s old (nodes are judged against it)")
     for node in snapshot.nodes:
         name = inert_text(node.name, MAX_CELL_CHARS)
-        for gap in node.coverage:  # the blind verdict's reasons, whether or not it held yet
+        # the blind verdict's reasons, whether or not it held yet; those its peers share too
+        # are the cluster's line above
+        for gap in (g for g in node.coverage if not g.shared):
             lines.append(f"unseen {name}: {inert_text(gap.detail, MAX_LINE_CHARS)}")
         for note in node.notes:
             lines.append(f"note {name}: {inert_text(note, MAX_LINE_CHARS)}")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages that the integration tests start for real:
-# OpenSSH server (ssh source), tmux (smoke test of the real binary), Prometheus (prom
-# source), iproute2 (network namespaces, veth, tc), chromium (the browser view). Idempotent;
+# OpenSSH server (ssh source), tmux (smoke test of the real binary), Prometheus,
+# VictoriaMetrics and Alertmanager (prom source, rules, `demo --via`), iproute2 (network namespaces, veth, tc), chromium (the browser view). Idempotent;
 # skips what is present.
 set -euo pipefail
 need=()
@@ -9,6 +9,9 @@ command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need+=(openssh-serve
 command -v ssh >/dev/null 2>&1 || need+=(openssh-client)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 command -v prometheus >/dev/null 2>&1 || [ -x /usr/bin/prometheus ] || need+=(prometheus)
+command -v victoria-metrics >/dev/null 2>&1 || [ -x /usr/bin/victoria-metrics ] || need+=(victoria-metrics)
+command -v prometheus-alertmanager >/dev/null 2>&1 || [ -x /usr/bin/prometheus-alertmanager ] \
+  || need+=(prometheus-alertmanager)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v tc >/dev/null 2>&1 || need+=(iproute2)
 # the browser test of `infertop serve` (Playwright drives Debian's chromium)

@@ -29,6 +29,7 @@ from monitor.stopping import SIGNALS, arm_watchdog, run_bounded
 from tui.alerts import Alerter, AlertSettings
 from tui.announcer import VerdictAnnouncer
 from tui.columns import SORTS, SortSpec
+from tui.fleet_map import FleetMap
 from tui.frames import FrameScreen, FrameState
 from tui.help_screen import HelpScreen
 from tui.history import History
@@ -201,6 +202,7 @@ class InfertopApp(App[int]):
             ("everywhere", self.offered(InfertopApp.BINDINGS)),
             ("overview", OverviewScreen.BINDINGS),
             ("node table", NodeTable.BINDINGS),
+            ("fleet map", FleetMap.BINDINGS),
             ("node screen", NodeScreen.BINDINGS),
             ("scoreboard", ScoreboardScreen.BINDINGS),
         ]
@@ -263,6 +265,8 @@ class InfertopApp(App[int]):
         for spec in SORTS:
             yield SystemCommand(f"Sort by {spec.label}", "Sort the node table, worst first",
                                 partial(self.set_sort, spec), discover=False)
+        yield SystemCommand("Fleet map / node table", "A cell per node, grouped; or one row per node (f)",
+                            partial(self._on_overview, self.overview.action_toggle_map))
         yield SystemCommand("Pause / resume rendering", "Freeze the screen; collection goes on (p)",
                             self.action_toggle_pause)
         yield SystemCommand("Help: keys", "Every key binding (?)", self.action_help)

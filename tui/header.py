@@ -7,6 +7,7 @@ import time
 from rich.text import Text
 from textual.widgets import Static
 
+from monitor.evaluation.shared_gaps import KIND_LABELS
 from monitor.format import fmt_duration, fmt_usd
 from monitor.snapshot import Snapshot
 from tui.columns import TROUBLE, WARN
@@ -71,6 +72,11 @@ def header_text(
     if blind:
         # unknown is never healthy: say how much of the cluster cannot be seen
         out.append(f"   blind on {blind} node{'s' if blind != 1 else ''}", WARN)
+    for spot in snapshot.cluster.shared_blind_spots:
+        # what every node misses alike: said once (the hunt list has the fix)
+        labels = ", ".join(dict.fromkeys(KIND_LABELS.get(k, k) for k in spot.kinds))
+        count = f"{spot.nodes} node{'s' if spot.nodes != 1 else ''}"
+        out.append(f"   fleet-wide blind on {inert(labels, max_len=80).plain} ({count})", WARN)
     if filter_text:
         out.append("   filter ", "grey70")
         out.append(inert(filter_text, max_len=40).plain, "bold cyan")

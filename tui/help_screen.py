@@ -14,6 +14,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from tui.fleet_map_picture import legend
+
 KEY_NAMES = {
     "slash": "/",
     "question_mark": "?",
@@ -57,6 +59,14 @@ def help_table(scopes: list[tuple[str, Iterable[BindingType]]], palette_key: str
     return table
 
 
+def map_legend() -> Text:
+    """The fleet map's glyphs and what each means (the map's own legend, not a copy)."""
+    out = Text("Fleet map (f): a cell per node, grouped by pool and the layout's group; ", "grey70")
+    for text, style in legend():
+        out.append(f" {text}", style)
+    return out
+
+
 class HelpScreen(ModalScreen[None]):
     BINDINGS = [
         Binding("escape", "dismiss", "Close help"),
@@ -81,3 +91,4 @@ class HelpScreen(ModalScreen[None]):
                     "grey70",
                 )
             )
+            yield Static(map_legend(), id="help-map-legend")

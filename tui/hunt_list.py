@@ -8,7 +8,10 @@ that start is the app's (tui/announcer.py), whatever screen is on top.
 Rows are keyed by (node, kind) and updated in place (a `RowTable`): the cursor stays on
 its verdict while others come and go. A mass event (many nodes entering one verdict
 together, grouped by the monitor: `evaluation.mass_events`) is one row, "41 nodes", its
-members named in the evidence column; Enter on it opens its first node.
+members named in the evidence column; Enter on it opens its first node. A blind spot every
+node shares (`cluster.shared_blind_spots`, judged by the monitor: `evaluation.shared_gaps`)
+is one row after the nodes' verdicts, "16 nodes · blind", its evidence the fix; Enter on it
+opens nothing (no one node has it more than another).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from textual.binding import Binding
 
 from monitor.evaluation.mass_events import hunt_entries
 from monitor.format import fmt_age, fmt_usd
-from monitor.snapshot import NodeView, Snapshot, VerdictGroupView, VerdictView
+from monitor.snapshot import NodeView, SharedBlindSpotView, Snapshot, VerdictGroupView, VerdictView
 from tui.messages import OpenNode
 from tui.row_table import RowTable
 from tui.text import inert
@@ -78,6 +81,40 @@ def group_cells(group: VerdictGroupView, now: float) -> tuple[Text, ...]:
     )
 
 
+def spot_label(spot: SharedBlindSpotView) -> str:
+    return f"{spot.nodes} node{'s' if spot.nodes != 1 else ''}"
+
+
+def _spot_row_key(index: int, spot: SharedBlindSpotView) -> str:
+    # no node opens from it: the label where a node name goes, marked as the cluster's
+    return _row_key((f"{spot_label(spot)}\x1ecluster-{index}", "blind"))
+
+
+def spot_cells(spot: SharedBlindSpotView) -> tuple[Text, ...]:
+    style = SEVERITY_STYLE.get(spot.severity, "")
+    return (
+        inert(spot.severity, style),
+        inert(spot_label(spot), "bold"),
+        inert("blind", style),
+        Text("", justify="right"),
+        Text(fmt_usd(None), justify="right"),
+        inert(spot.note, max_len=300),
+    )
+
+
+def spot_detail_text(spot: SharedBlindSpotView) -> Text:
+    """A blind spot the fleet shares in full: who, the fix, every reason."""
+    style = SEVERITY_STYLE.get(spot.severity, "")
+    out = Text()
+    out.append("blind", style)
+    out.append(" on ")
+    out.append(inert(f"{spot_label(spot)} ({'/'.join(spot.roles)})", "bold", max_len=200))
+    out.append(f" · {spot.severity} · fleet-wide: no node sees it", "grey70")
+    out.append("\n")
+    out.append(inert(spot.note, max_len=2000))
+    return out
+
+
 def fmt_since(since: float | None, now: float) -> str:
     """When a verdict started, as a clock time in UTC (with the date when not today),
     and how long ago: "06:41:12 UTC (3m ago)"."""
@@ -128,6 +165,7 @@ class HuntList(RowTable):
         self._opens: dict[str, str] = {}  # row key → the node Enter opens
         self.pairs: dict[str, tuple[NodeView, VerdictView]] = {}  # single-verdict rows
         self.groups: dict[str, VerdictGroupView] = {}  # mass-event rows
+        self.spots: dict[str, SharedBlindSpotView] = {}  # the cluster's shared blind spots
         self.now = 0.0
 
     def show_snapshot(self, snapshot: Snapshot) -> None:
@@ -144,10 +182,14 @@ class HuntList(RowTable):
 
     def show(self, snapshot: Snapshot) -> None:
         now = dt.datetime.fromisoformat(snapshot.taken_at).timestamp()
-        self.show_nodes(snapshot.nodes, now, snapshot.verdict_groups)
+        self.show_nodes(snapshot.nodes, now, snapshot.verdict_groups, snapshot.cluster.shared_blind_spots)
 
     def show_nodes(
-        self, nodes: Sequence[NodeView], now: float, groups: Sequence[VerdictGroupView] = ()
+        self,
+        nodes: Sequence[NodeView],
+        now: float,
+        groups: Sequence[VerdictGroupView] = (),
+        spots: Sequence[SharedBlindSpotView] = (),
     ) -> None:
         rows: list[tuple[str, tuple[Text, ...]]] = []
         opens: dict[str, str] = {}
@@ -166,7 +208,10 @@ class HuntList(RowTable):
                 rows.append((key, row_cells(node, verdict, now)))
                 opens[key] = node.name
                 pairs[key] = (node, verdict)
-        self._opens, self.pairs, self.groups = opens, pairs, group_rows
+        # after every node's verdicts, as a node's blind verdict (no known money at stake)
+        spot_rows = {_spot_row_key(i, spot): spot for i, spot in enumerate(spots)}
+        rows.extend((key, spot_cells(spot)) for key, spot in spot_rows.items())
+        self._opens, self.pairs, self.groups, self.spots = opens, pairs, group_rows, spot_rows
         self.sync(rows)
         self.set_order([key for key, _ in rows])
 
@@ -175,10 +220,14 @@ class HuntList(RowTable):
         row = self.current_key()
         if row is not None and row in self.groups:
             return group_detail_text(self.groups[row], self.now)
+        if row is not None and row in self.spots:
+            return spot_detail_text(self.spots[row])
         pair = None if row is None else self.pairs.get(row)
         return None if pair is None else detail_text(*pair, self.now)
 
     def on_row_table_row_selected(self, event: RowTable.RowSelected) -> None:
         if event.table is self:
             event.stop()
+            if event.key in self.spots:
+                return  # the whole fleet's: no one node to open
             self.post_message(OpenNode(self._opens.get(event.key, _key_of(event.key)[0])))

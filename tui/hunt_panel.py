@@ -82,6 +82,10 @@ class HuntPanel(Vertical):
         events = len(snapshot.verdict_groups)
         if events:
             title += f" · {events} mass event{'s' if events != 1 else ''}"
+        spots = len(snapshot.cluster.shared_blind_spots)
+        if spots:
+            title = title.replace("all clear", "no node verdict")
+            title += f" · {spots} fleet-wide blind spot{'s' if spots != 1 else ''}"
         if title != self._shown_title:  # setting a title repaints the panel, even the same one
             self._shown_title = title
             self.border_title = title

@@ -254,7 +254,8 @@ def notes_text(node: NodeView) -> Text:
         out.append(inert(verdict.detail, max_len=300))
         out.append("\n")
     for gap in node.coverage:
-        out.append("unseen: ", WARN)
+        # a gap every peer shares is the cluster's finding (the hunt list's), not this node's
+        out.append("unseen (fleet-wide): " if gap.shared else "unseen: ", WARN)
         out.append(inert(gap.detail, max_len=300))
         out.append("\n")
     if node.error:

@@ -10,8 +10,9 @@ from textual.widget import Widget
 from textual.widgets import Footer, Input, Static
 
 from monitor.snapshot import Snapshot
-from tui.columns import SORTABLE, SortSpec, sort_spec
+from tui.columns import SORTABLE, SortSpec, sort_order, sort_spec
 from tui.filtering import NodeFilter
+from tui.fleet_map import FleetMap
 from tui.frames import FrameScreen, FrameState
 from tui.header import HeaderBar
 from tui.messages import OpenNode
@@ -23,6 +24,9 @@ from tui.scoreboard_text import scoreboard_line
 
 COMPACT_WIDTH = 120
 COMPACT_HEIGHT = 30
+# from this many nodes the fleet map, not the node table, is what the overview opens on:
+# the table no longer shows the fleet on one screen (`f` toggles either way)
+FLEET_MAP_FROM_NODES = 64
 
 
 class OverviewScreen(FrameScreen):
@@ -37,6 +41,8 @@ class OverviewScreen(FrameScreen):
         Binding("r", "sort_reverse", "Reverse", tooltip="Reverse the sort"),
         Binding("s", "sort_hunt", "Worst first", show=False,
                 tooltip="Sort by severity, then $/h at stake"),
+        Binding("f", "toggle_map", "Fleet map", show=False,
+                tooltip="The fleet map (a cell per node, grouped) or the node table"),
         Binding("w", "toggle_wide", "All columns", show=False,
                 tooltip="All columns (←/→ scroll; NODE stays) or those that fit"),
         # Textual's own focus keys, said here so that the help lists them
@@ -53,6 +59,7 @@ class OverviewScreen(FrameScreen):
         self.sort = sort_spec(None)
         self._panels: list[Widget] = overview_panels() if panels is None else panels
         self._scoreboard_plain: str | None = None
+        self.map_chosen: bool | None = None  # `f` pressed: the user's choice; None: by size
 
     # -- layout ---------------------------------------------------------------------
 
@@ -60,6 +67,7 @@ class OverviewScreen(FrameScreen):
         self.header_bar = HeaderBar(id="header")
         self.rollups = RollupStrip(id="rollups")
         self.table = NodeTable(id="nodes")
+        self.fleet_map = FleetMap(id="fleet-map")
         self.empty = Static("waiting for the first samples…", id="empty")
         self.filter_input = Input(
             placeholder="filter by name, role, status or verdict (! inverts), Enter keeps it",
@@ -73,6 +81,7 @@ class OverviewScreen(FrameScreen):
             row.display = bool(self._panels)
             yield from self._panels
         yield self.table
+        yield self.fleet_map
         yield self.empty
         yield self.filter_input
         yield Footer()
@@ -84,6 +93,7 @@ class OverviewScreen(FrameScreen):
 
     def on_mount(self) -> None:
         self.filter_input.display = False
+        self.fleet_map.display = False
         self.header_bar.show(None)
         self.table.focus()
 
@@ -93,7 +103,12 @@ class OverviewScreen(FrameScreen):
         """Render one frame. The app calls this inside `batch_update()`."""
         self.snapshot = snapshot
         nodes = [n for n in snapshot.nodes if self.node_filter.matches(n)]
-        self.table.show(nodes, self.sort)
+        self._choose_view(len(snapshot.nodes))
+        if self.map_shown:
+            # the table is not drawn meanwhile: `f` draws it again from this frame
+            self.fleet_map.show(nodes, sort_order(nodes, self.sort) if self.sort.column else None)
+        else:
+            self.table.show(nodes, self.sort)
         self.empty.display = not snapshot.nodes
         self.rollups.show(snapshot)
         line = scoreboard_line(snapshot, self.scoreboard_line.content_region.width or None)
@@ -110,7 +125,8 @@ class OverviewScreen(FrameScreen):
             self.snapshot,
             paused=self.frames.paused,
             filter_text=self.node_filter.describe(),
-            shown=shown if shown is not None else self.table.row_count,
+            shown=shown if shown is not None else (
+                self.fleet_map.cell_count if self.map_shown else self.table.row_count),
             sort_label=self.sort.label,
             alerts=self.frames.alerts,
         )
@@ -131,7 +147,7 @@ class OverviewScreen(FrameScreen):
         self.filter_input.value = ""
         self.filter_input.display = False
         self.node_filter = NodeFilter()
-        self.table.focus()
+        self.main_view().focus()
         self.rerender()
 
     def set_filter(self, query: str) -> None:
@@ -146,10 +162,13 @@ class OverviewScreen(FrameScreen):
         # further down would scroll the rows above it, the worst among them, out of sight
         self.table.move_cursor(0)
         self.table.scroll_home(animate=False)
+        self.fleet_map.action_first()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "sort_reverse":
             return self.sort.column is not None
+        if action == "toggle_wide":  # the map has no columns
+            return not self.map_shown
         return True
 
     def sort_by(self, column: str | None) -> None:
@@ -178,6 +197,30 @@ class OverviewScreen(FrameScreen):
     def action_sort_hunt(self) -> None:
         self.set_sort(sort_spec("verdicts"))
 
+    # -- the fleet map --------------------------------------------------------------
+
+    @property
+    def map_shown(self) -> bool:
+        return bool(self.fleet_map.display)
+
+    def main_view(self) -> NodeTable | FleetMap:
+        return self.fleet_map if self.map_shown else self.table
+
+    def _choose_view(self, nodes: int) -> None:
+        wanted = self.map_chosen if self.map_chosen is not None else nodes >= FLEET_MAP_FROM_NODES
+        if wanted != self.map_shown:
+            focused = self.focused in (self.table, self.fleet_map)
+            self.fleet_map.display = wanted
+            self.table.display = not wanted
+            if focused or self.focused is None:
+                self.main_view().focus()
+
+    def action_toggle_map(self) -> None:
+        self.map_chosen = not self.map_shown
+        self._choose_view(0)
+        self.refresh_bindings()
+        self.rerender()
+
     def action_toggle_wide(self) -> None:
         self.table.set_fit_to_width(not self.table.fit_to_width)
         self.notify("every column: ←/→ scroll them" if not self.table.fit_to_width
@@ -196,12 +239,15 @@ class OverviewScreen(FrameScreen):
         if event.input is self.filter_input:
             if not event.value.strip():
                 self.filter_input.display = False
-            self.table.focus()
+            self.main_view().focus()
 
     def on_row_table_header_clicked(self, event: RowTable.HeaderClicked) -> None:
         if event.table is self.table and event.column in SORTABLE:
             event.stop()
             self.sort_by(event.column)
+
+    def on_fleet_map_node_chosen(self, event: FleetMap.NodeChosen) -> None:
+        self.post_message(OpenNode(event.key))
 
     def on_row_table_row_selected(self, event: RowTable.RowSelected) -> None:
         if event.table is self.table:

@@ -138,7 +138,10 @@ def latency_table(snapshot: Snapshot) -> Table:
     for node in snapshot.nodes:
         if node.engine is None:
             continue
-        table.add_row(inert(node.name, max_len=40), *_latency_cells(node.engine), _slo(node.engine))
+        slo = _slo(node.engine)
+        if node.engine.latency_note and slo == UNKNOWN:
+            slo = inert(node.engine.latency_note, max_len=40).plain  # why the row is empty
+        table.add_row(inert(node.name, max_len=40), *_latency_cells(node.engine), slo)
     return table
 
 

@@ -569,6 +569,7 @@ class VllmParser:
         if prompt_tps is None and gen_tps is None:
             raise LogLineError("stats line without a throughput figure")
         interval = figures.stats_interval(engine, _log_stamp_s(text))
+        figures.cover(engine, interval, figures.last_gap)
         if prompt_tps is not None:
             figures.add("prompt_tokens", prompt_tps * interval)
         gen_tokens = None
@@ -755,6 +756,7 @@ class SglangParser:
             return True  # an engine's first line: the time it covers is not known yet
         tokens = gen_tps * gap
         figures.add("generation_tokens", tokens)
+        figures.cover(engine, gap, gap)
         if length is not None and length >= 1 and tokens > 0:
             drafts = tokens / length
             accepted = drafts * (length - 1)
@@ -909,6 +911,8 @@ class LogFigures:
         self.step_engines: set[str] = set()  # engines whose step lines were seen
         self.engine_steps: dict[str, float] = {}  # engine → its steps (lines × passes each)
         self.notes: set[str] = set()
+        self.last_gap: float | None = None  # stamp gap before the latest stats line (s)
+        self._engine_clock: dict[str, float] = {}  # engine → seconds its lines cover
         self._stamps: dict[str, int] = {}  # engine → last stamp (s)
         self._gaps: list[int] = []  # recent gaps between consecutive stats lines (s)
         self._pattern_seen: dict[tuple[str, int], float] = {}  # entry → its last match time
@@ -929,16 +933,30 @@ class LogFigures:
 
     def stats_interval(self, engine: str, stamp) -> float:
         """The interval one stats line covers: stated, else learnt from stamps."""
+        self.last_gap = None
         if stamp is not None:
             prev = self._stamps.get(engine)
             self._stamps[engine] = stamp
             if prev is not None and 0 < stamp - prev <= 3600:
+                self.last_gap = stamp - prev
                 self._gaps = [*self._gaps, stamp - prev][-9:]
         if self.fixed_interval_s:
             return float(self.fixed_interval_s)
         if self._gaps:
             return float(sorted(self._gaps)[len(self._gaps) // 2])
         return LOG_DEFAULT_INTERVAL_S
+
+    def cover(self, engine: str, interval: float, gap) -> None:
+        """The log's own clock (`log_stats_seconds`): each engine's throughput line covers
+        its interval on that engine's clock, and the node's clock is the furthest of them
+        (DP engines print in step; one that idles prints nothing and must not slow it). A
+        stamp gap far past the interval (vLLM prints no line while idle: its lines of zeros
+        go to debug) adds the silence, at zero throughput — stamps are whole seconds, so
+        only a gap over twice the interval plus 1 s."""
+        seconds = gap if gap is not None and gap > 2 * interval + 1 else interval
+        clock = self._engine_clock.get(engine, 0.0) + seconds
+        self._engine_clock[engine] = clock
+        self.set_counter("log_stats_seconds", max(self._engine_clock.values()))
 
     def pattern_interval(self, key) -> float:
         if self.fixed_interval_s:

@@ -3,6 +3,9 @@
     infertop demo [--nodes N]                  the cluster, its monitor and the TUI
     infertop demo --serve-only [--layout-out F] endpoints only, a layout for them in F,
                                                until SIGINT / SIGTERM
+    infertop demo --via prometheus|victoriametrics
+                                               the same, read through a real backend
+                                               (the system package) scraping the cluster
 
 One command, three processes, as a real deployment has them: the served cluster
 (`demo --serve-only`), the monitor (`record --no-record`: the demo records nothing) and
@@ -27,6 +30,17 @@ from typing import IO
 
 from infertop.cli.argtypes import positive_float, whole_number
 from infertop.cli.common import EXIT_OK, UsageError
+from infertop.demo.backends import (
+    BACKENDS,
+    RULES_FILE,
+    VIA_INTERVAL_S,
+    BackendMissing,
+    backend_binary,
+    free_port,
+    scrape_config,
+    start_backend,
+    write_scrape_config,
+)
 from infertop.demo.scenario import RESTART_EVERY_S, pool_sizes, trouble_nodes
 from infertop.demo.server import PAGE_SIZES, DemoServer, write_layout
 from layouts import LayoutError, load_layout
@@ -58,7 +72,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="realistic (default): pages of real size, 8 data-parallel vLLM engines a node "
                         "(~300 KB), dcgm-exporter's default counters, node_exporter of a host with many "
                         "interfaces; small: only the series infertop reads (~130 lines a page)")
+    p.add_argument("--via", choices=("direct", *BACKENDS), default="direct",
+                   help="direct (default): the monitor scrapes every node; prometheus / victoriametrics: "
+                        "a real backend from the system package scrapes them, the monitor reads it "
+                        "(the prom source), as at production scale")
     p.add_argument("--exit-with", type=int, default=None, help=argparse.SUPPRESS)  # the viewer's pid
+    # --serve-only for --via: the backend's URL for the layout, and where its scrape config goes
+    p.add_argument("--via-url", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--scrape-config-out", default=None, help=argparse.SUPPRESS)
     p.add_argument("--restart-every", type=positive_float, default=RESTART_EVERY_S, metavar="S",
                    help=f"seconds between simulated engine restarts (default {RESTART_EVERY_S:g})")
 
@@ -83,12 +104,20 @@ def _describe(server: DemoServer, path: Path) -> str:
 
 
 async def serve_until_signalled(
-    server: DemoServer, path: Path, stop: Stop, parent: int | None = None
+    server: DemoServer, path: Path, stop: Stop, parent: int | None = None,
+    via_url: str | None = None, scrape_config_out: str | None = None, via: str = "direct",
 ) -> None:
     await server.start()
     watching = asyncio.create_task(watch_parent(parent, stop))
     try:
-        write_layout(server, path)
+        if scrape_config_out is not None and server.addresses is not None:
+            rules = RULES_FILE if RULES_FILE.exists() and via == "prometheus" else None
+            write_scrape_config(Path(scrape_config_out),
+                                scrape_config(server.host, server.addresses.ports, VIA_INTERVAL_S, rules))
+        if via_url is not None:
+            write_layout(server, path, via_url=via_url, interval_s=VIA_INTERVAL_S)
+        else:
+            write_layout(server, path)
         sys.stdout.write(_describe(server, path))
         sys.stdout.flush()
         await stop.wait()
@@ -135,13 +164,16 @@ def _forget_monitor(layout: Layout) -> None:
             leftover.unlink()
 
 
-def _serve_argv(args: argparse.Namespace, path: Path) -> list[str]:
-    return [
+def _serve_argv(args: argparse.Namespace, path: Path, via: tuple[str, Path] | None = None) -> list[str]:
+    argv = [
         sys.executable, "-m", "infertop", "demo", "--serve-only", "--nodes", str(args.nodes),
         "--layout-out", str(path), "--host", args.host, "--seed", str(args.seed),
         "--platform", args.platform, "--pages", args.pages, "--restart-every", repr(args.restart_every),
         "--exit-with", str(os.getpid()),
     ]
+    if via is not None:
+        argv += ["--via", args.via, "--via-url", via[0], "--scrape-config-out", str(via[1])]
+    return argv
 
 
 def run_three_processes(args: argparse.Namespace) -> int:
@@ -154,14 +186,28 @@ def run_three_processes(args: argparse.Namespace) -> int:
     path = Path(args.layout_out) if args.layout_out else folder / f"demo-{args.nodes}.toml"  # type: ignore[operator]
     with contextlib.suppress(FileNotFoundError):
         path.unlink()  # the layout to wait for is the one this demo's cluster writes
-    served = monitor = None
+    served = monitor = backend = None
     layout = None
     said = tempfile.TemporaryFile()
+    via = None
+    if args.via != "direct":
+        try:
+            backend_binary(args.via)  # before anything starts: one line, exit 2
+        except BackendMissing as exc:
+            raise UsageError(str(exc)) from None
+        backend_dir = Path(tempfile.mkdtemp(prefix=f"infertop-demo-{args.via}-"))
+        via = (f"http://{args.host}:{free_port(args.host)}", backend_dir / "scrape.yml")
     try:
-        served = subprocess.Popen(_serve_argv(args, path), stdin=subprocess.DEVNULL,
+        served = subprocess.Popen(_serve_argv(args, path, via), stdin=subprocess.DEVNULL,
                                   stdout=subprocess.DEVNULL, stderr=said, start_new_session=True,
                                   env=child_env())
         _wait_for_layout(path, served, said)
+        if via is not None:
+            try:
+                backend = start_backend(args.via, via[1], via[1].parent, args.host,
+                                        int(via[0].rsplit(":", 1)[1]))
+            except (BackendMissing, RuntimeError) as exc:
+                raise UsageError(str(exc)) from None
         layout = load_layout(path)
         monitor = start_monitor(layout, None, recording=False, exit_with=os.getpid())
         try:
@@ -175,7 +221,10 @@ def run_three_processes(args: argparse.Namespace) -> int:
     finally:
         said.close()
         _end(monitor)
+        _end(backend)
         _end(served)
+        if via is not None:
+            shutil.rmtree(via[1].parent, ignore_errors=True)
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
             if layout is not None:  # a layout of this run only: its monitor's files go with it
@@ -189,7 +238,8 @@ def run(args: argparse.Namespace) -> int:
                             platform=args.platform, pages=args.pages)
         stop = Stop()
         try:
-            run_stoppable(serve_until_signalled(server, path, stop, args.exit_with), stop)
+            run_stoppable(serve_until_signalled(server, path, stop, args.exit_with,
+                                                args.via_url, args.scrape_config_out, args.via), stop)
         except OSError as exc:
             raise UsageError(f"infertop demo: cannot serve on {args.host}: {exc.strerror or exc}") from None
         return EXIT_OK

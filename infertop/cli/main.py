@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import NoReturn
 
+from collectors import library_warnings
 from infertop import __version__
 from infertop.cli import (
     attach,
@@ -82,6 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler = logging.StreamHandler()
         handler.setFormatter(InertFormatter(LOG_FORMAT))
         logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, handlers=[handler])
+        library_warnings.release_held()  # what libraries said before logging was set up (-v shows it)
         command = tui if args.command is None else by_name[args.command]
         return int(command.run(args))
     except LayoutError as exc:
@@ -98,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry() -> NoReturn:
-    """The installed `infertop` command and `python -m infertop`."""
+    """The program, once infertop.front_door has put the library-warnings gate in place."""
     from infertop.gctune import tune_gc
     from monitor.stopping import leave
 

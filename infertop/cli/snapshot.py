@@ -30,18 +30,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--fail-on", choices=("warning", "critical"), default=None,
         help=f"exit {EXIT_VERDICT} when a node has a verdict at least this severe "
-        "(a node in error or unreachable is critical); pending verdicts do not count",
+        "(a node in error or unreachable is critical), or the cluster a blind spot every node "
+        "shares (a warning); pending verdicts do not count",
     )
 
 
 def failing_verdicts(snapshot: Snapshot, level: str) -> list[str]:
-    """`node: kind` of every established verdict at `level` or worse."""
+    """`node: kind` of every established verdict at `level` or worse, and the cluster's
+    blind spots every node shares (said once there instead of on each node: unknown is
+    never healthy, so a gate that failed on N blind nodes still fails)."""
     floor = _SEVERITY_RANK[level]
     return [
         f"{n.name}: {v.kind}"
         for n in snapshot.nodes
         for v in n.verdicts
         if not v.pending and _SEVERITY_RANK.get(v.severity, 0) >= floor
+    ] + [
+        f"cluster: blind on {spot.nodes} node{'s' if spot.nodes != 1 else ''}"
+        for spot in snapshot.cluster.shared_blind_spots
+        if _SEVERITY_RANK.get(spot.severity, 0) >= floor
     ]
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import os
-import threading
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
@@ -164,8 +163,11 @@ def _host_range(role: str, names: list[str]) -> str:
     return f"{role}-[{first}-{last}]"
 
 
-def layout_toml(server: DemoServer, now: float | None = None) -> str:
-    """A layout for the served cluster: one `[[nodes]]` range per pool."""
+def layout_toml(server: DemoServer, now: float | None = None, via_url: str | None = None,
+                interval_s: float = 1.0) -> str:
+    """A layout for the served cluster: one `[[nodes]]` range per pool. With `via_url`,
+    the nodes are read through the Prometheus-compatible backend there (`demo --via`),
+    which scrapes them from the served `/targets` and labels each with its `node`."""
     addresses = server.addresses
     assert addresses is not None, "start the server first"
     now = time.time() if now is None else now
@@ -184,7 +186,7 @@ def layout_toml(server: DemoServer, now: float | None = None) -> str:
         "# Written by `infertop demo --serve-only`: a simulated DeepInfer cluster on loopback.",
         "[cluster]",
         'name = "deepinfer-demo"',
-        "interval_s = 1.0",
+        f"interval_s = {interval_s!r}",
         "window_s = 10.0",
         "",
         "[session]",
@@ -193,6 +195,10 @@ def layout_toml(server: DemoServer, now: float | None = None) -> str:
         "[pricing]",
         f"gpu_hour_usd = {GPU_HOUR_USD}",
     ]
+    if via_url is not None:
+        # the node labels of infertop's recording rules (collectors/prom_rules.py): the
+        # source reads the recorded series where the backend has them
+        lines += ["", "[prometheus]", f'url = "{via_url}"', 'node_label = ["node", "instance"]']
     for role in ("prefill", "decode"):
         names = [p.name for p in server.cluster.plans if p.role == role]
         device_url = addresses.url("npu" if ascend else "dcgm", "{host}")
@@ -203,55 +209,19 @@ def layout_toml(server: DemoServer, now: float | None = None) -> str:
             f'role = "{role}"',
             f"gpus = {GPUS_PER_NODE}",
             *(['accelerator = "npu"'] if ascend else []),
-            f'metrics = ["{device_url}", "{addresses.layout_url("node", "{host}")}"]',
-            f'engine = {{ url = "{addresses.url("engine", "{host}")}", profile = "deepinfer" }}',
+            *([
+                f'metrics = ["{device_url}", "{addresses.layout_url("node", "{host}")}"]',
+                f'engine = {{ url = "{addresses.url("engine", "{host}")}", profile = "deepinfer" }}',
+            ] if via_url is None else ['engine = { profile = "deepinfer" }']),
             f"nics = [{nics}]",
         ]
     return "\n".join(lines) + "\n"
 
 
-def write_layout(server: DemoServer, path: Path) -> None:
+def write_layout(server: DemoServer, path: Path, via_url: str | None = None, interval_s: float = 1.0) -> None:
     """Write atomically: a reader never sees half a layout."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(layout_toml(server), encoding="utf-8")
+    tmp.write_text(layout_toml(server, via_url=via_url, interval_s=interval_s), encoding="utf-8")
     tmp.replace(path)
 
-
-class ServerThread:
-    """The demo endpoints on their own event loop in a daemon thread (for the TUI mode,
-    whose event loop belongs to Textual)."""
-
-    def __init__(self, server: DemoServer):
-        self.server = server
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="infertop-demo", daemon=True)
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        try:
-            self._loop.run_until_complete(self.server.start())
-        except BaseException as exc:  # reported to the starting thread
-            self._error = exc
-            self._ready.set()
-            return
-        self._ready.set()
-        self._loop.run_forever()
-        self._loop.run_until_complete(self.server.stop())
-        self._loop.close()
-
-    def start(self, timeout_s: float = 10.0) -> DemoAddresses:
-        self._thread.start()
-        if not self._ready.wait(timeout_s):
-            raise RuntimeError("demo endpoints did not start")
-        if self._error is not None:
-            raise self._error
-        assert self.server.addresses is not None
-        return self.server.addresses
-
-    def stop(self) -> None:
-        if self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(5.0)

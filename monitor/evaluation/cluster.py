@@ -33,6 +33,7 @@ from monitor.evaluation.logs import log_silence_note
 from monitor.evaluation.money import cluster_cost_per_hour_usd, node_cost_per_hour_usd
 from monitor.evaluation.reference_points import reference_points
 from monitor.evaluation.scoreboard import pool_scoreboard, slo_attainment
+from monitor.evaluation.shared_gaps import mark_shared, shared_blind_spots
 from monitor.evaluation.window_rates import Extract, RateCache, WindowRates
 from monitor.snapshot import ClusterView, NodeView, ReferencePointView, RollupView
 
@@ -118,6 +119,7 @@ def evaluate_node(
         # a node not answering is already a fault (its status): what it cannot show is no news
         coverage=node_coverage(config, latest, gpus, nics, engine) if status == "ok" else [],
         monitor_late=status == "ok" and late_by_monitor(state, now, interval, layout.thresholds, stalls),
+        group=config.group if config is not None else None,
     )
 
 
@@ -184,9 +186,11 @@ def evaluate_nodes(
     order = [name for name in order if name in state.nodes]
     if cache is not None:
         cache.forget_except(set(order))
-    return [
+    nodes = [
         evaluate_node(state.nodes[name], configs.get(name), layout, now, cache, stalls) for name in order
     ]
+    # a blind spot every peer shares is the cluster's finding, not each node's
+    return mark_shared(nodes)
 
 
 def evaluate_cluster(nodes: Sequence[NodeView], layout: Layout) -> ClusterView:
@@ -206,4 +210,5 @@ def evaluate_cluster(nodes: Sequence[NodeView], layout: Layout) -> ClusterView:
         slo_ttft_p99_s=layout.slo.ttft_p99_s,
         slo_itl_p99_s=layout.slo.itl_p99_s,
         blind_nodes=sum(any(v.kind == BLIND for v in n.verdicts) for n in nodes),
+        shared_blind_spots=shared_blind_spots(nodes, layout.thresholds),
     )

@@ -239,8 +239,9 @@ def slo_condition(node: NodeView, slo: SloConfig | None) -> Condition | None:
 def blind_condition(node: NodeView, th: Thresholds) -> Condition | None:
     """What the layout expects of the node that no source sees now (`NodeView.coverage`,
     judged in `coverage.py`): unknown is never healthy. Its reasons, most important first;
-    gaps the layout acknowledges (`blind_ignore`) stay on the node but raise nothing."""
-    gaps = [g for g in node.coverage if g.kind not in th.blind_ignore]
+    gaps the layout acknowledges (`blind_ignore`) stay on the node but raise nothing, and
+    so do gaps every peer shares (`shared`: one cluster-level finding, `shared_gaps.py`)."""
+    gaps = [g for g in node.coverage if g.kind not in th.blind_ignore and not g.shared]
     if not gaps:
         return None
     return Condition(BLIND, "; ".join(g.detail for g in gaps), "warning")

@@ -42,7 +42,9 @@ def part_window(
             break
     if best is None:
         return []
-    samples = state.window(best.source, now - window_s, min_count=2)
+    # read through a backend that answers from behind (VictoriaMetrics ~30 s): the window
+    # ends at the newest sample it holds, or it would hold only the last two readings
+    samples = state.window(best.source, now - (best.backend_behind_s or 0.0) - window_s, min_count=2)
     samples = [s for s in samples if getattr(s, part) is not None]
     return samples or [best]
 
@@ -110,7 +112,7 @@ ENGINE_RATE_FIELDS = (
     "prefix_cache_hits_total", "external_prefix_cache_queries_total",
     "external_prefix_cache_hits_total", "kv_transfer_bytes_total", "kv_transfer_failures_total",
     "kv_transfer_seconds_sum", "kv_transfer_seconds_count", "expert_balancedness_sum",
-    "expert_balancedness_count",
+    "expert_balancedness_count", "log_stats_seconds_total",
 )
 
 
@@ -244,11 +246,17 @@ def engine_view(
     acceptance_length = None if accepted is None or not drafts else 1 + accepted / drafts
     acceptance = ratio(accepted, draft_tokens)
     generated = rate("generation_tokens_total")
+    prompt = rate("prompt_tokens_total")
+    log_clock = rate("log_stats_seconds_total")  # log seconds per monitor second
+    if log_clock:
+        # a log's tokens over the time its own lines cover (see EngineSample)
+        generated = None if generated is None else generated / log_clock
+        prompt = None if prompt is None else prompt / log_clock
     if acceptance is None and acceptance_length is None and generated != 0:
         # no draft counters (SGLang): the engine's own figures over its last stats
         # interval; they hold their last value while the engine idles, so not then
         acceptance, acceptance_length = latest.spec_accept_rate, latest.spec_accept_length
-    full = None if drafts is None or draft_tokens is None else drafts + draft_tokens
+    full = full_acceptance_tokens_per_s(generated, draft_tokens, accepted)
     age = now - (latest.log_last_line_at if latest.log_last_line_at is not None else latest_at)
     return EngineView(
         **scoreboard_figures(engines, rate),
@@ -260,7 +268,7 @@ def engine_view(
         requests_running=latest.requests_running,
         requests_waiting=latest.requests_waiting,
         kv_cache_usage=latest.kv_cache_usage,
-        prompt_tokens_per_s=rate("prompt_tokens_total"),
+        prompt_tokens_per_s=prompt,
         requests_finished_per_s=rate("requests_finished_total"),
         requests_aborted_per_s=rate("requests_aborted_total"),
         source=latest.source,
@@ -269,8 +277,33 @@ def engine_view(
     )
 
 
+def full_acceptance_tokens_per_s(
+    generated: float | None, draft_tokens: float | None, accepted: float | None
+) -> float | None:
+    """Tokens/s had every drafted token been accepted: the tokens produced plus the draft
+    tokens rejected, (Δgeneration_tokens + Δdraft_tokens − Δaccepted_tokens) / Δt.
+
+    Why, from vLLM's counters: a request's step with k draft tokens of which a were
+    accepted produces a + 1 tokens and counts one draft; at full acceptance it would have
+    produced k + 1, i.e. k − a more. A step without a draft (n-gram found no match, a
+    dynamic drafter proposed nothing, the prefill step that makes each request's first
+    token) produces its one token either way. Summed: full = generated + (drafted −
+    accepted), never below the accepted tokens/s. With DeepSeek's MTP every decode step
+    drafts, so generated = drafts + accepted + one first token per request, and the figure
+    is (Δdrafts + Δdraft_tokens)/Δt plus the requests' first tokens/s — the old formula,
+    which read 20–32 % low for n-gram drafting (issue 33), plus the prefill's tokens.
+    None without all three counters."""
+    if generated is None or draft_tokens is None or accepted is None:
+        return None
+    # a counter read apart from its peers can put accepted a hair above drafted: no negative
+    return generated + max(draft_tokens - accepted, 0.0)
+
+
 def _rate_ratio(rate: Callable[[str], float | None], num: str, den: str) -> float | None:
     return ratio(rate(num), rate(den))
+
+
+NO_LATENCY_READING = "no latency reading in this window"
 
 
 def scoreboard_figures(
@@ -286,6 +319,9 @@ def scoreboard_figures(
             window[name] = increase
     out = latency_figures(window)
     out["window_latency_buckets"] = window or None
+    if not window and any(readings):
+        # buckets read, but not twice in the window: say so rather than show nothing
+        out["latency_note"] = NO_LATENCY_READING
     hit_rate = _rate_ratio(rate, "prefix_cache_hits_total", "prefix_cache_queries_total")
     if rate("prefix_cache_queries_total") is None:
         # SGLang counts cached tokens among its prompt tokens
@@ -407,7 +443,7 @@ def node_status(
     if age is None or ok_at is None:
         # never heard from: an error if a source said why, else still connecting (stale)
         return ("error" if state.last_error is not None else "stale"), None
-    judged = max(age - excused_s(ok_at, now, stalls), 0.0)
+    judged = max(age - excused_s(ok_at, now, stalls) - backend_behind_s(state), 0.0)
     if judged > interval_s * thresholds.unreachable_intervals:
         return "unreachable", age
     if judged > interval_s * thresholds.stale_intervals:
@@ -415,6 +451,15 @@ def node_status(
     if state.error is not None:
         return "error", age
     return "ok", age
+
+
+def backend_behind_s(state: NodeState) -> float:
+    """The delay of the metrics backend the node's newest sample was read from (0: read
+    from the node itself): the node is judged against the newest sample that backend
+    held, so the backend's delay is said once (Snapshot.backends), not blamed on it."""
+    newest = max((ring[-1] for ring in state.by_source.values() if ring),
+                 key=lambda s: s.taken_at, default=None)
+    return (newest.backend_behind_s or 0.0) if newest is not None else 0.0
 
 
 def late_by_monitor(

@@ -67,7 +67,7 @@ nics = [{{ name = "lo" }}]
     [node] = data["nodes"]
     assert node["status"] == "ok"
     assert [(v["kind"], v["detail"], v["severity"]) for v in node["verdicts"]] == [("blind", reason, "warning")]
-    assert node["coverage"] == [{"kind": "ports", "detail": reason}]
+    assert node["coverage"] == [{"kind": "ports", "detail": reason, "shared": False}]
     assert data["cluster"]["blind_nodes"] == 1
     assert as_text.returncode == 0, as_text.stderr
     row = next(line for line in as_text.stdout.splitlines() if line.startswith("decode-01"))

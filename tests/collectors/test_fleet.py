@@ -33,3 +33,23 @@ def test_errors_do_not_enter_the_rings() -> None:
     assert node.error == "refused" and node.last_ok_at == 1.0
     state.add(_sample(3.0, 6.0))
     assert node.error is None
+
+
+def test_history_is_merged_behind_the_newest_reading() -> None:
+    state = FleetState(["n"], history=4, retain_s=10.0)
+    state.add(_sample(20.0, 2000.0))
+    state.add(_sample(21.0, 2100.0))
+    for t in (5.0, 12.0, 18.0, 19.0, 19.0, 21.0):  # 5: past retain_s; 19 twice; 21 is kept
+        state.add_history(_sample(t, t * 100))
+    node = state.nodes["n"]
+    assert [s.taken_at for s in node.by_source["s"]] == [18.0, 19.0, 20.0, 21.0]
+    assert node.last_ok_at == 21.0
+    # a full ring keeps its newest readings: one older than all of them is not inserted
+    state.add_history(_sample(17.0, 1700.0))
+    assert [s.taken_at for s in node.by_source["s"]] == [18.0, 19.0, 20.0, 21.0]
+    # with nothing newer held, history is simply the next reading
+    state.add_history(NodeSample(node="m", source="s", taken_at=3.0))
+    assert state.nodes["m"].last_ok_at == 3.0
+    # rates over the merged window are the counters' own: 100 B/s throughout
+    views = nic_views(part_window(node, "nics", 21.0, 3.0), None)
+    assert views[0].rx_bytes_per_s == 100.0

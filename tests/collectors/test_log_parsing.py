@@ -59,6 +59,9 @@ def test_counters_give_the_acceptance_the_lines_imply() -> None:
     assert view.draft_acceptance == pytest.approx((120 + 150) / (350 + 420))
     assert view.mean_acceptance_length == pytest.approx(1 + (120 + 150) / (50 + 60))
     assert view.accepted_tokens_per_s == pytest.approx((170 + 210) / 20)
+    # produced + rejected drafts; MTP drafts every step of these lines, so it is also
+    # (Δdrafts + Δdraft_tokens) / Δt, the old formula: (50 + 60 + 350 + 420) / 20
+    assert view.full_acceptance_tokens_per_s == pytest.approx((170 + 210 + 350 + 420 - 120 - 150) / 20)
     assert view.full_acceptance_tokens_per_s == pytest.approx((50 + 60 + 350 + 420) / 20)
     assert view.source == "log"
 
@@ -116,7 +119,7 @@ def test_hostile_and_malformed_lines_are_counted_and_skipped() -> None:
     f = figures_from("hostile.log")
     assert f.lines_parsed == 1  # the ANSI-coloured line parses once the escapes are gone
     assert f.lines_skipped == 9
-    assert f.counters == {"prompt_tokens": 10.0, "generation_tokens": 20.0}
+    assert f.counters == {"prompt_tokens": 10.0, "generation_tokens": 20.0, "log_stats_seconds": 10.0}
 
 
 def test_no_spec_lines_means_unknown_acceptance_not_zero() -> None:
@@ -189,7 +192,7 @@ def test_two_sets_at_once() -> None:
     watch = LogWatch({"path": "/nonexistent/x.log", "pattern_sets": ["vllm", "extra"], "user_patterns": user})
     f = watch.figures
     f.feed("INFO 01-01 00:00:00 Engine 000: Avg generation throughput: 1.0 tokens/s finished=7", 1.0)
-    assert f.counters == {"generation_tokens": 10.0, "requests_finished": 7.0}
+    assert f.counters == {"generation_tokens": 10.0, "requests_finished": 7.0, "log_stats_seconds": 10.0}
     engine, notes = watch.read(now=2.0)
     assert engine["profile"] == "vllm+extra"
     assert notes == ["engine log /nonexistent/x.log: not found"]

@@ -196,8 +196,9 @@ async def test_rates_across_an_engine_restart(server: tuple[str, Pages]) -> None
     assert view.accepted_tokens_per_s == pytest.approx(1200 / dt)
     assert view.draft_acceptance == pytest.approx(0.7)
     assert view.mean_acceptance_length == pytest.approx(1 + (315 + 126 + 315) / (150 + 60 + 150))
-    # full acceptance: (Δdrafts + Δdraft_tokens) / Δt
-    assert view.full_acceptance_tokens_per_s == pytest.approx((360 + 1080) / dt)
+    # full acceptance: tokens produced plus draft tokens rejected, (Δgenerated + Δdraft_tokens
+    # − Δaccepted) / Δt, each across the restart
+    assert view.full_acceptance_tokens_per_s == pytest.approx((1200 + 1080 - (315 + 126 + 315)) / dt)
 
 
 LAYOUT = """
@@ -288,7 +289,8 @@ async def test_latency_buckets_on_one_round_in_n_each_node_on_its_own_phase(serv
     nodes = [f"decode-{i:02d}" for i in range(12)]
     targets = {n: [Endpoint(f"{base}/engine/metrics", VLLM)] for n in nodes}
     every = 3
-    source = ScrapeSource(targets, interval_s=1.0, latency_every=every)
+    # rounds on time: a long interval keeps the late-rounds rule (below) out of this test
+    source = ScrapeSource(targets, interval_s=60.0, latency_every=every)
     read_in: dict[str, list[int]] = {n: [] for n in nodes}
     try:
         for poll in range(2 * every):
@@ -312,6 +314,27 @@ async def test_latency_buckets_on_one_round_in_n_each_node_on_its_own_phase(serv
         assert all(s.engine is not None and s.engine.latency_buckets for s in await every_round.poll())
     finally:
         await every_round.close()
+
+
+async def test_latency_buckets_are_read_whenever_the_rounds_run_late(server: tuple[str, Pages]) -> None:
+    # issue 33: a loaded host ran 10 rounds in a 15 s window at 1 s; reading the buckets one
+    # round in five left one reading, and TTFT/ITL vanished. Rounds later than planned
+    # (here each round starts after the whole planned gap of `every` × interval has passed)
+    # read them every time, whatever the phase.
+    base, _ = server
+    targets = {"decode-01": [Endpoint(f"{base}/engine/metrics", VLLM)]}
+    every, interval_s = 5, 0.02
+    source = ScrapeSource(targets, interval_s=interval_s, latency_every=every)
+    read: list[bool] = []
+    try:
+        for _ in range(4):
+            (sample,) = await source.poll()
+            assert sample.engine is not None
+            read.append(bool(sample.engine.latency_buckets))
+            await asyncio.sleep(every * interval_s * 1.5)  # a round as late as a whole cadence
+    finally:
+        await source.close()
+    assert read[1:] == [True, True, True], read  # the first round counts from itself
 
 
 def test_the_registry_reads_latency_buckets_on_the_windows_cadence() -> None:

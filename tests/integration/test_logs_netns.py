@@ -77,7 +77,8 @@ def test_snapshot_reports_what_the_remote_log_implies(cluster: NetnsCluster, tmp
     assert engine["mean_acceptance_length"] == pytest.approx(3.4, rel=1e-6)
     # 400 tokens/s, arriving in 0.5 s steps: within a step or two over a 3 s window
     assert engine["accepted_tokens_per_s"] == pytest.approx(400.0, rel=0.35)
-    assert engine["full_acceptance_tokens_per_s"] == pytest.approx(800.0, rel=0.35)  # (50 + 350) / 0.5 s
+    # produced + draft tokens rejected: 400 + (350 − 120) / 0.5 s
+    assert engine["full_acceptance_tokens_per_s"] == pytest.approx(860.0, rel=0.35)
     assert engine["requests_running"] == 8 and engine["requests_waiting"] == 2
     assert engine["age_s"] is not None and engine["age_s"] < 3.0
     quiet = nodes[quiet_host.alias]

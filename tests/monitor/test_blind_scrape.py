@@ -169,7 +169,7 @@ async def test_dead_node_exporter_page_is_blind_with_its_reason_then_clears(page
         assert {"kind": "blind", "detail": reason} in [
             {"kind": v["kind"], "detail": v["detail"]} for v in json_node["verdicts"]
         ]
-        assert json_node["coverage"] == [{"kind": "ports", "detail": reason}]
+        assert json_node["coverage"] == [{"kind": "ports", "detail": reason, "shared": False}]
         assert data["cluster"]["blind_nodes"] == 1  # type: ignore[index]
         text = snapshot_table(frame)
         assert "blind" in text.splitlines()[1] and f"unseen decode-01: {reason}" in text

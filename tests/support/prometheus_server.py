@@ -19,7 +19,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -48,6 +48,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+
+def wait_until(check: Callable[[], Any], timeout_s: float, what: str, every_s: float = 0.2) -> Any:
+    """`until` with a server's habits: an error while asking means "not yet"."""
+    return until(check, timeout_s, what, every_s=every_s, ignore=(Exception,))
+
+
 @dataclass
 class Target:
     """One scrape target: its address and the labels Prometheus should attach."""
@@ -63,11 +69,15 @@ class PrometheusServer:
         targets: Sequence[Target] = (),
         scrape_interval: str = "1s",
         honor_labels: bool = False,
+        rule_files: Sequence[Path] = (),
+        alertmanagers: Sequence[str] = (),
     ):
         self.workdir = workdir
         self.targets = list(targets)
         self.scrape_interval = scrape_interval
         self.honor_labels = honor_labels
+        self.rule_files = list(rule_files)
+        self.alertmanagers = list(alertmanagers)  # host:port of each
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = workdir / "prometheus.log"
@@ -78,7 +88,7 @@ class PrometheusServer:
 
     def write_config(self) -> Path:
         # JSON is YAML: no YAML library needed
-        config = {
+        config: dict[str, Any] = {
             "global": {
                 "scrape_interval": self.scrape_interval,
                 "scrape_timeout": self.scrape_interval,
@@ -94,6 +104,10 @@ class PrometheusServer:
                 }
             ],
         }
+        if self.rule_files:
+            config["rule_files"] = [str(f) for f in self.rule_files]
+        if self.alertmanagers:
+            config["alerting"] = {"alertmanagers": [{"static_configs": [{"targets": self.alertmanagers}]}]}
         path = self.workdir / "prometheus.yml"
         path.write_text(json.dumps(config, indent=2))
         return path

@@ -35,6 +35,7 @@ class NodeSpec:
     itl_s: float | None = None  # every inter-token gap this long (vLLM's ITL buckets)
     # its node_exporter page fails with this error: its ports are unread (blind)
     dead_node_exporter: str | None = None
+    group: str | None = None  # the layout's group (a rack, a unit) within the pool
 
 
 ITL_BOUNDS = (0.01, 0.025, 0.05, 0.075, 0.1, float("inf"))  # vLLM's first ITL buckets
@@ -151,6 +152,7 @@ def make_layout(specs: Sequence[NodeSpec], interval_s: float = 0.25, name: str =
             role=s.role,  # type: ignore[arg-type]
             gpus=s.gpus,
             nics=[NicExpectation(name=n, expected_gbps=400) for n in s.nics],
+            group=s.group,
         )
         for s in specs
         if s.in_layout

