@@ -127,7 +127,7 @@ async def test_a_slow_backfill_leaves_no_node_stale(prom: PrometheusServer) -> N
                 assert times == sorted(times) and len(set(times)) == len(times), (tier, times)
             engine = node.engine
             assert engine is not None
-            # the exporters' own rates (tests/prometheus_server.py SimRates): history
+            # the exporters' own rates (tests/support/prometheus_server.py SimRates): history
             # behind the live readings changes no figure
             assert engine.decode_steps_per_s == pytest.approx(40.0, rel=0.02)
             assert engine.accepted_tokens_per_s == pytest.approx(93.0, rel=0.02)

@@ -83,7 +83,7 @@ async def test_the_backends_delay_is_said_once_not_blamed_on_the_nodes(victoria:
         assert not [v for v in node.verdicts if v.kind in ("stale", "unreachable")]
         engine = node.engine
         assert engine is not None
-        # the simulated truth (tests/prometheus_server.py SimRates), over the whole window:
+        # the simulated truth (tests/support/prometheus_server.py SimRates), over the whole window:
         # it ends at the newest sample the backend holds, not at the wall clock (where it
         # would hold only the last two readings, and a rate over 1 s swings with jitter)
         assert engine.decode_steps_per_s == pytest.approx(40.0, rel=0.03)

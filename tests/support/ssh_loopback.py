@@ -1,6 +1,6 @@
 """A real SSH server on 127.0.0.1 (asyncssh's server, in a process of its own).
 
-Lighter than the network-namespace cluster (tests/netns.py): no root, no sshd. It runs
+Lighter than the network-namespace cluster (tests/support/netns.py): no root, no sshd. It runs
 every command it is sent with /bin/sh, as the user running the tests, so the SSH source
 sends its real bootstrap and probe over a real SSH connection. A test plays a hostile
 node by pointing the layout's `[ssh] python` at a script that lies.
