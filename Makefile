@@ -59,8 +59,9 @@ imports: $(STAMP)
 	$(BIN)/lint-imports
 
 # two workers (pytest-xdist): most tests wait on servers and subprocesses, so a second
-# worker overlaps those waits even on 2 cores (measured: tests/tui 152 -> 110 s, tests/cli
-# 381 -> 344 s on the loaded shared machine). PYTEST_WORKERS=0 runs in one process.
+# worker overlaps those waits even on 2 cores (measured on the shared machine: tests/cli
+# 178 -> 96 s at load ~1.5; under load ~10, tests/tui 152 -> 110 s, tests/cli 381 -> 344 s).
+# PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= 2
 pytest: $(STAMP)
 	$(BIN)/pytest -q --durations=15 -n $(PYTEST_WORKERS)
