@@ -26,8 +26,8 @@ from infertop.demo import realistic, realistic_hosts
 from infertop.demo.scenario import SimCluster
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-from fixtures.vllm_dp_page import vllm_dp_page  # noqa: E402
+sys.path.insert(0, str(ROOT))  # tests.support: the suite's servers and pages
+from tests.support.vllm_dp_page import vllm_dp_page  # noqa: E402
 
 COMMAND = "python -m benchmarks.run_all bench_parse"
 TARGET = 5.0

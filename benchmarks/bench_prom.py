@@ -21,7 +21,7 @@ from pathlib import Path
 
 from benchmarks.common import Row
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support
 
 NODES = 1024
 GPUS = 8
@@ -114,7 +114,7 @@ async def measure(url: str, every: int, rounds: int = 3) -> tuple[list[float], l
 
 
 def run() -> list[Row]:
-    from prometheus_server import PrometheusServer, Target, prometheus_available
+    from tests.support.prometheus_server import PrometheusServer, Target, prometheus_available
 
     if not prometheus_available():
         return [Row("prom tick, 1,024 nodes", "skipped: no prometheus binary", "< 1 s", "info", COMMAND)]

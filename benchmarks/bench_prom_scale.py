@@ -26,7 +26,7 @@ from pathlib import Path
 
 from benchmarks.common import Row
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support
 
 SIZES = tuple(int(n) for n in os.environ.get("INFERTOP_BENCH_PROM_NODES", "256,1024,4096").split(","))
 GPUS = 8
@@ -130,8 +130,8 @@ def _rows(label: str, nodes: int, wall: float, cpu: float) -> list[Row]:
 
 
 def _one_size(nodes: int) -> list[Row]:
-    from prometheus_server import PrometheusServer, Target, prometheus_available
-    from victoria_server import VictoriaMetricsServer, victoria_available
+    from tests.support.prometheus_server import PrometheusServer, Target, prometheus_available
+    from tests.support.victoria_server import VictoriaMetricsServer, victoria_available
 
     rows: list[Row] = []
     exporter = serve(time.time() - 1000, nodes)

@@ -26,8 +26,8 @@ from infertop.demo.render import dcgm_page, engine_page, node_exporter_page
 from infertop.demo.scenario import SimCluster
 from layouts import load_layout
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from fixtures.vllm_dp_page import vllm_dp_page
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support
+from tests.support.vllm_dp_page import vllm_dp_page
 
 NODES = 128
 POLLS = 5

@@ -1,6 +1,6 @@
 """SSH fleet at scale: 16, 64, 128 real sshd hosts in network namespaces, 1 s interval.
 
-For each size: build the namespace cluster (tests/netns.py, management links only), run
+For each size: build the namespace cluster (tests/support/netns.py, management links only), run
 one `SshSource` over all hosts, wait until every host streams, then for MEASURE_S seconds
 tick once a second at the instants `Monitor` ticks (half an interval after the probes'
 wall-clock reading instants, collectors.cadence) and record the age of the oldest
@@ -35,8 +35,8 @@ from collectors.ssh import SshNode, SshSource
 from layouts.model import SshOptions
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-from netns import NetnsCluster, _ns_pids, missing_requirements  # noqa: E402
+sys.path.insert(0, str(ROOT))  # tests.support: the suite's servers and pages
+from tests.support.netns import NetnsCluster, _ns_pids, missing_requirements  # noqa: E402
 
 SIZES = (16, 64, 128)
 INTERVAL_S = 1.0

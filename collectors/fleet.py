@@ -150,6 +150,11 @@ class Fleet:
         for listener in self.listeners:
             listener(sample)
 
+    def ingest(self, sample: NodeSample) -> None:
+        """Take one sample exactly as a running source hands it in (bounds, state,
+        listeners): the public door for whoever feeds samples without a source, e.g. tests."""
+        self._emit(sample)
+
     def _merge_history(self, sample: NodeSample) -> None:
         # not to the listeners: they follow each part forward in time (the ledger's
         # tallies would take an older counter for a reset)

@@ -6,9 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from conftest import infertop_bin
-
 from infertop.gctune import GC_GEN0_THRESHOLD
+from tests.support.paths import infertop_bin
 
 # runs the installed console script as a script, then reports the GC threshold it left
 _PROBE = """

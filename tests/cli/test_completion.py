@@ -8,7 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from infertop_cmd import run_infertop
+
+from tests.support.infertop_cmd import run_infertop
 
 
 def _complete(script: str, words: list[str], cwd: Path) -> list[str]:

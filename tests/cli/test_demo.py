@@ -13,8 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import infertop_bin
-from demo_server import serving_demo, wait_for_layout
 
 from collectors.exporters import EXPORTER_WANTED, parts_from_exporter
 from collectors.exposition import parse_exposition
@@ -28,6 +26,8 @@ from infertop.demo.scenario import (
     restart_order,
     trouble_nodes,
 )
+from tests.support.demo_server import serving_demo, wait_for_layout
+from tests.support.paths import infertop_bin
 
 # ---------------------------------------------------------------------------- plan
 

@@ -9,11 +9,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import infertop_bin
-from demo_server import serving_demo
 
 from infertop.demo.ascend import BROKEN_NPU, npu_exporter_page
 from infertop.demo.scenario import SimCluster
+from tests.support.demo_server import serving_demo
+from tests.support.paths import infertop_bin
 
 
 @pytest.fixture(scope="module")

@@ -42,7 +42,7 @@ def run_demo(ticks: int) -> tuple[SimCluster, list[Snapshot]]:
             parts = parts_from_exporter(parse_exposition(host, "node", wanted=EXPORTER_WANTED))
             gpus = parts_from_exporter(parse_exposition(realistic_hosts.dcgm_page(node, now), "dcgm",
                                                         wanted=EXPORTER_WANTED))
-            monitor.fleet._emit(NodeSample(node=name, source="scrape", taken_at=now, engine=engine,
+            monitor.fleet.ingest(NodeSample(node=name, source="scrape", taken_at=now, engine=engine,
                                            nics=parts.get("nics"), gpus=gpus.get("gpus")))  # type: ignore[arg-type]
         snaps.append(monitor.tick(now))
     return cluster, snaps

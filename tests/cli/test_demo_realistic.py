@@ -6,7 +6,6 @@ import re
 from typing import cast
 
 import pytest
-from fixtures.vllm_dp_page import vllm_dp_page
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
@@ -20,6 +19,7 @@ from infertop.demo import realistic, realistic_hosts, render
 from infertop.demo.realistic import ENGINES, split
 from infertop.demo.realistic_hosts import DCGM_DEFAULT
 from infertop.demo.scenario import IB_PORTS, SimCluster
+from tests.support.vllm_dp_page import vllm_dp_page
 
 T0 = 1_000_000.0
 NODES = ("decode-01", "decode-03", "decode-07", "prefill-01", "prefill-02")

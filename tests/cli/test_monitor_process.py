@@ -14,20 +14,20 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import REPO, is_root
-from demo_server import serving_demo
-from process_output import OutputReader
 
 from layouts import load_layout
 from monitor.channel.client import Connection, MonitorUnavailable, SocketFeed
 from monitor.channel.paths import socket_path
 from monitor.channel.protocol import Info
 from monitor.snapshot import Snapshot
+from tests.support.demo_server import serving_demo
+from tests.support.paths import REPO, is_root
+from tests.support.process_output import OutputReader
+from tests.support.waiting import until, until_async
 
 pytestmark = pytest.mark.integration
 
@@ -57,16 +57,14 @@ def infertop(*args: str, timeout_s: float = 60.0) -> subprocess.CompletedProcess
 
 
 def wait_for_monitor(layout: Path, proc: subprocess.Popen[str] | None = None, timeout_s: float = 60.0) -> Info:
-    deadline = time.monotonic() + timeout_s
     path = socket_path(load_layout(layout))
-    while True:
-        try:
-            with Connection(path, timeout_s=2.0) as conn:
-                return conn.info
-        except MonitorUnavailable:
-            if (proc is not None and proc.poll() is not None) or time.monotonic() > deadline:
-                raise
-        time.sleep(0.1)
+
+    def info() -> Info:
+        with Connection(path, timeout_s=2.0) as conn:
+            return conn.info
+
+    return until(info, timeout_s, "the monitor to answer", every_s=0.1, ignore=(MonitorUnavailable,),
+                 gave_up=lambda: proc is not None and proc.poll() is not None)
 
 
 @contextlib.contextmanager
@@ -124,9 +122,7 @@ async def frames(layout: Path, count: int, timeout_s: float = 20.0) -> list[Snap
     feed = SocketFeed(load_layout(layout), socket_path(load_layout(layout)))
     await feed.connect(got.append)
     try:
-        async with asyncio.timeout(timeout_s):
-            while len(got) < count:
-                await asyncio.sleep(0.05)
+        await until_async(lambda: len(got) >= count, timeout_s, f"{count} frames")
     finally:
         await feed.stop()
     return got
@@ -136,14 +132,14 @@ def spend_in_record(record: str, taken_at: str) -> float:
     """The record's spend at the tick `taken_at` (its row is committed by the record's own
     writer thread, a moment after the frame went out: waited for)."""
     at = dt.datetime.fromisoformat(taken_at).timestamp()
-    deadline = time.monotonic() + 5.0
-    while True:
+
+    def row() -> tuple[float] | None:
         with contextlib.closing(sqlite3.connect(record)) as conn:
-            row = conn.execute("SELECT spend_usd FROM ticks WHERE abs(at - ?) < 1e-3", (at,)).fetchone()
-        if row is not None:
-            return float(row[0])
-        assert time.monotonic() < deadline, f"no tick at {taken_at} in {record}"
-        time.sleep(0.1)
+            found: tuple[float] | None = conn.execute(
+                "SELECT spend_usd FROM ticks WHERE abs(at - ?) < 1e-3", (at,)).fetchone()
+            return found
+
+    return float(until(row, 5.0, f"the tick at {taken_at} in {record}", every_s=0.1)[0])
 
 
 def test_a_tui_attaches_to_a_running_record_and_a_killed_one_leaves_it_recording(
@@ -158,9 +154,10 @@ def test_a_tui_attaches_to_a_running_record_and_a_killed_one_leaves_it_recording
             first.kill()  # SIGKILL: no goodbye
         finally:
             first.kill()
-        time.sleep(1.5)
-        assert monitor.poll() is None  # the record goes on
-        info = wait_for_monitor(demo_layout)
+        # the monitor sees its viewer gone, and the record goes on
+        info = until(lambda: wait_for_monitor(demo_layout).viewers == 0 and wait_for_monitor(demo_layout), 30,
+                     "the monitor to count no viewer", every_s=0.1)
+        assert monitor.poll() is None
         assert info.viewers == 0
         assert info.record is not None
         # a new viewer sees the same session: its frames are the ledger the record holds
@@ -173,7 +170,7 @@ def test_a_tui_attaches_to_a_running_record_and_a_killed_one_leaves_it_recording
             second.wait_for(b"decode-01")
             second.press(b"q")
             assert second.proc.wait(10) == 0
-            time.sleep(0.3)  # its last words through the pseudo-terminal
+            second._reader.join(5)  # its last words through the pseudo-terminal, to the end
         finally:
             second.kill()
         assert b"goes on" in second.output and b"infertop stop --layout" in second.output
@@ -188,8 +185,9 @@ def test_the_tui_starts_a_monitor_that_outlives_it(demo_layout: Path, state: Pat
         info = wait_for_monitor(demo_layout)
         assert info.pid != tui.proc.pid
         tui.kill()
-        time.sleep(1.0)
-        after = wait_for_monitor(demo_layout)
+        # the monitor sees its viewer gone (and goes on)
+        after = until(lambda: wait_for_monitor(demo_layout).viewers == 0 and wait_for_monitor(demo_layout), 30,
+                      "the monitor to count no viewer", every_s=0.1)
         assert after.pid == info.pid  # the TUI's death did not stop its monitor
         listed = infertop("ps")
         assert listed.returncode == 0
@@ -217,15 +215,13 @@ def test_two_viewers_see_the_same_phase_after_a_mark(demo_layout: Path, state: P
         await feed_b.connect(b.append)
         try:
             feed_a.mark_phase("warmup")  # from one viewer
-            async with asyncio.timeout(20):
-                while not (a and b and a[-1].session.phase == b[-1].session.phase == "warmup"):
-                    await asyncio.sleep(0.05)
+            await until_async(lambda: a and b and a[-1].session.phase == b[-1].session.phase == "warmup", 20,
+                              "both viewers in phase warmup")
             marked = await asyncio.to_thread(infertop, "phase", "load", "--layout", str(demo_layout))
             assert marked.returncode == 0, marked.stderr
             assert "marked by the running monitor" in marked.stdout
-            async with asyncio.timeout(20):
-                while not (a[-1].session.phase == b[-1].session.phase == "load"):
-                    await asyncio.sleep(0.05)
+            await until_async(lambda: a[-1].session.phase == b[-1].session.phase == "load", 20,
+                              "both viewers in phase load")
         finally:
             await feed_a.stop()
             await feed_b.stop()

@@ -20,12 +20,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hostile_http import HttpServer, Reply
-from infertop_cmd import run_infertop
-from ssh_loopback import LoopbackSsh
 
 from collectors.safe_text import inert_text
 from infertop.cli.main import main
+from tests.support.hostile_http import HttpServer, Reply
+from tests.support.infertop_cmd import run_infertop
+from tests.support.ssh_loopback import LoopbackSsh
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "exposition"
 
@@ -305,9 +305,8 @@ def test_record_and_report_print_and_write_inert_text(recorded: dict[str, str], 
 
 @pytest.mark.hostile
 async def test_replay_shows_the_recorded_hostile_text_inert(recorded: dict[str, str]) -> None:
-    from tui_helpers import screen_text, wait_for
-
     from monitor.record.replay import ReplayFeed
+    from tests.support.tui_helpers import screen_text, wait_for
     from tui.node_screen import NodeScreen
     from tui.replay_app import ReplayApp
 

@@ -9,12 +9,12 @@ import subprocess
 import time
 from pathlib import Path
 
-from infertop_cmd import run_infertop, start_infertop
-
 from layouts import parse_layout
 from monitor.monitor import Monitor
-from monitor.record.catalog import is_being_written
+from monitor.record.catalog import is_being_written, list_records
 from monitor.record.store import Recorder
+from tests.support.infertop_cmd import run_infertop, start_infertop
+from tests.support.waiting import until
 
 DAY_S = 86_400.0
 
@@ -42,13 +42,9 @@ def _old_record(path: Path, name: str, age_s: float) -> None:
 
 
 def _wait_writing(record: Path, proc: subprocess.Popen[str], timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.communicate()
-        if record.exists() and is_being_written(record):
-            return
-        time.sleep(0.1)
-    raise AssertionError("the recording never took its lock")
+    until(lambda: record.exists() and is_being_written(record), timeout_s, "the recording to take its lock",
+          every_s=0.1, gave_up=lambda: proc.poll() is not None,
+          detail=lambda: proc.communicate() if proc.poll() is not None else "")
 
 
 def test_list_and_prune_keep_the_live_record(tmp_path: Path) -> None:
@@ -78,8 +74,9 @@ def test_list_and_prune_keep_the_live_record(tmp_path: Path) -> None:
         (dry,) = run_infertop(["records", "--prune", "1d", "--dry-run"], env=env)
         assert dry.returncode == 0 and "would delete" in dry.stderr and (state / "old.sqlite").exists()
 
-        # everything is older than 1 s by now; only the live record's lock keeps it
-        time.sleep(1.5)
+        # once every record is idle for over 1 s, only the live record's lock keeps it
+        until(lambda: all(time.time() - r.last_activity > 1.2 for r in list_records(state)), 30,
+              "every record idle for over 1 s", every_s=0.1)
         (pruned,) = run_infertop(["records", "--prune", "1s"], env=env)
         assert pruned.returncode == 0, pruned.stderr
         left = sorted(p.name for p in state.iterdir())

@@ -13,10 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from infertop_cmd import run_infertop
-from port_file_process import stop, wait_for_port
 
-EXPORTER = Path(__file__).parent.parent / "netns_exporter.py"
+from tests.support.infertop_cmd import run_infertop
+from tests.support.port_file_process import stop, wait_for_port
+
+EXPORTER = Path(__file__).parent.parent / "support" / "netns_exporter.py"
 
 
 @pytest.fixture

@@ -15,10 +15,9 @@ import socket
 import subprocess
 from pathlib import Path
 
-from conftest import infertop_bin
-from demo_server import serving_demo
-
 from infertop.demo.scenario import trouble_nodes
+from tests.support.demo_server import serving_demo
+from tests.support.paths import infertop_bin
 
 NODES = 6
 EXIT_VERDICT = 3

@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from infertop_cmd import run_infertop
-from stock_cluster import (
+from tests.support.infertop_cmd import run_infertop
+from tests.support.stock_cluster import (
     STOCK_MISSING,
     TRIMMED_FIELD,
     cluster_pages,

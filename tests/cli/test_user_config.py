@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from infertop_cmd import run_infertop
 
 from monitor.record.store import Recording
+from tests.support.infertop_cmd import run_infertop
 
 NODE = '[[nodes]]\nname = "decode-01"\nrole = "decode"\nmetrics = ["http://127.0.0.1:9/metrics"]\n'
 

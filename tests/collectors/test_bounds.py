@@ -4,7 +4,7 @@ NaN, infinities, 1e308, a GPU drawing 6 kW or a megawatt, −300 °C, 250 % util
 queues and KV use: each becomes unknown (null) where samples enter the monitor
 (`collectors/bounds.py`), with a note naming the field and the value, and never reaches
 the money ledger, a sum, a sparkline or the JSON. Every page is served by a real aiohttp
-server (`tests/hostile_server.py`) and read by the real scrape source and monitor; probe
+server (`tests/support/hostile_server.py`) and read by the real scrape source and monitor; probe
 lines come from the real bundled probe.
 """
 
@@ -15,7 +15,12 @@ import math
 from pathlib import Path
 
 import pytest
-from hostile_server import (
+
+from collectors.fleet import Fleet, FleetState
+from collectors.ssh import ProbeLines, SshNode, SshSource
+from layouts import parse_layout
+from monitor.feeds import MonitorFeed
+from tests.support.hostile_server import (
     FINITE,
     NORMAL,
     Page,
@@ -29,13 +34,8 @@ from hostile_server import (
     snapshot_of,
     vllm_page,
 )
-from probe_run import no_more, probe_reading
-from tui_helpers import screen_text, wait_for
-
-from collectors.fleet import Fleet, FleetState
-from collectors.ssh import ProbeLines, SshNode, SshSource
-from layouts import parse_layout
-from monitor.feeds import MonitorFeed
+from tests.support.probe_run import no_more, probe_reading
+from tests.support.tui_helpers import screen_text, wait_for
 from tui.app import InfertopApp
 
 pytestmark = pytest.mark.hostile
@@ -189,7 +189,7 @@ def test_probe_line_values_are_bounded_where_samples_enter(
         line = line.replace('"name": "ib0"', '"name": "ib0", ' + value)
     source = SshSource([SshNode("n1", "n1", engine_url=server.url("engine"))], interval_s=1.0)
     state = FleetState(["n1"])
-    Fleet(state, [])._emit(source._sample(source.ssh_nodes[0], line.encode(), ProbeLines(no_more)))
+    Fleet(state, []).ingest(source._sample(source.ssh_nodes[0], line.encode(), ProbeLines(no_more)))
     assert state.nodes["n1"].last_error is None, state.nodes["n1"].last_error
     [sample] = state.nodes["n1"].latest()
     got = getattr(sample.host, field) if part == "host" else getattr(getattr(sample, part)[0], field)

@@ -10,10 +10,10 @@ import json
 from pathlib import Path
 
 import pytest
-from hostile_server import check_figure, growing, serving, snapshot_of, vllm_page
-from probe_run import no_more, probe_reading
 
 from collectors.ssh import ProbeLines, SshNode, SshSource
+from tests.support.hostile_server import check_figure, growing, serving, snapshot_of, vllm_page
+from tests.support.probe_run import no_more, probe_reading
 
 pytestmark = pytest.mark.hostile
 

@@ -1,11 +1,10 @@
-"""Engine settings and health from a vLLM 0.33 page (tests/fixtures/vllm_info_page.py)."""
+"""Engine settings and health from a vLLM 0.33 page (tests/support/vllm_info_page.py)."""
 
 from __future__ import annotations
 
-from fixtures.vllm_info_page import CACHE_CONFIG, VllmInfoServer
-
 from collectors.engine_info import MAX_SETTINGS, MAX_VALUE_CHARS
 from collectors.profiles import engine_sample_from_text
+from tests.support.vllm_info_page import CACHE_CONFIG, VllmInfoServer
 
 
 def test_settings_are_the_cache_config_labels_less_the_engine() -> None:

@@ -16,7 +16,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from probe_run import PYTHON
 
 from collectors.log_source import log_watch_config
 from collectors.probe.bundle import probe_script
@@ -25,6 +24,7 @@ from collectors.probe.schema import sample_from_reading
 from collectors.sample import EngineSample, NodeSample
 from layouts.loader import parse_layout
 from monitor.evaluation.figures import engine_view
+from tests.support.probe_run import PYTHON
 
 T0 = 1_790_000_000.0
 

@@ -4,12 +4,12 @@ with (tests/fixtures/sglang_page.py): every figure within 2 %."""
 from __future__ import annotations
 
 import pytest
-from fixtures.sglang_page import SglangServer
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from collectors.profiles import engine_sample_from_text
 from collectors.sample import NodeSample
 from monitor.evaluation.figures import engine_view
+from tests.support.sglang_page import SglangServer
 
 DT = 10.0
 

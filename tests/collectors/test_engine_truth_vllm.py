@@ -4,12 +4,12 @@ with (tests/fixtures/vllm_page.py): within 2 %."""
 from __future__ import annotations
 
 import pytest
-from fixtures.vllm_page import VllmServer
 
 from collectors.profiles import engine_sample_from_text
 from collectors.sample import EngineSample, NodeSample
 from monitor.evaluation.figures import engine_view
 from monitor.snapshot import EngineView
+from tests.support.vllm_page import VllmServer
 
 DT = 10.0
 

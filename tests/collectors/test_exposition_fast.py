@@ -23,7 +23,6 @@ import re
 from pathlib import Path
 
 import pytest
-from fixtures.vllm_dp_page import vllm_dp_page
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -31,6 +30,7 @@ from collectors.exporters import EXPORTER_WANTED
 from collectors.exposition import Exposition, ExpositionError, parse_exposition, parse_exposition_exact
 from collectors.exposition_fast import parse_wanted_fast
 from collectors.profiles import BUNDLED_PROFILES
+from tests.support.vllm_dp_page import vllm_dp_page
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 PAGES = {

@@ -23,6 +23,7 @@ from collectors.probe import main as probe
 from collectors.probe.schema import sample_from_reading
 from collectors.rates import counter_rate
 from collectors.sample import NodeSample
+from tests.support.waiting import until_async
 
 SYS_NET = Path("/sys/class/net")
 
@@ -121,10 +122,7 @@ async def test_polling_source_emits_until_cancelled() -> None:
     got: list[NodeSample] = []
     task = asyncio.create_task(source.run(got.append))
     try:
-        for _ in range(100):
-            if len(got) >= 3:
-                break
-            await asyncio.sleep(0.05)
+        await until_async(lambda: len(got) >= 3, 30, "three samples")
     finally:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

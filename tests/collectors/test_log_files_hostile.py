@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from layout_cli import run_infertop, toml_str
 
 from collectors.probe.bundle import probe_script
+from tests.support.layout_cli import run_infertop, toml_str
 
 # a stats line whose figures are unmistakable: if 4242 shows up, the file was read
 SECRET_LINE = (

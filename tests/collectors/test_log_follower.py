@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from collectors.probe.logs import LogFollower, LogWatch
+from tests.support.waiting import until
 
 STATS = (
     "(APIServer pid=1) INFO 08-04 20:51:{s:02d} [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
@@ -194,12 +195,15 @@ EMITTER = (
 
 
 def _poll_until(watch: LogWatch, condition, timeout_s: float = 20.0) -> tuple[dict, list[str]]:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        engine, notes = watch.read()
-        if condition(engine, notes) or time.monotonic() > deadline:
-            return engine, notes
-        time.sleep(0.05)
+    """Read the watch until one reading meets `condition`; that reading."""
+    readings: list[tuple[dict, list[str]]] = []
+
+    def met() -> bool:
+        readings.append(watch.read())
+        return bool(condition(*readings[-1]))
+
+    until(met, timeout_s, "the log reading", detail=lambda: readings[-1:])
+    return readings[-1]
 
 
 def test_command_output_is_followed_like_a_file() -> None:

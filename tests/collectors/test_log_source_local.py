@@ -9,14 +9,14 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import infertop_bin
-from log_writer import LOG_WRITER as WRITER
 
 from collectors.log_source import LogSource, local_log_sources, log_watch_config
 from collectors.registry import build_sources
 from collectors.sample import NodeSample
 from layouts.loader import parse_layout
 from monitor.evaluation.figures import engine_view
+from tests.support.log_writer import LOG_WRITER as WRITER
+from tests.support.paths import infertop_bin
 
 LINES = (
     "(APIServer pid=7) INFO 08-04 20:51:{s:02d} [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, "

@@ -8,11 +8,10 @@ import json
 import socket
 from pathlib import Path
 
-from probe_run import no_more, probe_reading
-
 from collectors.ssh import ProbeLines, SshNode, SshSource
 from layouts.model import EngineConfig, NodeConfig
 from monitor.evaluation.coverage import node_coverage
+from tests.support.probe_run import no_more, probe_reading
 
 
 def dead_url() -> str:

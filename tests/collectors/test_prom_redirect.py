@@ -13,11 +13,11 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from hostile_http import HttpServer, Reply
 
 from collectors.prom import PromSource
 from collectors.sample import NodeSample
 from layouts.model import PrometheusConfig
+from tests.support.hostile_http import HttpServer, Reply
 
 SECRET = "s3cret-api-key-0123456789"
 EMPTY_VECTOR = json.dumps({"status": "success", "data": {"resultType": "vector", "result": []}})

@@ -18,6 +18,7 @@ from collectors.registry import build_sources
 from collectors.scrape import WHOLE_PAGE_EVERY, Endpoint, ScrapeSource, latency_every_rounds, scrape_targets
 from layouts import LayoutError, parse_layout
 from monitor.evaluation.figures import engine_view, part_window
+from tests.support.waiting import until_async
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "exposition"
 VLLM = BUNDLED_PROFILES["vllm"]
@@ -49,7 +50,7 @@ async def server() -> AsyncIterator[tuple[str, Pages]]:
         name = request.match_info["name"]
         pages.hits[name] = pages.hits.get(name, 0) + 1
         if name == "slow":
-            await asyncio.sleep(30)
+            await asyncio.sleep(30)  # a page that hangs (the client's timeout is what is tested): no wait
         if name == "error":
             return web.Response(status=500, text="boom")
         if name not in pages.text:
@@ -258,8 +259,7 @@ async def test_under_run_each_node_is_handed_over_as_soon_as_it_is_read(server: 
     source.round_listeners.append(lambda s: rounds.append(time.monotonic()))
     running = asyncio.create_task(source.run(lambda s: arrived.append((s.node, time.monotonic(), s.ok))))
     try:
-        while not rounds:
-            await asyncio.sleep(0.02)
+        await until_async(lambda: rounds, 30, "a round", every_s=0.02)
     finally:
         running.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -396,13 +396,13 @@ async def test_a_cancelled_poll_takes_its_reads_with_it_and_opens_nothing_after_
     # reads must end with it: one still queued for a connection would otherwise open a
     # new session after the close, left for the interpreter to find ("Unclosed client
     # session" in the monitor's log after `infertop stop`, seen at 128 nodes).
-    base, _ = server
+    base, pages = server
     source = ScrapeSource(
         {f"n{i}": [Endpoint(f"{base}/slow/metrics", VLLM)] for i in range(4)},
         interval_s=5.0, max_concurrency=1,
     )
     poll = asyncio.create_task(source.poll())
-    await asyncio.sleep(0.3)  # one read in flight, three queued
+    await until_async(lambda: pages.hits.get("slow", 0) >= 1, 20, "one read in flight (three queued)")
     poll.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await poll

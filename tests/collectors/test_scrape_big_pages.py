@@ -17,13 +17,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import infertop_bin
-from fixtures.vllm_dp_page import TRICKLE, assert_engine_matches, vllm_dp_page
 
 from collectors.probe.engine import fetch_engine
 from collectors.profiles import BUNDLED_PROFILES
 from collectors.scrape import Endpoint, ScrapeSource
 from collectors.ssh import PROBE_MAX_LINE_BYTES, ProbeLines, SshNode, SshSource
+from tests.support.paths import infertop_bin
+from tests.support.vllm_dp_page import TRICKLE, assert_engine_matches, vllm_dp_page
 
 VLLM = BUNDLED_PROFILES["vllm"]
 PYTHON = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable

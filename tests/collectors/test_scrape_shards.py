@@ -30,6 +30,7 @@ from collectors.scrape_shards import (
 )
 from collectors.scrape_worker import WORKER_NICENESS
 from layouts import LayoutError, parse_layout
+from tests.support.waiting import until, until_async
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "exposition"
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,10 +61,7 @@ def pages() -> Iterator[str]:
 
     thread = threading.Thread(target=asyncio.run, args=(serve(),), daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
-    while not ready and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert ready, "the page server did not start"
+    until(lambda: ready, 10, "the page server to start")
     yield ready[0]
     stop.set()
     thread.join(5)
@@ -90,14 +88,6 @@ class Collected:
 
     def nodes_since(self, at: float) -> set[str]:
         return {s.node for s in self.samples if s.taken_at >= at and s.error is None}
-
-
-async def until(check: object, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError("not in time")
-        await asyncio.sleep(0.1)
 
 
 def test_how_many_workers() -> None:
@@ -160,7 +150,7 @@ async def test_workers_read_every_node_and_say_when_the_round_is_in(pages: str) 
     start = time.time()
     task = asyncio.create_task(source.run(got.emit))
     try:
-        await until(lambda: len(got.nodes_since(start)) == 12 and len(rounds) >= 2, 20)
+        await until_async(lambda: len(got.nodes_since(start)) == 12 and len(rounds) >= 2, 20, every_s=0.1)
         pids = [p for p in source.worker_pids if p is not None]
         assert len(pids) == 3 and os.getpid() not in pids
         # throughput work: a worker yields the CPU to the monitor and its viewers
@@ -192,13 +182,13 @@ async def test_a_killed_worker_is_started_again_and_blames_no_node(pages: str) -
     got = Collected()
     task = asyncio.create_task(source.run(got.emit))
     try:
-        await until(lambda: len(got.nodes_since(0)) == 6, 20)
+        await until_async(lambda: len(got.nodes_since(0)) == 6, 20, every_s=0.1)
         victim = source.worker_pids[0]
         assert victim is not None
         os.kill(victim, signal.SIGKILL)
         killed_at = time.time()
-        await until(lambda: source.worker_pids[0] not in (None, victim), 20)
-        await until(lambda: len(got.nodes_since(killed_at + 0.5)) == 6, 20)
+        await until_async(lambda: source.worker_pids[0] not in (None, victim), 20, every_s=0.1)
+        await until_async(lambda: len(got.nodes_since(killed_at + 0.5)) == 6, 20, every_s=0.1)
         assert source.restarts == 1
     finally:
         task.cancel()
@@ -213,7 +203,7 @@ async def test_workers_that_cannot_start_leave_the_monitor_reading(pages: str) -
     task = asyncio.create_task(source.run(got.emit))
     try:
         # each worker fails MAX_FAILED_STARTS times, a second apart; then its nodes are read here
-        await until(lambda: len(got.nodes_since(0)) == 4, 10 + 2 * MAX_FAILED_STARTS)
+        await until_async(lambda: len(got.nodes_since(0)) == 4, 10 + 2 * MAX_FAILED_STARTS, every_s=0.1)
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
@@ -234,13 +224,10 @@ def test_a_worker_outlives_no_monitor(tmp_path: Path, pages: str) -> None:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 30
-        workers: list[psutil.Process] = []
-        while not workers and time.monotonic() < deadline:
-            workers = [c for c in psutil.Process(monitor.pid).children()
-                       if "collectors.scrape_worker" in " ".join(c.cmdline())]
-            time.sleep(0.2)
-        assert workers, "no worker started"
+        workers: list[psutil.Process] = until(
+            lambda: [c for c in psutil.Process(monitor.pid).children()
+                     if "collectors.scrape_worker" in " ".join(c.cmdline())],
+            30, "a scrape worker to start", every_s=0.2, ignore=(psutil.Error,))
         monitor.kill()
         monitor.wait(10)
         _gone, alive = psutil.wait_procs(workers, timeout=10)

@@ -1,5 +1,5 @@
 """dcgm-exporter pages re-created from dcgm-exporter 4.5.3-4.8.2's own counters CSVs and
-page template (tests/upstream_pages.py): every figure infertop reads is checked against
+page template (tests/support/upstream_pages.py): every figure infertop reads is checked against
 the truth the page was driven with, within 2 %, and what the page lacks is said."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collectors.exporters import EXPORTER_WANTED, gpu_samples_from_dcgm, parts_f
 from collectors.exposition import parse_exposition
 from collectors.sample import GpuSample, NodeSample
 from monitor.evaluation.figures import gpu_views
-from tests.upstream_pages import load_truth, page_files, render
+from tests.support.upstream_pages import load_truth, page_files, render
 
 DCGM_FIXTURES = (
     "dcgm-default-4.5.3-4.8.2",

@@ -1,5 +1,5 @@
 """node_exporter 1.12.1 pages re-created from its collectors' own definitions
-(tests/upstream_pages.py), two scrapes 15 s apart with one HCA reset in between: every
+(tests/support/upstream_pages.py), two scrapes 15 s apart with one HCA reset in between: every
 port figure, error rates included, checked against the truth within 2 %."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collectors.exposition import parse_exposition
 from collectors.sample import NicSample, NodeSample
 from monitor.evaluation.figures import nic_views
 from monitor.snapshot import NicView
-from tests.upstream_pages import load_truth, page_files, render
+from tests.support.upstream_pages import load_truth, page_files, render
 
 NAME = "node-exporter-1.12.1"
 

@@ -1,5 +1,5 @@
 """npu-exporter v26.1.0 pages re-created from mind-cluster's own collectors
-(tests/upstream_pages.py): 910B with one RoCE port and HCCS per chip, 910A5 / Atlas 350
+(tests/support/upstream_pages.py): 910B with one RoCE port and HCCS per chip, 910A5 / Atlas 350
 with per-(udie, port) network series. Every figure checked against the truth within 2 %;
 a failed read (-1) is unknown, never unhealthy or down."""
 
@@ -13,7 +13,7 @@ from collectors.exporters import EXPORTER_WANTED, parts_from_exporter
 from collectors.exposition import parse_exposition
 from collectors.sample import GpuSample, NicSample, NodeSample
 from monitor.evaluation.figures import nic_views
-from tests.upstream_pages import load_truth, page_files, render
+from tests.support.upstream_pages import load_truth, page_files, render
 
 NPU_FIXTURES = ("npu-exporter-910b-v26.1.0", "npu-exporter-910a5-v26.1.0")
 

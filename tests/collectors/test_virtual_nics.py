@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
-from probe_run import PYTHON
 
 from collectors.exporters import nic_samples_from_node_exporter
 from collectors.exposition import parse_exposition
@@ -27,6 +26,7 @@ from collectors.scrape import ScrapeSource
 from collectors.ssh import ssh_source_for
 from collectors.virtual_nics import is_virtual_nic, keeps_nic
 from layouts import parse_layout
+from tests.support.probe_run import PYTHON
 
 REAL = ("lo", "eth0", "eth1", "eth2", "bond0", "ens5f0np0", "eno1", "ib0", "bond0.100", "enp3s0", "data0")
 PLUMBING = (

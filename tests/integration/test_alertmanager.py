@@ -16,8 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import infertop_bin
-from prometheus_server import PrometheusServer, Target, free_port, prometheus_available, wait_until
+
+from tests.support.paths import infertop_bin
+from tests.support.prometheus_server import (
+    PrometheusServer,
+    Target,
+    free_port,
+    prometheus_available,
+    wait_until,
+)
 
 pytestmark = [
     pytest.mark.integration,

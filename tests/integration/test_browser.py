@@ -13,18 +13,18 @@ import contextlib
 import shutil
 import socket
 import subprocess
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from demo_server import serving_demo
-from infertop_cmd import finish, start_infertop
 
 from monitor.channel.client import list_monitors
 from monitor.channel.protocol import Info
+from tests.support.demo_server import serving_demo
+from tests.support.infertop_cmd import finish, start_infertop
+from tests.support.waiting import until, until_async
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 playwright = pytest.importorskip("playwright.async_api")
@@ -38,18 +38,16 @@ def _free_port() -> int:
 
 
 def _wait_http(url: str, proc: subprocess.Popen[str], timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"serve exited: {proc.communicate()}")
+    def answering() -> bool:
         try:
             urllib.request.urlopen(url, timeout=2)
-            return
         except urllib.error.HTTPError:
-            return  # answering (403 without a token)
-        except OSError:
-            time.sleep(0.2)
-    raise AssertionError("serve never answered")
+            pass  # answering (403 without a token)
+        return True
+
+    until(answering, timeout_s, "serve to answer", every_s=0.2, ignore=(OSError,),
+          gave_up=lambda: proc.poll() is not None,
+          detail=lambda: proc.communicate() if proc.poll() is not None else "")
 
 
 @contextlib.contextmanager
@@ -86,17 +84,16 @@ async def _screen_text(url: str, shot: Path, keys: str = "", wait_for: tuple[byt
                 "framereceived", lambda data: frames.append(data if isinstance(data, bytes) else data.encode())))
             await page.goto(url)
 
-            async def until(needles: tuple[bytes, ...], timeout_s: float = 60.0) -> None:
-                deadline = time.monotonic() + timeout_s
-                while not all(n in b"".join(frames) for n in needles):
-                    assert time.monotonic() < deadline, f"never saw {needles!r} in {len(frames)} frames"
-                    await asyncio.sleep(0.25)
+            def shown(needles: tuple[bytes, ...]) -> Callable[[], bool]:
+                return lambda: all(n in b"".join(frames) for n in needles)
 
-            await until((b"NODE", b"hunt list"))
+            await until_async(shown((b"NODE", b"hunt list")), 60, "the node table and hunt list",
+                              every_s=0.25, detail=lambda: f"{len(frames)} frames")
             if keys:
                 await page.locator("body").click()
                 await page.keyboard.type(keys)
-                await until(wait_for)
+                await until_async(shown(wait_for), 60, f"{wait_for!r}", every_s=0.25,
+                                  detail=lambda: f"{len(frames)} frames")
             await page.screenshot(path=str(shot))
             return b"".join(frames)
         finally:
@@ -127,18 +124,19 @@ def test_two_browsers_are_two_viewers_of_one_monitor(tmp_path: Path) -> None:
                     page.on("websocket", lambda ws, frames=frames: ws.on(
                         "framereceived", lambda d, frames=frames: frames.append(d if isinstance(d, bytes) else d.encode())))
                     await page.goto(url)
-                deadline = time.monotonic() + 60
-                while not all(b"NODE" in b"".join(f) for f in seen):
-                    assert time.monotonic() < deadline, "a page never drew the node table"
-                    await asyncio.sleep(0.25)
+                await until_async(lambda: all(b"NODE" in b"".join(f) for f in seen), 60,
+                                  "both pages to draw the node table", every_s=0.25)
+
                 # a page draws its table header before its viewer has subscribed to the
                 # monitor (the CI run saw 1 here once): wait for both to be counted
-                while True:
+                def the_monitor() -> Info:
                     monitors = [info for _, info in list_monitors(state) if isinstance(info, Info)]
                     assert len(monitors) == 1, monitors
-                    if monitors[0].viewers == 2 or time.monotonic() > deadline:
-                        return monitors[0].viewers
-                    await asyncio.sleep(0.25)
+                    return monitors[0]
+
+                with contextlib.suppress(AssertionError):  # the count is asserted below
+                    await until_async(lambda: the_monitor().viewers == 2, 60, "two viewers", every_s=0.25)
+                return the_monitor().viewers
             finally:
                 await browser.close()
 

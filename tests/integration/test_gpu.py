@@ -67,7 +67,7 @@ def under_load(gpu_count: int) -> dict[str, Any]:
     try:
         assert load.stdout is not None
         assert load.stdout.readline().strip() == "ready"
-        time.sleep(2.0)  # let util (a ~1 s average in the driver) and clocks settle
+        time.sleep(2.0)  # measured: util is a ~1 s average in the driver; clocks settle
         busy = []
         costs = []
         deadline = time.monotonic() + 8.0

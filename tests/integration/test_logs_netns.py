@@ -10,9 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import infertop_bin
-from log_writer import LOG_WRITER as WRITER
-from netns import PYTHON, NetnsCluster, missing_requirements
+
+from tests.support.log_writer import LOG_WRITER as WRITER
+from tests.support.netns import PYTHON, NetnsCluster, missing_requirements
+from tests.support.paths import infertop_bin
 
 pytestmark = [pytest.mark.netns, pytest.mark.integration]
 

@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from aiohttp import ClientSession, web
-from prometheus_server import PrometheusServer, SimNode, prometheus_available
 
 from layouts import parse_layout
 from monitor.monitor import Monitor
+from tests.support.prometheus_server import PrometheusServer, SimNode, prometheus_available
+from tests.support.waiting import until, until_async
 
 pytestmark = [
     pytest.mark.integration,
@@ -31,7 +32,9 @@ def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusServer]
     server.start()
     try:
         server.wait_for_series("vllm:generation_tokens_total", len(nodes))
-        time.sleep(4.0)  # a few scrapes of history to backfill
+        # a few scrapes of history to backfill
+        until(lambda: min(float(r["value"][1]) for r in server.query("count_over_time(up[60s])")) >= 5, 60,
+              "5 scrapes of every target in Prometheus", every_s=0.2)
         yield server
     finally:
         server.stop()
@@ -93,11 +96,8 @@ backfill_s = 300
 """
 
 
-async def wait_for(check: object, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.2)
+async def wait_for(check: Callable[[], object], timeout_s: float) -> None:
+    await until_async(check, timeout_s, "the condition", every_s=0.2)
 
 
 async def test_a_slow_backfill_leaves_no_node_stale(prom: PrometheusServer) -> None:
@@ -127,7 +127,7 @@ async def test_a_slow_backfill_leaves_no_node_stale(prom: PrometheusServer) -> N
                 assert times == sorted(times) and len(set(times)) == len(times), (tier, times)
             engine = node.engine
             assert engine is not None
-            # the exporters' own rates (tests/prometheus_server.py SimRates): history
+            # the exporters' own rates (tests/support/prometheus_server.py SimRates): history
             # behind the live readings changes no figure
             assert engine.decode_steps_per_s == pytest.approx(40.0, rel=0.02)
             assert engine.accepted_tokens_per_s == pytest.approx(93.0, rel=0.02)

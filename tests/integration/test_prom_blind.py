@@ -4,18 +4,19 @@ collect them (dcgm-exporter's default) is blind on throttling, and the reason sa
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pytest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
-from prometheus_server import PrometheusServer, SimNode, prometheus_available
 
 from collectors.promql import CLOCK_REASONS_UNSEEN
 from layouts import parse_layout
 from monitor.monitor import Monitor
+from monitor.snapshot import Snapshot
+from tests.support.prometheus_server import PrometheusServer, SimNode, prometheus_available
+from tests.support.waiting import until_async
 
 pytestmark = [
     pytest.mark.integration,
@@ -77,15 +78,18 @@ backfill_s = 0
     monitor = Monitor(layout)
     await monitor.start(tick=False)
     try:
-        for _ in range(40):
-            frame = monitor.tick()
-            views = {n.name: n for n in frame.nodes}
-            kinds = {name: [v.kind for v in n.verdicts] for name, n in views.items()}
-            if kinds == {"decode-01": ["throttled"], "decode-02": ["blind"]}:
-                break
-            await asyncio.sleep(0.5)
-        else:
-            raise AssertionError({name: [(v.kind, v.detail) for v in n.verdicts] for name, n in views.items()})
+        frames: list[Snapshot] = []
+
+        def settled() -> bool:
+            frames.append(monitor.tick())
+            kinds = {n.name: [v.kind for v in n.verdicts] for n in frames[-1].nodes}
+            return kinds == {"decode-01": ["throttled"], "decode-02": ["blind"]}
+
+        # ticked at the monitor's own cadence (0.5 s), as a running monitor would
+        await until_async(settled, 20, "throttled and blind verdicts", every_s=0.5,
+                          detail=lambda: {n.name: [(v.kind, v.detail) for v in n.verdicts] for n in frames[-1].nodes})
+        frame = frames[-1]
+        views = {n.name: n for n in frame.nodes}
     finally:
         await monitor.stop()
     seen, stock = views["decode-01"], views["decode-02"]

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from aiohttp import ClientSession, web
-from prometheus_server import PrometheusServer, SimNode, SimRates, prometheus_available
 
 from collectors.prom import PromSource
 from collectors.sample import NodeSample
 from layouts import parse_layout
 from monitor.monitor import Monitor
 from monitor.snapshot import NodeView, Snapshot
+from tests.support.prometheus_server import PrometheusServer, SimNode, SimRates, prometheus_available
+from tests.support.waiting import until, until_async
 
 pytestmark = [
     pytest.mark.integration,
@@ -43,6 +45,9 @@ def prom(tmp_path_factory: pytest.TempPathFactory, sim_nodes: list[SimNode]) -> 
     server.stop()
 
 
+FULL_WINDOW_S = 4.0 + 1.0  # the layout's window_s, and one interval_s
+
+
 def layout_text(url: str, extra_prom: str = "", extra_nodes: str = "", nodes: tuple[str, ...] = NODES) -> str:
     listed = "".join(f'\n[[nodes]]\nname = "{n}"\nrole = "decode"\ngpus = 8\n' for n in nodes)
     return f"""
@@ -68,10 +73,22 @@ backfill_s = 0
 """
 
 
-async def run_monitor(monitor: Monitor, seconds: float) -> Snapshot:
+def readings_span(monitor: Monitor, names: tuple[str, ...], span_s: float) -> bool:
+    """Every named node's readings of every source it has span `span_s` seconds."""
+    nodes = monitor.state.nodes
+    return all(
+        name in nodes and bool(nodes[name].by_source)
+        and all(ring[-1].taken_at - ring[0].taken_at >= span_s for ring in nodes[name].by_source.values())
+        for name in names
+    )
+
+
+async def run_monitor(monitor: Monitor, span_s: float, names: tuple[str, ...] = NODES) -> Snapshot:
+    """The monitor's frame once every node's readings span `span_s` (FULL_WINDOW_S: the 4 s
+    rate window and one interval more, full whatever the machine's load)."""
     await monitor.start(tick=False)
     try:
-        await asyncio.sleep(seconds)
+        await until_async(lambda: readings_span(monitor, names, span_s), 60, f"{span_s} s of readings of every node")
         return monitor.tick()
     finally:
         await monitor.stop()
@@ -83,7 +100,7 @@ def by_name(snapshot: Snapshot) -> dict[str, NodeView]:
 
 async def test_figures_equal_the_exporters_rates(prom: PrometheusServer) -> None:
     monitor = Monitor(parse_layout(layout_text(prom.url)))
-    snapshot = await run_monitor(monitor, 6.5)
+    snapshot = await run_monitor(monitor, FULL_WINDOW_S)
     nodes = by_name(snapshot)
     for name in NODES:
         node = nodes[name]
@@ -121,7 +138,9 @@ async def test_figures_equal_the_exporters_rates(prom: PrometheusServer) -> None
 async def test_backfill_emits_history_oldest_first(prom: PrometheusServer) -> None:
     layout = parse_layout(layout_text(prom.url).replace("backfill_s = 0", "backfill_s = 60"))
     source = PromSource(layout.prometheus, list(NODES), 1.0, history=600)  # type: ignore[arg-type]
-    await asyncio.sleep(3.0)  # let Prometheus hold a few seconds more of history
+    # Prometheus holds a few seconds of history of every target (the backfill reads it)
+    until(lambda: min(float(r["value"][1]) for r in prom.query("count_over_time(up[60s])")) >= 5, 60,
+          "5 scrapes of every target in Prometheus", every_s=0.2)
     got: list[NodeSample] = []
     try:
         count = await source.backfill(got.append)
@@ -135,8 +154,11 @@ async def test_backfill_emits_history_oldest_first(prom: PrometheusServer) -> No
             for tier in ("prom:engine", "prom:gpu", "prom:node"):
                 mine = [s for s in got if s.node == name and s.source == tier]
                 assert len(mine) >= 3, (name, tier)
-        # the first live poll continues after the history, it does not repeat it
-        await asyncio.sleep(1.0)
+        # the first live poll continues after the history, it does not repeat it: once
+        # Prometheus has scraped every target again
+        newest = max(times)
+        await until_async(lambda: min(float(r["value"][1]) for r in prom.query("timestamp(up)")) > newest, 30,
+                          "a scrape of every target after the history", every_s=0.2)
         live = await source.poll()
         last = {(s.node, s.source): s.taken_at for s in got}
         assert live and all(s.taken_at > last[(s.node, s.source)] for s in live)
@@ -152,10 +174,14 @@ async def test_one_target_down_leaves_the_others_alone(
     monitor = Monitor(layout)
     await monitor.start(tick=False)
     try:
-        await asyncio.sleep(2.5)
-        assert by_name(monitor.tick())[extra.name].status == "ok"
+        await until_async(lambda: by_name(monitor.tick())[extra.name].status == "ok", 30, f"{extra.name} ok",
+                          every_s=0.25)
         extra.stop()
-        await asyncio.sleep(4.0)
+        def gone_with_error() -> bool:
+            node = by_name(monitor.tick())[extra.name]
+            return node.status != "ok" and node.error is not None
+
+        await until_async(gone_with_error, 30, f"{extra.name} gone", every_s=0.25)
         nodes = by_name(monitor.tick())
         gone = nodes[extra.name]
         assert gone.status in ("error", "stale", "unreachable")
@@ -175,10 +201,14 @@ async def test_prometheus_stopped_then_restarted(tmp_path: Path, sim_nodes: list
     monitor = Monitor(parse_layout(text))
     await monitor.start(tick=False)
     try:
-        await asyncio.sleep(2.5)
-        assert by_name(monitor.tick())["decode-01"].status == "ok"
+        await until_async(lambda: by_name(monitor.tick())["decode-01"].status == "ok", 30, "decode-01 ok",
+                          every_s=0.25)
         server.stop()
-        await asyncio.sleep(3.5)
+        def all_in_error() -> bool:
+            nodes = by_name(monitor.tick())
+            return all(nodes[n].status != "ok" and nodes[n].error is not None for n in NODES)
+
+        await until_async(all_in_error, 30, "every node to notice Prometheus gone", every_s=0.25)
         nodes = by_name(monitor.tick())
         for name in NODES:
             assert nodes[name].status != "ok"
@@ -186,12 +216,10 @@ async def test_prometheus_stopped_then_restarted(tmp_path: Path, sim_nodes: list
             assert nodes[name].engine is not None and nodes[name].age_s is not None
         assert nodes["here"].status == "ok"
         server.start()  # same port, same data: recovery needs no user action
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            await asyncio.sleep(1.0)
-            nodes = by_name(monitor.tick())
-            if all(nodes[n].status == "ok" for n in NODES):
-                break
+        with contextlib.suppress(AssertionError):  # asserted below, with the nodes
+            await until_async(lambda: all(by_name(monitor.tick())[n].status == "ok" for n in NODES), 20,
+                              "recovery", every_s=0.5)
+        nodes = by_name(monitor.tick())
         assert all(nodes[n].status == "ok" and nodes[n].error is None for n in NODES), nodes
     finally:
         await monitor.stop()
@@ -280,7 +308,7 @@ async def test_slow_prometheus_times_out(prom: PrometheusServer, monkeypatch: py
 async def test_discover_finds_the_nodes(prom: PrometheusServer) -> None:
     text = layout_text(prom.url, 'discover = true\ndiscover_role = "decode"', nodes=())
     monitor = Monitor(parse_layout(text))
-    snapshot = await run_monitor(monitor, 3.5)
+    snapshot = await run_monitor(monitor, 2.0)  # a few readings: discovered, with their GPUs
     nodes = by_name(snapshot)
     assert set(NODES) <= set(nodes)
     for name in NODES:
@@ -314,8 +342,8 @@ async def test_prom_equals_the_scrape_source_for_the_same_nodes(
     )
     scrape_layout = parse_layout(layout_text(prom.url, nodes=()) + scraped_nodes)
     via_prom, via_scrape = await asyncio.gather(
-        run_monitor(Monitor(parse_layout(layout_text(prom.url))), 6.5),
-        run_monitor(Monitor(scrape_layout), 6.5),
+        run_monitor(Monitor(parse_layout(layout_text(prom.url))), FULL_WINDOW_S),
+        run_monitor(Monitor(scrape_layout), FULL_WINDOW_S),
     )
     a, b = by_name(via_prom), by_name(via_scrape)
     for name in NODES:

@@ -12,13 +12,13 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from prometheus_server import SimNode
-from victoria_server import VictoriaMetricsServer, victoria_available
 
 from layouts import parse_layout
 from monitor.exporter import snapshot_families
 from monitor.monitor import Monitor
 from monitor.text_report import snapshot_table
+from tests.support.prometheus_server import SimNode
+from tests.support.victoria_server import VictoriaMetricsServer, victoria_available
 
 pytestmark = [
     pytest.mark.integration,
@@ -83,7 +83,7 @@ async def test_the_backends_delay_is_said_once_not_blamed_on_the_nodes(victoria:
         assert not [v for v in node.verdicts if v.kind in ("stale", "unreachable")]
         engine = node.engine
         assert engine is not None
-        # the simulated truth (tests/prometheus_server.py SimRates), over the whole window:
+        # the simulated truth (tests/support/prometheus_server.py SimRates), over the whole window:
         # it ends at the newest sample the backend holds, not at the wall clock (where it
         # would hold only the last two readings, and a rate over 1 s swings with jitter)
         assert engine.decode_steps_per_s == pytest.approx(40.0, rel=0.03)

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from vllm_fixture import real_vllm  # noqa: F401 (the fixture)
-from vllm_server import VllmServer
-from vllm_truth import Run, Truth, drive, truth_from_pages
+
+from tests.support.vllm_fixture import real_vllm  # noqa: F401 (the fixture)
+from tests.support.vllm_server import VllmServer
+from tests.support.vllm_truth import Run, Truth, drive, truth_from_pages
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
 

@@ -7,9 +7,10 @@ first tokens (made by the prefill, without a draft) — the old formula plus tho
 from __future__ import annotations
 
 import pytest
-from vllm_fixture import real_vllm_mtp  # noqa: F401 (the fixture)
-from vllm_server import VllmServer
-from vllm_truth import Run, drive, truth_from_pages
+
+from tests.support.vllm_fixture import real_vllm_mtp  # noqa: F401 (the fixture)
+from tests.support.vllm_server import VllmServer
+from tests.support.vllm_truth import Run, drive, truth_from_pages
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
 import uuid
 
 import pytest
-from conftest import REPO, infertop_bin
+
+from tests.support.paths import REPO, infertop_bin
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -23,15 +24,6 @@ def _tmux(socket: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 def _pane(socket: str, session: str) -> str:
     return _tmux(socket, "capture-pane", "-p", "-t", session).stdout
-
-
-def _wait(predicate, timeout_s: float, step_s: float = 0.25) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step_s)
-    return predicate()
 
 
 def test_real_binary_shows_localhost_and_quits(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -57,16 +49,20 @@ def test_real_binary_shows_localhost_and_quits(tmp_path) -> None:  # type: ignor
     started = _tmux(socket, *args, command)
     assert started.returncode == 0, started.stderr
     try:
-        shown = _wait(lambda: "localhost" in _pane(socket, session), timeout_s=60)
+        until(
+            lambda: "localhost" in _pane(socket, session), 60, "the overview to show localhost",
+            every_s=0.25,
+            detail=lambda: _tmux(socket, "display", "-p", "-t", session,
+                                 "#{window_width}x#{window_height}").stdout.strip()
+            + "\n" + _pane(socket, session),
+        )
         screen = _pane(socket, session)
-        size = _tmux(socket, "display", "-p", "-t", session, "#{window_width}x#{window_height}").stdout
-        assert shown, f"the overview never showed localhost ({size.strip()}):\n{screen}"
         assert "infertop" in screen and "NODE" in screen
         assert "Traceback" not in screen and "Warning" not in screen
         _tmux(socket, "send-keys", "-t", session, "q")
-        exited = _wait(exit_file.exists, timeout_s=30)
-        assert exited, f"infertop did not exit on q:\n{_pane(socket, session)}"
-        assert _wait(lambda: exit_file.read_text().strip() != "", timeout_s=5)
+        until(exit_file.exists, 30, "infertop to exit on q", every_s=0.25,
+              detail=lambda: _pane(socket, session))
+        until(lambda: exit_file.read_text().strip() != "", 5, "its exit code", every_s=0.25)
         assert exit_file.read_text().strip() == "0"
         after = _pane(socket, session)
         assert "Warning" not in after and "warnings.warn" not in after, after

@@ -17,11 +17,12 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
-from netns import NetnsCluster, NsHost, QdiscUnavailable, missing_requirements
 
 from collectors.sample import NodeSample
 from collectors.ssh import SshNode, SshSource
 from layouts.model import SshOptions
+from tests.support.netns import NetnsCluster, NsHost, QdiscUnavailable, missing_requirements
+from tests.support.waiting import until_async
 
 pytestmark = [pytest.mark.netns, pytest.mark.integration]
 INTERVAL_S = 0.5
@@ -60,15 +61,15 @@ class Recorder:
     def errors(self, node: str, after: float = 0.0) -> list[NodeSample]:
         return [s for s in self.samples if s.node == node and s.error is not None and s.taken_at > after]
 
+    async def _next_sample(self, at_most_s: float) -> None:
+        self._changed.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._changed.wait(), at_most_s)
+
     async def wait_for(self, condition: Callable[[], bool], timeout: float = 20.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not condition():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise AssertionError(f"condition not met in {timeout} s; last: {self.samples[-3:]}")
-            self._changed.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), remaining)
+        """Until `condition()` holds, checked again at each sample (or each second)."""
+        await until_async(condition, timeout, "the samples", every_s=1.0, pause=self._next_sample,
+                          detail=lambda: self.samples[-3:])
 
 
 def options(cluster: NetnsCluster, **extra: object) -> SshOptions:
@@ -312,7 +313,7 @@ async def test_an_eight_engine_page_trickled_on_the_node_arrives_whole(
 ) -> None:
     """Issue 14 through the real probe and sshd: a ~320 KB vLLM page (8 DP engines),
     served on the node's own loopback in 4 KB pieces, reaches the monitor whole."""
-    from fixtures.vllm_dp_page import TRICKLE, assert_engine_matches, vllm_dp_page
+    from tests.support.vllm_dp_page import TRICKLE, assert_engine_matches, vllm_dp_page
 
     host = cluster.hosts[3]
     text, truth = vllm_dp_page(8)

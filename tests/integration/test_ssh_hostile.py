@@ -1,4 +1,4 @@
-"""The SSH source against a real SSH server (tests/hostile_sshd.py, its own process) whose
+"""The SSH source against a real SSH server (tests/support/hostile_sshd.py, its own process) whose
 probe streams hostile output: parser bombs, a 10,000-lines-a-second flood, a line that
 never ends. The session stays up, what is dropped is counted in a note, the cost is
 bounded, and the source stops at once when cancelled.
@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hostile_sshd import serving
 
 from collectors.sample import NodeSample
 from collectors.ssh import SshSource, ssh_source_for
 from layouts import load_layout
+from tests.support.hostile_sshd import serving
+from tests.support.waiting import until_async
 
 pytestmark = pytest.mark.integration
 
@@ -26,11 +28,17 @@ def source_for(where: Path) -> SshSource:
     return source
 
 
-async def run_for(source: SshSource, seconds: float) -> tuple[list[NodeSample], float]:
-    """Samples emitted in `seconds`; and how long cancelling the source then took."""
+async def run_for(
+    source: SshSource, seconds: float, until: Callable[[list[NodeSample]], bool] | None = None
+) -> tuple[list[NodeSample], float]:
+    """Samples emitted in `seconds` (or, with `until`, once they satisfy it, `seconds` at
+    most); and how long cancelling the source then took."""
     samples: list[NodeSample] = []
     task = asyncio.create_task(source.run(samples.append))
-    await asyncio.sleep(seconds)
+    if until is None:
+        await asyncio.sleep(seconds)  # measured: what the source does in this window
+    else:
+        await until_async(lambda: until(samples), seconds, "the samples", detail=lambda: samples[-2:])
     started = time.monotonic()
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
@@ -43,7 +51,8 @@ async def test_parser_bombs_are_dropped_lines_and_the_session_stays_up(tmp_path:
     # a 400-digit integer, "[" x 100000, a 5000-digit integer, each followed by a good line
     with serving("bad-lines", tmp_path):
         source = source_for(tmp_path)
-        samples, _ = await run_for(source, 3.5)
+        samples, _ = await run_for(source, 30, until=lambda got: len([s for s in got if s.ok]) >= 3 and any(
+            "unreadable line(s) dropped" in note for note in [s for s in got if s.ok][-1].notes))
     assert source.connects["n1"] == 1  # never torn down and reconnected
     assert [s.error for s in samples if s.error] == []
     good = [s for s in samples if s.ok]

@@ -12,10 +12,9 @@ import json
 import subprocess
 from pathlib import Path
 
-from conftest import infertop_bin
-from demo_server import serving_demo
-
 from infertop.demo.scenario import PORTS_DOWN, THROTTLED_GPU, WAITING_GPUS, trouble_nodes
+from tests.support.demo_server import serving_demo
+from tests.support.paths import infertop_bin
 
 NODES = 16
 SHORT_HOLDS = "\n[thresholds]\nhold_s = 3\nclear_s = 3\nidle_hold_s = 3\n"

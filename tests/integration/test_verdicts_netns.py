@@ -4,12 +4,11 @@ SSH source streams the probe from each, so the port state comes from the host's 
 
 A node's node_exporter page killed while its dcgm-exporter page answers: the node turns
 blind, with the dead page as the reason, within the hold time, and clears once the page
-is back. Each page is its own process inside the host's namespace (tests/netns_exporter.py)
+is back. Each page is its own process inside the host's namespace (tests/support/netns_exporter.py)
 serving the host's real sysfs counters; the scrape source reads them over the mgmt net."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
@@ -18,12 +17,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from netns import PYTHON, NetnsCluster, NsHost, missing_requirements
-from port_file_process import stop, wait_for_port
 
 from layouts import parse_layout
 from monitor.monitor import Monitor
 from monitor.snapshot import NodeView, Snapshot
+from tests.support.netns import PYTHON, NetnsCluster, NsHost, missing_requirements
+from tests.support.port_file_process import stop, wait_for_port
+from tests.support.waiting import until_async
 
 pytestmark = [pytest.mark.netns, pytest.mark.integration]
 
@@ -73,15 +73,15 @@ async def watch(
     monitor: Monitor, until: Callable[[Snapshot], bool], timeout_s: float, on_frame: Callable[[Snapshot], None]
 ) -> tuple[Snapshot, float]:
     """Tick every interval until `until` holds; every frame goes through `on_frame` first."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        frame = monitor.tick()
-        on_frame(frame)
-        if until(frame):
-            return frame, time.time()
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not reached within {timeout_s} s: {verdicts(frame)}")
-        await asyncio.sleep(INTERVAL_S / 2)
+    frames: list[Snapshot] = []
+
+    def reached() -> bool:
+        frames.append(monitor.tick())
+        on_frame(frames[-1])
+        return until(frames[-1])
+
+    await until_async(reached, timeout_s, "the frame", every_s=INTERVAL_S / 2, detail=lambda: verdicts(frames[-1]))
+    return frames[-1], time.time()
 
 
 def verdicts(frame: Snapshot) -> dict[str, list[str]]:
@@ -133,7 +133,7 @@ async def test_link_down_makes_the_node_link_starved_until_restored(cluster: Net
         await monitor.stop()
 
 
-EXPORTER = Path(__file__).parent.parent / "netns_exporter.py"
+EXPORTER = Path(__file__).parent.parent / "support" / "netns_exporter.py"
 PAGE_PORTS = {"dcgm": 9400, "node": 9100}
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from infertop_cmd import run_infertop
 
 from layouts import LayoutError, parse_layout
+from tests.support.infertop_cmd import run_infertop
 
 THREE_PROBLEMS = """\
 [cluster]

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from layout_cli import assert_refused, run_infertop
+
+from tests.support.layout_cli import assert_refused, run_infertop
 
 MiB = 1024 * 1024
 

@@ -14,7 +14,8 @@ import os
 from pathlib import Path
 
 import pytest
-from layout_cli import assert_refused, run_infertop, toml_str
+
+from tests.support.layout_cli import assert_refused, run_infertop, toml_str
 
 # (table, key, hostile value, as an array?) → the layout field named in the error
 HOSTILE_FIELDS = {

@@ -13,10 +13,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from layout_cli import assert_refused, run_infertop, toml_str
 
 from collectors.ssh import parse_target
 from layouts import LayoutError, parse_layout
+from tests.support.layout_cli import assert_refused, run_infertop, toml_str
 
 # one case per class of character or shape that must never pass
 HOSTILE_TARGETS = {

@@ -1,5 +1,5 @@
 """Real compute activity in the judgement (issue 35): dcgm-exporter 4.5.3-4.8.2 pages built
-from its definitions (tests/upstream_pages.py, the recommended counters of
+from its definitions (tests/support/upstream_pages.py, the recommended counters of
 docs/dcgm-counters.csv) with SM activity beside util; a GPU busy by util but idle by SM
 activity is not counted as working, and the finding names the rank that holds it."""
 
@@ -7,9 +7,6 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
-
-from fixtures.vllm_ranks_page import VllmRanksServer
-from upstream_pages import dcgm_page
 
 from collectors.exporters import EXPORTER_WANTED, parts_from_exporter
 from collectors.exposition import parse_exposition
@@ -27,6 +24,8 @@ from monitor.evaluation.rank_findings import (
     straggling_rank,
 )
 from monitor.snapshot import NodeView
+from tests.support.upstream_pages import dcgm_page
+from tests.support.vllm_ranks_page import VllmRanksServer
 
 CSV = Path(__file__).resolve().parents[2] / "docs" / "dcgm-counters.csv"
 TH = Thresholds()

@@ -6,7 +6,6 @@ the JSON, the text snapshot, the exporter and the record."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -22,6 +21,7 @@ from monitor.monitor import Monitor
 from monitor.record.store import decode_snapshot, encode_snapshot
 from monitor.snapshot import NodeView, Snapshot
 from monitor.text_report import snapshot_table
+from tests.support.waiting import until_async
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "exposition"
 INTERVAL_S = 0.25
@@ -118,14 +118,15 @@ def node(frame: Snapshot) -> NodeView:
 
 
 async def watch(monitor: Monitor, until: Callable[[Snapshot], bool], timeout_s: float) -> tuple[Snapshot, float]:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        frame = monitor.tick()
-        if until(frame):
-            return frame, time.time()
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not reached within {timeout_s} s: {node(frame).verdicts} {node(frame).coverage}")
-        await asyncio.sleep(INTERVAL_S / 2)
+    frames: list[Snapshot] = []
+
+    def reached() -> bool:
+        frames.append(monitor.tick())
+        return until(frames[-1])
+
+    await until_async(reached, timeout_s, "the frame", every_s=INTERVAL_S / 2,
+                      detail=lambda: f"{node(frames[-1]).verdicts} {node(frames[-1]).coverage}")
+    return frames[-1], time.time()
 
 
 def blind(frame: Snapshot) -> list[tuple[str, str, str]]:

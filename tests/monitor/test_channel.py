@@ -33,11 +33,17 @@ from monitor.channel.protocol import (
 from monitor.channel.server import ChannelServer
 from monitor.monitor import Monitor
 from monitor.snapshot import Snapshot
+from tests.support.waiting import until_async
 
 
 class Served:
     def __init__(self, monitor: Monitor, server: ChannelServer, stops: list[bool]):
         self.monitor, self.server, self.stops = monitor, server, stops
+
+
+def two_readings_of_every_node(monitor: Monitor) -> bool:
+    nodes = monitor.state.nodes.values()
+    return all(node.by_source and all(len(ring) >= 2 for ring in node.by_source.values()) for node in nodes)
 
 
 @pytest.fixture
@@ -54,7 +60,8 @@ async def served(tmp_path: Path) -> AsyncIterator[Served]:
     await monitor.start(tick=False)
     await server.start()
     try:
-        await asyncio.sleep(2.2)  # two readings of every node: rates, engines, verdicts
+        # two readings of every node: rates, engines, verdicts
+        await until_async(lambda: two_readings_of_every_node(monitor), 30, "two readings of every node")
         monitor.tick()
         yield Served(monitor, server, stops)
     finally:
@@ -86,12 +93,10 @@ async def test_a_socket_feed_receives_the_monitors_snapshots_and_marks_phases(se
     try:
         assert feed.info is not None and feed.info.pid == os.getpid()
         assert feed.info.layout == served.server.layout_file
-        await asyncio.sleep(0.2)
         # the newest frame at once on subscribing, equal to the monitor's own
-        assert published and published[-1] == served.monitor.latest
+        await until_async(lambda: published and published[-1] == served.monitor.latest, 20, "the newest frame")
         ticked = served.monitor.tick()
-        await asyncio.sleep(0.2)
-        assert published[-1] == ticked
+        await until_async(lambda: published[-1] == ticked, 20, "the ticked frame")
         assert served.server.viewers == 1
 
         assert ticked.session.phase != "warmup"

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from hostile_server import check_figure, growing, ib_page, snapshot_of, vllm_page
 
 from monitor.snapshot import SessionView
+from tests.support.hostile_server import check_figure, growing, ib_page, snapshot_of, vllm_page
 from tui.history import SpendHistory
 from tui.session_panel import session_lines
 

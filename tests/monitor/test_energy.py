@@ -56,9 +56,9 @@ def test_energy_per_session_and_per_output_token() -> None:
     for step in range(11):
         at = t0 + step
         joules = 1e9 + 700.0 * step
-        monitor.fleet._emit(gpu_sample("d1", at, joules if step % 5 == 0 else None, gen=1000.0 * step))
-        monitor.fleet._emit(gpu_sample("d2", at, joules + 5e8, gen=1000.0 * step))
-        monitor.fleet._emit(gpu_sample("d2", at, joules + 5e8, source="scrape"))
+        monitor.fleet.ingest(gpu_sample("d1", at, joules if step % 5 == 0 else None, gen=1000.0 * step))
+        monitor.fleet.ingest(gpu_sample("d2", at, joules + 5e8, gen=1000.0 * step))
+        monitor.fleet.ingest(gpu_sample("d2", at, joules + 5e8, source="scrape"))
         s = monitor.tick(at).session
     assert s.energy_kwh == pytest.approx(16 * 700.0 * 10 / 3.6e6, rel=1e-9)
     assert s.joules_per_output_token == pytest.approx(16 * 700.0 / 2000.0, rel=1e-9)
@@ -75,15 +75,15 @@ def test_energy_per_session_and_per_output_token() -> None:
 def test_energy_unknown_without_counters_and_not_from_first_sight() -> None:
     t0 = START + 3600.0
     monitor = Monitor(parse_layout(LAYOUT), sources=[], clock=lambda: t0)
-    monitor.fleet._emit(gpu_sample("d1", t0, None, gen=0.0))
+    monitor.fleet.ingest(gpu_sample("d1", t0, None, gen=0.0))
     s = monitor.tick(t0).session
     assert s.energy_kwh is None and s.joules_per_output_token is None
     # the first reading holds energy since the driver loaded: it is not this session's
-    monitor.fleet._emit(gpu_sample("d1", t0 + 1, 5e9, gen=10.0))
+    monitor.fleet.ingest(gpu_sample("d1", t0 + 1, 5e9, gen=10.0))
     assert monitor.tick(t0 + 1).session.energy_kwh is None
     # a driver reload (counter down) counts from zero; a jump no GPU can draw is left out
-    monitor.fleet._emit(gpu_sample("d1", t0 + 2, 300.0, gen=20.0))
-    monitor.fleet._emit(gpu_sample("d1", t0 + 3, 1e12, gen=30.0))
+    monitor.fleet.ingest(gpu_sample("d1", t0 + 2, 300.0, gen=20.0))
+    monitor.fleet.ingest(gpu_sample("d1", t0 + 3, 1e12, gen=30.0))
     assert monitor.tick(t0 + 3).session.energy_kwh == pytest.approx(8 * 300.0 / 3.6e6)
 
 
@@ -111,7 +111,7 @@ def test_owned_energy_dollars_from_the_counters() -> None:
     for step in range(11):
         # NVML reads the energy every 5th sample; the gauge every sample
         joules = 1e6 + 500.0 * step if step % 5 == 0 else None
-        monitor.fleet._emit(gpu_sample("d1", t0 + step, joules))
+        monitor.fleet.ingest(gpu_sample("d1", t0 + step, joules))
         s = monitor.tick(t0 + step).session
     price = 1.25 * 0.12  # $ per kWh at the meter
     kwh = 8 * 500.0 * 10 / 3.6e6
@@ -132,7 +132,7 @@ def test_exporter_carries_energy_and_breakeven() -> None:
     t0 = START + 3600.0
     monitor = Monitor(parse_layout(LAYOUT), sources=[], clock=lambda: t0)
     for step in range(3):
-        monitor.fleet._emit(gpu_sample("d1", t0 + step, 1e9 + 700.0 * step, gen=1000.0 * step))
+        monitor.fleet.ingest(gpu_sample("d1", t0 + step, 1e9 + 700.0 * step, gen=1000.0 * step))
         snap = monitor.tick(t0 + step)
     values = {f.name: f.samples[0].value for f in snapshot_families(snap) if f.samples}
     assert values["infertop_session_energy_kwh"] == pytest.approx(8 * 700.0 * 2 / 3.6e6)

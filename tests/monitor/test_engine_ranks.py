@@ -1,6 +1,6 @@
 """Per-rank engines (issue 35): each data-parallel engine of a node with its own figures,
 held within 2 % to the truth pages built from upstream definitions were driven with
-(vLLM 0.33.0 `engine` label: tests/fixtures/vllm_ranks_page.py; SGLang 0.5.23 `dp_rank` /
+(vLLM 0.33.0 `engine` label: tests/support/vllm_ranks_page.py; SGLang 0.5.23 `dp_rank` /
 `tp_rank`: tests/fixtures/sglang_page.py); the node's own figures unchanged by them."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ from __future__ import annotations
 import statistics
 
 import pytest
-from fixtures.sglang_page import SglangServer
-from fixtures.vllm_ranks_page import VllmRanksServer
 
 from collectors.profiles import engine_sample_from_text
 from collectors.sample import EngineSample, NodeSample
 from monitor.evaluation.engine_ranks import gpu_span, rank_views
 from monitor.evaluation.figures import engine_view
 from monitor.snapshot import EngineRankView, EngineView
+from tests.support.sglang_page import SglangServer
+from tests.support.vllm_ranks_page import VllmRanksServer
 
 DT = 10.0
 STEPS = [30.0, 30.0, 30.0, 30.0, 30.0, 18.0, 30.0, 30.0]  # engine 5 straggles

@@ -9,16 +9,22 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import infertop_bin
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
-from prometheus_server import PrometheusServer, Target, free_port, prometheus_available, wait_until
 
 from collectors.sample import EngineSample, GpuSample, NodeSample
 from layouts import parse_layout
 from monitor.exporter import SnapshotCollector, metric_names
 from monitor.monitor import Monitor
 from monitor.snapshot import Snapshot
+from tests.support.paths import infertop_bin
+from tests.support.prometheus_server import (
+    PrometheusServer,
+    Target,
+    free_port,
+    prometheus_available,
+)
+from tests.support.waiting import until
 
 LAYOUT = """
 [cluster]
@@ -146,7 +152,10 @@ def test_a_real_prometheus_scrapes_the_exporter(tmp_path: Path) -> None:
     try:
         server.start()
         server.wait_for_series('infertop_node_status{node="here",status="ok"} == 1', 1, timeout_s=40)
-        spend = wait_until(lambda: server.query("infertop_session_spend_usd > 0"), 20, "spend > 0")
+        spend = until(
+            lambda: server.query("infertop_session_spend_usd > 0"), 20, "spend > 0",
+            every_s=0.2, ignore=(Exception,),
+        )
         assert float(spend[0]["value"][1]) > 0
         [cost] = server.query('infertop_node_cost_usd_per_hour{node="here"}')
         assert float(cost["value"][1]) == 36.0

@@ -18,11 +18,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import REPO
 
 from layouts import parse_layout
 from monitor.exporter_http import start_server
 from monitor.monitor import Monitor
+from tests.support.paths import REPO
+from tests.support.waiting import until
 
 LAYOUT = '[cluster]\nname = "conn-test"\ninterval_s = 0.5\n\n[[nodes]]\nname = "n1"\n'
 
@@ -115,13 +116,8 @@ def exporting(tmp_path: Path) -> Iterator[int]:
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     try:
-        deadline = time.monotonic() + 30.0
-        while True:  # until the first snapshot is served
-            with contextlib.suppress(OSError, AssertionError):
-                scrape_s(port, timeout_s=2.0)
-                break
-            assert proc.poll() is None and time.monotonic() < deadline, "the exporter did not start"
-            time.sleep(0.1)
+        until(lambda: scrape_s(port, timeout_s=2.0) is not None, 30.0, "the exporter's first snapshot",
+              every_s=0.1, ignore=(OSError, AssertionError), gave_up=lambda: proc.poll() is not None)
         yield port
     finally:
         proc.terminate()
@@ -158,9 +154,9 @@ def test_a_scrape_is_answered_quickly_while_clients_hold_connections(tmp_path: P
             for t in openers:
                 t.join(30)
             opened_s = time.monotonic() - started
-            assert max(times) < 1.0, times
+            assert max(times) < 1.0, times  # wall time is what this test measures (answered while besieged)
             assert len(held) == 520 and opened_s < 5.0, (len(held), opened_s)  # no SYN dropped
-            time.sleep(0.5)
+            time.sleep(0.5)  # measured: the held connections linger a while, and scrapes still get in
             assert scrape_s(port) < 1.0
         finally:
             stop.set()

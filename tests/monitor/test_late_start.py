@@ -78,7 +78,7 @@ def run(born: float | None, first_gen: float = 1_000_000.0) -> Monitor:
     monitor = Monitor(parse_layout(LAYOUT), sources=[], clock=lambda: t0)
     for step in range(11):
         for node in ("d1", "d2"):
-            monitor.fleet._emit(sample(node, t0 + step, first_gen + 1000.0 * step, born))
+            monitor.fleet.ingest(sample(node, t0 + step, first_gen + 1000.0 * step, born))
         monitor.tick(t0 + step)
     return monitor
 
@@ -132,9 +132,9 @@ def test_a_node_first_read_later_starts_the_stretch_again() -> None:
     t0 = START + H
     monitor = Monitor(parse_layout(LAYOUT), sources=[], clock=lambda: t0)
     for step in range(11):
-        monitor.fleet._emit(sample("d1", t0 + step, 1000.0 * step, None))
+        monitor.fleet.ingest(sample("d1", t0 + step, 1000.0 * step, None))
         if step >= 5:
-            monitor.fleet._emit(sample("d2", t0 + step, 7e6 + 1000.0 * step, None))
+            monitor.fleet.ingest(sample("d2", t0 + step, 7e6 + 1000.0 * step, None))
         s = monitor.tick(t0 + step).session
     assert s.tokens_since == dt.datetime.fromtimestamp(t0 + 5, dt.UTC).isoformat()
     assert s.accepted_tokens == 2 * 5000.0
@@ -155,8 +155,8 @@ def test_a_birth_no_engine_could_have_is_not_believed() -> None:
     the future) is not counted whole: counting starts at first sight, with a note."""
     t0 = START + H
     monitor = Monitor(parse_layout(LAYOUT), sources=[], clock=lambda: t0)
-    monitor.fleet._emit(sample("d1", t0, 1e15, born=t0 - 1.0))
-    monitor.fleet._emit(sample("d2", t0, 5.0, born=t0 + 60.0))
+    monitor.fleet.ingest(sample("d1", t0, 1e15, born=t0 - 1.0))
+    monitor.fleet.ingest(sample("d2", t0, 5.0, born=t0 + 60.0))
     s = monitor.tick(t0).session
     assert s.usd_per_million_span == "watched" and not s.accepted_tokens
     assert any("could not have been counted" in n for n in s.notes)

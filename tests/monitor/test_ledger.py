@@ -218,7 +218,7 @@ def test_monitor_feeds_the_ledger() -> None:
     layout = parse_layout(LAYOUT)
     t0 = SATURDAY + H
     monitor = Monitor(layout, sources=[], clock=lambda: t0)
-    emit = monitor.fleet._emit  # the path every source's samples take
+    emit = monitor.fleet.ingest  # the path every source's samples take
     for step in range(4):
         emit(node_sample("d1", t0 + step, 90.0, 1000.0 * step))
         emit(node_sample("d2", t0 + step, 0.0, 0.0))
@@ -277,7 +277,7 @@ def test_idle_spend_weighs_the_idle_nodes_own_price() -> None:
     monitor = Monitor(layout, sources=[], clock=lambda: t0)
     for step in range(4):
         for i, util in ((1, 90.0), (2, 80.0), (3, 0.0)):
-            monitor.fleet._emit(NodeSample(
+            monitor.fleet.ingest(NodeSample(
                 node=f"d{i}", source="scrape", taken_at=t0 + step,
                 gpus=[GpuSample(index=g, util_pct=util) for g in range(8)],
             ))

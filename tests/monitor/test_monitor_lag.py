@@ -23,7 +23,6 @@ from typing import Any
 
 import pytest
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from prometheus_server import SimNode
 
 from collectors.scrape import scrape_targets
 from collectors.scrape_shards import ShardedScrapeSource
@@ -31,6 +30,8 @@ from layouts import parse_layout
 from layouts.model import Layout
 from monitor.monitor import Monitor
 from monitor.snapshot import Snapshot
+from tests.support.prometheus_server import SimNode
+from tests.support.waiting import until_async
 
 INTERVAL_S = 0.5  # stale after 1 s, unreachable after 2.5 s
 ANSWER_DELAY_S = 0.15  # a poll is on the wire for this long out of every interval
@@ -90,7 +91,11 @@ def layout_for(servers: dict[str, SlowExporter]) -> Layout:
     )
     return parse_layout(
         f'[cluster]\nname = "lag"\ninterval_s = {INTERVAL_S}\nwindow_s = 5\n\n'
-        f"[pricing]\ngpu_hour_usd = 2.0\n\n{nodes}"
+        f"[pricing]\ngpu_hour_usd = 2.0\n\n"
+        # what SimNode's pages never carry is a coverage fact, not blame: acknowledged, so
+        # that its `blind` verdict (held a while) cannot land inside a run a loaded machine drew out
+        '[thresholds]\nblind_ignore = ["clock_events", "nvlink", "nvlink_errors", "ecc", "nic_errors"]\n\n'
+        f"{nodes}"
     )
 
 
@@ -100,12 +105,15 @@ class Frames:
         monitor.listeners.append(self.all.append)
 
     async def until(self, check: Any, timeout_s: float, what: str) -> Snapshot:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.all and check(self.all[-1]):
-                return self.all[-1]
-            await asyncio.sleep(0.05)
-        raise AssertionError(f"{what}; last frame: {self._statuses(self.all[-1]) if self.all else None}")
+        await until_async(lambda: self.all and check(self.all[-1]), timeout_s, what,
+                          detail=lambda: self._statuses(self.all[-1]) if self.all else None)
+        return self.all[-1]
+
+    async def more(self, count: int, timeout_s: float = 30.0) -> None:
+        """Until `count` more frames have come: that many ticks of the cadence, counted
+        (a loaded machine makes them slower, never fewer)."""
+        have = len(self.all)
+        await until_async(lambda: len(self.all) >= have + count, timeout_s, f"{count} more frames")
 
     @staticmethod
     def _statuses(frame: Snapshot) -> dict[str, tuple[str, str | None]]:
@@ -138,17 +146,19 @@ async def test_a_blocked_loop_blames_the_monitor_not_the_nodes(exporters: dict[s
     await monitor.start()
     try:
         await frames.until(all_ok, 10, "every node answers")
-        await asyncio.sleep(3 * INTERVAL_S)  # rates and a steady cadence
+        await frames.more(3)  # rates and a steady cadence
+        # not lagging before the block (a loaded machine may stall the loop on its own: wait it out)
+        await frames.until(lambda f: f.monitor is not None and not f.monitor.lagging, 60, "a steady cadence")
         start = len(frames.all)
-        assert frames.all[-1].monitor is not None and not frames.all[-1].monitor.lagging
 
         # the loop stands still for 3.5 s (7 intervals, past the 2.5 s unreachable
         # threshold) while every node's answer is on the wire
         await wait_for_poll_in_flight()
-        time.sleep(3.5)  # the point: the monitor's own loop is blocked
-        await asyncio.sleep(6 * INTERVAL_S)
+        time.sleep(3.5)  # measured: the monitor's own loop is blocked this long (the point)
+        await frames.more(6)
 
-        assert frames.blamed(start) == []
+        assert frames.blamed(start) == [], [(n.name, [v.kind for v in n.verdicts]) for f in frames.all[start:]
+                                            for n in f.nodes if n.verdicts][:3]
         lagged = [f.monitor for f in frames.all[start:] if f.monitor is not None and f.monitor.lagging]
         assert lagged, "the stall was not reported"
         worst = max(lagged, key=lambda m: m.loop_stall_max_s or 0.0)
@@ -185,18 +195,18 @@ async def test_a_stopped_scrape_worker_blames_the_monitor_not_its_nodes(exporter
     await monitor.start()
     try:
         await frames.until(all_ok, 20, "every node answers")
-        await asyncio.sleep(3 * INTERVAL_S)
+        await frames.more(3)
         start = len(frames.all)
         worker = source.worker_pids[0]
         assert worker is not None
         await wait_for_poll_in_flight()
         os.kill(worker, signal.SIGSTOP)
         try:
-            await asyncio.sleep(3.5)  # the monitor's own loop runs all along
+            await asyncio.sleep(3.5)  # measured: the worker stands still this long; the monitor's loop runs
         finally:
             os.kill(worker, signal.SIGCONT)
         await frames.until(all_ok, 10, "the worker reads again")
-        await asyncio.sleep(4 * INTERVAL_S)
+        await frames.more(4)
         assert frames.blamed(start) == []
         assert any(f.monitor is not None and f.monitor.lagging for f in frames.all[start:]), "the lag was not said"
 
@@ -228,7 +238,7 @@ async def test_a_cpu_starved_monitor_reports_its_lag_and_a_killed_node_still_goe
     loop = asyncio.get_running_loop()
     try:
         await frames.until(all_ok, 10, "every node answers")
-        await asyncio.sleep(2 * INTERVAL_S)
+        await frames.more(2)
         start = len(frames.all)
         # the loop is busy 0.9 s of every second for 8 s: every tick and poll runs late
         hog_cpu(loop, time.monotonic() + 8.0, busy_s=0.9, every_s=1.0)

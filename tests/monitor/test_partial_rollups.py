@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from tui_helpers import NodeSpec, make_layout, make_sample
 
 from monitor.monitor import Monitor
 from monitor.snapshot import Snapshot
+from tests.support.tui_helpers import NodeSpec, make_layout, make_sample
 
 START = 1_800_000_000.0
 SPECS = [

@@ -1,6 +1,6 @@
 """The prefill → decode path from upstream definitions with their truth: vLLM 0.33 NIXL
-pages (tests/fixtures/vllm_info_page.py), node_exporter 1.12.1's ethtool collector names
-and the mlx5 driver's sysfs hw_counters read by the probe (tests/fixtures/roce_pages.py).
+pages (tests/support/vllm_info_page.py), node_exporter 1.12.1's ethtool collector names
+and the mlx5 driver's sysfs hw_counters read by the probe (tests/support/roce_pages.py).
 A congested pair shows pause and CNP evidence on both ends; a KV rate above the ports'
 line rate is flagged as a measurement problem."""
 
@@ -10,8 +10,6 @@ import datetime as dt
 from pathlib import Path
 
 import pytest
-from fixtures.roce_pages import ROCE_GBPS, RoceNode, ethtool_fq_name
-from fixtures.vllm_info_page import VllmInfoServer
 
 from collectors.exporters import EXPORTER_WANTED, parts_from_exporter
 from collectors.exposition import parse_exposition
@@ -21,6 +19,8 @@ from collectors.sample import GpuSample, NicSample, NodeSample
 from layouts import load_layout
 from monitor.monitor import Monitor
 from monitor.snapshot import Snapshot
+from tests.support.roce_pages import ROCE_GBPS, RoceNode, ethtool_fq_name
+from tests.support.vllm_info_page import VllmInfoServer
 
 START = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC).timestamp()
 STEP_S = 5.0

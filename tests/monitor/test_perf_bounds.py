@@ -55,7 +55,7 @@ def test_monitor_keeps_one_window_and_still_has_its_rates() -> None:
     })
     monitor = Monitor(layout, sources=[], clock=lambda: 0.0)
     for i in range(300):
-        monitor.fleet._emit(_sample("n", 1000.0 + i, 40.0 * i))
+        monitor.fleet.ingest(_sample("n", 1000.0 + i, 40.0 * i))
         snap = monitor.tick(1000.0 + i)
     assert len(monitor.state.nodes["n"].by_source["s"]) <= 13
     engine = snap.nodes[0].engine

@@ -1,5 +1,5 @@
 """Per-rank engines and real activity through the whole monitor (issue 35): a Monitor fed
-vLLM 0.33 pages (tests/fixtures/vllm_ranks_page.py) and GPUs with SM activity; the
+vLLM 0.33 pages (tests/support/vllm_ranks_page.py) and GPUs with SM activity; the
 snapshot carries each rank and each GPU's activity into its JSON (and back, as the record
 and replay read it), the exporter serves them, and the verdicts name the rank."""
 
@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
-from ranks_cluster import ranks_snapshots
 
 from monitor.exporter import SnapshotCollector, metric_names
 from monitor.record.store import decode_snapshot, encode_snapshot
 from monitor.snapshot import Snapshot
+from tests.support.ranks_cluster import ranks_snapshots
 
 
 def _snapshot() -> Snapshot:

@@ -20,7 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+
+from tests.support.paths import REPO
+from tests.support.waiting import until
 
 LAYOUT = """
 [cluster]
@@ -236,15 +238,6 @@ def _tmux(socket: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["tmux", "-S", socket, *args], capture_output=True, text=True, timeout=30)
 
 
-def _wait(predicate: Callable[[], bool], timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return predicate()
-
-
 @pytest.mark.hostile
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 @pytest.mark.parametrize("case", sorted(REPLAY_CASES))
@@ -267,11 +260,15 @@ def test_replay_of_a_crafted_record_quits_on_q_and_says_what_is_wrong(
     assert _tmux(socket, *args, command).returncode == 0
     try:
         pane = lambda: _tmux(socket, "capture-pane", "-p", "-J", "-t", "replay").stdout  # noqa: E731
-        assert _wait(lambda: "Quit" in pane() or exit_file.exists(), 30), pane()
+        until(lambda: "Quit" in pane() or exit_file.exists(), 30, "the replay on screen", every_s=0.1,
+              detail=pane)
+        before = pane()
         _tmux(socket, "send-keys", "-t", "replay", "9")  # the last frame: damaged in each case
-        time.sleep(1.0)
+        until(lambda: pane() != before or exit_file.exists(), 30, "the replay to take the key", every_s=0.1,
+              detail=pane)
         _tmux(socket, "send-keys", "-t", "replay", "q")
-        assert _wait(lambda: exit_file.exists() and exit_file.read_text().strip() != "", 10), pane()
+        until(lambda: exit_file.exists() and exit_file.read_text().strip() != "", 10, "the replay to quit",
+              every_s=0.1, detail=pane)
         screen = pane()
         assert exit_file.read_text().strip() == "2", screen
         lines = [line for line in screen.splitlines() if line.startswith("infertop: ")]

@@ -17,7 +17,8 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+
+from tests.support.paths import REPO
 
 LAYOUT = """
 [cluster]

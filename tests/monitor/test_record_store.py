@@ -76,7 +76,7 @@ def test_state_dir_from_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 def test_ticks_written_and_read_back(tmp_path: Path) -> None:
     monitor, recorder = recorded_at(write_layout(tmp_path), 1000.0)
     assert monitor.record_path == str(default_record_path(monitor.layout))
-    emit = monitor.fleet._emit  # the path every source's samples take
+    emit = monitor.fleet.ingest  # the path every source's samples take
     last = None
     for step in range(1, 6):
         emit(NodeSample(node="d1", source="scrape", taken_at=1000.0 + step,

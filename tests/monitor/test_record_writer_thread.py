@@ -31,7 +31,7 @@ def _recorded(tmp_path: Path) -> tuple[Monitor, Recorder]:
 
 
 def _tick(monitor: Monitor, step: int):  # type: ignore[no-untyped-def]
-    monitor.fleet._emit(NodeSample(node="d1", source="scrape", taken_at=1000.0 + step,
+    monitor.fleet.ingest(NodeSample(node="d1", source="scrape", taken_at=1000.0 + step,
                                    engine=EngineSample(generation_tokens_total=100.0 * step)))
     return monitor.tick(1000.0 + step)
 

@@ -56,7 +56,7 @@ def record_session(tmp_path: Path, ticks: int, step_s: float = 60.0) -> tuple[Pa
     layout = load_layout(layout_file)
     recorder = Recorder.open(layout, tmp_path / "rec.sqlite", now=MONDAY + H)
     monitor = Monitor(layout, sources=[], clock=lambda: MONDAY + H, recorder=recorder)
-    emit = monitor.fleet._emit  # the path every source's samples take
+    emit = monitor.fleet.ingest  # the path every source's samples take
     snap = None
     for i in range(ticks):
         now = MONDAY + H + i * step_s
@@ -199,7 +199,7 @@ def record_idle_run(tmp_path: Path) -> tuple[Path, float, float]:
     layout = load_layout(layout_file)
     recorder = Recorder.open(layout, tmp_path / "rec.sqlite", now=MONDAY + H)
     monitor = Monitor(layout, sources=[], clock=lambda: MONDAY + H, recorder=recorder)
-    emit = monitor.fleet._emit
+    emit = monitor.fleet.ingest
     tokens = 0.0
     for i in range(160):
         now = MONDAY + H + i * 60.0

@@ -12,21 +12,22 @@ The state directory is 0700 and the record and its -wal/-shm files are 0600.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import stat
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hostile_http import HttpServer, Reply, dead_port
-from infertop_cmd import finish, run_infertop, start_infertop
-from ssh_loopback import LoopbackSsh
 
 from infertop.cli.main import main
 from monitor.record.store import state_dir
+from tests.support.hostile_http import HttpServer, Reply, dead_port
+from tests.support.infertop_cmd import finish, run_infertop, start_infertop
+from tests.support.ssh_loopback import LoopbackSsh
+from tests.support.waiting import until
 
 # one distinct secret per form in which a URL carries one
 SECRETS: dict[str, tuple[str, str]] = {
@@ -126,13 +127,19 @@ def outputs(
     as_json = start_infertop("snapshot", "--layout", str(layout), "--window", "3", "--json")
     record = start_infertop("record", "--layout", str(layout), "--duration", "3",
                             env={"INFERTOP_STATE_DIR": str(work / "state")})
-    deadline = time.monotonic() + 30
-    wal: list[Path] = []
-    while time.monotonic() < deadline and not any(p.stat().st_size > 0 for p in wal):
-        time.sleep(0.1)
-        wal = list((work / "state").glob("*.sqlite-wal"))
-    assert wal, "no WAL appeared while recording"
-    time.sleep(1.0)  # a few ticks, with the nodes' notes and errors, into the WAL
+    def wal_files() -> list[Path]:
+        found = list((work / "state").glob("*.sqlite-wal"))
+        return found if any(p.stat().st_size > 0 for p in found) else []
+
+    wal = until(wal_files, 30, "a WAL while recording", every_s=0.1, ignore=(FileNotFoundError,))
+    database = wal[0].with_name(wal[0].name.removesuffix("-wal"))
+
+    def ticks() -> int:
+        with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=1)) as conn:
+            return int(conn.execute("SELECT count(*) FROM ticks").fetchone()[0])
+
+    # a few ticks (every 0.5 s), with the nodes' notes and errors, into the WAL
+    until(lambda: ticks() >= 3, 30, "three ticks in the record", every_s=0.1, ignore=(sqlite3.Error,))
     out["record file (running)"] = wal[0].with_name(wal[0].name.removesuffix("-wal")).read_bytes()
     out["record WAL (running)"] = wal[0].read_bytes()
     for name, proc in (("snapshot text", text), ("snapshot json", as_json), ("record", record)):

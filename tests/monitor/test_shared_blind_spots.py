@@ -7,13 +7,10 @@ acknowledged gap (`blind_ignore`) is no finding."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 import zlib
 
 from prometheus_client import CollectorRegistry, generate_latest
-from stock_cluster import STOCK_MISSING, cluster_pages, layout_toml, node_names, serve_pages
 
 from layouts import parse_layout
 from layouts.model import Thresholds
@@ -24,6 +21,8 @@ from monitor.monitor import Monitor
 from monitor.record.store import decode_snapshot, encode_snapshot
 from monitor.snapshot import CoverageGap, NodeView
 from monitor.text_report import snapshot_table
+from tests.support.stock_cluster import STOCK_MISSING, cluster_pages, layout_toml, node_names, serve_pages
+from tests.support.waiting import until_async
 
 NAMES = node_names(4)
 ECC = CoverageGap(kind="ecc", detail="ECC unknown: dcgm-exporter does not collect DCGM_FI_DEV_ECC_DBE_VOL_TOTAL "
@@ -52,13 +51,15 @@ async def test_the_monitor_says_a_shared_blind_spot_once_everywhere() -> None:
         monitor = Monitor(layout)
         await monitor.start()
         try:
-            deadline = time.monotonic() + 30.0
-            while True:
-                frame = monitor.tick()
-                if all(n.status == "ok" and n.coverage for n in frame.nodes):
-                    break
-                assert time.monotonic() < deadline, [n.status for n in frame.nodes]
-                await asyncio.sleep(0.1)
+            frames = [monitor.tick()]
+
+            def settled() -> bool:
+                frames.append(monitor.tick())
+                return all(n.status == "ok" and n.coverage for n in frames[-1].nodes)
+
+            await until_async(settled, 30.0, "every node ok, with its coverage", every_s=0.1,
+                              detail=lambda: [n.status for n in frames[-1].nodes])
+            frame = frames[-1]
         finally:
             await monitor.stop()
     [spot] = frame.cluster.shared_blind_spots

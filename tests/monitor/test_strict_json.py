@@ -13,9 +13,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostile_server import NORMAL, Page, dcgm_page, growing, layout_text, serving, strict_json, vllm_page
 
 from monitor.snapshot import ClusterView, RollupView, SessionView, Snapshot
+from tests.support.hostile_server import (
+    NORMAL,
+    Page,
+    dcgm_page,
+    growing,
+    layout_text,
+    serving,
+    strict_json,
+    vllm_page,
+)
 from tui.sparkline import sparkline
 
 

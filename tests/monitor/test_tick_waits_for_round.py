@@ -21,12 +21,13 @@ from typing import Any
 
 import pytest
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from prometheus_server import SimNode
 
 from collectors.cadence import TICK_LATEST_PHASE
 from layouts import parse_layout
 from monitor.monitor import Monitor
 from monitor.snapshot import Snapshot
+from tests.support.prometheus_server import SimNode
+from tests.support.waiting import until_async
 
 INTERVAL_S = 1.0
 SLOW_ANSWER_S = 0.6  # past the half-interval tick slot, within the poll's deadline
@@ -98,9 +99,9 @@ async def test_each_frame_shows_its_own_round_even_when_readings_are_slow(
     monitor.listeners.append(lambda snap: frames.append((time.time(), snap)))
     await monitor.start()
     try:
-        await asyncio.sleep(3.2 * INTERVAL_S)  # the first frames, a steady cadence
+        await until_async(lambda: len(frames) >= 3, 30, "the first frames, a steady cadence")
         start = len(frames)
-        await asyncio.sleep(5 * INTERVAL_S)
+        await asyncio.sleep(5 * INTERVAL_S)  # measured: how many frames, and at which phase, in 5 intervals
     finally:
         await monitor.stop()
     steady = frames[start:]

@@ -1,4 +1,4 @@
-"""Config drift and the one timeline, from vLLM 0.33 pages (tests/fixtures/vllm_info_page.py)
+"""Config drift and the one timeline, from vLLM 0.33 pages (tests/support/vllm_info_page.py)
 through the monitor into the snapshot JSON, the session record and the report."""
 
 from __future__ import annotations
@@ -7,12 +7,11 @@ import csv
 import datetime as dt
 from pathlib import Path
 
-from fixtures.timeline_session import DRIFTED, NODES, RESTART_TICK, RESTARTED, run_session
-from fixtures.vllm_info_page import CACHE_CONFIG
-
 from infertop.cli.main import main
 from monitor.evaluation.timeline import RESTART
 from monitor.record.store import Recording
+from tests.support.timeline_session import DRIFTED, NODES, RESTART_TICK, RESTARTED, run_session
+from tests.support.vllm_info_page import CACHE_CONFIG
 
 
 def restarts(events: list) -> list:  # type: ignore[type-arg]

@@ -1,14 +1,13 @@
 """Each kind of timeline event, once, at its time (monitor/evaluation/timeline.py), from
-vLLM 0.33 pages (tests/fixtures/vllm_info_page.py) and plain views."""
+vLLM 0.33 pages (tests/support/vllm_info_page.py) and plain views."""
 
 from __future__ import annotations
-
-from fixtures.vllm_info_page import VllmInfoServer
 
 from collectors.profiles import engine_sample_from_text
 from collectors.sample import NodeSample
 from monitor.evaluation.timeline import MAX_EVENTS, TimelineTracker
 from monitor.snapshot import EngineView, NodeView, SessionView, VerdictView
+from tests.support.vllm_info_page import VllmInfoServer
 
 T0 = 1_800_000_000.0
 

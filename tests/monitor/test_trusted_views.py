@@ -17,7 +17,7 @@ from infertop.demo.scenario import SimCluster
 from layouts.model import NicExpectation, NodeConfig
 from monitor.evaluation.figures import gpu_views, nic_views
 from monitor.snapshot import GpuView, NicView
-from tests.upstream_pages import FIXTURES, load_truth, page_files
+from tests.support.upstream_pages import FIXTURES, load_truth, page_files
 
 
 def _samples(pages: list[tuple[float, str]]) -> list[NodeSample]:

@@ -156,9 +156,8 @@ def test_silent_node_goes_stale_then_unreachable_and_hides_old_evidence() -> Non
 async def test_snapshot_command_shows_verdicts_held_within_its_window() -> None:
     """`infertop snapshot --window S` ticks through the window, so a condition that held for
     the hold time inside it is a verdict in the one frame it prints."""
-    from tui_helpers import NodeSpec, SyntheticSource, make_layout
-
     from monitor.take_snapshot import take_snapshot
+    from tests.support.tui_helpers import NodeSpec, SyntheticSource, make_layout
 
     specs = [NodeSpec("decode-01", gpus=1), NodeSpec("decode-02", gpus=1, down_nics=("mlx5_1",))]
     lay = make_layout(specs, interval_s=0.25)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tui_helpers import NodeSpec, make_layout, make_sample
 
 from collectors.bounds import counter_trust
 from collectors.fleet import FleetState
@@ -20,6 +19,7 @@ from monitor.evaluation.cluster import evaluate_nodes
 from monitor.evaluation.figures import engine_counters, idle_counts, idle_fraction, nic_counters
 from monitor.evaluation.window_rates import RateCache, WindowRates, WindowSums
 from monitor.monitor import Monitor
+from tests.support.tui_helpers import NodeSpec, make_layout, make_sample
 
 PORTS = ("mlx5_0", "mlx5_1", "eth0")
 NIC_FIELDS = ("rx_bytes_total", "tx_bytes_total", "xmit_wait_total", "errors_total")
@@ -205,7 +205,7 @@ def test_monitor_ticks_with_the_cache_equal_fresh_evaluation() -> None:
             if spec.name == "decode-02" and n >= 12:  # a port that appears late
                 extra = sample.nics[0].model_copy(update={"name": "mlx5_9"})  # type: ignore[index]
                 sample = sample.model_copy(update={"nics": [*(sample.nics or []), extra]})
-            monitor.fleet._emit(sample)
+            monitor.fleet.ingest(sample)
         if n % 7 == 3:  # an extra tick between readings: the windows did not move
             monitor.tick(now + 0.3 * interval)
         snapshot = monitor.tick(now + 0.5 * interval)

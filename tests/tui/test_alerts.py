@@ -8,12 +8,11 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from infertop_cmd import run_infertop
-from tui_helpers import FrozenFeed, NodeSpec, screen_text, wait_for
-
 import tui.app
 from layouts.model import AlertsConfig
 from monitor.snapshot import Snapshot, VerdictView
+from tests.support.infertop_cmd import run_infertop
+from tests.support.tui_helpers import FrozenFeed, NodeSpec, screen_text, wait_for
 from tui.app import InfertopApp
 from tui.help_screen import HelpScreen
 

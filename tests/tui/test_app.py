@@ -7,9 +7,16 @@ import io
 import pytest
 from rich.console import Console
 from textual.widgets import Input
-from tui_helpers import FrozenFeed, NodeSpec, SyntheticSource, make_layout, screen_text, wait_for
 
 from monitor.feeds import MonitorFeed
+from tests.support.tui_helpers import (
+    FrozenFeed,
+    NodeSpec,
+    SyntheticSource,
+    make_layout,
+    screen_text,
+    wait_for,
+)
 from tui.app import InfertopApp
 from tui.columns import GREY, SORTS
 from tui.help_screen import HelpScreen, bindings_of, key_label

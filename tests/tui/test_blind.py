@@ -4,10 +4,9 @@ the node screen lists what cannot be seen and why."""
 
 from __future__ import annotations
 
-from tui_helpers import NodeSpec, SyntheticSource, make_layout, screen_text, wait_for
-
 from monitor.feeds import MonitorFeed
 from monitor.snapshot import Snapshot
+from tests.support.tui_helpers import NodeSpec, SyntheticSource, make_layout, screen_text, wait_for
 from tui.app import InfertopApp
 from tui.header import header_text
 from tui.node_screen import NodeScreen

@@ -214,8 +214,7 @@ def test_fmt_power_w() -> None:
 # -- history -----------------------------------------------------------------------
 
 def test_history_is_bounded_and_forgets_departed_nodes() -> None:
-    from tui_helpers import FrozenFeed, NodeSpec
-
+    from tests.support.tui_helpers import FrozenFeed, NodeSpec
     from tui.history import History
 
     feed = FrozenFeed([NodeSpec("a"), NodeSpec("b", silent_after=2)], ticks=6)

@@ -4,10 +4,9 @@ monitor ranked them (tests/monitor/test_straggler_evidence.py judges them)."""
 
 from __future__ import annotations
 
-from test_hunt_list import HuntApp, snapshot, verdict
-from tui_helpers import wait_for
-
 from monitor.snapshot import EvidenceView
+from tests.support.tui_helpers import wait_for
+from tests.tui.test_hunt_list import HuntApp, snapshot, verdict
 from tui.evidence_screen import EvidenceScreen
 from tui.hunt_list import HuntList, detail_text
 

@@ -10,9 +10,9 @@ Update after an intended change: `pytest tests/tui/test_fit_and_sort.py --snapsh
 from __future__ import annotations
 
 import pytest
-from tui_helpers import FrozenFeed, NodeSpec, screen_text, wait_for
 
 from monitor.snapshot import NodeView, Snapshot
+from tests.support.tui_helpers import FrozenFeed, NodeSpec, screen_text, wait_for
 from tui.app import InfertopApp
 from tui.columns import COLUMN_KEYS, render_row
 from tui.node_table import NodeTable

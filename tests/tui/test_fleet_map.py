@@ -14,9 +14,9 @@ from functools import cache
 import pytest
 from rich.console import Console
 from textual.widgets import Static
-from tui_helpers import FrozenFeed, NodeSpec, screen_text, wait_for
 
 from monitor.fleet_map import node_map_state
+from tests.support.tui_helpers import FrozenFeed, NodeSpec, screen_text, wait_for
 from tui.app import InfertopApp
 from tui.fleet_map_picture import GLYPH
 from tui.help_screen import HelpScreen, help_table

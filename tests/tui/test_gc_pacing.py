@@ -12,9 +12,9 @@ import gc
 import weakref
 
 from test_layout_passes import next_frame
-from tui_helpers import FrozenFeed, NodeSpec, wait_for
 
 from monitor.gc_pacing import FULL_COLLECTION_EVERY_FRAMES, PACED_GEN0_THRESHOLD, PacedCollector
+from tests.support.tui_helpers import FrozenFeed, NodeSpec, wait_for
 from tui.app import InfertopApp
 
 

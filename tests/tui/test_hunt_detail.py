@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from tui_helpers import FrozenFeed, NodeSpec, screen_text, wait_for
-
+from tests.support.tui_helpers import FrozenFeed, NodeSpec, screen_text, wait_for
 from tui.app import InfertopApp
 from tui.hunt_list import HuntList, fmt_since
 from tui.hunt_panel import HuntPanel

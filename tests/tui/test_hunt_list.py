@@ -8,6 +8,7 @@ from typing import Any
 from textual.app import App, ComposeResult
 
 from monitor.snapshot import ClusterView, NodeView, RollupView, SessionView, Snapshot, VerdictView
+from tests.support.toasts import ToastsShown
 from tui.announcer import VerdictAnnouncer
 from tui.hunt_list import HuntList
 from tui.messages import OpenNode
@@ -35,7 +36,7 @@ def snapshot(nodes: dict[str, list[VerdictView]], now: float = T0 + 90) -> Snaps
     )
 
 
-class HuntApp(App[None]):
+class HuntApp(ToastsShown, App[None]):
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self.opened: list[str] = []
@@ -82,7 +83,7 @@ async def test_new_verdict_notifies_and_cursor_follows_its_row() -> None:
         table = app.query_one(HuntList)
         app.show(snapshot({"a": [verdict("idle", "warning", 10.0)], "b": [verdict("idle", "warning", 5.0)]}))
         await pilot.pause()
-        assert len(app._notifications) == 0  # what was already there when we opened is not news
+        assert len(app.toasts) == 0  # what was already there when we opened is not news
         table.focus()
         await pilot.press("down")
         assert table.current() == ("b", "idle")
@@ -92,7 +93,7 @@ async def test_new_verdict_notifies_and_cursor_follows_its_row() -> None:
             "c": [verdict("gpu-error", "critical", 80.0, detail="GPU 3 XID 79")],
         }))
         await pilot.pause()
-        notes = list(app._notifications)
+        notes = list(app.toasts)
         assert [(n.title, n.message, n.severity) for n in notes] == [
             ("c: gpu-error", "GPU 3 XID 79", "error")
         ]
@@ -102,7 +103,7 @@ async def test_new_verdict_notifies_and_cursor_follows_its_row() -> None:
         app.show(snapshot({"a": [verdict("idle", "warning", 10.0)], "b": [verdict("idle", "warning", 5.0)],
                              "c": [verdict("gpu-error", "critical", 80.0)]}, now=T0 + 95))
         await pilot.pause()
-        assert len(app._notifications) == 1
+        assert len(app.toasts) == 1
         app.show(snapshot({}))
         await pilot.pause()
         assert table.row_count == 0 and table.current() is None
@@ -114,7 +115,7 @@ async def test_burst_of_verdicts_is_one_notification() -> None:
         app.show(snapshot({}))
         app.show(snapshot({f"n{i}": [verdict("unreachable", "critical", 1.0)] for i in range(6)}))
         await pilot.pause()
-        notes = list(app._notifications)
+        notes = list(app.toasts)
         assert len(notes) == 1 and notes[0].message.startswith("6 new verdicts: ")
 
 
@@ -129,5 +130,5 @@ async def test_hostile_text_is_shown_inert() -> None:
         shown = rows(table)[0][5]
         # markup literal, escapes written out (never obeyed)
         assert shown == "[bold red]pwn[/] \\x1b[31mred\\x1b[0m\\x1b]8;;http://x\\x07link"
-        notes = list(app._notifications)
+        notes = list(app.toasts)
         assert notes[0].markup is False and "\x1b" not in notes[0].message

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from tui_helpers import FrozenFeed, NodeSpec, wait_for
-
 from monitor.snapshot import Snapshot
+from tests.support.tui_helpers import FrozenFeed, NodeSpec, wait_for
 from tui.app import InfertopApp
 from tui.session_panel import SessionPanel
 

@@ -8,8 +8,7 @@ Update after an intended change: `pytest tests/test_tui_snapshot.py --snapshot-u
 
 from __future__ import annotations
 
-from tui_helpers import FrozenFeed, NodeSpec, wait_for
-
+from tests.support.tui_helpers import FrozenFeed, NodeSpec, wait_for
 from tui.app import InfertopApp
 
 SIZE = (180, 34)

@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from textual.app import App, ComposeResult
-from tui_helpers import NodeSpec, make_layout, make_sample, wait_for
 
 from monitor.feeds import Publish
 from monitor.monitor import Monitor
 from monitor.snapshot import NodeView, Snapshot, VerdictView
+from tests.support.toasts import ToastsShown, css_beside
+from tests.support.tui_helpers import NodeSpec, make_layout, make_sample, wait_for
 from tui.announcer import MIN_GAP_S, TOAST_TIMEOUT_S, VerdictAnnouncer
 from tui.app import InfertopApp
 from tui.hunt_list import HuntList
@@ -65,13 +66,19 @@ def first(frames: list[Snapshot], check: Any) -> Snapshot:
     return next(f for f in frames if check(f))
 
 
+class SeenApp(ToastsShown, InfertopApp):
+    """The app, its toasts read through the public notify API."""
+
+    CSS_PATH = css_beside(InfertopApp)
+
+
 async def test_a_switch_drop_is_one_row_and_one_toast_beside_the_real_problem() -> None:
     feed = SteppedFeed(ticks=12)
     starved = first(feed.frames, lambda f: any(v.kind == "link-starved" for n in f.nodes for v in n.verdicts))
     grouped = first(feed.frames, lambda f: [(g.kind, len(g.nodes)) for g in f.verdict_groups] == [("unreachable", 6)])
     assert feed.frames.index(starved) < feed.frames.index(grouped)
     clock = Clock()
-    app = InfertopApp(feed)
+    app = SeenApp(feed)
     app.verdict_announcer = VerdictAnnouncer(clock=clock)
     async with app.run_test(size=(200, 50)) as pilot:
         hunt = app.screen.query_one(HuntPanel).query_one(HuntList)
@@ -79,7 +86,7 @@ async def test_a_switch_drop_is_one_row_and_one_toast_beside_the_real_problem() 
         assert feed.publish is not None
         feed.publish(starved)
         await wait_for(pilot, lambda: hunt.row_count == 1)
-        assert [n.title for n in app._notifications] == ["decode-12: link-starved"]
+        assert [n.title for n in app.toasts] == ["decode-12: link-starved"]
 
         clock.now += 1.0  # a second later the switch drops: within the gap, held back
         feed.publish(grouped)
@@ -90,13 +97,13 @@ async def test_a_switch_drop_is_one_row_and_one_toast_beside_the_real_problem() 
         assert cells[5].startswith("6 nodes unreachable since ") and cells[5].endswith(": decode-04…decode-09")
         panel = app.screen.query_one(HuntPanel)
         assert panel.border_title == "hunt list · 7 verdicts · 1 mass event"
-        assert [n.title for n in app._notifications] == ["decode-12: link-starved"]
+        assert [n.title for n in app.toasts] == ["decode-12: link-starved"]
 
         clock.now += MIN_GAP_S  # the next frame past the gap tells it, once, alone on screen
         feed.publish(feed.frames[-1])
         await wait_for(pilot, lambda: app.frames_received >= 4)
         await pilot.pause()
-        notes = list(app._notifications)
+        notes = list(app.toasts)
         assert [(n.title, n.message.split(": ")[0]) for n in notes] == [
             ("6 nodes: unreachable", "6 nodes unreachable since 08:00:03 UTC")
         ]
@@ -109,7 +116,7 @@ async def test_a_switch_drop_is_one_row_and_one_toast_beside_the_real_problem() 
         assert isinstance(app.screen, NodeScreen) and app.screen.node == "decode-04"
 
 
-class AnnounceApp(App[None]):
+class AnnounceApp(ToastsShown, App[None]):
     def __init__(self, clock: Clock) -> None:
         super().__init__()
         self.announcer = VerdictAnnouncer(clock=clock)
@@ -133,23 +140,23 @@ async def test_toasts_are_rate_limited_and_never_stack() -> None:
         app.show({})
         app.show({"a": "idle"})
         await pilot.pause()
-        assert [n.title for n in app._notifications] == ["a: idle"]
+        assert [n.title for n in app.toasts] == ["a: idle"]
         # two more verdicts start over the next two seconds: nothing new on screen yet
         clock.now = 1.0
         app.show({"a": "idle", "b": "straggler"})
         clock.now = 2.0
         app.show({"a": "idle", "b": "straggler", "c": "idle"})
         await pilot.pause()
-        assert [n.title for n in app._notifications] == ["a: idle"]
+        assert [n.title for n in app.toasts] == ["a: idle"]
         # past the gap: one toast for both, replacing the one still showing
         clock.now = MIN_GAP_S + 0.1
         app.show({"a": "idle", "b": "straggler", "c": "idle"})
         await pilot.pause()
-        notes = list(app._notifications)
+        notes = list(app.toasts)
         assert [(n.title, n.message) for n in notes] == [("infertop", "2 new verdicts: b: straggler; c: idle")]
         assert notes[0].timeout == TOAST_TIMEOUT_S
         # nothing new: nothing told, whatever the time
         clock.now = 60.0
         app.show({"a": "idle", "b": "straggler", "c": "idle"})
         await pilot.pause()
-        assert len(app._notifications) == 1
+        assert len(app.toasts) == 1

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from tui_helpers import FrozenFeed, NodeSpec, screen_text, wait_for
-
 from monitor.health import health_view, suggestion
+from tests.support.tui_helpers import FrozenFeed, NodeSpec, screen_text, wait_for
 from tui.app import InfertopApp
 
 

@@ -1,15 +1,14 @@
 """The node screen shows a node's engines as sub-rows, real activity beside util and who
-holds each GPU (issue 35), from frames of the real Monitor (tests/ranks_cluster.py),
+holds each GPU (issue 35), from frames of the real Monitor (tests/support/ranks_cluster.py),
 drawn through Pilot; hostile process text stays inert."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from ranks_cluster import ranks_layout, ranks_snapshots
-from tui_helpers import screen_text, wait_for
-
 from monitor.snapshot import Snapshot
+from tests.support.ranks_cluster import ranks_layout, ranks_snapshots
+from tests.support.tui_helpers import screen_text, wait_for
 from tui.app import InfertopApp
 from tui.node_screen import NodeScreen
 

@@ -8,8 +8,7 @@ Frames from the real Monitor at fixed instants (`FrozenFeed`), drawn through Pil
 
 from __future__ import annotations
 
-from tui_helpers import FrozenFeed, NodeSpec, screen_text, wait_for
-
+from tests.support.tui_helpers import FrozenFeed, NodeSpec, screen_text, wait_for
 from tui.app import InfertopApp
 from tui.node_screen import NodeScreen
 

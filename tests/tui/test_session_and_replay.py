@@ -3,17 +3,23 @@ pause and seek — through Textual's Pilot over the real Monitor and a real reco
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 from pathlib import Path
-
-from tui_helpers import FrozenFeed, NodeSpec, SyntheticSource, make_layout, screen_text, wait_for
 
 from infertop.cli.tui import live_feed
 from monitor.monitor import Monitor
 from monitor.record.replay import ReplayFeed
 from monitor.record.store import Recorder, Recording
 from monitor.snapshot import SessionView, Snapshot
+from tests.support.tui_helpers import (
+    FrozenFeed,
+    NodeSpec,
+    SyntheticSource,
+    make_layout,
+    screen_text,
+    wait_for,
+)
+from tests.support.waiting import until_async
 from tui.app import InfertopApp
 from tui.header import header_text
 from tui.history import SpendHistory
@@ -161,10 +167,7 @@ async def test_replay_feed_pause_and_seek(tmp_path: Path) -> None:
         assert got[-1] == frames[29]
         feed.seek_index(5)
         feed.resume()
-        for _ in range(200):
-            if feed.finished:
-                break
-            await asyncio.sleep(0.01)
+        await until_async(lambda: feed.finished, 30, "the replay to finish", every_s=0.01)
         assert feed.finished and got[-1] == frames[-1]
         assert got[-25:] == frames[5:]  # played on in order from where it was sought
     finally:

@@ -11,12 +11,19 @@ import datetime as dt
 from pathlib import Path
 
 import pytest
-from stock_cluster import STOCK_MISSING, cluster_pages, layout_toml, node_names, serve_pages, trimmed_csv
-from tui_helpers import screen_text, wait_for
 
 from layouts import parse_layout
 from monitor.feeds import MonitorFeed
 from monitor.snapshot import Snapshot
+from tests.support.stock_cluster import (
+    STOCK_MISSING,
+    cluster_pages,
+    layout_toml,
+    node_names,
+    serve_pages,
+    trimmed_csv,
+)
+from tests.support.tui_helpers import screen_text, wait_for
 from tui.app import InfertopApp
 from tui.hunt_list import HuntList
 from tui.node_screen import NodeScreen

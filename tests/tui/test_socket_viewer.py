@@ -7,12 +7,12 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import pytest
-from tui_helpers import NodeSpec, SyntheticSource, make_layout, screen_text, wait_for
 
 from monitor.channel.client import SocketFeed
 from monitor.channel.paths import socket_path
 from monitor.channel.server import ChannelServer
 from monitor.monitor import Monitor
+from tests.support.tui_helpers import NodeSpec, SyntheticSource, make_layout, screen_text, wait_for
 from tui.app import InfertopApp
 
 SIZE = (200, 45)

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from tui_helpers import FrozenFeed, NodeSpec, screen_text, wait_for
-
 from monitor.snapshot import Snapshot, VerdictView
+from tests.support.tui_helpers import FrozenFeed, NodeSpec, screen_text, wait_for
 from tui.app import InfertopApp
 from tui.history import SpendHistory
 from tui.session_panel import SessionPanel

@@ -1,19 +1,18 @@
 """The timeline and config drift in the TUI: `t` lists the restart once at its time, the
 node screen marks the drifted setting, and a replay announces the restart as it plays
-past it and seeks to it from the timeline (tests/fixtures/timeline_session.py)."""
+past it and seeks to it from the timeline (tests/support/timeline_session.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-
-from fixtures.timeline_session import DRIFTED, RESTARTED, run_session
-from tui_helpers import screen_text, wait_for
 
 from layouts.model import Layout
 from monitor.feeds import Publish
 from monitor.record.replay import ReplayFeed
 from monitor.record.store import Recording
 from monitor.snapshot import Snapshot
+from tests.support.timeline_session import DRIFTED, RESTARTED, run_session
+from tests.support.tui_helpers import screen_text, wait_for
 from tui.app import InfertopApp
 from tui.node_screen import NodeScreen
 from tui.replay_app import ReplayApp

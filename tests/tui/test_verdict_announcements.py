@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tui_helpers import NodeSpec, make_layout, make_sample, wait_for
-
 from monitor.feeds import Publish
 from monitor.monitor import Monitor
 from monitor.snapshot import Snapshot
+from tests.support.toasts import ToastsShown, css_beside
+from tests.support.tui_helpers import NodeSpec, make_layout, make_sample, wait_for
 from tui.app import InfertopApp
 from tui.hunt_list import HuntList
 from tui.hunt_panel import HuntPanel
@@ -45,23 +45,29 @@ class SteppedFeed:
         self.publish = None
 
 
+class SeenApp(ToastsShown, InfertopApp):
+    """The app, its toasts read through the public notify API."""
+
+    CSS_PATH = css_beside(InfertopApp)
+
+
 async def test_verdict_starts_notifies_and_enter_opens_the_node() -> None:
     feed = SteppedFeed(SPECS, ticks=4)
     assert [n.verdicts for n in feed.frames[0].nodes] == [[], [], [], []]
-    app = InfertopApp(feed)
+    app = SeenApp(feed)
     async with app.run_test(size=(180, 50)) as pilot:
         panel = app.screen.query_one(HuntPanel)
         hunt = panel.query_one(HuntList)
         await wait_for(pilot, lambda: app.frames_rendered >= 1)
         assert hunt.row_count == 0 and panel.border_title == "hunt list · all clear"
-        assert not app._notifications
+        assert not app.toasts
 
         assert feed.publish is not None
         feed.publish(feed.frames[3])
         await wait_for(pilot, lambda: hunt.row_count == 1)
         assert hunt.entries == [("decode-04", "link-starved")]
         assert panel.border_title == "hunt list · 1 verdict"
-        notes = list(app._notifications)
+        notes = list(app.toasts)
         assert [(n.title, n.message) for n in notes] == [
             ("decode-04: link-starved", "mlx5_1 down; mlx5_0 carries 100 % of infiniband traffic at 40 of 400 Gb/s")
         ]
@@ -74,7 +80,7 @@ async def test_verdict_starts_notifies_and_enter_opens_the_node() -> None:
 
 async def test_verdict_starting_behind_a_node_screen_is_announced_at_once() -> None:
     feed = SteppedFeed(SPECS, ticks=4)
-    app = InfertopApp(feed)
+    app = SeenApp(feed)
     async with app.run_test(size=(180, 50)) as pilot:
         await wait_for(pilot, lambda: app.frames_rendered >= 1)
         app.open_node("decode-01")
@@ -82,7 +88,7 @@ async def test_verdict_starting_behind_a_node_screen_is_announced_at_once() -> N
         assert feed.publish is not None
         feed.publish(feed.frames[3])
         await wait_for(pilot, lambda: app.frames_received >= 2)
-        assert [n.title for n in app._notifications] == ["decode-04: link-starved"]
+        assert [n.title for n in app.toasts] == ["decode-04: link-starved"]
         await pilot.press("escape")  # back on the overview: listed, not announced again
         await wait_for(pilot, lambda: app.screen.query_one(HuntList).row_count == 1)
-        assert len(app._notifications) == 1
+        assert len(app.toasts) == 1

@@ -13,5 +13,5 @@ while time.monotonic() < end:
     with open(path, "a") as f:
         f.write(text.format(s=i % 60))
     i += 1
-    time.sleep(0.5)
+    time.sleep(0.5)  # the engine's cadence being imitated, in its own process: not a wait
 """

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import ipaddress
 import os
 import re
@@ -30,9 +31,10 @@ import shutil
 import signal
 import socket
 import subprocess
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tests.support.waiting import until
 
 SSHD = "/usr/sbin/sshd"
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
@@ -88,9 +90,11 @@ def _kill_ns_processes(ns: str) -> None:
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
-        deadline = time.monotonic() + 2.0
-        while _ns_pids(ns) and time.monotonic() < deadline:
-            time.sleep(0.02)
+        with contextlib.suppress(AssertionError):  # still there: the next signal is SIGKILL
+            until(lambda: not _ns_pids(ns), 2.0, f"the processes in {ns} to end", every_s=0.02)
+
+
+SUBNET_LOCK = "/run/lock/infertop-test-netns.lock" if Path("/run/lock").is_dir() else "/tmp/infertop-test-netns.lock"
 
 
 def _free_subnet_index(start: int) -> int:
@@ -165,12 +169,16 @@ class NetnsCluster:
         atexit.register(self.teardown)
         os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # sshd's privsep chroot
         self.workdir.mkdir(parents=True, exist_ok=True)
-        x = _free_subnet_index(os.getpid())
-        mgmt = ipaddress.IPv4Network(f"10.213.{x}.0/24")
-        data = ipaddress.IPv4Network(f"10.214.{x}.0/24")
         if self.size > 250:
             raise ValueError("at most 250 hosts per cluster")
-        self._make_switch(mgmt)
+        # one builder at a time on this machine picks a subnet and puts it on a link:
+        # parallel workers (pytest -n) or other checkouts' runs never take the same one
+        with open(SUBNET_LOCK, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            x = _free_subnet_index(os.getpid())
+            mgmt = ipaddress.IPv4Network(f"10.213.{x}.0/24")
+            data = ipaddress.IPv4Network(f"10.214.{x}.0/24")
+            self._make_switch(mgmt)
         self._make_keys()
         for i in range(self.size):
             host = NsHost(
@@ -295,15 +303,16 @@ class NetnsCluster:
             self.wait_sshd(host)
 
     def wait_sshd(self, host: NsHost, timeout: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with contextlib.suppress(OSError), socket.create_connection((host.mgmt_ip, 22), 0.5):
-                return
-            if host.sshd is not None and host.sshd.poll() is not None:
-                log = (host.dir / "sshd.log").read_text(errors="replace")[-300:]
-                raise RuntimeError(f"sshd on {host.ns} exited: {log}")
-            time.sleep(0.02)
-        raise RuntimeError(f"sshd on {host.ns} did not listen within {timeout} s")
+
+        def listening() -> bool:
+            with socket.create_connection((host.mgmt_ip, 22), 0.5):
+                return True
+
+        until(
+            listening, timeout, f"sshd on {host.ns} to listen", every_s=0.02, ignore=(OSError,),
+            gave_up=lambda: host.sshd is not None and host.sshd.poll() is not None,
+            detail=lambda: (host.dir / "sshd.log").read_text(errors="replace")[-300:],
+        )
 
     def kill_sshd(self, host: NsHost) -> None:
         """The host's sshd and everything it started (sessions, probes), by pid."""

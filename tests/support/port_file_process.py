@@ -4,17 +4,14 @@ wait for the port, and stop the process however it is."""
 from __future__ import annotations
 
 import subprocess
-import time
 from pathlib import Path
+
+from tests.support.waiting import until
 
 
 def wait_for_port(proc: subprocess.Popen[bytes], port_file: Path, what: str, timeout_s: float = 30.0) -> int:
     """The port `proc` wrote to `port_file`; AssertionError if it died or never did."""
-    deadline = time.monotonic() + timeout_s
-    while not port_file.exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not start")
-        time.sleep(0.05)
+    until(port_file.exists, timeout_s, f"{what} to start", gave_up=lambda: proc.poll() is not None)
     return int(port_file.read_text())
 
 

@@ -1,7 +1,7 @@
 """A tiny random-weight Llama and a tokenizer trained here, for a real vLLM to serve.
 
 Run with the vLLM venv's python (it needs torch, transformers, tokenizers):
-``python tests/vllm_tiny_model.py OUT_DIR``. Nothing is downloaded: the tokenizer is a
+``python tests/support/vllm_tiny_model.py OUT_DIR``. Nothing is downloaded: the tokenizer is a
 byte-level BPE trained on a few generated sentences, the weights are seeded random.
 vLLM's CPU attention needs head_dim ≥ 32 (here 128 / 4 heads = 32).
 """

@@ -1,6 +1,6 @@
 """A cluster of healthy nodes read through stock exporters: every node's dcgm-exporter
 page is what dcgm-exporter 4.5.3-4.8.2 serves with its default counters (re-created from
-upstream by tests/upstream_pages.py, its `Hostname` the node's), next to node_exporter
+upstream by tests/support/upstream_pages.py, its `Hostname` the node's), next to node_exporter
 1.12.1's page; real HTTP on loopback (one server, a path per page), and the layout that
 reads them. A node may be given a counters CSV with fewer lines than its peers'."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from tests.upstream_pages import UPSTREAM, dcgm_page, load_truth, page_files
+from tests.support.upstream_pages import UPSTREAM, dcgm_page, load_truth, page_files
 
 DCGM_STOCK = "dcgm-default-4.5.3-4.8.2"
 NODE_EXPORTER = "node-exporter-1.12.1"

@@ -1,6 +1,6 @@
 """A real SSH server (asyncssh, on loopback) whose "probe" streams hostile output.
 
-Run as a process: ``python hostile_sshd.py MODE DIR``. It accepts any user without
+Run as a process: ``python -m tests.support.hostile_sshd MODE DIR``. It accepts any user without
 authentication, ignores the command and the bootstrap sent on stdin, and answers every
 session with the behaviour MODE names (see `BEHAVIOURS`). Once it accepts connections it
 writes DIR/known_hosts (its host key) and DIR/port. Stop it with SIGTERM. Tests use
@@ -22,11 +22,13 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import asyncssh
-from port_file_process import stop, wait_for_port
+
+from tests.support.paths import REPO
+from tests.support.port_file_process import stop, wait_for_port
 
 GOOD = {"gpus": [{"index": i, "util_pct": 50.0, "power_w": 300.0} for i in range(8)], "notes": []}
 # a real engine's exposition rides along, as the probe ships it: each line costs a parse
-ENGINE_TEXT = (Path(__file__).parent / "fixtures" / "exposition" / "vllm_v1.txt").read_text()
+ENGINE_TEXT = (Path(__file__).parent.parent / "fixtures" / "exposition" / "vllm_v1.txt").read_text()
 
 
 def reading_line(engine: bool = False) -> bytes:
@@ -118,7 +120,7 @@ def serving(mode: str, where: Path) -> Iterator[int]:
     where.mkdir(parents=True, exist_ok=True)
     (where / "ssh_config").write_text("")
     (where / "port").unlink(missing_ok=True)
-    proc = subprocess.Popen([sys.executable, __file__, mode, str(where)], stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([sys.executable, "-m", "tests.support.hostile_sshd", mode, str(where)], cwd=REPO, stderr=subprocess.DEVNULL)
     try:
         port = wait_for_port(proc, where / "port", f"hostile sshd ({mode})")
         (where / "layout.toml").write_text(layout_text(where, port))

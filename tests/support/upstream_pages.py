@@ -30,7 +30,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-UPSTREAM = Path(__file__).parent / "fixtures" / "upstream"
+UPSTREAM = Path(__file__).parent.parent / "fixtures" / "upstream"
 DCGM_VERSION = "4.5.3-4.8.2"
 NODE_EXPORTER_VERSION = "1.12.1"
 NPU_EXPORTER_VERSION = "v26.1.0"

@@ -1,7 +1,7 @@
 """A tiny random-weight DeepseekV3ForCausalLM (MLA + MoE) with one MTP layer, for a real
 vLLM to serve with MTP speculative decoding — the closest to DeepInfer that runs here.
 
-Run with the vLLM venv's python: ``python tests/vllm_tiny_deepseek.py OUT_DIR``. Nothing is
+Run with the vLLM venv's python: ``python tests/support/vllm_tiny_deepseek.py OUT_DIR``. Nothing is
 downloaded (the tokenizer is trained here, `vllm_tiny_model.corpus`). vLLM's CPU MLA
 backend takes one head size only: kv_lora_rank + qk_rope_head_dim = 512 + 64.
 
@@ -19,7 +19,7 @@ import json
 import sys
 from pathlib import Path
 
-from vllm_tiny_model import VOCAB_SIZE, corpus
+from tests.support.vllm_tiny_model import VOCAB_SIZE, corpus
 
 LAYERS = 2
 

@@ -36,7 +36,7 @@ def run_infertop(
     args: list[str], *, timeout_s: float = 20.0, env: dict[str, str] | None = None
 ) -> Run:
     """`python -m infertop ARGS` with this checkout first on the path (PYTHONPATH)."""
-    repo = str(Path(__file__).resolve().parent.parent)
+    repo = str(Path(__file__).resolve().parent.parent.parent)
     full_env = dict(os.environ if env is None else env)
     full_env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, full_env.get("PYTHONPATH")) if p)
     started = time.monotonic()

@@ -3,7 +3,6 @@ a frozen feed (real Monitor, fixed clock), and screen-reading utilities."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -13,6 +12,7 @@ from collectors.source import PollingSource
 from layouts.model import ClusterConfig, Layout, NicExpectation, NodeConfig, PricingConfig
 from monitor.feeds import Publish
 from monitor.monitor import Monitor
+from tests.support.waiting import until_async
 
 GIB = 1024**3
 
@@ -196,13 +196,8 @@ class FrozenFeed:
 
 
 async def wait_for(pilot, predicate: Callable[[], bool], timeout_s: float = 15.0) -> None:  # type: ignore[no-untyped-def]
-    """Let the app run until `predicate()` holds (no fixed sleeps: the machine may be loaded)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError("condition not met in time")
-        await pilot.pause(0.05)
+    """Let the app run (and draw) until `predicate()` holds: `until_async` with the Pilot's pause."""
+    await until_async(predicate, timeout_s, "the app", pause=pilot.pause)
 
 
 def screen_text(app) -> str:  # type: ignore[no-untyped-def]

@@ -13,9 +13,10 @@ import os
 import signal
 import socket
 import subprocess
-import time
 import urllib.request
 from pathlib import Path
+
+from tests.support.waiting import until
 
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3, "prompt_lookup_min": 1}
 MTP = {"method": "mtp", "num_speculative_tokens": 1}  # `deepseek_mtp` is the deprecated name
@@ -73,18 +74,15 @@ class VllmServer:
 
     def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
         assert self.proc is not None
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"vLLM exited ({self.proc.returncode}) before it was up:\n{self.log_tail()}")
-            try:
-                with urllib.request.urlopen(self.base_url + "/health", timeout=5) as response:
-                    if response.status == 200:
-                        return
-            except OSError:
-                pass
-            time.sleep(0.5)  # a poll period, not a wait for an outcome
-        raise TimeoutError(f"vLLM not up within {timeout_s:.0f} s:\n{self.log_tail()}")
+        proc = self.proc
+
+        def healthy() -> bool:
+            with urllib.request.urlopen(self.base_url + "/health", timeout=5) as response:
+                return bool(response.status == 200)
+
+        until(healthy, timeout_s, "vLLM to be up (/health)", every_s=0.5, ignore=(OSError,),
+              gave_up=lambda: proc.poll() is not None,
+              detail=lambda: f"exit status {proc.poll()}\n{self.log_tail()}")
 
     def stop(self) -> None:
         if self.proc is None or self.proc.poll() is not None:

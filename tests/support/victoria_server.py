@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from prometheus_server import Target, free_port, wait_until
+from tests.support.prometheus_server import Target, free_port, wait_until
 
 VICTORIA_BIN = shutil.which("victoria-metrics") or "/usr/bin/victoria-metrics"
 

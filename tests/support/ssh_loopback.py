@@ -1,6 +1,6 @@
 """A real SSH server on 127.0.0.1 (asyncssh's server, in a process of its own).
 
-Lighter than the network-namespace cluster (tests/netns.py): no root, no sshd. It runs
+Lighter than the network-namespace cluster (tests/support/netns.py): no root, no sshd. It runs
 every command it is sent with /bin/sh, as the user running the tests, so the SSH source
 sends its real bootstrap and probe over a real SSH connection. A test plays a hostile
 node by pointing the layout's `[ssh] python` at a script that lies.
@@ -11,10 +11,11 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import asyncssh
+
+from tests.support.waiting import until
 
 _SERVER = r"""
 import asyncio, sys
@@ -66,12 +67,13 @@ class LoopbackSsh:
         client_key.write_public_key(d / "authorized_keys")
         (d / "ssh_config").write_text("")  # never the developer's ~/.ssh/config
         self._proc = subprocess.Popen([sys.executable, "-c", _SERVER, str(d)], stderr=subprocess.PIPE)
-        deadline = time.monotonic() + timeout_s
-        while not (d / "port").exists():
-            if self._proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise AssertionError("the loopback SSH server did not start")
-            time.sleep(0.05)
+        proc = self._proc
+        try:
+            until((d / "port").exists, timeout_s, "the loopback SSH server to start",
+                  gave_up=lambda: proc.poll() is not None)
+        except AssertionError:
+            self.stop()
+            raise
         self.port = int((d / "port").read_text())
         public = host_key.export_public_key().decode().strip()
         (d / "known_hosts").write_text(f"[127.0.0.1]:{self.port} {public}\n")

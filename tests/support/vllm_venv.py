@@ -6,7 +6,7 @@ torchvision / torchaudio / torchcodec that come along are CUDA builds and break
 is ~3.5 GB: it lives in ~/.cache/infertop-tests (or $INFERTOP_TEST_CACHE), is reused when its
 stamp is there, and a failed install leaves no stamp (the next run tries again).
 
-Run by hand to warm the cache: ``python tests/vllm_venv.py``.
+Run by hand to warm the cache: ``python tests/support/vllm_venv.py``.
 """
 
 from __future__ import annotations

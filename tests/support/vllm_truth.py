@@ -13,10 +13,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from conftest import infertop_bin
 from prometheus_client.parser import text_string_to_metric_families
-from vllm_load import Load, LoadCounts, MetricsRelay, Page
-from vllm_server import VllmServer
+
+from tests.support.paths import infertop_bin
+from tests.support.vllm_load import Load, LoadCounts, MetricsRelay, Page
+from tests.support.vllm_server import VllmServer
 
 LATENCIES = {
     "ttft": "vllm:time_to_first_token_seconds",

@@ -5,27 +5,28 @@ from __future__ import annotations
 import contextlib
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from conftest import infertop_bin
-
 from layouts import LayoutError, load_layout
+from tests.support.paths import infertop_bin
+from tests.support.waiting import until
 
 
 def wait_for_layout(path: Path, proc: subprocess.Popen[str], timeout_s: float = 60.0) -> None:
     """Until the demo has written a complete, valid layout (it may still be writing)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"demo exited early: {proc.stdout.read() if proc.stdout else ''}")
-        if path.exists():
-            with contextlib.suppress(LayoutError):
-                load_layout(path)
-                return
-        time.sleep(0.1)
-    raise AssertionError("the demo wrote no layout in time")
+
+    def complete() -> bool:
+        if not path.exists():
+            return False
+        load_layout(path)  # LayoutError while the demo is still writing it
+        return True
+
+    until(
+        complete, timeout_s, "the demo to write its layout", every_s=0.1, ignore=(LayoutError,),
+        gave_up=lambda: proc.poll() is not None,
+        detail=lambda: proc.stdout.read() if proc.poll() is not None and proc.stdout else "",
+    )
 
 
 def stop(proc: subprocess.Popen[str]) -> None:

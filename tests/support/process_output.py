@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
-import time
+
+from tests.support.waiting import until
 
 
 class OutputReader:
@@ -30,11 +31,11 @@ class OutputReader:
     def wait_for(self, text: bytes, timeout_s: float = 60.0) -> None:
         """Until `text` has been written; AssertionError (with the last output) if the
         process ends first or the time runs out."""
-        deadline = time.monotonic() + timeout_s
-        while text not in self.output:
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"no {text!r} in the output: {self.output[-2000:]!r}")
-            time.sleep(0.05)
+        until(
+            lambda: text in self.output, timeout_s, f"{text!r} in the output",
+            gave_up=lambda: text not in self.output and self.proc.poll() is not None,
+            detail=lambda: repr(self.output[-2000:]),
+        )
 
     def join(self, timeout_s: float) -> None:
         """Until the reader has seen the end of the output (the process closed it)."""

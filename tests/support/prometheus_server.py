@@ -33,6 +33,8 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
+from tests.support.waiting import until
+
 PROMETHEUS_BIN = shutil.which("prometheus") or "/usr/bin/prometheus"
 
 
@@ -46,19 +48,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+
 def wait_until(check: Callable[[], Any], timeout_s: float, what: str, every_s: float = 0.2) -> Any:
-    deadline = time.monotonic() + timeout_s
-    last_exc: BaseException | None = None
-    while time.monotonic() < deadline:
-        try:
-            value = check()
-        except Exception as exc:
-            last_exc = exc
-            value = None
-        if value:
-            return value
-        time.sleep(every_s)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what} (last error: {last_exc})")
+    """`until` with a server's habits: an error while asking means "not yet"."""
+    return until(check, timeout_s, what, every_s=every_s, ignore=(Exception,))
 
 
 @dataclass
@@ -137,7 +130,7 @@ class PrometheusServer:
             stderr=log,
         )
         log.close()
-        wait_until(self._ready, timeout_s, "prometheus /-/ready")
+        until(self._ready, timeout_s, "prometheus /-/ready", every_s=0.2, ignore=(Exception,))
 
     def _ready(self) -> bool:
         if self.proc is not None and self.proc.poll() is not None:
@@ -164,7 +157,10 @@ class PrometheusServer:
         return result
 
     def wait_for_series(self, promql: str, count: int, timeout_s: float = 30.0) -> None:
-        wait_until(lambda: len(self.query(promql)) >= count, timeout_s, f"{count} series of {promql}")
+        until(
+            lambda: len(self.query(promql)) >= count, timeout_s, f"{count} series of {promql}",
+            every_s=0.2, ignore=(Exception,),
+        )
 
 
 # ---------------------------------------------------------------------------- simulated node

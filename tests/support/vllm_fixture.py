@@ -17,8 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from vllm_server import MTP, NGRAM, VllmServer
-from vllm_venv import VenvUnavailable, ensure_vllm_venv
+
+from tests.support.vllm_server import MTP, NGRAM, VllmServer
+from tests.support.vllm_venv import VenvUnavailable, ensure_vllm_venv
 
 HERE = Path(__file__).resolve().parent
 

@@ -1,0 +1,1 @@
+"""infertop's tests: one folder per room; shared helpers in tests/support/."""
