@@ -557,12 +557,25 @@ class MonitorHealthView(_View):
     rounds_late: int = 0  # frames lately drawn before all their readings were in (the monitor was slow)
 
 
+# a backend further behind than this is worth a line (a scrape interval or two is normal)
+BACKEND_BEHIND_SAID_S = 10.0
+
+
 class BackendView(_View):
     """A metrics backend the monitor reads nodes through (the prom source), and its own
     delay, said once here instead of on every node it serves."""
 
     name: str  # "prometheus http://prom:9090" (credentials never shown)
     behind_s: float | None = None  # how far its newest sample trailed the wall clock, last round
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def note(self) -> str | None:
+        """The one line every viewer shows when the backend is far enough behind to matter
+        (a scrape interval or two is normal); None otherwise."""
+        if self.behind_s is None or self.behind_s < BACKEND_BEHIND_SAID_S:
+            return None
+        return f"{self.name}: its newest sample is {self.behind_s:.0f} s old (nodes are judged against it)"
 
 
 class Snapshot(_View):

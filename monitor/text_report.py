@@ -75,10 +75,6 @@ def _scoreboard_line(snapshot: Snapshot) -> str:
     )
 
 
-# a backend further behind than this is worth a line (a scrape interval or two is normal)
-BACKEND_BEHIND_SAID_S = 10.0
-
-
 def snapshot_table(snapshot: Snapshot) -> str:
     rows = [_COLUMNS] + [_row(n) for n in snapshot.nodes]
     widths = [max(len(r[i]) for r in rows) for i in range(len(_COLUMNS))]
@@ -103,9 +99,8 @@ def snapshot_table(snapshot: Snapshot) -> str:
     for spot in snapshot.cluster.shared_blind_spots:  # once here, not on each node below
         lines.append(f"unseen cluster: {inert_text(spot.note, MAX_LINE_CHARS)}")
     for backend in snapshot.backends:  # its delay said once, not on every node it serves
-        if backend.behind_s is not None and backend.behind_s >= BACKEND_BEHIND_SAID_S:
-            lines.append(f"{inert_text(backend.name, MAX_LINE_CHARS)}: its newest sample is "
-                         f"{backend.behind_s:.0f} s old (nodes are judged against it)")
+        if backend.note is not None:
+            lines.append(inert_text(backend.note, MAX_LINE_CHARS))
     for path in snapshot.pd_paths:  # the P→D path, with the evidence it rests on
         evidence = f" [{inert_text(path.evidence, MAX_CELL_CHARS)}]" if path.evidence else ""
         lines.append(f"path {inert_text(path.prefill_pool, MAX_CELL_CHARS)} → "

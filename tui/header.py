@@ -88,6 +88,10 @@ def header_text(
     if lag:
         out.append("\n")
         out.append(lag, WARN)
+    for backend in snapshot.backends:  # the metrics backend's own delay, said once
+        if backend.note is not None:
+            out.append("\n")
+            out.append(f"⚠ {inert(backend.note, max_len=200).plain}", WARN)
     if snapshot.cluster.insecure_ssh:
         out.append("\n")
         out.append(INSECURE_SSH_WARNING, TROUBLE)
