@@ -59,13 +59,13 @@ def node_sample(node: SimNode, now: float) -> NodeSample:
     gpus = []
     for i in range(GPUS_PER_NODE):
         util = node.gpu_util(g, i)
-        hot = node.throttled(i)
+        capped = node.power_capped(i)
         gpus.append(GpuSample(
             index=i, name=GPU_MODEL, uuid=f"GPU-{node.plan.index:08x}-{i:04x}",
             util_pct=float(round(util)), mem_used_bytes=used,
-            mem_total_bytes=round(GPU_MEM_MIB) * MIB, power_w=round(node.power_w(util), 3),
-            temp_c=89.0 if hot else float(round(34 + 0.42 * util)),
-            sm_clock_mhz=1320.0 if hot else 1965.0, clock_event_reasons=0x40 if hot else 0,
+            mem_total_bytes=round(GPU_MEM_MIB) * MIB, power_w=round(node.gpu_power_w(util, i), 3),
+            temp_c=float(round(34 + 0.42 * util)),
+            sm_clock_mhz=1410.0 if capped else 1965.0, clock_event_reasons=0x4 if capped else 0,
             xid_last=0, energy_j_total=node.energy_mj[i] / 1000.0, nvlink_errors_total=0,
         ))
     nb = node.nic_bytes

@@ -13,6 +13,7 @@ from infertop.demo.engine_extras import engine_extra_lines
 from infertop.demo.pd_trouble import engine_info_lines, ethtool_families, xmit_wait_total
 from infertop.demo.scenario import (
     BOND_MEMBER_GBPS,
+    CAPPED_SM_CLOCK_MHZ,
     ETH_GBPS,
     GPU_MEM_MIB,
     GPU_MODEL,
@@ -148,24 +149,24 @@ _DCGM = (
     ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge", "Ratio of cycles the tensor (HMMA) pipe is active."),
     ("DCGM_FI_PROF_SM_ACTIVE", "gauge", "The ratio of cycles an SM has at least 1 warp assigned."),
 )
-_HW_THERMAL = 0x40
+_SW_POWER_CAP = 0x4  # NVML's clock-event bit (DCGM passes NVML's mask through)
 
 
 def dcgm_gpu_values(node: SimNode, g: Gauges, gpu: int) -> dict[str, float]:
     """The scenario's figures for one GPU, by dcgm field (draws util noise: once per GPU)."""
     used_mib = 0.02 * GPU_MEM_MIB if node.plan.trouble == "idle" else 0.93 * GPU_MEM_MIB
     util = node.gpu_util(g, gpu)
-    hot = node.throttled(gpu)
+    capped = node.power_capped(gpu)
     return {
-        "DCGM_FI_DEV_SM_CLOCK": 1320 if hot else 1965,
-        "DCGM_FI_DEV_GPU_TEMP": 89 if hot else round(34 + 0.42 * util),
-        "DCGM_FI_DEV_POWER_USAGE": round(node.power_w(util), 3),
+        "DCGM_FI_DEV_SM_CLOCK": CAPPED_SM_CLOCK_MHZ if capped else 1965,
+        "DCGM_FI_DEV_GPU_TEMP": round(34 + 0.42 * util),
+        "DCGM_FI_DEV_POWER_USAGE": round(node.gpu_power_w(util, gpu), 3),
         "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": round(node.energy_mj[gpu]),
         "DCGM_FI_DEV_GPU_UTIL": round(util),
         "DCGM_FI_DEV_FB_FREE": round(GPU_MEM_MIB - used_mib),
         "DCGM_FI_DEV_FB_USED": round(used_mib),
         "DCGM_FI_DEV_XID_ERRORS": 0,
-        "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": _HW_THERMAL if hot else 0,
+        "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": _SW_POWER_CAP if capped else 0,
         "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL": 0,
         "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": 0,
         "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": round(util * 500),  # 1000-KiB/s units

@@ -11,7 +11,10 @@ decode-07):
 - ports_down: 2 of the node's 4 IB ports (mlx5_1, mlx5_2) down, its traffic piled on
   mlx5_0 (85 %) and mlx5_3 (15 %);
 - idle: a prefill node with no requests and its GPUs at ~0 % util;
-- straggler: a decode node ~30 % slower than its peers (GPU 5 thermally throttled);
+- straggler: a decode node ~30 % slower than its peers because one of its ranks is slow:
+  the GPU of engine 5 (GPU 5; the realistic pages serve 8 data-parallel engines, one GPU
+  each) is power-capped (SwPowerCap, ~520 W, 1,410 MHz) and computes flat out while the
+  node's other ranks wait for it in lockstep (their SM activity lower);
 - busy-waiting: on the ports_down node, GPUs 6–7 read util ~99 % with SM activity ~1.5 %
   (spinning in the all-to-all while the network starves them);
 - every `restart_every_s` (default 180 s) one engine restarts (its counters drop to
@@ -46,7 +49,12 @@ PORTS_DOWN = ("mlx5_1", "mlx5_2")
 # ~99 %, SM activity ~1.5 % — busy but waiting (issue 35)
 WAITING_GPUS = (6, 7)
 STRAGGLER_RATIO = 0.7
-THROTTLED_GPU = 5  # the straggler's hot GPU
+# the straggler's slow rank: its GPU held at a power cap (SwPowerCap), computing while
+# the node's other ranks wait for it (issue 35)
+POWER_CAPPED_GPU = 5
+POWER_CAP_W = 520.0
+CAPPED_SM_CLOCK_MHZ = 1410
+WAITING_FOR_STRAGGLER = 0.55  # SM activity / util of the ranks that wait for the capped one
 
 
 @dataclass(frozen=True)
@@ -275,19 +283,28 @@ class SimNode:
         return self.plan.trouble == "ports_down" and gpu in WAITING_GPUS
 
     def sm_active_pct(self, util: float, gpu: int) -> float:
-        """Real SM activity (DCGM_FI_PROF_SM_ACTIVE × 100): most of util on a working GPU."""
-        return 1.5 if self.waiting(gpu) else 0.88 * util
+        """Real SM activity (DCGM_FI_PROF_SM_ACTIVE × 100): most of util on a working GPU;
+        on the straggler node only the capped rank's GPU works that hard, the others wait."""
+        if self.waiting(gpu):
+            return 1.5
+        if self.plan.trouble == "straggler" and not self.power_capped(gpu):
+            return WAITING_FOR_STRAGGLER * util
+        return 0.88 * util
 
-    def throttled(self, gpu: int) -> bool:
-        return self.plan.trouble == "straggler" and gpu == THROTTLED_GPU
+    def power_capped(self, gpu: int) -> bool:
+        return self.plan.trouble == "straggler" and gpu == POWER_CAPPED_GPU
 
     def _energy_step(self, g: Gauges, dt: float) -> None:
         for gpu in range(GPUS_PER_NODE):
-            self.energy_mj[gpu] += self.power_w(self.gpu_util(g, gpu)) * dt * 1000.0
+            self.energy_mj[gpu] += self.gpu_power_w(self.gpu_util(g, gpu), gpu) * dt * 1000.0
 
     @staticmethod
     def power_w(util: float) -> float:
         return 140.0 + 8.4 * util
+
+    def gpu_power_w(self, util: float, gpu: int) -> float:
+        """Power draw: follows util, held at the cap on the power-capped GPU."""
+        return POWER_CAP_W if self.power_capped(gpu) else self.power_w(util)
 
     # ------------------------------------------------------------------ links
 

@@ -188,6 +188,10 @@ def layout_toml(server: DemoServer, now: float | None = None, via_url: str | Non
         'name = "deepinfer-demo"',
         f"interval_s = {interval_s!r}",
         "window_s = 10.0",
+        # the realistic engine page fronts 8 data-parallel engines, one GPU each (DP
+        # attention): engine k holds GPU k, so the node screen shows its ranks on their GPUs
+        *([f"tensor_parallel_size = {GPUS_PER_NODE // realistic.ENGINES}"]
+          if server.pages == "realistic" else []),
         "",
         "[session]",
         f'reservation_start = "{start.isoformat().replace("+00:00", "Z")}"',

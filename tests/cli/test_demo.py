@@ -20,6 +20,7 @@ from collectors.profiles import engine_sample_from_text
 from infertop.demo.render import dcgm_page, engine_page, node_exporter_page
 from infertop.demo.scenario import (
     NUM_SPEC_TOKENS,
+    POWER_CAPPED_GPU,
     SimCluster,
     plan_cluster,
     pool_sizes,
@@ -180,8 +181,10 @@ def test_straggler_is_recognisable(snapshot: dict[str, Any]) -> None:
              if n["role"] == "decode" and n["engine"] and k != "decode-07"]
     slow = nodes["decode-07"]["engine"]["decode_steps_per_s"]
     assert slow < 0.8 * statistics.median(peers)
-    # and why: one GPU thermally throttled
-    assert any(g["sm_clock_mhz"] < 1500 for g in nodes["decode-07"]["gpus"])
+    # and why: one GPU power-capped (SwPowerCap), lower clocks and power than the rest
+    capped = [g for g in nodes["decode-07"]["gpus"] if g["clock_event_reasons"] == 0x4]
+    assert [g["index"] for g in capped] == [POWER_CAPPED_GPU]
+    assert capped[0]["sm_clock_mhz"] < 1500 and capped[0]["power_w"] < 600
 
 
 def test_idle_prefill_node_is_recognisable(snapshot: dict[str, Any]) -> None:

@@ -12,7 +12,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from infertop.demo.scenario import PORTS_DOWN, THROTTLED_GPU, WAITING_GPUS, trouble_nodes
+from infertop.demo.pd_trouble import DRIFTED
+from infertop.demo.scenario import PORTS_DOWN, POWER_CAPPED_GPU, WAITING_GPUS, plan_cluster, trouble_nodes
 from tests.support.demo_server import serving_demo
 from tests.support.paths import infertop_bin
 
@@ -41,8 +42,12 @@ def test_demo_trouble_gives_exactly_the_right_verdicts(tmp_path: Path) -> None:
     # …whose GPUs 6–7 spin in the all-to-all, starved: busy but waiting (issue 35)
     expected[trouble["ports_down"]] = ["busy-waiting", "link-starved"]
     expected[trouble["idle"]] = ["idle"]
-    # the scenario's straggler runs slow because one of its GPUs is thermally throttled
-    expected[trouble["straggler"]] = ["straggler", "throttled"]
+    # the scenario's straggler runs slow because one rank's GPU is power-capped (a power
+    # cap alone is no throttled verdict unless the layout asks: throttle_on_power_cap)
+    expected[trouble["straggler"]] = ["straggler"]
+    # decode-05's engines run another KV block size (pd_trouble.py)
+    drifted = next(p.name for p in plan_cluster(NODES) if (p.role, p.ordinal) == DRIFTED)
+    expected[drifted] = ["config-drift"]
     # established verdicts; a condition still within its hold is reported as pending
     got = {name: sorted(v["kind"] for v in n["verdicts"] if not v["pending"]) for name, n in nodes.items()}
     assert got == expected
@@ -52,11 +57,22 @@ def test_demo_trouble_gives_exactly_the_right_verdicts(tmp_path: Path) -> None:
 
     link = detail(trouble["ports_down"], "link-starved")
     assert link.startswith("; ".join(f"{p} down" for p in PORTS_DOWN) + "; mlx5_0 carries 8"), link
-    assert detail(trouble["straggler"], "throttled").startswith(f"GPU {THROTTLED_GPU} ")
     waiting = detail(trouble["ports_down"], "busy-waiting")
-    assert waiting.startswith(f"busy but waiting — GPUs {','.join(map(str, WAITING_GPUS))} util 99 %"), waiting
+    # named with the ranks holding them (8 DP engines, one GPU each: engine k on GPU k)
+    spinning = "; ".join(f"{trouble['ports_down']} engine {i} (GPU {i}): GPU {i} util 99 %" for i in WAITING_GPUS)
+    assert waiting.replace(" but SM active 2 %", "").startswith(f"busy but waiting — {spinning}"), waiting
     assert nodes[trouble["ports_down"]]["idle_basis"] == "sm_active"
-    assert "% of the decode median" in detail(trouble["straggler"], "straggler")
+    straggler = detail(trouble["straggler"], "straggler")
+    assert "% of the decode median" in straggler
+    # the verdict names the slow rank (8 DP engines, one GPU each) …
+    rank = f"engine {POWER_CAPPED_GPU} (GPU {POWER_CAPPED_GPU})"
+    assert f"; slowest rank {trouble['straggler']} {rank} " in straggler, straggler
+    # … and its evidence (key `e`) puts the power cap first, beside the pool's median
+    evidence = next(v for v in nodes[trouble["straggler"]]["verdicts"] if v["kind"] == "straggler")["evidence"]
+    assert evidence[0]["figure"] == "GPUs power-capped", evidence
+    assert evidence[0]["value"] == 1 and evidence[0]["median"] == 0
+    power = next(e for e in evidence if e["figure"] == "lowest GPU power")
+    assert power["value"] < 0.7 * power["median"]
     idle = next(v for v in nodes[trouble["idle"]]["verdicts"] if not v["pending"])
     assert idle["usd_per_hour_at_stake"] == nodes[trouble["idle"]]["cost_per_hour_usd"] > 0
     assert idle["usd_per_hour_at_stake"] == round(idle["usd_per_hour_at_stake"], 2)  # to the cent
