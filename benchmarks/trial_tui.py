@@ -108,8 +108,7 @@ def main() -> None:
     rec = Recording.load(record)
     scripted = {(node, kind) for kind, node in trouble_nodes(args.nodes).items()}
     expected_kinds = {"ports_down": "link-starved", "idle": "idle", "straggler": "straggler"}
-    allowed = {(node, expected_kinds.get(kind, kind)) for node, kind in scripted} | {
-        (trouble_nodes(args.nodes).get("straggler", ""), "throttled")}
+    allowed = {(node, expected_kinds.get(kind, kind)) for node, kind in scripted}
     not_ok: dict[str, int] = {}
     reasons: dict[str, int] = {}
     extra_verdicts: dict[tuple[str, str], int] = {}

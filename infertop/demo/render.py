@@ -157,6 +157,7 @@ def dcgm_gpu_values(node: SimNode, g: Gauges, gpu: int) -> dict[str, float]:
     used_mib = 0.02 * GPU_MEM_MIB if node.plan.trouble == "idle" else 0.93 * GPU_MEM_MIB
     util = node.gpu_util(g, gpu)
     capped = node.power_capped(gpu)
+    sm_active = node.sm_active_pct(util, gpu)
     return {
         "DCGM_FI_DEV_SM_CLOCK": CAPPED_SM_CLOCK_MHZ if capped else 1965,
         "DCGM_FI_DEV_GPU_TEMP": round(34 + 0.42 * util),
@@ -170,8 +171,10 @@ def dcgm_gpu_values(node: SimNode, g: Gauges, gpu: int) -> dict[str, float]:
         "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL": 0,
         "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": 0,
         "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": round(util * 500),  # 1000-KiB/s units
-        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.0 if node.waiting(gpu) else round(util / 160, 4),
-        "DCGM_FI_PROF_SM_ACTIVE": round(node.sm_active_pct(util, gpu) / 100.0, 4),
+        # the tensor pipe works only while the SMs do: ~71 % of SM activity (util / 160 on
+        # a working GPU), lower on the ranks waiting for the straggler, none while spinning
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.0 if node.waiting(gpu) else round(sm_active * 0.0071, 4),
+        "DCGM_FI_PROF_SM_ACTIVE": round(sm_active / 100.0, 4),
     }
 
 
