@@ -18,17 +18,11 @@ secret-looking query values masked (replay and report need no credentials).
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import hashlib
 import json
 import logging
-import os
 import queue
 import re
-import shlex
 import sqlite3
-import stat
-import sys
 import threading
 import time
 import zlib
@@ -47,6 +41,19 @@ from monitor.evaluation.link_summary import with_link_judgments
 from monitor.evaluation.scoreboard import LIVE_POINT_FIELDS, with_live_point
 from monitor.record import checks as check
 from monitor.snapshot import SessionView, Snapshot, snapshot_json
+
+# imported from here by infertop/cli (records, ps, serve, record): the state names now live in monitor.state
+from monitor.state import PRIVATE_FILE_MODE as PRIVATE_FILE_MODE
+from monitor.state import (
+    LockBusy,
+    StateLock,
+    command_line,
+    create_private_file,
+    layout_key,
+    private_dir,
+    state_dir,
+    tighten,
+)
 
 log = logging.getLogger(__name__)
 
@@ -84,65 +91,24 @@ class RecordError(ValueError):
     """A record that cannot be used. `str()` is the one-line message for the user."""
 
 
-def state_dir() -> Path:
-    """$INFERTOP_STATE_DIR, else $XDG_STATE_HOME/infertop, else ~/.local/state/infertop."""
-    explicit = os.environ.get("INFERTOP_STATE_DIR")
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_STATE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".local" / "state"
-    return base / "infertop"
-
-
-def layout_key(layout: Layout) -> str:
-    """A file-name-safe name for a layout's session: its cluster name and where it lives."""
-    identity = str(Path(layout.source_path).resolve()) if layout.source_path else "<built-in>"
-    digest = hashlib.sha256(f"{identity}\0{layout.cluster.name}".encode()).hexdigest()[:10]
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", layout.cluster.name).strip("-.")[:40] or "cluster"
-    return f"{slug}-{digest}"
+def lock_record(record: Path) -> StateLock:
+    """One writer per record: the lock on RECORD.lock, held while writing; RecordError
+    naming the holder when it is taken (two `record` processes on one layout both wrote
+    ticks: duplicates, spend going back)."""
+    path = Path(f"{record}.lock")
+    try:
+        return StateLock.hold(path, command_line())
+    except LockBusy as busy:
+        raise RecordError(f"record {record} is being written by {busy}; attach or stop it") from None
+    except OSError as exc:
+        raise RecordError(f"{path}: cannot lock the session record: {exc.strerror or exc}") from None
 
 
 def default_record_path(layout: Layout) -> Path:
     return state_dir() / f"{layout_key(layout)}.sqlite"
 
 
-PRIVATE_DIR_MODE = 0o700
-PRIVATE_FILE_MODE = 0o600
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S*")
-
-
-def _private_dir(directory: Path) -> None:
-    """Create `directory` 0700; say so when the state directory is open to other users.
-
-    An existing directory is never chmod-ed (it may be shared, e.g. a pointed-to /tmp):
-    the record in it is 0600 either way, but its name (the cluster's) is visible.
-    """
-    directory.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
-    if directory.resolve() == state_dir().resolve():
-        mode = stat.S_IMODE(directory.stat().st_mode)
-        if mode & 0o077:
-            log.warning("state directory %s is open to other users (mode %s): chmod 700 %s",
-                        directory, oct(mode), directory)
-
-
-def _create_private_file(path: Path) -> None:
-    """An empty file that only its owner can read, made before SQLite opens the path."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
-    os.close(fd)
-
-
-def _tighten(path: Path) -> None:
-    """A record (and its -wal, -shm) from before records were private: make it 0600."""
-    for suffix in ("", "-wal", "-shm"):
-        part = Path(f"{path}{suffix}")
-        with contextlib.suppress(FileNotFoundError):
-            mode = part.lstat().st_mode
-            # a regular file only: chmod follows symlinks, and a link is not ours to change
-            if stat.S_ISREG(mode) and stat.S_IMODE(mode) & 0o077:
-                try:
-                    part.chmod(PRIVATE_FILE_MODE)
-                except OSError as exc:
-                    log.warning("%s is open to other users and cannot be made private: %s", part, exc)
 
 
 def _redact_urls(value: Any) -> Any:
@@ -295,71 +261,6 @@ class TickJob:
     mark_ids: list[int] = field(default_factory=list)
 
 
-class WriterLock:
-    """One writer per record: an exclusive `flock` on RECORD.lock, held while writing.
-
-    Two `record` processes on one layout both wrote ticks (duplicates, spend going back).
-    The lock file says who holds it (pid and command), for the second one's error. The
-    kernel releases a flock when its holder dies, SIGKILL included, so a stale lock file
-    never blocks the next writer; the file itself is left in place (unlinking it would
-    let a waiting writer and a new one lock two different files).
-    """
-
-    def __init__(self, path: Path, fd: int):
-        self.path = path
-        self._fd: int | None = fd
-
-    @classmethod
-    def take(cls, record: Path) -> WriterLock:
-        """Lock `record` for this process; RecordError naming the holder when it is taken."""
-        path = Path(f"{record}.lock")
-        try:
-            # O_NOFOLLOW: a symlink planted here must not make us create or truncate its target
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        except OSError as exc:
-            raise RecordError(f"{path}: cannot lock the session record: {exc.strerror or exc}") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = _lock_holder(fd)
-            os.close(fd)
-            raise RecordError(f"record {record} is being written by {holder}; attach or stop it") from None
-        except OSError as exc:
-            os.close(fd)
-            raise RecordError(f"{path}: cannot lock the session record: {exc.strerror or exc}") from None
-        with contextlib.suppress(OSError):  # who holds it is a courtesy: a full disk may refuse it
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()} {_command_line()}\n".encode(), 0)
-        return cls(path, fd)
-
-    def release(self) -> None:
-        if self._fd is not None:
-            with contextlib.suppress(OSError):
-                os.ftruncate(self._fd, 0)  # while still held: no one else has written yet
-            os.close(self._fd)  # closing the last descriptor drops the flock
-            self._fd = None
-
-
-def _command_line() -> str:
-    """This process's command, as the holder's description in a second writer's error."""
-    argv = sys.argv or ["python"]
-    # `python -m infertop …` runs infertop/__main__.py: name it as the user typed it
-    program = "infertop" if argv[0].endswith("__main__.py") else Path(argv[0]).name
-    return check.printable(shlex.join([program, *argv[1:]]))
-
-
-command_line = _command_line  # also the monitor lock's holder (monitor/channel/paths.py)
-
-
-def _lock_holder(fd: int) -> str:
-    """'pid 1234 (infertop record …)' from a lock file (written by any process: made inert)."""
-    raw = os.pread(fd, 512, 0).decode("utf-8", "replace").strip()
-    pid, _, command = raw.partition(" ")
-    if not pid.isascii() or not pid.isdigit():
-        return "another process"
-    return f"pid {pid} ({check.printable(command)})" if command else f"pid {pid}"
-
-
 # the CLI adds a mark per command; more unapplied rows than this wait for the next tick
 _MARKS_PER_TICK = 100
 
@@ -379,7 +280,7 @@ class SessionStore:
         self._seen_marks: set[int] = set()  # ever handed to the ledger (never twice)
         self._taken_marks: list[int] = []  # handed over, not yet in a prepared tick
         self._unflushed_marks: list[int] = []  # in a tick whose commit failed: retried
-        self.lock: WriterLock | None = None  # set by `open`, released by `close`
+        self.lock: StateLock | None = None  # set by `open`, released by `close`
 
     # ----------------------------------------------------------------- opening
 
@@ -393,10 +294,10 @@ class SessionStore:
         """
         path = path if path is not None else default_record_path(layout)
         try:
-            _private_dir(path.parent)
+            private_dir(path.parent)
         except OSError as exc:
             raise RecordError(f"{path.parent}: cannot create the state directory: {exc}") from None
-        lock = WriterLock.take(path)  # before reading: a second writer must not even archive
+        lock = lock_record(path)  # before reading: a second writer must not even archive
         try:
             store = cls._open_locked(layout, path, fresh_ledger)
         except BaseException:
@@ -416,7 +317,7 @@ class SessionStore:
             pinned = layout.session.reservation_start
             same_start = pinned is not None and abs(pinned.timestamp() - ledger.started_at) < 1e-6
             if "ended_at" not in meta or same_start:
-                _tighten(path)
+                tighten(path, ("", "-wal", "-shm"))
                 return cls._resume(path, layout, meta, ledger)
             cls._archive(path, meta)
         return cls._create(path, layout, fresh_ledger)
@@ -464,7 +365,7 @@ class SessionStore:
             with contextlib.suppress(FileNotFoundError):
                 Path(f"{path}{suffix}").unlink()
         try:
-            _create_private_file(path)
+            create_private_file(path)
             conn = _connect(path)
             conn.executescript(_DDL)
         except OSError as exc:
