@@ -5,7 +5,7 @@ per pod, the CNI's bridges and tunnels, docker0. They carry no traffic that is n
 counted on a real port, they come and go with pods, and each one costs the monitor a
 NIC carried through evaluation, the record, the viewer channel and the screen. So no
 source reads them: node_exporter pages (collectors.exporters), the SSH probe and the
-local source (collectors.probe.main) ask `keeps_nic` for every device.
+local source (collectors.probe.host) ask `keeps_nic` for every device.
 
 A device the layout names as an expected port is always kept, whatever its name
 (`keep`): the layout's word beats the rule. `lo` is not in the rule (it is cheap and the

@@ -40,6 +40,8 @@ HELPERS: tuple[str, ...] = (
     "collectors/probe/npu.py",
     "collectors/probe/gpm.py",
     "collectors/probe/gpu_processes.py",
+    "collectors/probe/host.py",
+    "collectors/probe/nvidia_gpus.py",
 )
 OUR_PACKAGES = ("collectors", "layouts")
 
