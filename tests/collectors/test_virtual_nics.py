@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from collectors.exporters import nic_samples_from_node_exporter
 from collectors.exposition import parse_exposition
+from collectors.node_exporter import nic_samples_from_node_exporter
 from collectors.probe import host as probe_host
 from collectors.probe.bundle import probe_script
 from collectors.registry import build_sources
