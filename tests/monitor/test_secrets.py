@@ -166,7 +166,7 @@ def exporter_page(record: Path) -> str:
     from prometheus_client import CollectorRegistry, generate_latest
 
     from monitor.exporter import SnapshotCollector
-    from monitor.record.store import Recording
+    from monitor.record.recording import Recording
 
     rec = Recording.load(record)
     try:
