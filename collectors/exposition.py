@@ -25,6 +25,7 @@ the text itself (it may hold terminal escapes or secrets).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable
@@ -58,6 +59,20 @@ def clean_label(value: str | None) -> str | None:
     if value is None:
         return None
     return inert_text(value, MAX_LABEL_CHARS)
+
+
+def label_text(value: str | None) -> str | None:
+    """`clean_label` of a label value. A page names the same devices, GPU models and
+    UUIDs round after round: a short value is made inert once (a bounded cache, as the
+    values come from the page; a long one, cut anyway, every time)."""
+    if value is None or len(value) > MAX_LABEL_CHARS:
+        return clean_label(value)
+    return _short_label_text(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _short_label_text(value: str) -> str | None:
+    return clean_label(value)
 
 
 @dataclass

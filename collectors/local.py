@@ -15,7 +15,8 @@ from typing import Any
 
 import psutil
 
-from collectors.probe import main as probe
+from collectors.probe import host as probe_host
+from collectors.probe import nvidia_gpus as probe_gpus
 from collectors.probe.schema import sample_from_reading
 from collectors.sample import NodeSample
 from collectors.source import PollingSource
@@ -38,7 +39,7 @@ class LocalSource(PollingSource):
 
     def _open(self) -> None:
         if not self._opened:
-            self._gpu_reader, self._gpu_note = probe.open_gpus()
+            self._gpu_reader, self._gpu_note = probe_gpus.open_gpus()
             self._opened = True
             psutil.cpu_percent(None)  # prime: the first call has no interval to measure
 
@@ -49,7 +50,7 @@ class LocalSource(PollingSource):
             vm = psutil.virtual_memory()
             return {
                 "gpus": self._gpu_reader.read() if self._gpu_reader is not None else [],
-                "nics": probe.read_nics(keep=self.keep_nics),
+                "nics": probe_host.read_nics(keep=self.keep_nics),
                 "host": {
                     "cpu_pct": psutil.cpu_percent(None),
                     "mem_used_bytes": int(vm.total - vm.available),

@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collectors.bounds import whole
-from collectors.exporters import NVLINK_TOTAL_BYTES_PER_UNIT, ib_physical_state
+from collectors.dcgm import NVLINK_TOTAL_BYTES_PER_UNIT
 from collectors.histograms import LATENCY_HISTOGRAMS, SCOREBOARD_SCALARS
+from collectors.node_exporter import ib_physical_state
 from collectors.profiles import ENGINE_LABELS, CustomProfiles, ProfileError, resolve_profile
 from collectors.sample import (
     ENGINE_COUNTER_FIELDS,
@@ -219,7 +220,7 @@ class QueryBuilder:
                 "max", self._alts(("DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_XID_ERROR")), by)),
             Query("gpu", "energy_mj_total", self.agg(
                 "max", self.sel("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"), by)),
-            # the default CSV's NVLink field: a rate in 1000-KiB/s units (collectors.exporters)
+            # the default CSV's NVLink field: a rate in 1000-KiB/s units (collectors.dcgm)
             Query("gpu", "nvlink_total", self.agg(
                 "max", self.sel("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"), by)),
             Query("gpu", "clock_event_reasons", self.agg("max", self._alts(
@@ -248,7 +249,7 @@ class QueryBuilder:
                 "max", self.sel("node_infiniband_rate_bytes_per_second"), ib)),
             Query("node", "ib_wait", self.agg(
                 "sum", self.sel("node_infiniband_port_transmit_wait_total"), ib)),
-            # per-port error counters (node_exporter 1.12.1 names; see collectors.exporters)
+            # per-port error counters (node_exporter 1.12.1 names; see collectors.node_exporter)
             Query("node", "ib_rx_errors", self.agg(
                 "sum", self.sel("node_infiniband_port_errors_received_total"), ib)),
             Query("node", "ib_recoveries", self.agg(

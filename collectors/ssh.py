@@ -34,7 +34,7 @@ from collectors.log_source import log_watch_config
 from collectors.loop_stalls import wire_timeout
 from collectors.probe.bundle import BOOTSTRAP, bootstrap_payload
 from collectors.probe.engine import ENGINE_MAX_BYTES
-from collectors.probe.logs import LineSplitter
+from collectors.probe.log_follower import LineSplitter
 from collectors.probe.schema import BadReading, parse_reading_line, reading_sample
 from collectors.safe_text import inert_text, redact_text, url_secrets
 from collectors.sample import EngineSample, NodeSample, PageOutcome

@@ -4,8 +4,8 @@ A Kubernetes GPU host has a handful of real interfaces and dozens of virtual one
 per pod, the CNI's bridges and tunnels, docker0. They carry no traffic that is not also
 counted on a real port, they come and go with pods, and each one costs the monitor a
 NIC carried through evaluation, the record, the viewer channel and the screen. So no
-source reads them: node_exporter pages (collectors.exporters), the SSH probe and the
-local source (collectors.probe.main) ask `keeps_nic` for every device.
+source reads them: node_exporter pages (collectors.node_exporter), the SSH probe and the
+local source (collectors.probe.host) ask `keeps_nic` for every device.
 
 A device the layout names as an expected port is always kept, whatever its name
 (`keep`): the layout's word beats the rule. `lo` is not in the rule (it is cheap and the

@@ -42,8 +42,9 @@ sys.path.insert(0, str(ROOT))
 
 import pynvml  # noqa: E402
 
-from collectors import probe  # noqa: E402
 from collectors.local import LocalSource  # noqa: E402
+from collectors.probe import main as probe  # noqa: E402
+from collectors.probe import nvidia_gpus as probe_gpus  # noqa: E402
 
 RESULT: dict[str, Any] = {}
 
@@ -143,7 +144,7 @@ def nvlink_raw(handles: list[Any]) -> None:
             try:
                 values = pynvml.nvmlDeviceGetFieldValues(h, [(f, scope) for f in fields])
                 answers[scope_name] = {
-                    str(f): (int(v.nvmlReturn), probe._field_number(v)) for f, v in zip(fields, values, strict=True)
+                    str(f): (int(v.nvmlReturn), probe_gpus._field_number(v)) for f, v in zip(fields, values, strict=True)
                 }
             except pynvml.NVMLError as exc:
                 answers[scope_name] = type(exc).__name__
@@ -151,7 +152,7 @@ def nvlink_raw(handles: list[Any]) -> None:
         distinct = sorted({str(s) for s in states.values()})
         print(f"gpu {i}: link states seen {distinct}")
         print(f"gpu {i}: fields (nvmlReturn, value) scope=all {answers.get('all')}")
-    reader = probe.NvmlReader()
+    reader = probe_gpus.NvmlReader()
     first = reader.read()
     t_second = time.perf_counter()
     reader.read()
@@ -312,7 +313,7 @@ def _swallow(fn: Callable[[], Any]) -> None:
 def side_by_side(handles: list[Any], key: str = "side_by_side") -> None:
     section(f"per-sample cost of every GPU, side by side ({key})")
     rows: dict[str, dict[str, float]] = {}
-    reader = probe.NvmlReader()
+    reader = probe_gpus.NvmlReader()
     reader.read()  # learn what is unsupported first, as it would in a running monitor
     rows["infertop NvmlReader.read (probe & local)"] = time_calls(reader.read, 300)
     rows["direct NVML, same six figures"] = time_calls(lambda: nvml_direct(handles), 300)
@@ -347,7 +348,7 @@ def side_by_side(handles: list[Any], key: str = "side_by_side") -> None:
         rows["gpustat new_query()"] = time_calls(gpustat.new_query, 100)
     except Exception as exc:
         print("gpustat failed:", type(exc).__name__, exc)
-    smi = probe.NvidiaSmiReader("nvidia-smi")
+    smi = probe_gpus.NvidiaSmiReader("nvidia-smi")
     rows["nvidia-smi --query-gpu subprocess (probe fallback)"] = time_calls(smi.run, 30, warmup=2)
     got = smi.run()
     print("nvidia-smi fallback parsed:", got)

@@ -4,7 +4,7 @@ real NCCL all-reduce loop (one process per GPU, torch.distributed).
 NVLink multicast (NVLS) stays off: a program that uses it can put the host's shared GPUs out
 of service, so NCCL_NVLS_ENABLE=0 (and the PyTorch / NVSHMEM equivalents) are forced here
 before any worker starts. While the loop runs, the parent samples every GPU once a second
-through `collectors.probe.main.NvmlReader` and prints, per GPU: links present, links up, NVLink
+through `collectors.probe.nvidia_gpus.NvmlReader` and prints, per GPU: links present, links up, NVLink
 TX/RX bytes/s (reset-aware rates from the cumulative counters) and error counters.
 
 On one GPU it still runs (an all-reduce of one rank moves nothing over NVLink) and shows
@@ -32,7 +32,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from collectors import probe  # noqa: E402
+from collectors.probe import nvidia_gpus as probe_gpus  # noqa: E402
 from collectors.rates import counter_rate  # noqa: E402
 
 
@@ -83,7 +83,7 @@ def main() -> int:
 
     import torch.multiprocessing as mp
 
-    reader = probe.NvmlReader()
+    reader = probe_gpus.NvmlReader()
     world = reader.count
     print(f"GPUs: {world} × {reader.static[0]['name'] if world else '-'}; NCCL_NVLS_ENABLE="
           f"{os.environ['NCCL_NVLS_ENABLE']}", flush=True)

@@ -2,9 +2,10 @@
 
 The probe is `collectors/probe/main.py` plus the stdlib-only helper modules listed in
 `HELPERS` (the text sanitiser, the virtual-NIC rule, the log vocabulary, the engine fetch,
-the log follower, the `npu-smi` reader). Inside the packages those helpers are ordinary modules that main.py
-imports; on the node there is no package, so the bundle pastes each helper's text above
-main.py's and drops the package imports, which each file keeps between two marker lines:
+the log follower, parsers and figures, the `npu-smi` reader). Inside the packages those
+helpers are ordinary modules that main.py imports; on the node there is no package, so the
+bundle pastes each helper's text above main.py's and drops the package imports, which each
+file keeps between two marker lines:
 
     # bundle: strip-begin
     from collectors.probe.logs import follow_log
@@ -33,10 +34,14 @@ HELPERS: tuple[str, ...] = (
     "collectors/virtual_nics.py",
     "layouts/log_vocabulary.py",
     "collectors/probe/engine.py",
+    "collectors/probe/log_follower.py",
+    "collectors/probe/log_parsers.py",
     "collectors/probe/logs.py",
     "collectors/probe/npu.py",
     "collectors/probe/gpm.py",
     "collectors/probe/gpu_processes.py",
+    "collectors/probe/host.py",
+    "collectors/probe/nvidia_gpus.py",
 )
 OUR_PACKAGES = ("collectors", "layouts")
 

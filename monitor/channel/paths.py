@@ -10,20 +10,19 @@ so a socket file left behind by a killed monitor is known to be stale and is rep
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 from layouts.model import Layout
-from monitor.record.store import PRIVATE_DIR_MODE, layout_key, state_dir
+from monitor.state import LockBusy, StateLock, layout_key, make_private_dir, state_dir
 
 SOCKET_SUFFIX = ".sock"
 # sun_path holds 108 bytes with its NUL; a longer path is reached through its directory
 _MAX_SUN_PATH = 100
 
 
-class MonitorBusy(Exception):
+class MonitorBusy(LockBusy):
     """A live monitor already holds this layout. `str()` names it (pid and command)."""
 
 
@@ -42,7 +41,7 @@ def log_path(socket: Path) -> Path:
 def private_state_dir(directory: Path) -> None:
     """The state directory, created 0700 when missing (an existing one is left as it is:
     the record store warns when it is open to others; the socket itself is 0600)."""
-    directory.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
+    make_private_dir(directory)
 
 
 @contextlib.contextmanager
@@ -59,38 +58,16 @@ def reachable(path: Path) -> Iterator[str]:
         os.close(fd)
 
 
-class MonitorLock:
-    """The flock that makes one monitor per layout; its file names the holder."""
-
-    def __init__(self, path: Path, fd: int):
-        self.path = path
-        self._fd: int | None = fd
+class MonitorLock(StateLock):
+    """The flock that makes one monitor per layout (`KEY.monitor.lock`); its file names the holder."""
 
     @classmethod
-    def take(cls, socket: Path, holder: str) -> MonitorLock:
+    def take(cls, socket: Path, holder: str) -> StateLock:
         """Lock the layout's monitor slot; MonitorBusy naming the holder when it is taken.
         OSError when the lock file cannot be made."""
         path = lock_path(socket)
         private_state_dir(path.parent)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raw = os.pread(fd, 512, 0).decode("utf-8", "replace").strip()
-            os.close(fd)
-            raise MonitorBusy(raw or "another process") from None
-        except OSError:
-            os.close(fd)
-            raise
-        with contextlib.suppress(OSError):
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"pid {os.getpid()} ({holder})\n".encode(), 0)
-        return cls(path, fd)
-
-    def release(self) -> None:
-        if self._fd is not None:
-            with contextlib.suppress(OSError):
-                os.ftruncate(self._fd, 0)
-            os.close(self._fd)
-            self._fd = None
-
+            return cls.hold(path, holder)
+        except LockBusy as busy:
+            raise MonitorBusy(str(busy)) from None

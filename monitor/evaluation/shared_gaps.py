@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from collectors.exporters import DCGM_COUNTERS_DOC, DCGM_UNSEEN_FIELDS
+from collectors.dcgm import DCGM_COUNTERS_DOC, DCGM_UNSEEN_FIELDS
 from layouts.model import Thresholds
 from monitor.evaluation.coverage import CLOCK_EVENTS, ENGINE, GPUS, PORT_SPEED, PORTS, UNSEEN_LABELS
 from monitor.snapshot import CoverageGap, NodeView, SharedBlindSpotView

@@ -4,7 +4,7 @@
 archived sessions a new reservation moved aside) so that recordings do not pile up
 unseen. A summary reads the metadata and two aggregates, never the snapshots: listing a
 directory of multi-gigabyte records is instant. A record being written (its writer holds
-the flock on RECORD.lock, see `store.WriterLock`) is shown as such and never pruned.
+the flock on RECORD.lock, see `store.lock_record`) is shown as such and never pruned.
 """
 
 from __future__ import annotations

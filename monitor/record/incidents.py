@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from monitor.record.store import Recording
+from monitor.record.recording import Recording
 from monitor.snapshot import Snapshot
 
 MAX_SNAPSHOTS = 12_000

@@ -15,7 +15,8 @@ from bisect import bisect_left
 from pathlib import Path
 
 from monitor.feeds import Publish
-from monitor.record.store import RecordError, Recording
+from monitor.record.codec import RecordError
+from monitor.record.recording import Recording
 
 log = logging.getLogger(__name__)
 MAX_GAP_S = 2.0

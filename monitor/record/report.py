@@ -25,6 +25,7 @@ from monitor.evaluation.ledger import CLUSTER_ROW, ZERO
 from monitor.evaluation.money import usd_per
 from monitor.format import fmt_num, fmt_pct, fmt_span, fmt_usd
 from monitor.record.incidents import Incident, Scan, scan
+from monitor.record.recording import Recording, TickRow
 from monitor.record.report_scoreboard import (
     live_points,
     sampled_snapshots,
@@ -37,7 +38,6 @@ from monitor.record.report_timeline import (
     timeline_markdown,
     timeline_rows,
 )
-from monitor.record.store import Recording, TickRow
 from monitor.snapshot import SessionView
 
 HOUR_S = 3600.0

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from html import escape
 
 from monitor.format import fmt_latency, fmt_num, fmt_pct, fmt_rate_gbps, inert_text
-from monitor.record.store import Recording
+from monitor.record.recording import Recording
 from monitor.snapshot import RollupView, Snapshot
 
 MAX_SNAPSHOTS = 240

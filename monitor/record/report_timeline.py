@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Sequence
 
 from collectors.safe_text import inert_text
-from monitor.record.store import TickRow
+from monitor.record.recording import TickRow
 from monitor.snapshot import Snapshot, TimelineEventView
 
 MAX_TIMELINE_LINES = 200  # in report.md; timeline.csv has every event

@@ -1,4 +1,6 @@
-"""The session record: one SQLite file (WAL) per session, written tick by tick.
+"""The session record: one SQLite file (WAL) per session, written tick by tick (the writer;
+the file's format and snapshot codec: codec.py; reading it back: recording.py; where it lives
+and its lock: monitor/state.py).
 
 Each tick is one transaction: the tick's figures, its Snapshot (zlib-compressed JSON) and
 the ledger's whole state. A process killed mid-session therefore loses at most the tick
@@ -18,40 +20,50 @@ secret-looking query values masked (replay and report need no credentials).
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import hashlib
 import json
 import logging
-import os
 import queue
 import re
-import shlex
 import sqlite3
-import stat
-import sys
 import threading
 import time
-import zlib
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import pydantic_core
-
 from collectors.safe_text import redact_url
-from layouts.model import Layout, Thresholds
+from layouts.model import Layout
 from monitor.evaluation.ledger import PHASES, SessionLedger, energy_usd_per_kwh, reservation_end
-from monitor.evaluation.link_summary import with_link_judgments
-from monitor.evaluation.scoreboard import LIVE_POINT_FIELDS, with_live_point
 from monitor.record import checks as check
-from monitor.snapshot import SessionView, Snapshot, snapshot_json
+from monitor.record.codec import (
+    BUSY_TIMEOUT_S,
+    SCHEMA_VERSION,
+    RecordError,
+    describe,
+    encode_snapshot,
+    read_ledger_state,
+    read_meta,
+    reading,
+)
+
+# imported from here by infertop/cli (records, ps, serve, record, report): the state names now live in
+# monitor.state, the reader in monitor.record.recording
+from monitor.record.recording import Recording as Recording
+from monitor.snapshot import Snapshot
+from monitor.state import PRIVATE_FILE_MODE as PRIVATE_FILE_MODE
+from monitor.state import (
+    LockBusy,
+    StateLock,
+    command_line,
+    create_private_file,
+    layout_key,
+    private_dir,
+    state_dir,
+    tighten,
+)
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
-BUSY_TIMEOUT_S = 5.0
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -80,69 +92,26 @@ CREATE TABLE IF NOT EXISTS phase_marks (
 """
 
 
-class RecordError(ValueError):
-    """A record that cannot be used. `str()` is the one-line message for the user."""
 
 
-def state_dir() -> Path:
-    """$INFERTOP_STATE_DIR, else $XDG_STATE_HOME/infertop, else ~/.local/state/infertop."""
-    explicit = os.environ.get("INFERTOP_STATE_DIR")
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_STATE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".local" / "state"
-    return base / "infertop"
-
-
-def layout_key(layout: Layout) -> str:
-    """A file-name-safe name for a layout's session: its cluster name and where it lives."""
-    identity = str(Path(layout.source_path).resolve()) if layout.source_path else "<built-in>"
-    digest = hashlib.sha256(f"{identity}\0{layout.cluster.name}".encode()).hexdigest()[:10]
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", layout.cluster.name).strip("-.")[:40] or "cluster"
-    return f"{slug}-{digest}"
+def lock_record(record: Path) -> StateLock:
+    """One writer per record: the lock on RECORD.lock, held while writing; RecordError
+    naming the holder when it is taken (two `record` processes on one layout both wrote
+    ticks: duplicates, spend going back)."""
+    path = Path(f"{record}.lock")
+    try:
+        return StateLock.hold(path, command_line())
+    except LockBusy as busy:
+        raise RecordError(f"record {record} is being written by {busy}; attach or stop it") from None
+    except OSError as exc:
+        raise RecordError(f"{path}: cannot lock the session record: {exc.strerror or exc}") from None
 
 
 def default_record_path(layout: Layout) -> Path:
     return state_dir() / f"{layout_key(layout)}.sqlite"
 
 
-PRIVATE_DIR_MODE = 0o700
-PRIVATE_FILE_MODE = 0o600
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S*")
-
-
-def _private_dir(directory: Path) -> None:
-    """Create `directory` 0700; say so when the state directory is open to other users.
-
-    An existing directory is never chmod-ed (it may be shared, e.g. a pointed-to /tmp):
-    the record in it is 0600 either way, but its name (the cluster's) is visible.
-    """
-    directory.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
-    if directory.resolve() == state_dir().resolve():
-        mode = stat.S_IMODE(directory.stat().st_mode)
-        if mode & 0o077:
-            log.warning("state directory %s is open to other users (mode %s): chmod 700 %s",
-                        directory, oct(mode), directory)
-
-
-def _create_private_file(path: Path) -> None:
-    """An empty file that only its owner can read, made before SQLite opens the path."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
-    os.close(fd)
-
-
-def _tighten(path: Path) -> None:
-    """A record (and its -wal, -shm) from before records were private: make it 0600."""
-    for suffix in ("", "-wal", "-shm"):
-        part = Path(f"{path}{suffix}")
-        with contextlib.suppress(FileNotFoundError):
-            mode = part.lstat().st_mode
-            # a regular file only: chmod follows symlinks, and a link is not ours to change
-            if stat.S_ISREG(mode) and stat.S_IMODE(mode) & 0o077:
-                try:
-                    part.chmod(PRIVATE_FILE_MODE)
-                except OSError as exc:
-                    log.warning("%s is open to other users and cannot be made private: %s", part, exc)
 
 
 def _redact_urls(value: Any) -> Any:
@@ -173,108 +142,12 @@ def _connect(path: Path, any_thread: bool = False) -> sqlite3.Connection:
     return conn
 
 
-def _describe(exc: sqlite3.Error) -> str:
-    return str(exc) or type(exc).__name__
-
 
 def _unresumable(path: Path, why: str) -> RecordError:
     return RecordError(f"{path}: cannot resume this session record ({why}); "
                        "move it away or pass --record FILE")
 
 
-def encode_snapshot(snapshot: Snapshot) -> bytes:
-    # pydantic's own JSON writer: the same compact text as json.dumps of the dumped dict,
-    # 3x faster (128 nodes × 8 GPUs: ~4 ms instead of ~13 ms a tick; benchmarks/bench_tui);
-    # fields at their default left out, as on the channel (pydantic fills them back in
-    # `decode_snapshot`): 43 % less to compress and to read back at 128 realistic nodes
-    # (the text the viewers' channel sends too, written once: `snapshot_json`)
-    return zlib.compress(snapshot_json(snapshot), 6)
-
-
-def inflate(blob: object, limit: int = check.MAX_SNAPSHOT_BYTES) -> bytes:
-    """A zlib stream inflated to at most `limit` bytes: a bomb stops there, as a ValueError."""
-    if not isinstance(blob, bytes):
-        raise ValueError(f"not compressed data ({type(blob).__name__})")
-    inflater = zlib.decompressobj()
-    data = inflater.decompress(blob, limit)
-    if inflater.unconsumed_tail:
-        raise ValueError(f"inflates to more than {limit // check.MIB} MiB")
-    if not inflater.eof:
-        raise ValueError("the compressed data is cut short")
-    return data
-
-
-def decode_snapshot(blob: object) -> Snapshot:
-    """A recorded Snapshot; ValueError (or zlib.error) when it is not one. The JSON parser
-    (pydantic's) stops at 200 levels of nesting, so depth needs no check of its own."""
-    snapshot = Snapshot.model_validate_json(inflate(blob))
-    if not {"ttft_pool", "itl_pool"} <= snapshot.session.model_fields_set:
-        # recorded before the monitor chose the scoreboard's latency pools (or chose none):
-        # chosen now from the recorded roll-ups, as the monitor would have
-        session = with_live_point(snapshot.session, snapshot.cluster)
-        snapshot = snapshot.model_copy(update={"session": session})
-    return snapshot
-
-
-def parse_json(raw: object, what: str) -> Any:
-    """JSON text read from a record, nested at most 200 deep (its values are checked after)."""
-    if not isinstance(raw, str):
-        raise ValueError(f"{what} is not text ({type(raw).__name__})")
-    try:
-        return pydantic_core.from_json(raw, allow_inf_nan=True)
-    except ValueError as exc:
-        raise ValueError(f"{what} is not valid JSON ({exc})") from None
-
-
-def reading(conn: sqlite3.Connection) -> sqlite3.Connection:
-    """Bound every value this connection reads: SQLite refuses one bigger than this
-    ("string or blob too big") instead of loading a crafted gigabyte into memory."""
-    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, check.MAX_TEXT_BYTES)
-    return conn
-
-
-# the meta keys infertop writes, and how each is checked when read back
-_META_CHECKS: dict[str, Callable[[object, str], object]] = {
-    "schema": lambda v, f: check.choice(v, f, {str(SCHEMA_VERSION)}),
-    "created_at": check.time_text,
-    "started_at": check.time_text,
-    "ended_at": check.time_text,
-    "layout": lambda v, f: check.text(v, f, check.MAX_TEXT_BYTES),
-    "layout_path": lambda v, f: check.text(v, f, check.MAX_PATH_CHARS),
-    "resumes": lambda v, f: check.integer_text(v, f, 10**6),
-}
-
-
-def read_meta(conn: sqlite3.Connection) -> tuple[dict[str, str], list[str]]:
-    """The record's known meta keys that pass their checks, and a line for each that does not."""
-    meta: dict[str, str] = {}
-    problems: list[str] = []
-    for key, checked in _META_CHECKS.items():
-        try:
-            row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        except sqlite3.DataError:
-            problems.append(f"meta {key}: larger than {check.MAX_TEXT_BYTES // check.MIB} MiB")
-            continue
-        if row is None:
-            continue
-        try:
-            checked(row[0], key)
-        except check.BadValue as exc:
-            problems.append(f"meta {exc}")
-            continue
-        meta[key] = row[0]
-    return meta, problems
-
-
-def read_ledger_state(conn: sqlite3.Connection) -> Any:
-    """The ledger's JSON state, parsed (not yet checked: `SessionLedger.from_state` does)."""
-    try:
-        row = conn.execute("SELECT state FROM ledger WHERE id = 1").fetchone()
-    except sqlite3.DataError:
-        raise ValueError(f"the ledger state is larger than {check.MAX_TEXT_BYTES // check.MIB} MiB") from None
-    if row is None:
-        raise ValueError("no ledger row")
-    return parse_json(row[0], "the ledger state")
 
 
 @dataclass
@@ -293,71 +166,6 @@ class TickJob:
     ledger_state: str
     snapshot: Snapshot
     mark_ids: list[int] = field(default_factory=list)
-
-
-class WriterLock:
-    """One writer per record: an exclusive `flock` on RECORD.lock, held while writing.
-
-    Two `record` processes on one layout both wrote ticks (duplicates, spend going back).
-    The lock file says who holds it (pid and command), for the second one's error. The
-    kernel releases a flock when its holder dies, SIGKILL included, so a stale lock file
-    never blocks the next writer; the file itself is left in place (unlinking it would
-    let a waiting writer and a new one lock two different files).
-    """
-
-    def __init__(self, path: Path, fd: int):
-        self.path = path
-        self._fd: int | None = fd
-
-    @classmethod
-    def take(cls, record: Path) -> WriterLock:
-        """Lock `record` for this process; RecordError naming the holder when it is taken."""
-        path = Path(f"{record}.lock")
-        try:
-            # O_NOFOLLOW: a symlink planted here must not make us create or truncate its target
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        except OSError as exc:
-            raise RecordError(f"{path}: cannot lock the session record: {exc.strerror or exc}") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = _lock_holder(fd)
-            os.close(fd)
-            raise RecordError(f"record {record} is being written by {holder}; attach or stop it") from None
-        except OSError as exc:
-            os.close(fd)
-            raise RecordError(f"{path}: cannot lock the session record: {exc.strerror or exc}") from None
-        with contextlib.suppress(OSError):  # who holds it is a courtesy: a full disk may refuse it
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()} {_command_line()}\n".encode(), 0)
-        return cls(path, fd)
-
-    def release(self) -> None:
-        if self._fd is not None:
-            with contextlib.suppress(OSError):
-                os.ftruncate(self._fd, 0)  # while still held: no one else has written yet
-            os.close(self._fd)  # closing the last descriptor drops the flock
-            self._fd = None
-
-
-def _command_line() -> str:
-    """This process's command, as the holder's description in a second writer's error."""
-    argv = sys.argv or ["python"]
-    # `python -m infertop …` runs infertop/__main__.py: name it as the user typed it
-    program = "infertop" if argv[0].endswith("__main__.py") else Path(argv[0]).name
-    return check.printable(shlex.join([program, *argv[1:]]))
-
-
-command_line = _command_line  # also the monitor lock's holder (monitor/channel/paths.py)
-
-
-def _lock_holder(fd: int) -> str:
-    """'pid 1234 (infertop record …)' from a lock file (written by any process: made inert)."""
-    raw = os.pread(fd, 512, 0).decode("utf-8", "replace").strip()
-    pid, _, command = raw.partition(" ")
-    if not pid.isascii() or not pid.isdigit():
-        return "another process"
-    return f"pid {pid} ({check.printable(command)})" if command else f"pid {pid}"
 
 
 # the CLI adds a mark per command; more unapplied rows than this wait for the next tick
@@ -379,7 +187,7 @@ class SessionStore:
         self._seen_marks: set[int] = set()  # ever handed to the ledger (never twice)
         self._taken_marks: list[int] = []  # handed over, not yet in a prepared tick
         self._unflushed_marks: list[int] = []  # in a tick whose commit failed: retried
-        self.lock: WriterLock | None = None  # set by `open`, released by `close`
+        self.lock: StateLock | None = None  # set by `open`, released by `close`
 
     # ----------------------------------------------------------------- opening
 
@@ -393,10 +201,10 @@ class SessionStore:
         """
         path = path if path is not None else default_record_path(layout)
         try:
-            _private_dir(path.parent)
+            private_dir(path.parent)
         except OSError as exc:
             raise RecordError(f"{path.parent}: cannot create the state directory: {exc}") from None
-        lock = WriterLock.take(path)  # before reading: a second writer must not even archive
+        lock = lock_record(path)  # before reading: a second writer must not even archive
         try:
             store = cls._open_locked(layout, path, fresh_ledger)
         except BaseException:
@@ -416,7 +224,7 @@ class SessionStore:
             pinned = layout.session.reservation_start
             same_start = pinned is not None and abs(pinned.timestamp() - ledger.started_at) < 1e-6
             if "ended_at" not in meta or same_start:
-                _tighten(path)
+                tighten(path, ("", "-wal", "-shm"))
                 return cls._resume(path, layout, meta, ledger)
             cls._archive(path, meta)
         return cls._create(path, layout, fresh_ledger)
@@ -439,7 +247,7 @@ class SessionStore:
             finally:
                 conn.close()
         except sqlite3.Error as exc:
-            raise _unresumable(path, _describe(exc)) from None
+            raise _unresumable(path, describe(exc)) from None
         return meta, state
 
     @classmethod
@@ -464,13 +272,13 @@ class SessionStore:
             with contextlib.suppress(FileNotFoundError):
                 Path(f"{path}{suffix}").unlink()
         try:
-            _create_private_file(path)
+            create_private_file(path)
             conn = _connect(path)
             conn.executescript(_DDL)
         except OSError as exc:
             raise RecordError(f"{path}: cannot create the session record ({exc.strerror or exc})") from None
         except sqlite3.Error as exc:
-            raise RecordError(f"{path}: cannot create the session record ({_describe(exc)})") from None
+            raise RecordError(f"{path}: cannot create the session record ({describe(exc)})") from None
         meta = {
             "schema": str(SCHEMA_VERSION),
             "created_at": repr(time.time()),
@@ -617,7 +425,7 @@ def add_phase_mark(path: Path, phase: str, at: float, origin: str = "cli") -> No
         finally:
             conn.close()
     except sqlite3.Error as exc:
-        raise RecordError(f"{path}: cannot mark the phase ({_describe(exc)})") from None
+        raise RecordError(f"{path}: cannot mark the phase ({describe(exc)})") from None
 
 
 class Recorder:
@@ -691,10 +499,10 @@ class Recorder:
             # and `lost_ticks` says at the end how many ticks the record is missing
             if self.error is None:  # once per stall, not once a tick
                 log.warning("session record: %s: %s (ticks are not being written)", self.store.path,
-                            _describe(exc))
-            self.error = f"{self.store.path}: {_describe(exc)}"
+                            describe(exc))
+            self.error = f"{self.store.path}: {describe(exc)}"
             self.ticks_lost += 1
-            self.last_loss = _describe(exc)
+            self.last_loss = describe(exc)
             return
         if self.error is not None:
             log.warning("session record: %s: writing again", self.store.path)
@@ -737,224 +545,3 @@ class Recorder:
             self._writer.join()
             self._jobs = None
         self.store.close(ended=True)
-
-
-# --------------------------------------------------------------------- reading
-
-
-@dataclass(frozen=True, slots=True)
-class TickRow:
-    id: int
-    at: float
-    phase: str
-    cost_per_hour_usd: float | None
-    spend_usd: Decimal | None
-    idle_spend_usd: Decimal | None
-    api_equivalent_usd: Decimal | None
-    output_tokens: float | None
-    requests_finished: float | None
-    accepted_tokens_per_s: float | None
-    idle_fraction: float | None
-
-
-_TICK_COLUMNS = (
-    "id, at, phase, cost_per_hour_usd, spend_usd, idle_spend_usd, api_equivalent_usd,"
-    " output_tokens, requests_finished, accepted_tokens_per_s, idle_fraction"
-)
-_optional_amount = check.optional(check.amount)
-_optional_count = check.optional(check.count)
-
-
-def _tick_row(row: tuple[Any, ...]) -> TickRow:
-    """One row of `ticks`, every column checked; BadValue names the column."""
-    return TickRow(
-        int(row[0]),
-        check.time_s(row[1], "at"),
-        check.choice(row[2], "phase", PHASES),
-        check.optional(check.usd_per_hour)(row[3], "cost_per_hour_usd"),
-        _optional_amount(row[4], "spend_usd"),
-        _optional_amount(row[5], "idle_spend_usd"),
-        _optional_amount(row[6], "api_equivalent_usd"),
-        _optional_count(row[7], "output_tokens"),
-        _optional_count(row[8], "requests_finished"),
-        check.optional(check.rate_per_s)(row[9], "accepted_tokens_per_s"),
-        check.optional(check.fraction)(row[10], "idle_fraction"),
-    )
-
-
-def _summary(noun: str, faults: list[str]) -> str:
-    """One problem line for many faults of one kind: how many, and the first."""
-    if len(faults) == 1:
-        return faults[0]
-    return f"{len(faults):,} {noun} unreadable, the first: {faults[0]}"
-
-
-# a record whose ledger is damaged falls back on its last snapshots; a bomb in each of a
-# million ticks must not keep `report` inflating for hours
-_FALLBACK_SNAPSHOTS = 16
-
-
-@dataclass
-class Recording:
-    """A record read back, tolerantly: whatever is readable, and what was not (`problems`).
-
-    Every value is checked as it is read (`monitor.record.checks`): a crafted record gives
-    problems, never a runaway, an overflow or a NaN in the report.
-    """
-
-    path: Path
-    conn: sqlite3.Connection
-    meta: dict[str, str] = field(default_factory=dict)
-    layout: Layout | None = None
-    ticks: list[TickRow] = field(default_factory=list)
-    ledger: SessionLedger | None = None
-    problems: list[str] = field(default_factory=list)
-    unreadable_snapshots: set[int] = field(default_factory=set)
-
-    @classmethod
-    def load(cls, path: Path) -> Recording:
-        """Raises RecordError only when nothing at all can be read."""
-        if not path.exists():
-            raise RecordError(f"{path}: no such file")
-        if path.is_dir():
-            raise RecordError(f"{path}: is a directory, not a session record")
-        try:
-            conn = reading(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S))
-            # SQLite refuses a file shorter than its header says (a truncated copy) unless
-            # the schema is "writable"; on a read-only connection that only lets us salvage
-            conn.execute("PRAGMA writable_schema=ON")
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        except sqlite3.Error as exc:
-            raise RecordError(f"{path}: not a readable session record ({_describe(exc)})") from None
-        rec = cls(path, conn)
-        rec._load_meta()
-        rec._load_ledger()  # before the ticks: its start and last tick bound their times
-        rec._load_ticks()
-        return rec
-
-    def _problem(self, what: str, exc: Exception) -> None:
-        detail = _describe(exc) if isinstance(exc, sqlite3.Error) else str(exc).splitlines()[0]
-        self.problems.append(f"{what}: {detail}")
-
-    def _load_meta(self) -> None:
-        try:
-            self.meta, problems = read_meta(self.conn)
-        except sqlite3.Error as exc:
-            self._problem("metadata unreadable", exc)
-            return
-        self.problems += problems
-        if self.meta.get("schema") != str(SCHEMA_VERSION):
-            if not problems:
-                self.problems.append("not an infertop session record (no schema)")
-            return
-        try:
-            self.layout = Layout.model_validate_json(self.meta["layout"])
-        except (KeyError, ValueError) as exc:
-            self._problem("layout unreadable", exc)
-
-    def _session_start(self) -> float | None:
-        if self.ledger is not None:
-            return self.ledger.started_at
-        started = self.meta.get("started_at")
-        return None if started is None else float(started)
-
-    def _load_ticks(self) -> None:
-        # Walk forwards until the first damaged page, then backwards from the end, so that
-        # a hole in the middle of a recording still leaves both of its sides readable.
-        rows: dict[int, TickRow] = {}
-        faults: dict[int, str] = {}
-        for order in ("ASC", "DESC"):
-            try:
-                cursor = self.conn.execute(f"SELECT {_TICK_COLUMNS} FROM ticks ORDER BY id {order}")  # noqa: S608 - fixed text
-                for raw in cursor:
-                    tick_id = int(raw[0])
-                    if tick_id in rows or tick_id in faults:
-                        break
-                    if len(rows) + len(faults) >= check.MAX_TICKS:
-                        self.problems.append(f"more than {check.MAX_TICKS:,} ticks: the rest not read")
-                        break
-                    try:
-                        rows[tick_id] = _tick_row(raw)
-                    except check.BadValue as exc:
-                        faults[tick_id] = f"tick {tick_id}: {exc}"
-            except sqlite3.Error as exc:
-                self._problem(f"ticks unreadable ({order.lower()} scan stopped after {len(rows)})", exc)
-        self.ticks = self._in_session([rows[i] for i in sorted(rows)], faults)
-        if faults:
-            self.problems.append(_summary("ticks", [faults[i] for i in sorted(faults)]))
-
-    def _in_session(self, ticks: list[TickRow], faults: dict[int, str]) -> list[TickRow]:
-        """The ticks in time order within the session; the others go to `faults`.
-
-        A tick lies within MAX_SESSION_S of the reservation start, not after the ledger's
-        last tick (written in the same transaction as the last one), and not before the
-        tick kept before it.
-        """
-        start = self._session_start()
-        if start is None and ticks:
-            start = ticks[0].at
-        last_at = self.ledger.last_at if self.ledger is not None else None
-        kept: list[TickRow] = []
-        for tick in ticks:
-            try:
-                check.near(tick.at, start if start is not None else tick.at, "at")
-                if last_at is not None and tick.at > last_at + 1e-3:
-                    raise check.BadValue(f"at {tick.at:.3f} is after the ledger's last tick ({last_at:.3f})")
-                if kept and tick.at < kept[-1].at:
-                    before = kept[-1]
-                    raise check.BadValue(f"at {tick.at:.3f} is before tick {before.id}'s ({before.at:.3f})")
-            except check.BadValue as exc:
-                faults[tick.id] = f"tick {tick.id}: {exc}"
-                continue
-            kept.append(tick)
-        return kept
-
-    def _load_ledger(self) -> None:
-        try:
-            state = read_ledger_state(self.conn)
-            prices = self.layout.pricing.api if self.layout else None
-            self.ledger = (
-                SessionLedger.from_state(state, prices) if prices else SessionLedger.from_state(state)
-            )
-        except (sqlite3.Error, ValueError) as exc:
-            self._problem("ledger unreadable", exc)
-
-    def snapshot(self, tick_id: int) -> Snapshot | None:
-        """The recorded Snapshot of one tick; None when that part of the file is damaged."""
-        try:
-            row = self.conn.execute("SELECT snapshot FROM ticks WHERE id = ?", (tick_id,)).fetchone()
-            if row is None:
-                return None
-            ratio = self.layout.thresholds.link_rate_ratio if self.layout else Thresholds().link_rate_ratio
-            return with_link_judgments(decode_snapshot(row[0]), ratio)
-        except (sqlite3.Error, zlib.error, ValueError) as exc:
-            if tick_id not in self.unreadable_snapshots:  # a replay may come back to it
-                self.unreadable_snapshots.add(tick_id)
-                self._problem(f"tick {tick_id} snapshot unreadable", exc)
-            return None
-
-    def final_session(self) -> SessionView | None:
-        """The session figures as the live session last showed them.
-
-        The ledger row is written in the same transaction as each tick, so it is the live
-        total; when it is damaged, the last readable tick's snapshot stands in.
-        """
-        if self.ledger is not None and self.ledger.last_at is not None:
-            view = self.ledger.view(self.ledger.last_at, str(self.path))
-            # the live throughput point is no ledger figure: the last snapshot's stands
-            last = self._last_snapshot()
-            if last is None:
-                return view
-            return view.model_copy(update={f: getattr(last.session, f) for f in LIVE_POINT_FIELDS})
-        last = self._last_snapshot()
-        return None if last is None else last.session
-
-    def _last_snapshot(self) -> Snapshot | None:
-        for tick in list(reversed(self.ticks))[:_FALLBACK_SNAPSHOTS]:
-            snap = self.snapshot(tick.id)
-            if snap is not None:
-                return snap
-        return None
-
-    def close(self) -> None:
-        self.conn.close()

@@ -4,7 +4,8 @@ tokens/s read by a monitor running late, and latency percentiles that vanished."
 
 from __future__ import annotations
 
-from collectors.probe.logs import LogFigures, VllmParser
+from collectors.probe.log_parsers import VllmParser
+from collectors.probe.logs import LogFigures
 from collectors.sample import EngineSample, NodeSample
 from monitor.evaluation.figures import NO_LATENCY_READING, engine_view
 

@@ -6,12 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from collectors.exporters import (
-    gpu_samples_from_dcgm,
-    nic_samples_from_node_exporter,
-    parts_from_exporter,
-)
+from collectors.dcgm import gpu_samples_from_dcgm
+from collectors.exporters import parts_from_exporter
 from collectors.exposition import parse_exposition
+from collectors.node_exporter import nic_samples_from_node_exporter
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "exposition"
 

@@ -19,7 +19,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from collectors.local import LocalSource
-from collectors.probe import main as probe
+from collectors.probe import host as probe_host
+from collectors.probe import nvidia_gpus as probe_gpus
 from collectors.probe.schema import sample_from_reading
 from collectors.rates import counter_rate
 from collectors.sample import NodeSample
@@ -29,7 +30,7 @@ SYS_NET = Path("/sys/class/net")
 
 
 def _has_gpu() -> bool:
-    reader, _ = probe.open_gpus()
+    reader, _ = probe_gpus.open_gpus()
     if reader is None:
         return False
     reader.close()
@@ -169,7 +170,7 @@ def net_tree(tmp_path: Path) -> Path:
 
 
 def test_read_net_fixture(net_tree: Path) -> None:
-    nics = {n["name"]: n for n in probe.read_net(str(net_tree))}
+    nics = {n["name"]: n for n in probe_host.read_net(str(net_tree))}
     assert set(nics) == {"lo", "eth0", "eth1", "ib0", "bond0"}
     assert nics["lo"]["kind"] == "loopback" and nics["lo"]["speed_gbps"] is None
     assert nics["eth0"] | {} == {
@@ -218,7 +219,7 @@ def ib_tree(tmp_path: Path) -> Path:
 
 
 def test_read_ib_fixture(ib_tree: Path) -> None:
-    ports = {p["name"]: p for p in probe.read_ib(str(ib_tree))}
+    ports = {p["name"]: p for p in probe_host.read_ib(str(ib_tree))}
     assert set(ports) == {"mlx5_0", "mlx5_1/1", "mlx5_1/2"}  # dev/port only when a dev has several
     ib = ports["mlx5_0"]
     assert ib["kind"] == "infiniband" and ib["state"] == "active" and ib["phys_state"] == "LinkUp"
@@ -240,7 +241,7 @@ def test_read_ib_fixture(ib_tree: Path) -> None:
 
 
 def test_read_ib_without_infiniband(tmp_path: Path) -> None:
-    assert probe.read_ib(str(tmp_path / "absent")) == []
+    assert probe_host.read_ib(str(tmp_path / "absent")) == []
 
 
 BONDING = """\
@@ -267,14 +268,14 @@ Link Failure Count: 3
 
 def test_parse_bonding_counts_members_by_their_own_mii_status() -> None:
     # the bond's own "MII Status: up" comes before any member and must not count
-    assert probe.parse_bonding(BONDING) == {"members": ["eth0", "eth1"], "members_up": 1}
-    assert probe.parse_bonding("") == {"members": [], "members_up": 0}
+    assert probe_host.parse_bonding(BONDING) == {"members": ["eth0", "eth1"], "members_up": 1}
+    assert probe_host.parse_bonding("") == {"members": [], "members_up": 0}
 
 
 @given(st.lists(st.sampled_from(["Slave Interface: a", "Slave Interface: b", "MII Status: up",
                                  "MII Status: down", "garbage", "", ":", "Speed: 1"]), max_size=30))
 def test_parse_bonding_never_counts_more_up_than_members(lines: list[str]) -> None:
-    got = probe.parse_bonding("\n".join(lines))
+    got = probe_host.parse_bonding("\n".join(lines))
     assert 0 <= got["members_up"] <= len(got["members"]) == len(set(got["members"]))
 
 
@@ -282,7 +283,7 @@ def test_read_nics_merges_bonding_and_ib(net_tree: Path, ib_tree: Path, tmp_path
     bonding = tmp_path / "proc" / "net" / "bonding"
     _write(bonding / "bond0", BONDING)
     # sysfs says eth1 is down too; /proc/net/bonding's per-member MII status is authoritative
-    nics = probe.read_nics(str(net_tree), str(ib_tree), str(bonding))
+    nics = probe_host.read_nics(str(net_tree), str(ib_tree), str(bonding))
     by_name = {n["name"]: n for n in nics}
     assert by_name["bond0"]["members"] == ["eth0", "eth1"] and by_name["bond0"]["members_up"] == 1
     assert {"mlx5_0", "mlx5_1/1", "mlx5_1/2", "eth0"} <= set(by_name)

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collectors.probe.logs import LogFigures, LogWatch, PatternParser, VllmParser
+from collectors.probe.log_parsers import PatternParser, VllmParser
+from collectors.probe.logs import LogFigures, LogWatch
 from collectors.sample import EngineSample, NodeSample
 from monitor.evaluation.figures import engine_view
 

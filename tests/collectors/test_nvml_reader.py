@@ -26,7 +26,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from collectors.probe import main as probe
+from collectors.probe import nvidia_gpus as probe_gpus
 
 ALL_LINKS = 0xFFFFFFFF
 
@@ -196,14 +196,14 @@ def use_pynvml(monkeypatch: pytest.MonkeyPatch):
 
 def test_driver_not_loaded_gives_no_gpus_and_a_note(use_pynvml: Any) -> None:
     use_pynvml(recorded_pynvml([], init_error=real.NVML_ERROR_DRIVER_NOT_LOADED))
-    reader, note = probe.open_gpus()
+    reader, note = probe_gpus.open_gpus()
     assert reader is None
     assert note is not None and "no NVIDIA driver" in note and "DriverNotLoaded" in note
 
 
 def test_gpu_lost_marks_that_gpu_and_reads_the_others(use_pynvml: Any) -> None:
     use_pynvml(recorded_pynvml([RecordedGpu(), RecordedGpu(lost=True), RecordedGpu(util=97)]))
-    reader = probe.NvmlReader()
+    reader = probe_gpus.NvmlReader()
     gpus = reader.read()
     assert [g["index"] for g in gpus] == [0, 1, 2]
     assert gpus[1]["healthy"] is False and gpus[1]["error"] == "GPU is lost"
@@ -215,7 +215,7 @@ def test_gpu_lost_marks_that_gpu_and_reads_the_others(use_pynvml: Any) -> None:
 def test_single_gpu_without_nvlink_leaves_fields_absent_and_stops_asking(use_pynvml: Any) -> None:
     fake = recorded_pynvml([RecordedGpu(nvlinks=None)])
     use_pynvml(fake)
-    reader = probe.NvmlReader()
+    reader = probe_gpus.NvmlReader()
     first = reader.read()[0]
     for key in ("nvlink_links_total", "nvlink_links_up", "nvlink_tx_bytes_total",
                 "nvlink_rx_bytes_total", "nvlink_errors_total"):
@@ -235,7 +235,7 @@ def test_nvlink_counts_throughput_and_errors_on_an_8_gpu_mesh(use_pynvml: Any) -
     gpus[3].links_down = {4, 11}
     fake = recorded_pynvml(gpus)
     use_pynvml(fake)
-    reader = probe.NvmlReader()
+    reader = probe_gpus.NvmlReader()
     out = reader.read()
     assert [g["nvlink_links_total"] for g in out] == [18] * 8
     assert [g["nvlink_links_up"] for g in out] == [18, 18, 18, 16, 18, 18, 18, 18]
@@ -253,7 +253,7 @@ def test_nvlink_counts_throughput_and_errors_on_an_8_gpu_mesh(use_pynvml: Any) -
 def test_nvlink_throughput_not_supported_keeps_link_counts(use_pynvml: Any) -> None:
     fake = recorded_pynvml([RecordedGpu(nvlinks=4, throughput_supported=False)])
     use_pynvml(fake)
-    reader = probe.NvmlReader()
+    reader = probe_gpus.NvmlReader()
     gpu = reader.read()[0]
     assert gpu["nvlink_links_total"] == 4 and gpu["nvlink_links_up"] == 4
     assert gpu.get("nvlink_tx_bytes_total") is None and gpu.get("nvlink_rx_bytes_total") is None
@@ -267,13 +267,13 @@ def test_nvlink_throughput_not_supported_keeps_link_counts(use_pynvml: Any) -> N
 def test_energy_counter_is_read_on_its_own_slow_cadence(use_pynvml: Any) -> None:
     fake = recorded_pynvml([RecordedGpu()])
     use_pynvml(fake)
-    slow = probe.NvmlReader(energy_every_s=3600)
+    slow = probe_gpus.NvmlReader(energy_every_s=3600)
     assert slow.read()[0]["energy_j_total"] == pytest.approx(123_456.789)
     assert "energy_j_total" not in slow.read()[0]  # left out, not repeated stale, not 0
     assert fake.calls["nvmlDeviceGetTotalEnergyConsumption"] == 1
-    every = probe.NvmlReader(energy_every_s=0)
+    every = probe_gpus.NvmlReader(energy_every_s=0)
     assert all(every.read()[0]["energy_j_total"] is not None for _ in range(3))
-    never = probe.NvmlReader(energy_every_s=None)
+    never = probe_gpus.NvmlReader(energy_every_s=None)
     assert "energy_j_total" not in never.read()[0]
 
 
@@ -281,7 +281,7 @@ def test_readings_become_valid_samples(use_pynvml: Any) -> None:
     from collectors.probe.schema import sample_from_reading
 
     use_pynvml(recorded_pynvml([RecordedGpu(nvlinks=18, tx_kib=5), RecordedGpu(lost=True)]))
-    reading = {"gpus": probe.NvmlReader().read(), "nics": [], "host": {}}
+    reading = {"gpus": probe_gpus.NvmlReader().read(), "nics": [], "host": {}}
     sample = sample_from_reading("n1", "local", reading, 1.0)
     assert sample.error is None and sample.gpus is not None
     assert sample.gpus[0].nvlink_tx_bytes_total == 5120.0
@@ -300,7 +300,7 @@ RECORDED_SMI = """\
 
 
 def test_parse_recorded_nvidia_smi_output() -> None:
-    gpus = probe.parse_nvidia_smi_csv(RECORDED_SMI)
+    gpus = probe_gpus.parse_nvidia_smi_csv(RECORDED_SMI)
     assert [g["index"] for g in gpus] == [0, 1, 2]
     assert gpus[0] == {
         "index": 0, "kind": "gpu", "name": "NVIDIA H200",
@@ -316,7 +316,7 @@ def test_parse_recorded_nvidia_smi_output() -> None:
 
 def test_parse_rejoins_a_name_with_a_comma_and_skips_garbage() -> None:
     text = "3, Weird, Name GPU, GPU-x, 5, 1, 2, 3.5, 40, 900\nNVIDIA-SMI has failed\n\n, , ,\nx, a, b, 1, 2, 3, 4, 5, 6\n"
-    gpus = probe.parse_nvidia_smi_csv(text)
+    gpus = probe_gpus.parse_nvidia_smi_csv(text)
     assert len(gpus) == 1
     assert gpus[0]["name"] == "Weird, Name GPU" and gpus[0]["uuid"] == "GPU-x"
     assert gpus[0]["util_pct"] == 5.0 and gpus[0]["sm_clock_mhz"] == 900.0
@@ -324,7 +324,7 @@ def test_parse_rejoins_a_name_with_a_comma_and_skips_garbage() -> None:
 
 @given(st.text(max_size=400))
 def test_parse_never_raises_on_arbitrary_text(text: str) -> None:
-    for gpu in probe.parse_nvidia_smi_csv(text):
+    for gpu in probe_gpus.parse_nvidia_smi_csv(text):
         assert isinstance(gpu["index"], int) and gpu["index"] >= 0
 
 
@@ -347,7 +347,7 @@ def _stand_in_smi(tmp_path: Path, output: str, rc: int = 0) -> Path:
 
 def test_smi_reader_runs_the_fixed_argument_list(tmp_path: Path) -> None:
     exe = _stand_in_smi(tmp_path, RECORDED_SMI)
-    reader = probe.NvidiaSmiReader(str(exe))
+    reader = probe_gpus.NvidiaSmiReader(str(exe))
     gpus = reader.read()
     assert len(gpus) == 3 and gpus[1]["power_w"] == 689.12
     argv = (tmp_path / "argv.txt").read_text().splitlines()
@@ -360,7 +360,7 @@ def test_smi_reader_runs_the_fixed_argument_list(tmp_path: Path) -> None:
 
 def test_smi_reader_keeps_gpus_as_failed_when_a_run_breaks(tmp_path: Path) -> None:
     exe = _stand_in_smi(tmp_path, RECORDED_SMI)
-    reader = probe.NvidiaSmiReader(str(exe))
+    reader = probe_gpus.NvidiaSmiReader(str(exe))
     _stand_in_smi(tmp_path, "Unable to determine the device handle\n", rc=15)
     gpus = reader.read()
     assert [g["index"] for g in gpus] == [0, 1, 2]
@@ -373,8 +373,8 @@ def test_open_gpus_falls_back_to_nvidia_smi_without_pynvml(
     use_pynvml(None)  # `import pynvml` raises ImportError
     exe = _stand_in_smi(tmp_path, RECORDED_SMI)
     monkeypatch.setenv("PATH", str(exe.parent))
-    reader, note = probe.open_gpus()
-    assert isinstance(reader, probe.NvidiaSmiReader)
+    reader, note = probe_gpus.open_gpus()
+    assert isinstance(reader, probe_gpus.NvidiaSmiReader)
     assert note is not None and "nvidia-smi" in note
     assert len(reader.read()) == 3
 
@@ -383,7 +383,7 @@ def test_open_gpus_without_pynvml_or_nvidia_smi(tmp_path: Path, use_pynvml: Any,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     use_pynvml(None)
     monkeypatch.setenv("PATH", str(tmp_path))
-    reader, note = probe.open_gpus()
+    reader, note = probe_gpus.open_gpus()
     assert reader is None and note == "pynvml not installed: no GPU figures"
 
 
@@ -392,7 +392,7 @@ def test_open_gpus_when_nvidia_smi_fails(tmp_path: Path, use_pynvml: Any,
     use_pynvml(None)
     exe = _stand_in_smi(tmp_path, "NVIDIA-SMI has failed because it couldn't communicate\n", rc=9)
     monkeypatch.setenv("PATH", str(exe.parent))
-    reader, note = probe.open_gpus()
+    reader, note = probe_gpus.open_gpus()
     assert reader is None and note is not None and "nvidia-smi failed" in note
     assert os.environ["PATH"] == str(exe.parent)
 
@@ -404,7 +404,7 @@ def test_memory_used_is_v2_like_nvidia_smi_when_the_driver_has_it(use_pynvml: An
     # an idle H200 as measured: NVML v1 said 615 MiB used, nvidia-smi 0
     nv = recorded_pynvml([RecordedGpu(mem_used=0, mem_reserved=615 << 20, mem_total=143771 << 20)])
     use_pynvml(nv)
-    reader = probe.NvmlReader()
+    reader = probe_gpus.NvmlReader()
     [gpu] = reader.read()
     assert gpu["mem_used_bytes"] == 0 and gpu["mem_info_version"] == 2
     assert gpu["mem_total_bytes"] == 143771 << 20
@@ -415,7 +415,7 @@ def test_memory_used_is_v2_like_nvidia_smi_when_the_driver_has_it(use_pynvml: An
 def test_memory_falls_back_to_v1_once_and_says_so(use_pynvml: Any) -> None:
     nv = recorded_pynvml([RecordedGpu(mem_used=1139 << 20, mem_reserved=615 << 20, mem_v2=False)])
     use_pynvml(nv)
-    reader = probe.NvmlReader()
+    reader = probe_gpus.NvmlReader()
     [gpu] = reader.read()
     # v1's "used" includes the reserved memory (1754 MiB where nvidia-smi says 1139)
     assert gpu["mem_used_bytes"] == 1754 << 20 and gpu["mem_info_version"] == 1
@@ -432,7 +432,7 @@ def test_the_fallback_reaches_the_sample_and_the_node_screen(use_pynvml: Any) ->
 
     def node_text(driver_has_v2: bool) -> tuple[list[int | None], str]:
         use_pynvml(recorded_pynvml([RecordedGpu(mem_v2=driver_has_v2), RecordedGpu(mem_v2=driver_has_v2)]))
-        gpus = probe.NvmlReader().read()
+        gpus = probe_gpus.NvmlReader().read()
         sample = sample_from_reading("n", "local", {"gpus": gpus}, 1.0)
         assert sample.gpus is not None
         views = [GpuView(index=g.index, mem_info_version=g.mem_info_version) for g in sample.gpus]

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from collectors.exporters import EXPORTER_WANTED, gpu_samples_from_dcgm, parts_from_exporter
+from collectors.dcgm import gpu_samples_from_dcgm
+from collectors.exporters import EXPORTER_WANTED, parts_from_exporter
 from collectors.exposition import parse_exposition
 from collectors.sample import GpuSample, NodeSample
 from monitor.evaluation.figures import gpu_views

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from collectors.exporters import nic_samples_from_node_exporter
 from collectors.exposition import parse_exposition
-from collectors.probe import main as probe
+from collectors.node_exporter import nic_samples_from_node_exporter
+from collectors.probe import host as probe_host
 from collectors.probe.bundle import probe_script
 from collectors.registry import build_sources
 from collectors.scrape import ScrapeSource
@@ -137,9 +137,9 @@ def test_the_probe_reads_no_plumbing_but_what_the_layout_expects(tmp_path: Path)
     root = tmp_path / "net"
     for name in ("lo", "eth0", "veth3f2a1b9", "docker0", "tap7"):
         _netdev(root, name)
-    names = [n["name"] for n in probe.read_nics(str(root), str(tmp_path / "ib"), str(tmp_path / "bonding"))]
+    names = [n["name"] for n in probe_host.read_nics(str(root), str(tmp_path / "ib"), str(tmp_path / "bonding"))]
     assert names == ["eth0", "lo"]
-    kept = probe.read_nics(str(root), str(tmp_path / "ib"), str(tmp_path / "bonding"), keep=frozenset({"tap7"}))
+    kept = probe_host.read_nics(str(root), str(tmp_path / "ib"), str(tmp_path / "bonding"), keep=frozenset({"tap7"}))
     assert [n["name"] for n in kept] == ["eth0", "lo", "tap7"]
 
 

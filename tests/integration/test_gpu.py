@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from collectors.local import LocalSource
-from collectors.probe import main as probe
+from collectors.probe import nvidia_gpus as probe_gpus
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 pytestmark = pytest.mark.gpu
@@ -142,8 +142,8 @@ def test_nvidia_smi_fallback_matches_nvml(gpu_count: int) -> None:
     smi = shutil.which("nvidia-smi")
     if smi is None:
         pytest.skip("nvidia-smi not on PATH")
-    via_smi = probe.NvidiaSmiReader(smi).read()
-    reader = probe.NvmlReader()
+    via_smi = probe_gpus.NvidiaSmiReader(smi).read()
+    reader = probe_gpus.NvmlReader()
     try:
         via_nvml = reader.read()
     finally:
@@ -163,12 +163,12 @@ def test_memory_used_agrees_with_nvidia_smi(gpu_count: int) -> None:
     smi = shutil.which("nvidia-smi")
     if smi is None:
         pytest.skip("nvidia-smi not on PATH")
-    reader = probe.NvmlReader()
+    reader = probe_gpus.NvmlReader()
     try:
         via_nvml = reader.read()
     finally:
         reader.close()
-    via_smi = probe.NvidiaSmiReader(smi).read()
+    via_smi = probe_gpus.NvidiaSmiReader(smi).read()
     for s, n in zip(via_smi, via_nvml, strict=True):
         if n.get("mem_info_version") != 2:
             pytest.skip("this driver has no NVML v2 memory info (the v1 fallback is in use)")

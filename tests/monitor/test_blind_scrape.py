@@ -18,7 +18,7 @@ from collectors.scrape import Endpoint, ScrapeSource, usual_kind
 from layouts import parse_layout
 from monitor.exporter import SnapshotCollector
 from monitor.monitor import Monitor
-from monitor.record.store import decode_snapshot, encode_snapshot
+from monitor.record.codec import decode_snapshot, encode_snapshot
 from monitor.snapshot import NodeView, Snapshot
 from monitor.text_report import snapshot_table
 from tests.support.waiting import until_async

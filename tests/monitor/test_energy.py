@@ -7,7 +7,7 @@ import datetime as dt
 
 import pytest
 
-from collectors.exporters import gpu_samples_from_dcgm
+from collectors.dcgm import gpu_samples_from_dcgm
 from collectors.exposition import parse_exposition
 from collectors.sample import EngineSample, GpuSample, NodeSample
 from layouts import parse_layout

@@ -13,7 +13,7 @@ import pytest
 
 from collectors.exporters import EXPORTER_WANTED, parts_from_exporter
 from collectors.exposition import parse_exposition
-from collectors.probe.main import read_ib
+from collectors.probe.host import read_ib
 from collectors.profiles import engine_sample_from_text
 from collectors.sample import GpuSample, NicSample, NodeSample
 from layouts import load_layout

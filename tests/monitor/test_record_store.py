@@ -15,14 +15,10 @@ from collectors.sample import EngineSample, NodeSample
 from infertop.cli.main import main
 from layouts import load_layout, parse_layout
 from monitor.monitor import Monitor
-from monitor.record.store import (
-    Recorder,
-    RecordError,
-    Recording,
-    add_phase_mark,
-    default_record_path,
-    state_dir,
-)
+from monitor.record.codec import RecordError
+from monitor.record.recording import Recording
+from monitor.record.store import Recorder, add_phase_mark, default_record_path
+from monitor.state import state_dir
 
 LAYOUT = """
 [cluster]

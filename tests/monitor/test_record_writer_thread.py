@@ -9,7 +9,8 @@ from pathlib import Path
 from collectors.sample import EngineSample, NodeSample
 from layouts import parse_layout
 from monitor.monitor import Monitor
-from monitor.record.store import Recorder, Recording, add_phase_mark
+from monitor.record.recording import Recording
+from monitor.record.store import Recorder, add_phase_mark
 
 LAYOUT = """
 [cluster]

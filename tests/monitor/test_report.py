@@ -14,8 +14,9 @@ from collectors.sample import EngineSample, GpuSample, NodeSample
 from infertop.cli.main import main
 from layouts import load_layout
 from monitor.monitor import Monitor
+from monitor.record.recording import Recording, TickRow
 from monitor.record.report import nice_range, split_by_hour
-from monitor.record.store import Recorder, Recording, TickRow
+from monitor.record.store import Recorder
 from monitor.snapshot import Snapshot
 
 H = 3600.0

@@ -189,7 +189,7 @@ def test_a_snapshot_recorded_before_the_latency_pools_gets_them_on_reading() -> 
     import json
     import zlib
 
-    from monitor.record.store import decode_snapshot, encode_snapshot
+    from monitor.record.codec import decode_snapshot, encode_snapshot
 
     snap = run_disaggregated(prefill_ttft=True)
     data = json.loads(zlib.decompress(encode_snapshot(snap)))

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from infertop.cli.main import main
-from monitor.record.store import state_dir
+from monitor.state import state_dir
 from tests.support.hostile_http import HttpServer, Reply, dead_port
 from tests.support.infertop_cmd import finish, run_infertop, start_infertop
 from tests.support.ssh_loopback import LoopbackSsh
@@ -166,7 +166,7 @@ def exporter_page(record: Path) -> str:
     from prometheus_client import CollectorRegistry, generate_latest
 
     from monitor.exporter import SnapshotCollector
-    from monitor.record.store import Recording
+    from monitor.record.recording import Recording
 
     rec = Recording.load(record)
     try:

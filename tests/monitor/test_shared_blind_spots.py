@@ -18,7 +18,7 @@ from monitor.evaluation.conditions import blind_condition
 from monitor.evaluation.shared_gaps import mark_shared, shared_blind_spots
 from monitor.exporter import SnapshotCollector
 from monitor.monitor import Monitor
-from monitor.record.store import decode_snapshot, encode_snapshot
+from monitor.record.codec import decode_snapshot, encode_snapshot
 from monitor.snapshot import CoverageGap, NodeView
 from monitor.text_report import snapshot_table
 from tests.support.stock_cluster import STOCK_MISSING, cluster_pages, layout_toml, node_names, serve_pages

@@ -10,8 +10,8 @@ from collectors.sample import EngineSample, NodeSample
 from layouts import parse_layout
 from monitor.channel.protocol import encode_snapshot as channel_json
 from monitor.monitor import Monitor
-from monitor.record.store import decode_snapshot
-from monitor.record.store import encode_snapshot as record_blob
+from monitor.record.codec import decode_snapshot
+from monitor.record.codec import encode_snapshot as record_blob
 from monitor.snapshot import Snapshot, snapshot_json
 
 LAYOUT = """

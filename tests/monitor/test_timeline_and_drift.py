@@ -9,7 +9,7 @@ from pathlib import Path
 
 from infertop.cli.main import main
 from monitor.evaluation.timeline import RESTART
-from monitor.record.store import Recording
+from monitor.record.recording import Recording
 from tests.support.timeline_session import DRIFTED, NODES, RESTART_TICK, RESTARTED, run_session
 from tests.support.vllm_info_page import CACHE_CONFIG
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from infertop.cli.tui import live_feed
 from monitor.monitor import Monitor
+from monitor.record.recording import Recording
 from monitor.record.replay import ReplayFeed
-from monitor.record.store import Recorder, Recording
+from monitor.record.store import Recorder
 from monitor.snapshot import SessionView, Snapshot
 from tests.support.tui_helpers import (
     FrozenFeed,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from layouts.model import Layout
 from monitor.feeds import Publish
+from monitor.record.recording import Recording
 from monitor.record.replay import ReplayFeed
-from monitor.record.store import Recording
 from monitor.snapshot import Snapshot
 from tests.support.timeline_session import DRIFTED, RESTARTED, run_session
 from tests.support.tui_helpers import screen_text, wait_for
