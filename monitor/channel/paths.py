@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from layouts.model import Layout
-from monitor.record.store import PRIVATE_DIR_MODE, layout_key, state_dir
+from monitor.record.places import PRIVATE_DIR_MODE, layout_key, state_dir
 
 SOCKET_SUFFIX = ".sock"
 # sun_path holds 108 bytes with its NUL; a longer path is reached through its directory

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import logging
 import os
@@ -46,6 +45,7 @@ from monitor.evaluation.ledger import PHASES, SessionLedger, energy_usd_per_kwh,
 from monitor.evaluation.link_summary import with_link_judgments
 from monitor.evaluation.scoreboard import LIVE_POINT_FIELDS, with_live_point
 from monitor.record import checks as check
+from monitor.record.places import PRIVATE_DIR_MODE, layout_key, state_dir
 from monitor.snapshot import SessionView, Snapshot, snapshot_json
 
 log = logging.getLogger(__name__)
@@ -84,29 +84,10 @@ class RecordError(ValueError):
     """A record that cannot be used. `str()` is the one-line message for the user."""
 
 
-def state_dir() -> Path:
-    """$INFERTOP_STATE_DIR, else $XDG_STATE_HOME/infertop, else ~/.local/state/infertop."""
-    explicit = os.environ.get("INFERTOP_STATE_DIR")
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_STATE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".local" / "state"
-    return base / "infertop"
-
-
-def layout_key(layout: Layout) -> str:
-    """A file-name-safe name for a layout's session: its cluster name and where it lives."""
-    identity = str(Path(layout.source_path).resolve()) if layout.source_path else "<built-in>"
-    digest = hashlib.sha256(f"{identity}\0{layout.cluster.name}".encode()).hexdigest()[:10]
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", layout.cluster.name).strip("-.")[:40] or "cluster"
-    return f"{slug}-{digest}"
-
-
 def default_record_path(layout: Layout) -> Path:
     return state_dir() / f"{layout_key(layout)}.sqlite"
 
 
-PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S*")
 
