@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from collectors.source import Source
 from layouts.model import Layout
-from monitor.monitor import Monitor
 from monitor.snapshot import Snapshot
 
 if TYPE_CHECKING:
+    from monitor.monitor import Monitor
     from monitor.record.store import Recorder
 
 Publish = Callable[[Snapshot], None]
@@ -72,8 +72,10 @@ class MonitorFeed:
         recorder: Recorder | None = None,
     ):
         """`recorder`: the session record, written each tick and closed on `stop`."""
+        from monitor.monitor import Monitor  # the collectors load with the live feed, not with a viewer
+
         self.layout = layout
-        self.monitor = Monitor(layout, sources=sources, clock=clock, recorder=recorder)
+        self.monitor: Monitor = Monitor(layout, sources=sources, clock=clock, recorder=recorder)
         self._publish: Publish | None = None
         self._running = False
 

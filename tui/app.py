@@ -20,7 +20,7 @@ from textual.screen import Screen
 from textual.theme import BUILTIN_THEMES
 from textual.widget import Widget
 
-from monitor.evaluation.ledger import PHASES
+from monitor.evaluation.phases import PHASES
 from monitor.feeds import EndingFeed, PhaseMarkingFeed, SnapshotFeed, can_mark_phase
 from monitor.format import inert_text
 from monitor.gc_pacing import PacedCollector

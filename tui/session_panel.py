@@ -16,8 +16,8 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from monitor.evaluation.ledger import PHASES
 from monitor.evaluation.money import api_output_tokens_for
+from monitor.evaluation.phases import PHASES
 from monitor.format import fmt_clock, fmt_num, fmt_span, fmt_usd
 from monitor.snapshot import RollupView, SessionView, Snapshot
 from tui.history import SpendHistory

@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from infertop.cli.argtypes import positive_float, whole_number
 from infertop.cli.common import EXIT_OK, UsageError
@@ -41,11 +41,14 @@ from infertop.demo.backends import (
     start_backend,
     write_scrape_config,
 )
+from infertop.demo.page_sizes import PAGE_SIZES
 from infertop.demo.scenario import RESTART_EVERY_S, pool_sizes, trouble_nodes
-from infertop.demo.server import PAGE_SIZES, DemoServer, write_layout
 from layouts import LayoutError, load_layout
 from layouts.model import Layout
 from monitor.stopping import Stop, run_stoppable, watch_parent
+
+if TYPE_CHECKING:  # the demo server (aiohttp) loads when a demo runs, not with the CLI
+    from infertop.demo.server import DemoServer
 
 NAME = "demo"
 HELP = "a simulated DeepInfer cluster on loopback, and the TUI on it"
@@ -107,6 +110,8 @@ async def serve_until_signalled(
     server: DemoServer, path: Path, stop: Stop, parent: int | None = None,
     via_url: str | None = None, scrape_config_out: str | None = None, via: str = "direct",
 ) -> None:
+    from infertop.demo.server import write_layout
+
     await server.start()
     watching = asyncio.create_task(watch_parent(parent, stop))
     try:
@@ -233,6 +238,8 @@ def run_three_processes(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     if args.serve_only:
+        from infertop.demo.server import DemoServer
+
         path = _layout_path(args)
         server = DemoServer(args.nodes, host=args.host, seed=args.seed, restart_every_s=args.restart_every,
                             platform=args.platform, pages=args.pages)

@@ -12,8 +12,6 @@ import ipaddress
 
 from infertop.cli.common import EXIT_OK, UsageError, add_layout_arg, layout_of, say
 from layouts.model import Layout
-from monitor.exporter_http import start_server
-from monitor.monitor import Monitor
 from monitor.stopping import Stop, run_stoppable
 
 NAME = "export"
@@ -47,6 +45,9 @@ def parse_listen(text: str) -> tuple[str, int]:
 
 
 async def serve(layout: Layout, host: str, port: int, stop: Stop) -> int:
+    from monitor.exporter_http import start_server  # the collectors load for this command only
+    from monitor.monitor import Monitor
+
     monitor = Monitor(layout)
     # bind before collecting: a bad address fails at once, before any connection is made
     try:

@@ -28,11 +28,8 @@ from layouts.model import Layout
 from monitor.channel.client import MonitorUnavailable, call
 from monitor.channel.paths import MonitorBusy, MonitorLock, socket_path
 from monitor.channel.protocol import AskInfo, Info
-from monitor.channel.server import ChannelError, ChannelServer
 from monitor.format import fmt_usd
 from monitor.gc_pacing import PacedCollector
-from monitor.monitor import Monitor
-from monitor.record.store import Recorder, RecordError, command_line, default_record_path
 from monitor.snapshot import Snapshot
 from monitor.stopping import Stop, run_stoppable, watch_parent
 
@@ -69,6 +66,8 @@ def _busy(layout: Layout, record: Path | None, holder: str) -> str:
         info = call(socket, AskInfo(), timeout_s=2.0)
     except MonitorUnavailable:
         info = None
+    from monitor.record.store import default_record_path
+
     running = info.record if isinstance(info, Info) else None
     target = str(record if record is not None else default_record_path(layout))
     if running is not None and running == target:
@@ -82,6 +81,8 @@ def layout_file(layout: Layout) -> str | None:
 
 
 async def _record(args: argparse.Namespace, stop: Stop) -> int:
+    from monitor.record.store import command_line  # the monitor's imports: for this command only
+
     layout = layout_of(args)
     path = getattr(args, "record", None)
     record = Path(path) if path else None
@@ -101,6 +102,10 @@ async def _record(args: argparse.Namespace, stop: Stop) -> int:
 async def _serve(
     args: argparse.Namespace, layout: Layout, record: Path | None, socket: Path, stop: Stop
 ) -> int:
+    from monitor.channel.server import ChannelError, ChannelServer
+    from monitor.monitor import Monitor
+    from monitor.record.store import Recorder, RecordError
+
     recorder = None
     if not args.no_record:
         try:

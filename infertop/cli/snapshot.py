@@ -10,8 +10,6 @@ from infertop.cli.argtypes import positive_float
 from infertop.cli.common import EXIT_FAIL, EXIT_OK, add_layout_arg, layout_of, say
 from monitor.snapshot import Snapshot
 from monitor.stopping import Stop, run_stoppable
-from monitor.take_snapshot import take_snapshot
-from monitor.text_report import snapshot_table
 
 NAME = "snapshot"
 HELP = "one collection over a window, then exit"
@@ -54,6 +52,9 @@ def failing_verdicts(snapshot: Snapshot, level: str) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     layout = layout_of(args)
+    from monitor.take_snapshot import take_snapshot  # the collectors load for this command only
+    from monitor.text_report import snapshot_table
+
     stop = Stop()
     snapshot = run_stoppable(take_snapshot(layout, args.window, stop=stop), stop)
     if snapshot is None:  # interrupted before the window ended: nothing to show

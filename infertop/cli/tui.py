@@ -16,13 +16,14 @@ from infertop.cli.monitors import running_monitor, start_monitor, view, wait_for
 from layouts.model import Layout
 from monitor.channel.client import MonitorUnavailable
 from monitor.feeds import MonitorFeed
-from monitor.record.store import Recorder
 
 
 def live_feed(layout: Layout, record: str | None, recording: bool = True) -> MonitorFeed:
     """A monitor in this process; with the session record (resumed when still open) unless
     told not to. Its tick rows are written off the event loop: a frame must not wait on disk.
     Raises RecordError."""
+    from monitor.record.store import Recorder  # a viewer attached to a monitor needs no record
+
     if not recording:
         return MonitorFeed(layout)
     recorder = Recorder.open(layout, Path(record) if record else None, background=True)

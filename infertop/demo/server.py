@@ -56,7 +56,6 @@ REALISTIC_ENDPOINTS: dict[str, Render] = {
     "dcgm": realistic_hosts.dcgm_page,
     "node": realistic_hosts.node_exporter_page,
 }
-PAGE_SIZES = ("realistic", "small")
 
 
 def collected_page(render: Render) -> Callable[[SimNode, float, Collection[str]], str]:

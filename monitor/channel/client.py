@@ -34,7 +34,7 @@ from monitor.channel.protocol import (
     line,
 )
 from monitor.channel.server import peer_uid
-from monitor.evaluation.ledger import PHASES
+from monitor.evaluation.phases import PHASES
 from monitor.feeds import Publish
 
 log = logging.getLogger(__name__)

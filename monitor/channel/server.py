@@ -19,6 +19,7 @@ import struct
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from monitor.channel.paths import private_state_dir, reachable
 from monitor.channel.protocol import (
@@ -35,8 +36,10 @@ from monitor.channel.protocol import (
     line,
     snapshot_line,
 )
-from monitor.monitor import Monitor
 from monitor.snapshot import Snapshot
+
+if TYPE_CHECKING:  # the monitor's clients import this module for peer_uid, not the monitor
+    from monitor.monitor import Monitor
 
 log = logging.getLogger(__name__)
 SOCKET_MODE = 0o600

@@ -51,10 +51,10 @@ from monitor.evaluation.money import (
     usd_per_million,
     usd_per_million_at_rate,
 )
+from monitor.evaluation.phases import PHASES
 from monitor.record import checks as check
 from monitor.snapshot import PhaseSpend, SessionView
 
-PHASES = ("build", "load", "warmup", "run", "failed", "idle")
 MAX_TALLY_NOTES = 8  # distinct (node, counter) notes kept on the session
 STATE_VERSION = 1
 ZERO = Decimal(0)

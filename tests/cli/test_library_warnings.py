@@ -23,14 +23,15 @@ REPO = Path(__file__).resolve().parents[2]
 INSTALLED = Path(sys.executable).parent / "infertop"
 
 # Imported first by every Python started with this folder on PYTHONPATH: when anything
-# imports asyncssh (as infertop's CLI does), it warns twice from a file that is not infertop's,
-# the way cryptography 51 warns about DSA under asyncssh 2.24.
+# imports pydantic (as infertop's CLI does, before logging is set up), it warns twice from a
+# file that is not infertop's, the way cryptography 51 warns about DSA under asyncssh 2.24
+# (asyncssh itself now loads only with the commands that collect, after logging is set up).
 NOISY_SITECUSTOMIZE = '''
 import sys, warnings
 
 class _WarnOnImport:
     def find_spec(self, name, path=None, target=None):
-        if name == "asyncssh":
+        if name == "pydantic":
             warnings.warn("NOISE-deprecated: a library's deprecation", DeprecationWarning, stacklevel=1)
             warnings.warn("NOISE-user: a library's user warning", UserWarning, stacklevel=1)
         return None
@@ -65,7 +66,7 @@ def _run(command: list[str], args: list[str], env: dict[str, str]) -> subprocess
 
 def test_the_noisy_package_really_warns(noisy_env: dict[str, str]) -> None:
     # the control: without the gate, the same import prints the noise (else the test proves nothing)
-    done = _run([sys.executable, "-c", "import asyncssh"], [], noisy_env)
+    done = _run([sys.executable, "-c", "import pydantic"], [], noisy_env)
     assert "NOISE-deprecated" in done.stderr and "NOISE-user" in done.stderr
 
 
