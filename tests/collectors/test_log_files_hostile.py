@@ -42,7 +42,7 @@ def _layout(tmp_path: Path, log: Path, extra: str = "") -> Path:
 def _snapshot(layout: Path) -> dict:
     run = run_infertop(["snapshot", "--layout", str(layout), "--window", "1", "--json"], timeout_s=20)
     assert run.returncode == 0, run.stderr[-2000:]
-    assert run.seconds < 8, f"took {run.seconds:.1f} s"
+    assert run.cpu_s < 8, f"took {run.cpu_s:.1f} s of CPU"
     (node,) = json.loads(run.stdout)["nodes"]
     return node
 
