@@ -10,6 +10,7 @@ Use: ``from vllm_fixture import real_vllm  # noqa: F401`` in a test module.
 
 from __future__ import annotations
 
+import os
 import platform
 import subprocess
 import sys
@@ -41,8 +42,11 @@ def _serve(tmp_path_factory: pytest.TempPathFactory, builder: str, name: str,
         pytest.skip(f"vLLM cannot be installed here: {exc}")
     work = tmp_path_factory.mktemp(name)
     model = work / "model"
+    # the builders run in vLLM's venv and import each other as tests.support.*: the repo root
+    # on their path, as pytest has it
+    env = {**os.environ, "PYTHONPATH": str(HERE.parent.parent)}
     built = subprocess.run([str(python), str(HERE / builder), str(model)],
-                           capture_output=True, text=True, timeout=600, check=False, cwd=HERE)
+                           capture_output=True, text=True, timeout=600, check=False, cwd=HERE, env=env)
     assert built.returncode == 0, f"building the tiny model failed:\n{built.stderr[-2000:]}"
     server = VllmServer(python, model, work / "vllm.log", name=name, speculative=speculative).start()
     try:
