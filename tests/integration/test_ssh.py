@@ -350,7 +350,7 @@ async def test_snapshot_cli_reads_the_cluster_from_a_layout(cluster: NetnsCluste
     venv_bin = Path(__file__).resolve().parent.parent.parent / ".venv" / "bin" / "infertop"
     command = str(venv_bin) if venv_bin.exists() else shutil.which("infertop") or "infertop"
     proc = await asyncio.create_subprocess_exec(
-        command, "snapshot", "--layout", str(layout), "--window", "1.5", "--json",
+        command, "snapshot", "--layout", str(layout), "--window", "4", "--json",  # handshakes on a loaded host
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )
     out, err = await asyncio.wait_for(proc.communicate(), 60)
