@@ -12,7 +12,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from infertop.demo.pd_trouble import DRIFTED
+from infertop.demo.pd_trouble import CONGESTED, DRIFTED
 from infertop.demo.scenario import PORTS_DOWN, POWER_CAPPED_GPU, WAITING_GPUS, plan_cluster, trouble_nodes
 from tests.support.demo_server import serving_demo
 from tests.support.paths import infertop_bin
@@ -47,9 +47,15 @@ def test_demo_trouble_gives_exactly_the_right_verdicts(tmp_path: Path) -> None:
     expected[trouble["straggler"]] = ["straggler"]
     # decode-05's engines run another KV block size (pd_trouble.py)
     drifted = next(p.name for p in plan_cluster(NODES) if (p.role, p.ordinal) == DRIFTED)
+    congested_prefill = [p.name for p in plan_cluster(NODES) if p.role == "prefill" and (p.role, p.ordinal) in CONGESTED]
     expected[drifted] = ["config-drift"]
     # established verdicts; a condition still within its hold is reported as pending
     got = {name: sorted(v["kind"] for v in n["verdicts"] if not v["pending"]) for name, n in nodes.items()}
+    # the scripted congested P→D link (pd_trouble.py) is link-starved on its prefill end once
+    # its pause-frame rate has held; whether that falls inside this 10 s window is timing
+    for name in congested_prefill:
+        if got.get(name) == ["link-starved"]:
+            expected[name] = ["link-starved"]
     assert got == expected
 
     def detail(node: str, kind: str) -> str:
