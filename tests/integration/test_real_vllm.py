@@ -165,6 +165,7 @@ def _log_candidates(run: Run) -> list[list[tuple[float, str]]]:
     return out
 
 
+@_EDGE_GUESS
 def test_the_log_source_reads_the_same_server_as_its_own_lines_say(run: Run) -> None:
     engine = _node(run, "logged")["engine"]
     assert engine is not None and engine["source"] == "log"
