@@ -22,7 +22,7 @@ _RANK: tuple[tuple[str, str, Callable[[EngineRankView], float | None]], ...] = (
     ("mean_acceptance_length", "One engine's 1 + accepted / drafts", lambda r: r.mean_acceptance_length),
     ("accepted_tokens_per_second", "One engine's accepted output tokens per second",
      lambda r: r.accepted_tokens_per_s),
-    ("full_acceptance_tokens_per_second", "One engine's (drafts + draft tokens) per second",
+    ("full_acceptance_tokens_per_second", "One engine's tokens per second had every draft been accepted",
      lambda r: r.full_acceptance_tokens_per_s),
     ("requests_running", "Requests running in one engine", lambda r: r.requests_running),
     ("requests_waiting", "Requests waiting in one engine's queue", lambda r: r.requests_waiting),
