@@ -161,9 +161,8 @@ def test_report_on_a_crafted_record_says_what_is_wrong(genuine: Path, tmp_path: 
     with sqlite3.connect(path) as conn:
         damage(conn)
     out_dir = tmp_path / "out"
-    started = time.monotonic()
+    # a report that runs away is stopped by the command's timeout (TimeoutExpired fails the test)
     out = infertop(["report", str(path), "--out", str(out_dir)], tmp_path / "state")
-    assert time.monotonic() - started < TIMEOUT_S
     assert out.returncode == 2, out.stdout + out.stderr
     line = one_error_line(out, path)
     assert says in line, line
