@@ -203,3 +203,16 @@ def test_the_path_figures_are_exported(tmp_path: Path) -> None:
     assert not got["infertop_pd_kv_bytes_per_second"].samples  # not shown as a speed
     pause = {s.labels["end"]: s.value for s in got["infertop_pd_end_pause_received_per_second"].samples}
     assert pause == {"prefill": pytest.approx(2000.0, rel=0.02), "decode": pytest.approx(2000.0, rel=0.02)}
+
+
+def test_the_node_screen_port_rows_show_pause_and_cnp_rates(tmp_path: Path) -> None:
+    from tui.node_rows import NIC_COLUMNS, nic_row
+
+    snap = run(tmp_path, ticks=5, congested=True, kv_bytes_per_s=5e9, probe_only=True)
+    keys = [key for key, _, _ in NIC_COLUMNS]
+    rows = {n.name: nic_row(n) for node in snap.nodes if node.name == "d1" for n in node.nics}
+    # eth2: 2,000 pause frames/s received, 1,000 sent; mlx5_0: 500 CNPs/s sent, none handled
+    assert rows["eth2"][keys.index("pause")].plain == "2k/1k"
+    assert rows["eth2"][keys.index("cnp")].plain == "—"  # the netdev has no hw_counters: unknown
+    assert rows["mlx5_0"][keys.index("cnp")].plain == "500/0"
+    assert rows["mlx5_0"][keys.index("pause")].plain == "—"
