@@ -17,7 +17,7 @@ controls made visible escapes (`inert_text`); viewers draw them as plain text, n
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Container, Iterable, Mapping
 
 from collectors.exposition import Exposition
 from collectors.safe_text import inert_text
@@ -47,18 +47,28 @@ def bounded_value(value: str) -> str:
 def engine_settings(index: Exposition) -> dict[str, str] | None:
     """Setting name → value over the node's engines; None when no info gauge is served.
     Engines of one node that disagree (they should not) show every value: "16 | 32"."""
+    return settings_from_labels(
+        (INFO_GAUGES[name], labels) for name in INFO_GAUGES for labels, _value in index.series(name)
+    )
+
+
+def settings_from_labels(
+    series: Iterable[tuple[str, Mapping[str, str]]], not_settings: Container[str] = ()
+) -> dict[str, str] | None:
+    """(prefix, labels) of each info-gauge series → setting name → value; None when there
+    is none. `not_settings`: more labels that say where a series came from (the prom
+    source's target labels), not a setting."""
     seen: dict[str, set[str]] = {}
-    for name, prefix in INFO_GAUGES.items():
-        for labels, _value in index.series(name):
-            for label, value in labels.items():
-                if label in _NOT_SETTINGS:
-                    continue
-                key = inert_text(f"{prefix}.{label}", MAX_KEY_CHARS)
-                if key not in seen and len(seen) >= MAX_SETTINGS:
-                    continue
-                values = seen.setdefault(key, set())
-                if len(values) < 4:
-                    values.add(bounded_value(value))
+    for prefix, labels in series:
+        for label, value in labels.items():
+            if label in _NOT_SETTINGS or label in not_settings:
+                continue
+            key = inert_text(f"{prefix}.{label}", MAX_KEY_CHARS)
+            if key not in seen and len(seen) >= MAX_SETTINGS:
+                continue
+            values = seen.setdefault(key, set())
+            if len(values) < 4:
+                values.add(bounded_value(value))
     if not seen:
         return None
     return {key: " | ".join(sorted(values)) for key, values in sorted(seen.items())}
