@@ -26,6 +26,13 @@ from collectors.safe_text import inert_text
 INFO_GAUGES: Mapping[str, str] = {
     "vllm:cache_config_info": "cache",
 }
+# settings an engine serves as a gauge's value, not as labels: SGLang 0.5.23 sets these once
+# at start-up (`SchedulerMetricsCollector.emit_constants`, srt/observability/metrics_collector.py)
+VALUE_SETTINGS: Mapping[str, str] = {
+    "sglang:page_size": "sglang.page_size",
+    "sglang:context_len": "sglang.context_len",
+    "sglang:max_total_num_tokens": "sglang.max_total_num_tokens",
+}
 HEALTH_GAUGES: tuple[str, ...] = ("vllm:engine_healthy",)
 # labels that say which series, not which setting
 _NOT_SETTINGS = frozenset({"engine", "model_name", "dp_rank", "tp_rank", "pp_rank", "__name__"})
@@ -36,7 +43,7 @@ MAX_VALUE_CHARS = 120
 
 def info_names() -> frozenset[str]:
     """The sample names read here, for `parse_exposition(wanted=…)`."""
-    return frozenset([*INFO_GAUGES, *HEALTH_GAUGES])
+    return frozenset([*INFO_GAUGES, *VALUE_SETTINGS, *HEALTH_GAUGES])
 
 
 def bounded_value(value: str) -> str:
@@ -47,9 +54,32 @@ def bounded_value(value: str) -> str:
 def engine_settings(index: Exposition) -> dict[str, str] | None:
     """Setting name → value over the node's engines; None when no info gauge is served.
     Engines of one node that disagree (they should not) show every value: "16 | 32"."""
-    return settings_from_labels(
+    from_labels = settings_from_labels(
         (INFO_GAUGES[name], labels) for name in INFO_GAUGES for labels, _value in index.series(name)
     )
+    from_values = settings_from_values(
+        (VALUE_SETTINGS[name], value) for name in VALUE_SETTINGS for _labels, value in index.series(name)
+    )
+    if from_labels is None and from_values is None:
+        return None
+    return dict(sorted({**(from_values or {}), **(from_labels or {})}.items())[:MAX_SETTINGS])
+
+
+def setting_text(value: float) -> str:
+    """A gauge's value as a setting: 64, not 64.0."""
+    return str(int(value)) if value.is_integer() else f"{value:g}"
+
+
+def settings_from_values(series: Iterable[tuple[str, float]]) -> dict[str, str] | None:
+    """(setting name, gauge value) of each series → setting name → value; several ranks'
+    copies that disagree show every value ("16 | 32"). NaN is unknown."""
+    seen: dict[str, set[str]] = {}
+    for key, value in series:
+        if math.isfinite(value):
+            values = seen.setdefault(key, set())
+            if len(values) < 4:
+                values.add(setting_text(value))
+    return {key: " | ".join(sorted(values)) for key, values in sorted(seen.items())} or None
 
 
 def settings_from_labels(

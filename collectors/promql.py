@@ -31,7 +31,13 @@ from typing import Any
 
 from collectors.bounds import whole
 from collectors.dcgm import NVLINK_TOTAL_BYTES_PER_UNIT
-from collectors.engine_info import HEALTH_GAUGES, INFO_GAUGES, settings_from_labels
+from collectors.engine_info import (
+    HEALTH_GAUGES,
+    INFO_GAUGES,
+    VALUE_SETTINGS,
+    settings_from_labels,
+    settings_from_values,
+)
 from collectors.histograms import LATENCY_HISTOGRAMS, SCOREBOARD_SCALARS
 from collectors.node_exporter import ib_physical_state
 from collectors.profiles import ENGINE_LABELS, CustomProfiles, ProfileError, resolve_profile
@@ -208,7 +214,7 @@ class QueryBuilder:
         for name, bases in LATENCY_HISTOGRAMS.items():
             buckets = self.agg("sum", self._alts([f"{b}_bucket" for b in bases]), ("le",))
             out.append(Query("engine", f"{LATENCY_KEY}{name}", buckets))
-        for gauge in INFO_GAUGES:
+        for gauge in (*INFO_GAUGES, *VALUE_SETTINGS):
             out.append(Query("engine", f"{LABELS_KEY}{gauge}", self.with_node(self.sel(gauge))))
         out.append(Query("engine", LABELS_BASE, self.with_node(self.sel(_LABELS_BASE_METRIC))))
         # the engine's own word on its health: unhealthy when any engine says so
@@ -428,6 +434,12 @@ def _info_fields(fig: Mapping[str, Mapping[tuple[str, ...], float | None]]) -> d
         )
         if settings is not None:
             out["settings"] = settings
+    from_values = settings_from_values(
+        (setting, value) for gauge, setting in VALUE_SETTINGS.items()
+        for value in (fig.get(f"{LABELS_KEY}{gauge}") or {}).values() if value is not None
+    )
+    if from_values is not None:
+        out["settings"] = dict(sorted({**from_values, **out.get("settings", {})}.items()))
     health = single(fig, _HEALTH_KEY)
     if health is not None:
         out["healthy"] = health >= 1

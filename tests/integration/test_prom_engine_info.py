@@ -19,6 +19,7 @@ from layouts import parse_layout
 from monitor.monitor import Monitor
 from monitor.snapshot import Snapshot
 from tests.support.prometheus_server import PrometheusServer, Target, free_port, prometheus_available
+from tests.support.sglang_page import SglangServer
 from tests.support.vllm_info_page import CACHE_CONFIG, VllmInfoServer
 from tests.support.waiting import until_async
 
@@ -31,7 +32,10 @@ NODES = ("decode-01", "decode-02", "decode-03")
 DRIFTED = {**CACHE_CONFIG, "block_size": "32"}
 
 
-def serve_page(engine: VllmInfoServer) -> ThreadingHTTPServer:
+SGLANG_NODE = "prefill-01"
+
+
+def serve_page(engine: VllmInfoServer | SglangServer) -> ThreadingHTTPServer:
     """The engine's page in the text format, on a loopback port of the kernel's choosing."""
 
     class Handler(BaseHTTPRequestHandler):
@@ -55,9 +59,11 @@ def serve_page(engine: VllmInfoServer) -> ThreadingHTTPServer:
 
 @pytest.fixture(scope="module")
 def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusServer]:
-    engines = {"decode-01": VllmInfoServer(), "decode-02": VllmInfoServer(seed=1),
-               "decode-03": VllmInfoServer(settings=DRIFTED, seed=2)}
-    engines["decode-02"].healthy = False
+    engines: dict[str, VllmInfoServer | SglangServer] = {
+        "decode-01": VllmInfoServer(), "decode-02": VllmInfoServer(seed=1),
+        "decode-03": VllmInfoServer(settings=DRIFTED, seed=2), SGLANG_NODE: SglangServer(dp=2)}
+    engines["decode-02"].healthy = False  # type: ignore[union-attr]
+    engines[SGLANG_NODE].advance(10.0)  # type: ignore[union-attr]
     servers = {name: serve_page(engine) for name, engine in engines.items()}
     targets = [Target(f"127.0.0.1:{s.server_address[1]}",
                       {"instance": f"{name}:8000", "pod": f"vllm-{name}-7f9c", "namespace": "infer"})
@@ -76,6 +82,7 @@ def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusServer]
 
 def layout(url: str) -> str:
     listed = "".join(f'\n[[nodes]]\nname = "{n}"\nrole = "decode"\ngpus = 8\n' for n in NODES)
+    listed += f'\n[[nodes]]\nname = "{SGLANG_NODE}"\nrole = "prefill"\ngpus = 8\n'
     return f"""
 [cluster]
 name = "prom-info"
@@ -98,7 +105,7 @@ async def first_frame_with_settings(monitor: Monitor) -> Snapshot:
     try:
         def all_read() -> bool:
             nodes = monitor.state.nodes
-            return all(n in nodes and bool(nodes[n].by_source) for n in NODES)
+            return all(n in nodes and bool(nodes[n].by_source) for n in (*NODES, SGLANG_NODE))
 
         await until_async(all_read, 60, "an engine reading of every node through Prometheus")
         snap = monitor.tick()
@@ -121,3 +128,7 @@ async def test_settings_health_and_drift_through_prometheus(prom: PrometheusServ
     (drift,) = nodes["decode-03"].config_drift
     assert (drift.setting, drift.value, drift.pool_value) == ("cache.block_size", "32", "64")
     assert not nodes["decode-01"].config_drift and not nodes["decode-02"].config_drift
+    # SGLang's start-up constants, a gauge value per DP rank
+    sglang = nodes[SGLANG_NODE].engine
+    assert sglang is not None and sglang.settings == {
+        "sglang.context_len": "163840", "sglang.max_total_num_tokens": "1204224", "sglang.page_size": "64"}
