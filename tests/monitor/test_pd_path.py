@@ -216,3 +216,19 @@ def test_the_node_screen_port_rows_show_pause_and_cnp_rates(tmp_path: Path) -> N
     assert rows["eth2"][keys.index("cnp")].plain == "—"  # the netdev has no hw_counters: unknown
     assert rows["mlx5_0"][keys.index("cnp")].plain == "500/0"
     assert rows["mlx5_0"][keys.index("pause")].plain == "—"
+
+
+def test_each_ports_pause_and_cnp_rates_are_exported(tmp_path: Path) -> None:
+    from monitor.exporter import metric_names, snapshot_families
+
+    snap = run(tmp_path, ticks=5, congested=True, kv_bytes_per_s=5e9, probe_only=True)
+    got = {f.name: f for f in snapshot_families(snap)}
+    assert {n for n in got if n.startswith("infertop_port")} <= metric_names()
+
+    def series(name: str) -> dict[tuple[str, str], float]:
+        return {(s.labels["node"], s.labels["port"]): s.value for s in got[name].samples}
+
+    pause = series("infertop_port_pause_received_per_second")
+    assert pause == {("p1", "eth2"): pytest.approx(2000.0, rel=0.02), ("d1", "eth2"): pytest.approx(2000.0, rel=0.02)}
+    cnp = series("infertop_port_cnp_sent_per_second")
+    assert cnp == {("p1", "mlx5_0"): 0.0, ("d1", "mlx5_0"): pytest.approx(500.0, rel=0.02)}
