@@ -47,6 +47,9 @@ NIC_COLUMNS: tuple[tuple[str, str, int | None], ...] = (
     ("rx", "RX", 10),
     ("tx", "TX", 10),
     ("wait", "XMIT-WAIT/S", 11),
+    # RoCE congestion: pause frames received / sent, CNPs sent / handled, per second
+    ("pause", "PAUSE/S RX/TX", 13),
+    ("cnp", "CNP/S SENT/HDL", 14),
     ("errors", "ERR/S", 7),
     ("bond", "BOND", None),
 )
@@ -129,6 +132,24 @@ def port_errors_per_s(nic: NicView) -> float | None:
     return sum(known) if known else None
 
 
+def _count_rate(value: float | None) -> str:
+    if value is None:
+        return UNKNOWN
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if value >= scale:
+            return f"{value / scale:.3g}{suffix}"
+    return f"{value:.3g}" if value < 10 else f"{value:.0f}"
+
+
+def rate_pair_cell(first: float | None, second: float | None) -> Text:
+    """Two per-second counts as "a/b" ("—" for one unknown); all "—" when both are, so a
+    source that does not read the counters reads as unknown, not as a quiet port."""
+    if first is None and second is None:
+        return _r(UNKNOWN, GREY)
+    rising = any(v for v in (first, second))
+    return _r(f"{_count_rate(first)}/{_count_rate(second)}", WARN if rising else "")
+
+
 def nic_row(nic: NicView) -> tuple[Text, ...]:
     up = nic.up
     expected = nic.expected_gbps is not None
@@ -159,6 +180,8 @@ def nic_row(nic: NicView) -> tuple[Text, ...]:
         _r(fmt_rate_gbps(nic.rx_bytes_per_s)),
         _r(fmt_rate_gbps(nic.tx_bytes_per_s)),
         _r(fmt_num(waits, 0), WARN if waits else ""),
+        rate_pair_cell(nic.rx_pause_per_s, nic.tx_pause_per_s),
+        rate_pair_cell(nic.cnp_sent_per_s, nic.cnp_handled_per_s),
         _r(fmt_num(errors, 1), WARN if errors else ""),
         bond,
     )
