@@ -109,6 +109,7 @@ class DemoServer:
         # scripted stray process, which no exporter page carries
         self.ssh_nodes: DemoSshNodes | None = None
         self.ssh_address: SshNodeAddress | None = None
+        self.serve_ssh = True  # off through a backend (--via): it scrapes every node's exporters
         self.requests = 0
 
     def _app(self, kind: str) -> web.Application:
@@ -155,7 +156,7 @@ class DemoServer:
             self._runners.append(runner)
             bound[kind] = runner.addresses[0][1]
         self.addresses = DemoAddresses(self.host, bound)
-        if self.platform == "nvidia" and ssh_node_names(self):
+        if self.serve_ssh and self.platform == "nvidia" and ssh_node_names(self):
             self.ssh_nodes = DemoSshNodes(self.cluster.node, self.endpoints["engine"])
             self.ssh_address = await self.ssh_nodes.start(self.host)
         return self.addresses
