@@ -181,3 +181,11 @@ def test_the_bundled_probe_ships_the_ranks(tmp_path: Path) -> None:
     assert sample.engine is not None and sample.engine.ranks is not None
     assert [(r.key, r.dp_rank) for r in sample.engine.ranks] == [(f"dp_rank={d}", d) for d in range(ENGINES)]
     assert [r.engine.requests_running for r in sample.engine.ranks] == [40 + d for d in range(ENGINES)]
+
+
+def test_a_reading_holds_at_most_64_ranks() -> None:
+    # a probe's reading is anyone's JSON: its ranks are bounded as a page's are
+    ranks = [{"key": f"engine={i}", "dp_rank": i, "engine": {"source": "log"}} for i in range(100)]
+    sample = sample_from_reading("n1", "ssh", {"engine": {"source": "log", "ranks": ranks}}, T0)
+    assert sample.engine is not None and sample.engine.ranks is not None
+    assert [r.dp_rank for r in sample.engine.ranks] == list(range(64))
