@@ -41,6 +41,7 @@ from collectors.engine_info import (
 from collectors.histograms import LATENCY_HISTOGRAMS, SCOREBOARD_SCALARS
 from collectors.node_exporter import ib_physical_state
 from collectors.profiles import ENGINE_LABELS, CustomProfiles, ProfileError, resolve_profile
+from collectors.prom_ranks import RANK_KEY, rank_samples, rank_subkeys
 from collectors.sample import (
     ENGINE_COUNTER_FIELDS,
     ENGINE_GAUGE_FIELDS,
@@ -222,6 +223,25 @@ class QueryBuilder:
         stamp = [*self.engine_metrics.get("generation_tokens_total", ()),
                  *self.engine_metrics.get("requests_running", ())]
         out.append(Query("engine", "timestamp", self.agg("max", self._alts(stamp, wrap="timestamp"))))
+        return out + self.engine_ranks()
+
+    def engine_ranks(self) -> list[Query]:
+        """Every engine figure again per data-parallel engine (vLLM `engine`, SGLang
+        `dp_rank`), aggregated as the node's (collectors/prom_ranks.py); steps per engine
+        are the node's `steps_by_engine` already. A node of one unlabelled engine gets one
+        empty-labelled series each, dropped as no rank."""
+        out = []
+        for key, names in self.engine_metrics.items():
+            if key == _ENGINE_STEPS:
+                continue
+            alts = self._engine_alts(key, names)
+            if key in _ENGINE_AVG - {"kv_cache_usage"}:
+                alts = f"({alts} > 0)"
+            op = "avg" if key in _ENGINE_AVG else "sum"
+            out.append(Query("engine", f"{RANK_KEY}{key}", self.agg(op, alts, ENGINE_LABELS)))
+        for name, bases in LATENCY_HISTOGRAMS.items():
+            buckets = self.agg("sum", self._alts([f"{b}_bucket" for b in bases]), (*ENGINE_LABELS, "le"))
+            out.append(Query("engine", f"{RANK_KEY}{LATENCY_KEY}{name}", buckets))
         return out
 
     def gpu(self) -> list[Query]:
@@ -377,6 +397,8 @@ def subkeys(tier: str, key: str) -> tuple[str, ...]:
         return ("gpu",)
     if tier == "engine" and key.startswith(LATENCY_KEY):
         return ("le",)
+    if tier == "engine" and (per_rank := rank_subkeys(key, LATENCY_KEY)) is not None:
+        return per_rank
     return SUBKEYS.get(key, ())
 
 
@@ -410,10 +432,11 @@ def engine_sample(node: str, taken_at: float, fig: Mapping[str, Mapping[tuple[st
         for key, by_le in fig.items()
         if key.startswith(LATENCY_KEY) and (buckets := _buckets(by_le)) is not None
     }
+    ranks = rank_samples(fig, _ENGINE_STEPS_BY_ENGINE, LATENCY_KEY, _buckets, SCOREBOARD_SCALARS)
     return NodeSample(node=node, source=source, taken_at=taken_at, **extra,
                       engine=EngineSample(source="endpoint", profile="prom",
                                           steps_by_engine_total=per_engine or None, **values, **extras,
-                                          latency_buckets=latency or None))
+                                          latency_buckets=latency or None, ranks=ranks))
 
 
 def _label_sets(fig: Mapping[str, Mapping[tuple[str, ...], float | None]], key: str) -> list[dict[str, str]]:

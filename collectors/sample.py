@@ -235,6 +235,12 @@ class EngineSample(_Frozen):
             return None
         return {str(k)[:64]: str(v)[:120] for k, v in list(settings.items())[:64]} or None
 
+    @field_validator("ranks")
+    @classmethod
+    def _bounded_ranks(cls, ranks: list[EngineRankSample] | None) -> list[EngineRankSample] | None:
+        # a probe's reading may hold any list (a log's ranks travel in it): at most 64
+        return None if ranks is None else ranks[:64] or None
+
     @field_validator("steps_by_engine_total")
     @classmethod
     def _sane_engines(cls, steps: dict[str, float] | None) -> dict[str, float] | None:

@@ -136,6 +136,8 @@ class VllmParser:
         kv_pct = _log_check(_log_num(self._KV.search(text)), 0, 100.5, "KV cache usage")
         if prompt_tps is None and gen_tps is None:
             raise LogLineError("stats line without a throughput figure")
+        # this line's counts are its engine's (a rank of its own where the log shows several)
+        figures.current_engine = figures.last_stats_engine = engine
         interval = figures.stats_interval(engine, _log_stamp_s(text))
         figures.cover(engine, interval, figures.last_gap)
         if prompt_tps is not None:
@@ -154,6 +156,9 @@ class VllmParser:
             gauges["kv_cache_usage"] = min(kv_pct / 100.0, 1.0)
 
     def _spec(self, text: str, figures: LogFigures) -> None:
+        # the speculative line has no engine prefix: each engine's logger prints it right
+        # after that engine's stats line (vLLM 0.33 LoggingStatLogger.log), so it is that one's
+        figures.current_engine = figures.last_stats_engine
         v0_accepted = self._V0_ACCEPTED.search(text)
         if v0_accepted is not None:
             self._spec_v0(text, figures, int(v0_accepted.group(1)))
@@ -311,6 +316,7 @@ class SglangParser:
         rate = _log_check(_log_num(self._ACCEPT_RATE.search(text)), 0, 1.005, "accept rate")
         if gen_tps is None and running is None:
             raise LogLineError("decode line without running requests or throughput")
+        figures.current_engine = engine
         figures.add_steps(engine, self.decode_log_interval)
         gap = self._gap(engine, self._stamp(text))
         gauges = figures.engine_gauges.setdefault(engine, {})
