@@ -33,14 +33,16 @@ class LoadCounts:
 
 class Load:
     """`workers` closed-loop clients, each sending completions until `stop` is set or
-    `max_requests` went out in all; `first_done` is set when the first one came back."""
+    `max_requests` went out in all (None: until `stop`); `first_done` is set when the
+    first one came back."""
 
     def __init__(self, base_url: str, model: str, workers: int = 8, max_tokens: int = 48,
-                 max_requests: int = 4000) -> None:
+                 max_requests: int | None = None) -> None:
         self.url = base_url + "/v1/completions"
         self.model = model
         self.max_tokens = max_tokens
         self.max_requests = max_requests
+        self.workers = workers
         self.counts = LoadCounts()
         self.stop = threading.Event()
         self.first_done = threading.Event()
@@ -52,6 +54,10 @@ class Load:
             t.start()
         return self
 
+    def running(self) -> bool:
+        """Every client still sending: the load has not ended (nor lost a client)."""
+        return not self.stop.is_set() and all(t.is_alive() for t in self._threads)
+
     def finish(self) -> LoadCounts:
         self.stop.set()
         for t in self._threads:
@@ -60,7 +66,7 @@ class Load:
 
     def _take(self) -> bool:
         with self.counts.lock:
-            if self.stop.is_set() or self._sent >= self.max_requests:
+            if self.stop.is_set() or (self.max_requests is not None and self._sent >= self.max_requests):
                 return False
             self._sent += 1
             return True
