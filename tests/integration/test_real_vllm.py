@@ -106,6 +106,9 @@ def test_every_engine_figure_is_the_truth_of_the_pages_it_read(run: Run) -> None
     truth = _window_truth(run)
     wrong = {name: (engine[name], truth.figures[name]) for name in SCRAPED_FIGURES
              if not _close(engine[name], truth.figures[name])}
+    print("\nwindow " + ", ".join(f"{engine[k][11:23]}" for k in ("window_first_reading_at", "window_last_reading_at"))
+          + "; got/truth: " + ", ".join(f"{n} {engine[n]:.4g}/{truth.figures[n]:.4g}" for n in (
+              "decode_steps_per_s", "accepted_tokens_per_s", "full_acceptance_tokens_per_s", "draft_acceptance")))
     assert not wrong, wrong
     # the load was real: speculative decoding drafted and some drafts were accepted
     assert engine["accepted_tokens_per_s"] > 0 and 0 < engine["draft_acceptance"] < 1

@@ -100,6 +100,12 @@ class Load:
 class Page:
     read_at: float  # unix s, when the relay had the answer
     text: str
+    asked_at: float | None = None  # unix s, when the relay was asked for it
+
+    def distance(self, at: float) -> float:
+        """How far `at` lies from the time the relay spent on this page (0: within)."""
+        asked = self.read_at if self.asked_at is None else self.asked_at
+        return max(asked - at, at - self.read_at, 0.0)
 
 
 class MetricsRelay:
@@ -113,10 +119,11 @@ class MetricsRelay:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
+                asked_at = time.time()
                 with urllib.request.urlopen(relay.upstream + "/metrics", timeout=30) as response:
                     body = response.read()
                 with relay.lock:
-                    relay.pages.append(Page(time.time(), body.decode("utf-8", "replace")))
+                    relay.pages.append(Page(time.time(), body.decode("utf-8", "replace"), asked_at))
                 self.send_response(200)
                 self.send_header("Content-Type", "text/plain; version=0.0.4")
                 self.send_header("Content-Length", str(len(body)))

@@ -118,17 +118,17 @@ def _epoch(iso: str | None) -> float | None:
 def window_pages(pages: list[Page], engine: dict[str, Any]) -> tuple[Page, Page]:
     """The relay's pages the monitor's window figures were computed from: the engine view
     says when its first and last readings were (`window_first_reading_at` /
-    `window_last_reading_at`); each is the page the relay passed on just before, the one
-    whose stamp is nearest (pages are an interval apart, the two stamps milliseconds)."""
+    `window_last_reading_at`: the midpoint of the monitor's request and its answer), and
+    each is the page the relay was serving then — nearest its ask-to-answer span (rounds
+    are an interval apart; at start-up the monitor may read twice in a moment)."""
     edges = [_epoch(engine["window_first_reading_at"]), _epoch(engine["window_last_reading_at"])]
     assert None not in edges, f"the monitor gave no window edges: {edges}"
     out = []
     for edge in edges:
         assert edge is not None
-        page = min(pages, key=lambda p: abs(p.read_at - edge))
-        others = [abs(p.read_at - edge) for p in pages if p is not page]
-        # unambiguous: this page far nearer than any other
-        assert abs(page.read_at - edge) < 0.5 and all(d > 0.5 for d in others), (edge, page.read_at, sorted(others)[:2])
+        ranked = sorted(pages, key=lambda p: p.distance(edge))
+        page = ranked[0]
+        assert page.distance(edge) < 0.5, (edge, [(p.asked_at, p.read_at) for p in ranked[:2]])
         out.append(page)
     return out[0], out[1]
 
