@@ -102,6 +102,12 @@ class Page:
     text: str
     asked_at: float | None = None  # unix s, when the relay was asked for it
 
+    @property
+    def served_at(self) -> float:
+        """When the engine drew the page, as near as the relay knows: the midpoint of its
+        fetch (the monitor stamps its readings the same way, collectors.scrape.fetch)."""
+        return self.read_at if self.asked_at is None else (self.asked_at + self.read_at) / 2
+
     def distance(self, at: float) -> float:
         """How far `at` lies from the time the relay spent on this page (0: within)."""
         asked = self.read_at if self.asked_at is None else self.asked_at

@@ -77,7 +77,7 @@ def _bucket_bounds(first: dict[float, float], last: dict[float, float], q: float
 
 def truth_from_pages(first: Page, last: Page) -> Truth:
     a, b = page_values(first.text), page_values(last.text)
-    dt = last.read_at - first.read_at
+    dt = last.served_at - first.served_at
 
     def delta(name: str) -> float:
         return b["sums"].get(name, 0.0) - a["sums"].get(name, 0.0)
