@@ -35,11 +35,12 @@ REAL_NODES = ("real-vllm", "real-vllm-log")
 
 
 def real_nodes(server: VllmServer) -> str:
-    """The layout's lines for the two nodes that read the real engine."""
+    """The layout's lines for the two nodes that read the real engine (one GPU each: the
+    demo prices nodes per GPU; this one has none to read, which its GPU panel says)."""
     return (
-        f'\n[[nodes]]\nname = "{REAL_NODES[0]}"\nrole = "mixed"\n'
+        f'\n[[nodes]]\nname = "{REAL_NODES[0]}"\nrole = "mixed"\ngpus = 1\n'
         f'engine = {{ url = {json.dumps(server.base_url + "/metrics")} }}\n'
-        f'\n[[nodes]]\nname = "{REAL_NODES[1]}"\nrole = "mixed"\nlocal = true\n'
+        f'\n[[nodes]]\nname = "{REAL_NODES[1]}"\nrole = "mixed"\ngpus = 1\nlocal = true\n'
         f'engine = {{ log = {json.dumps(str(server.log_path))} }}\n'
     )
 
