@@ -6,6 +6,7 @@ Pure (Rich `Text` only); every piece of outside text goes through `tui.text.iner
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from rich.text import Text
 
@@ -193,6 +194,26 @@ def _pair(out: Text, label: str, value: str, style: str = "") -> None:
     out.append("   ")
 
 
+def _hms_utc(epoch_s: float) -> str:
+    try:
+        return datetime.fromtimestamp(epoch_s, UTC).strftime("%H:%M:%S")
+    except (OverflowError, OSError, ValueError):  # a record's time past any calendar
+        return UNKNOWN
+
+
+def window_span(engine: EngineView) -> str:
+    """", over readings 05:12:03–05:12:13 UTC": the readings the window's figures are
+    from, and for a log the span of its own lines they cover; "" when not known."""
+    first, last = engine.window_first_reading_at, engine.window_last_reading_at
+    if first is None or last is None:
+        return ""
+    text = f", over readings {_hms_utc(first)}–{_hms_utc(last)} UTC"
+    start, end = engine.log_window_start_at, engine.log_window_end_at
+    if start is not None and end is not None:
+        text += f" (log lines after {_hms_utc(start)} to {_hms_utc(end)})"
+    return text
+
+
 def engine_text(
     engine: EngineView | None,
     steps_history: Sequence[float | None],
@@ -208,7 +229,7 @@ def engine_text(
         return out
     source = inert(engine.source or UNKNOWN, max_len=16).plain
     profile = inert(engine.profile or UNKNOWN, max_len=24).plain
-    out.append(f"{source} ({profile}), figures {fmt_age(engine.age_s)} old\n", GREY)
+    out.append(f"{source} ({profile}), figures {fmt_age(engine.age_s)} old{window_span(engine)}\n", GREY)
     _pair(out, "decode steps/s", fmt_num(engine.decode_steps_per_s, 1))
     out.append(sparkline(steps_history, SPARK_WIDTH * 2, 0.0, steps_top), "cyan")
     if steps_top is not None:

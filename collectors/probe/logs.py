@@ -73,6 +73,9 @@ class LogFigures:
         self.lines_parsed = 0
         self.lines_skipped = 0
         self.last_line_at: float | None = None
+        # the newest throughput line's own stamp (unix s, the node's local time): where the
+        # log's clock stands, so a window's figures can say which lines they cover
+        self.stats_line_at: float | None = None
         self.spec_positions = 0  # k, speculative tokens per draft, once known
         self.pending_generation_tokens: float | None = None  # of the latest stats line, for old spec lines
         self.step_engines: set[str] = set()  # engines whose step lines were seen
@@ -148,6 +151,11 @@ class LogFigures:
 
     _now = 0.0
 
+    @property
+    def seen_at(self) -> float:
+        """When the line being parsed was read (node clock, unix s)."""
+        return self._now
+
     def feed(self, line: str, seen_at: float) -> None:
         """One log line, read at `seen_at` (node clock). Never raises on its content."""
         self._now = seen_at
@@ -177,6 +185,7 @@ class LogFigures:
         if self.engine_steps:
             out["steps_by_engine_total"] = dict(self.engine_steps)
         out["log_last_line_at"] = self.last_line_at
+        out["log_stats_line_at"] = self.stats_line_at
         out["log_lines_skipped_total"] = self.lines_skipped
         ranks = self.ranks(source_profile)
         if ranks:
