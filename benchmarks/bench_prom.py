@@ -87,8 +87,8 @@ def serve(t0: float) -> ThreadingHTTPServer:
 
 
 async def measure(url: str, every: int, rounds: int = 3) -> tuple[list[float], list[float], int]:
-    from collectors.prom import PromSource
-    from layouts.model import PrometheusConfig
+    from infertop.collectors.prom import PromSource
+    from infertop.layouts.model import PrometheusConfig
 
     config = PrometheusConfig(url=url, backfill_s=0, gpu_detail_every=every, timeout_s=30)
     names = [f"node-{n:04d}" for n in range(NODES)]

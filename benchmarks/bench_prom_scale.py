@@ -95,8 +95,8 @@ def serve(t0: float, nodes: int) -> ThreadingHTTPServer:
 
 async def measure(url: str, nodes: int, node_label: str | list[str], rounds: int = 3) -> tuple[float, float, bool]:
     """Median wall and CPU of a full round; whether it read recorded series."""
-    from collectors.prom import PromSource
-    from layouts.model import PrometheusConfig
+    from infertop.collectors.prom import PromSource
+    from infertop.layouts.model import PrometheusConfig
 
     config = PrometheusConfig(url=url, backfill_s=0, gpu_detail_every=1, timeout_s=60, node_label=node_label)
     names = [f"node-{n:04d}" for n in range(nodes)]
