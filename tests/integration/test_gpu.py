@@ -1,7 +1,7 @@
 """The local source and the probe on a real NVIDIA GPU under a real load.
 
 Skips cleanly where there is no GPU (this project's CI machine); run on the H200 with
-`python3 -m pytest -q -m gpu tests/test_gpu.py` (BENCHMARKS.md has the exact command).
+`python3 -m pytest -q -m gpu tests/integration/test_gpu.py` (BENCHMARKS.md has the exact command).
 The load is a torch bf16 matmul loop in its own process (benchmarks/gpu/load.py).
 """
 
@@ -18,6 +18,7 @@ import pytest
 
 from infertop.collectors.local import LocalSource
 from infertop.collectors.probe import nvidia_gpus as probe_gpus
+from infertop.collectors.probe.bundle import probe_script
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 pytestmark = pytest.mark.gpu
@@ -53,7 +54,7 @@ def gpu_count() -> int:
 
 
 @pytest.fixture(scope="module")
-def under_load(gpu_count: int) -> dict[str, Any]:
+def under_load(gpu_count: int, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Idle readings, then readings during ~12 s of a bf16 matmul loop on every GPU."""
     if not _has_torch_cuda():
         pytest.skip("torch with CUDA is needed to load the GPU")
@@ -76,8 +77,11 @@ def under_load(gpu_count: int) -> dict[str, Any]:
             busy.append(source.read())
             costs.append(time.perf_counter() - t0)
             time.sleep(0.4)
+        # the text the SSH source sends a node, run as a node runs it
+        script = tmp_path_factory.mktemp("probe") / "infertop-probe.py"
+        script.write_text(probe_script())
         probe_out = subprocess.run(
-            [sys.executable, str(ROOT / "collectors" / "probe.py"), "1", "2"],
+            [sys.executable, str(script), "1", "2"],
             capture_output=True,
             text=True,
             timeout=60,
