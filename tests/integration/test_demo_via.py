@@ -70,9 +70,12 @@ def test_demo_via_a_backend_finds_exactly_the_scripted_trouble(via: str, tmp_pat
     snapshot = json.loads(proc.stdout)
     nodes = {n["name"]: n for n in snapshot["nodes"]}
     assert len(nodes) == NODES
-    assert all(n["status"] == "ok" for n in nodes.values()), [
-        (n["name"], n["status"], n["error"]) for n in nodes.values() if n["status"] != "ok"
-    ]
+    assert all(n["status"] == "ok" for n in nodes.values()), ([
+        (n["name"], n["status"], n["error"], n["age_s"]) for n in nodes.values() if n["status"] != "ok"
+    ], snapshot["backends"], snapshot["taken_at"])
+    # the fleet map's groups: one per pool (each pool is one `hosts` range of the layout)
+    groups = {(n["role"], n["group"]) for n in nodes.values()}
+    assert sorted(groups) == [("decode", "decode-[01-12]"), ("prefill", "prefill-[01-04]")], groups
     assert all(n["sources"] == ["prom:engine", "prom:gpu", "prom:node"] for n in nodes.values())
     [backend_view] = snapshot["backends"]
     assert backend_view["name"] == f"prometheus {url}" and backend_view["behind_s"] is not None

@@ -13,7 +13,7 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from tests.support.metrics_backend import BackendProcess, Target, scrape_config
+from tests.support.metrics_backend import BackendProcess, Target, free_port, scrape_config
 
 VICTORIA_BIN = shutil.which("victoria-metrics") or "/usr/bin/victoria-metrics"
 VMALERT_BIN = shutil.which("vmalert") or "/usr/bin/vmalert"
@@ -47,7 +47,9 @@ class VmAlert(BackendProcess):
             f"-remoteWrite.url={self.datasource}",
             f"-evaluationInterval={self.interval}",
             f"-httpListenAddr=127.0.0.1:{self.port}",
-            "-notifier.blackhole",  # alerts are Alertmanager's test (test_alertmanager.py)
+            # alerts go nowhere (no -notifier.blackhole in Debian's 1.79): delivering them
+            # is the Alertmanager test's job (test_alertmanager.py)
+            f"-notifier.url=http://127.0.0.1:{free_port()}",
             "-loggerLevel=WARN",
         ]
 
