@@ -420,12 +420,30 @@ class PromSource(PollingSource):
                 key = (node, tier)
                 if taken_at <= self._last_at.get(key, -math.inf):
                     continue  # Prometheus has not scraped it again since the last tick
-                sample = promql.BUILDERS[tier](node, taken_at, fig, f"prom:{tier}", extra)
+                own = self._node_extra(extra, taken_at, now)
+                sample = promql.BUILDERS[tier](node, taken_at, fig, f"prom:{tier}", own)
                 if sample is None:
                     continue
                 self._last_at[key] = taken_at
                 out.append(sample)
         return out
+
+    def _node_extra(self, extra: dict[str, Any], taken_at: float, read_at: float) -> dict[str, Any]:
+        """The sample's backend delay: the backend's own (its newest sample's age), plus
+        where this target sits in the backend's scrape cycle. A target scraped just before
+        the round's newest is up to one scrape interval older than it: read directly, it
+        would have been read that much later. Not excused, a healthy node whose scrape
+        phase trails the others by most of an interval, read just before a late tick,
+        crossed the stale threshold of 2 intervals (seen: 3 of 16 demo nodes stale through
+        Prometheus at a 2 s scrape and interval). Capped at one interval past the backend's
+        delay: a target the backend no longer scrapes still ages into stale / unreachable."""
+        behind = self.behind_s
+        if behind is None:
+            return extra
+        own = min(max(read_at - taken_at, behind), behind + self.interval_s)
+        if own == behind:
+            return extra
+        return {**extra, "backend_behind_s": own}
 
     def _missing(self, grouped: dict[str, promql.Grouped], tiers: set[str]) -> list[NodeSample]:
         """Error samples for nodes that Prometheus returned nothing for in any tier asked."""
