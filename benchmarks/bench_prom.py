@@ -160,9 +160,29 @@ def _both_ticks(url: str, nodes: int, label: str, node_label: str | list[str]) -
     return rows
 
 
-def _history_ready(query: Callable[[str], list[dict[str, object]]], nodes: int) -> Callable[[], bool]:
+def _history_ready(count: Callable[[str], int], nodes: int) -> Callable[[], bool]:
     # two scrapes of every node's counters: a rate exists for each
-    return lambda: len(query("rate(vllm:generation_tokens_total[1m])")) >= nodes
+    return lambda: count("rate(vllm:generation_tokens_total[1m])") >= nodes
+
+
+def _how_the_backend_fares(server: object) -> str:
+    """Why a backend could not get there: its last scrape's duration, and (Prometheus)
+    how long its slowest rule group took to evaluate, against the scrape interval."""
+    import json
+    import urllib.request
+
+    said = []
+    try:
+        scrape = server.query("max(scrape_duration_seconds)")  # type: ignore[attr-defined]
+        if scrape:
+            said.append(f"last scrape took {float(scrape[0]['value'][1]):.1f} s")
+        with urllib.request.urlopen(f"{server.url}/api/v1/rules", timeout=10) as resp:  # type: ignore[attr-defined]
+            groups = json.load(resp)["data"]["groups"]
+        if groups:
+            said.append(f"slowest rule group took {max(g.get('evaluationTime', 0) for g in groups):.1f} s to evaluate")
+    except Exception:  # VictoriaMetrics has no rules page; a backend too busy to answer says enough
+        pass
+    return ", ".join(said) + f" (every {SCRAPE_S:g} s)" if said else "the backend did not answer"
 
 
 @contextmanager
@@ -177,19 +197,25 @@ def _backend(kind: str, tmp: Path, target: object, rules: bool, nodes: int) -> I
                                   honor_labels=True, rule_files=[RULES] if rules else [])
     else:
         server = VictoriaMetricsServer(tmp, [target], scrape_interval=f"{SCRAPE_S:g}s",  # type: ignore[list-item]
-                                       honor_labels=True, latency_offset="2s", rule_files=[RULES] if rules else [])
+                                       honor_labels=True, latency_offset="2s", rule_files=[RULES] if rules else [],
+                                       max_scrape_size="512MB")
     try:
         server.start(timeout_s=60)
         ingest = max(120.0, nodes / 10)
-        server.wait_for_series("DCGM_FI_DEV_GPU_UTIL", nodes * GPUS, timeout_s=ingest)
-        wait_until(_history_ready(server.query, nodes), ingest, "a rate for every node", every_s=1.0)
+        try:
+            server.wait_for_series("DCGM_FI_DEV_GPU_UTIL", nodes * GPUS, timeout_s=ingest)
+            wait_until(_history_ready(server.series_count, nodes), ingest, "a rate for every node", every_s=1.0)
+        except AssertionError as exc:
+            raise RuntimeError(f"{exc}; {_how_the_backend_fares(server)}") from exc
         if rules:
             # two evaluations: a round reads the tiers as of the newest scrape, which the
             # first evaluation (stamped after that scrape) does not cover yet
-            wait_until(lambda: all(len(server.query(f"count_over_time(infertop_node:{name}[1m]) >= 2")) >= nodes
+            wait_until(lambda: all(server.series_count(f"count_over_time(infertop_node:{name}[1m]) >= 2") >= nodes
                                    for name in ("engine_generation_tokens_total", "gpu_util_pct", "node_eth_rx")),
                        ingest, "two evaluations of every node's recorded series", every_s=1.0)
         yield server.url
+    except AssertionError as exc:
+        raise RuntimeError(f"{exc}; {_how_the_backend_fares(server)}") from exc
     finally:
         server.stop()
 
@@ -215,11 +241,13 @@ def _one_size(nodes: int) -> list[Row]:
                 try:
                     with tempfile.TemporaryDirectory() as tmp, _backend(kind, Path(tmp), target, rules, nodes) as url:
                         # the recorded series are read where node_label is the rules' own
-                        rows += _both_ticks(url, nodes, label, ["node", "instance"] if rules else "instance")
+                        got = _both_ticks(url, nodes, label, ["node", "instance"] if rules else "instance")
                 except (RuntimeError, AssertionError, TimeoutError) as exc:  # e.g. cannot ingest that many here
-                    rows.append(Row(f"prom tick, {nodes:,} nodes, {label}",
-                                    f"not measured: {str(exc)[:200]} (load {os.getloadavg()[0]:.1f})",
-                                    "info", "info", COMMAND))
+                    got = [Row(f"prom tick, {nodes:,} nodes, {label}",
+                               f"not measured: {str(exc)[:200]} (load {os.getloadavg()[0]:.1f})", "info", "info", COMMAND)]
+                for row in got:  # as they come: a long run's figures are not lost with it
+                    print(f"   {row.figure}: {row.value} ({row.verdict})", file=sys.stderr, flush=True)
+                rows += got
     finally:
         exporter.shutdown()
     return rows

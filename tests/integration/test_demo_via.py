@@ -19,7 +19,8 @@ import pytest
 
 from collectors.prom import prom_source_for
 from infertop.demo.backends import BACKENDS, free_port, start_backend
-from infertop.demo.scenario import trouble_nodes
+from infertop.demo.pd_trouble import CONGESTED
+from infertop.demo.scenario import plan_cluster, trouble_nodes
 from layouts import load_layout
 from layouts.model import Layout
 from tests.support.demo_server import serving_demo
@@ -86,6 +87,12 @@ def test_demo_via_a_backend_finds_exactly_the_scripted_trouble(via: str, tmp_pat
     # its slow rank's GPU is power-capped: no throttled verdict unless throttle_on_power_cap
     expected[trouble["straggler"]] = ["straggler"]
     got = {name: sorted(v["kind"] for v in n["verdicts"] if not v["pending"]) for name, n in nodes.items()}
+    # the scripted congested P→D link (pd_trouble.py) is link-starved on its prefill end once
+    # its pause-frame rate has held: whether that falls inside the window is timing
+    # (as in test_verdicts_demo.py; seen here under load)
+    for plan in plan_cluster(NODES):
+        if plan.role == "prefill" and (plan.role, plan.ordinal) in CONGESTED and got.get(plan.name) == ["link-starved"]:
+            expected[plan.name] = ["link-starved"]
     assert got == expected
     # the simulated truth of every node: 8 GPUs, the layout's ports
     for node in nodes.values():

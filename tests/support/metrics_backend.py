@@ -99,5 +99,11 @@ class BackendProcess:
         result: list[dict[str, Any]] = body["data"]["result"]
         return result
 
+    def series_count(self, promql: str) -> int:
+        """How many series `promql` answers, counted by the backend: one number back, not
+        every series (32k GPU series take longer than the query's timeout to send here)."""
+        result = self.query(f"count({promql})")
+        return int(float(result[0]["value"][1])) if result else 0
+
     def wait_for_series(self, promql: str, count: int, timeout_s: float = 30.0) -> None:
-        wait_until(lambda: len(self.query(promql)) >= count, timeout_s, f"{count} series of {promql}")
+        wait_until(lambda: self.series_count(promql) >= count, timeout_s, f"{count} series of {promql}")

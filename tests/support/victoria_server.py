@@ -66,8 +66,10 @@ class VictoriaMetricsServer(BackendProcess):
         honor_labels: bool = False,
         latency_offset: str = "30s",
         rule_files: Sequence[Path] = (),
+        max_scrape_size: str = "16MB",  # VictoriaMetrics' default: a 4,096-node page is ~40 MB
     ):
         super().__init__(workdir)
+        self.max_scrape_size = max_scrape_size
         self.targets = list(targets)
         self.scrape_interval = scrape_interval
         self.honor_labels = honor_labels
@@ -86,6 +88,7 @@ class VictoriaMetricsServer(BackendProcess):
             f"-storageDataPath={self.workdir / 'data'}",
             f"-httpListenAddr=127.0.0.1:{self.port}",
             f"-search.latencyOffset={self.latency_offset}",
+            f"-promscrape.maxScrapeSize={self.max_scrape_size}",
             "-retentionPeriod=1d",
             "-loggerLevel=WARN",
         ]
