@@ -15,6 +15,7 @@ load average is written beside each figure: this machine is shared.
 
     python -m benchmarks.run_all bench_prom
     INFERTOP_BENCH_PROM_NODES=4096 INFERTOP_BENCH_PROM_BACKENDS=prometheus python -m benchmarks.bench_prom
+    INFERTOP_BENCH_PROM_NODES=4096 INFERTOP_BENCH_PROM_SERIES=rules python -m benchmarks.bench_prom
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support
 
 SIZES = tuple(int(n) for n in os.environ.get("INFERTOP_BENCH_PROM_NODES", "256,1024,4096").split(","))
 BACKENDS = tuple(os.environ.get("INFERTOP_BENCH_PROM_BACKENDS", "prometheus,victoriametrics").split(","))
+SERIES = tuple(os.environ.get("INFERTOP_BENCH_PROM_SERIES", "raw,rules").split(","))  # raw series, recording rules
 GPUS = 8
 IB_PORTS = 8
 SCRAPE_S = 5.0
@@ -126,6 +128,9 @@ async def measure(url: str, nodes: int, node_label: str | list[str], full: bool,
         source = PromSource(config, names, SCRAPE_S)  # fresh: every node's samples built
         source._ticks = 0 if full else 1  # 1: a tick between two per-GPU refreshes
         try:
+            # which recorded series exist: asked once a few minutes by a running source,
+            # not each tick, so not timed here
+            await source._look_for_recorded(source.clock())
             wall0, cpu0 = time.perf_counter(), time.process_time()
             samples = await source.poll()
             wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
@@ -235,6 +240,8 @@ def _one_size(nodes: int) -> list[Row]:
             if not available.get(kind):
                 continue
             for rules in (False, True):
+                if ("rules" if rules else "raw") not in SERIES:
+                    continue
                 if rules and kind == "victoriametrics" and not vmalert_available():
                     continue
                 label = f"{names[kind]}, {'recording rules' if rules else 'raw series'}"

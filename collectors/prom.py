@@ -294,19 +294,29 @@ class PromSource(PollingSource):
         return tiers
 
     async def _look_for_recorded(self, now: float) -> None:
-        """Which of infertop's recorded series the server has (one query, now and then)."""
+        """Which of infertop's recorded series the server has now (two small asks, now
+        and then): their names from the label index (answered without reading samples),
+        kept for the tiers whose recorded `timestamp` series is current. One instant
+        query over every recorded series selects ~130 series a node: past 300k (~2,300
+        nodes) VictoriaMetrics refuses it (-search.maxUniqueTimeseries) and at 4,096
+        nodes the rules were never read (benchmarks/bench_prom.py)."""
         if self._recorded_at is not None and now - self._recorded_at < RECORDED_RECHECK_S:
             return
         self._recorded_at = now
         client = self._connect()
-        query = f'count by (__name__) ({{__name__=~"{prom_rules.RECORDED_PREFIX}.+"}})'
+        prefix = prom_rules.RECORDED_PREFIX
+        stamps = f'count by (__name__) ({{__name__=~"{prefix}({"|".join(prom_rules.TIERS)})_timestamp"}})'
         try:
-            result = await self._call(client.custom_query, query, {"time": f"{now:.3f}"})
+            match = {"match[]": f'{{__name__=~"{prefix}.+"}}'}
+            names = await self._call(client.get_label_values, "__name__", match)
+            current = await self._call(client.custom_query, stamps, {"time": f"{now:.3f}"})
         except Exception as exc:  # the raw queries still work; try again later
             log.debug("prom: looking for recorded series failed", exc_info=exc)
             return
-        names = [r.get("metric", {}).get("__name__") for r in result if isinstance(r, dict)]
-        self._recorded = {name for name in names if isinstance(name, str)}
+        stamped = {r.get("metric", {}).get("__name__") for r in current if isinstance(r, dict)}
+        tiers = tuple(f"{prefix}{t}_" for t in prom_rules.TIERS if f"{prefix}{t}_timestamp" in stamped)
+        kept = [n for n in names or () if isinstance(n, str) and n.startswith(tiers)] if tiers else []
+        self._recorded = set(kept)
 
     def queries(self, tier: str) -> list[promql.Query]:
         """The tier's queries, each read from its recorded series when the server has it
