@@ -295,8 +295,8 @@ class PromSource(PollingSource):
 
     async def _look_for_recorded(self, now: float) -> None:
         """Which of infertop's recorded series the server has now (two small asks, now
-        and then): their names from the label index (answered without reading samples),
-        kept for the tiers whose recorded `timestamp` series is current. One instant
+        and then): their names from the metric names the server knows (its index, no
+        samples read), kept for the tiers whose recorded `timestamp` series is current. One instant
         query over every recorded series selects ~130 series a node: past 300k (~2,300
         nodes) VictoriaMetrics refuses it (-search.maxUniqueTimeseries) and at 4,096
         nodes the rules were never read (benchmarks/bench_prom.py)."""
@@ -307,8 +307,9 @@ class PromSource(PollingSource):
         prefix = prom_rules.RECORDED_PREFIX
         stamps = f'count by (__name__) ({{__name__=~"{prefix}({"|".join(prom_rules.TIERS)})_timestamp"}})'
         try:
-            match = {"match[]": f'{{__name__=~"{prefix}.+"}}'}
-            names = await self._call(client.get_label_values, "__name__", match)
+            # every metric name, filtered here: a `match[]` selects the series, and
+            # VictoriaMetrics counts them against the same 300k limit
+            names = await self._call(client.get_label_values, "__name__")
             current = await self._call(client.custom_query, stamps, {"time": f"{now:.3f}"})
         except Exception as exc:  # the raw queries still work; try again later
             log.debug("prom: looking for recorded series failed", exc_info=exc)
