@@ -107,3 +107,16 @@ class BackendProcess:
 
     def wait_for_series(self, promql: str, count: int, timeout_s: float = 30.0) -> None:
         wait_until(lambda: self.series_count(promql) >= count, timeout_s, f"{count} series of {promql}")
+
+
+class ScrapingBackend(BackendProcess):
+    """A backend that scrapes `targets` itself (Prometheus, VictoriaMetrics)."""
+
+    def __init__(self, workdir: Path, targets: Sequence[Target], scrape_interval: str, honor_labels: bool):
+        super().__init__(workdir)
+        self.targets = list(targets)
+        self.scrape_interval = scrape_interval
+        self.honor_labels = honor_labels
+
+    def scrape_config(self) -> dict[str, Any]:
+        return scrape_config(self.targets, self.scrape_interval, self.honor_labels)

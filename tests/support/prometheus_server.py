@@ -29,7 +29,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from tests.support.metrics_backend import BackendProcess, Target, free_port, scrape_config, wait_until
+from tests.support.metrics_backend import ScrapingBackend, Target, free_port, wait_until
 
 PROMETHEUS_BIN = shutil.which("prometheus") or "/usr/bin/prometheus"
 
@@ -40,7 +40,7 @@ def prometheus_available() -> bool:
     return Path(PROMETHEUS_BIN).exists()
 
 
-class PrometheusServer(BackendProcess):
+class PrometheusServer(ScrapingBackend):
     name = "prometheus"
     health_path = "/-/ready"
 
@@ -53,15 +53,12 @@ class PrometheusServer(BackendProcess):
         rule_files: Sequence[Path] = (),
         alertmanagers: Sequence[str] = (),
     ):
-        super().__init__(workdir)
-        self.targets = list(targets)
-        self.scrape_interval = scrape_interval
-        self.honor_labels = honor_labels
+        super().__init__(workdir, targets, scrape_interval, honor_labels)
         self.rule_files = list(rule_files)
         self.alertmanagers = list(alertmanagers)  # host:port of each
 
     def write_config(self) -> Path:
-        config = scrape_config(self.targets, self.scrape_interval, self.honor_labels)
+        config = self.scrape_config()
         config["global"]["evaluation_interval"] = self.scrape_interval
         if self.rule_files:
             config["rule_files"] = [str(f) for f in self.rule_files]

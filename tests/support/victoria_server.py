@@ -13,7 +13,7 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from tests.support.metrics_backend import BackendProcess, Target, free_port, scrape_config
+from tests.support.metrics_backend import BackendProcess, ScrapingBackend, Target, free_port
 
 VICTORIA_BIN = shutil.which("victoria-metrics") or "/usr/bin/victoria-metrics"
 VMALERT_BIN = shutil.which("vmalert") or "/usr/bin/vmalert"
@@ -54,7 +54,7 @@ class VmAlert(BackendProcess):
         ]
 
 
-class VictoriaMetricsServer(BackendProcess):
+class VictoriaMetricsServer(ScrapingBackend):
     name = "victoria-metrics"
     health_path = "/health"
 
@@ -68,17 +68,14 @@ class VictoriaMetricsServer(BackendProcess):
         rule_files: Sequence[Path] = (),
         max_scrape_size: str = "16MB",  # VictoriaMetrics' default: a 4,096-node page is ~40 MB
     ):
-        super().__init__(workdir)
+        super().__init__(workdir, targets, scrape_interval, honor_labels)
         self.max_scrape_size = max_scrape_size
-        self.targets = list(targets)
-        self.scrape_interval = scrape_interval
-        self.honor_labels = honor_labels
         self.latency_offset = latency_offset
         self.vmalert = VmAlert(workdir, self.url, rule_files, scrape_interval) if rule_files else None
 
     def write_config(self) -> Path:
         path = self.workdir / "scrape.yml"
-        path.write_text(json.dumps(scrape_config(self.targets, self.scrape_interval, self.honor_labels), indent=2))
+        path.write_text(json.dumps(self.scrape_config(), indent=2))
         return path
 
     def command(self) -> list[str]:
