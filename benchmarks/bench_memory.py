@@ -101,20 +101,19 @@ def _child_run(*args: str, timeout_s: float) -> dict[str, object]:
     return result
 
 
-def scale_rows() -> list[Row]:
+def scale_rows(nodes: int = SCALE_NODES, ticks: int = SCALE_TICKS, at: tuple[int, ...] = SCALE_AT) -> list[Row]:
     """The 1,024-node monitor over 1,000 ticks: RSS at the start, 100, 500 and 1,000 ticks."""
     load = os.getloadavg()[0]
-    result = _child_run("--nodes", str(SCALE_NODES), "--ticks", str(SCALE_TICKS),
-                        "--at", ",".join(map(str, SCALE_AT)), timeout_s=3600)
+    result = _child_run("--nodes", str(nodes), "--ticks", str(ticks), "--at", ",".join(map(str, at)), timeout_s=3600)
     points = [tuple(p) for p in result["points"]]  # type: ignore[attr-defined]
     trace = ", ".join(f"{'start' if t == 0 else int(t)}: {r:.0f}" for t, r, _ in points)
     seconds = points[-1][2]
-    return [Row(f"RSS of a {SCALE_NODES:,}-node × 8-GPU monitor over {SCALE_TICKS:,} compressed ticks, "
+    return [Row(f"RSS of a {nodes:,}-node × 8-GPU monitor over {ticks:,} compressed ticks, "
                 "record on (MiB, by tick)", trace, "plateau",
                 "met" if points[-1][1] <= points[-2][1] * 1.05 else "missed",
                 "python -m benchmarks.bench_memory --child --nodes 1024 --ticks 1000 --at 100,500,1000"),
-            Row(f"the {SCALE_NODES:,}-node memory run: time, ticks/s, load (1-min) at its start",
-                f"{seconds:.0f} s, {SCALE_TICKS / seconds:.2f}/s, load {load:.1f}", "—",
+            Row(f"the {nodes:,}-node memory run: time, ticks/s, load (1-min) at its start",
+                f"{seconds:.0f} s, {ticks / seconds:.2f}/s, load {load:.1f}", "—",
                 f"info (session record {result['record_bytes'] / MB:.0f} MiB)",  # type: ignore[operator]
                 COMMAND)]
 
