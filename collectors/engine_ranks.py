@@ -71,6 +71,11 @@ def _order(key: str) -> tuple[int, str]:
     return (rank if rank is not None else 1 << 30, key)
 
 
+# for the sources that build ranks from other than a page (collectors/prom_ranks.py)
+dp_rank_of = _dp_rank
+rank_order = _order
+
+
 def engine_ranks(
     index: Exposition, names: Iterable[str], read_rank: Callable[[Exposition], EngineSample | None]
 ) -> list[EngineRankSample] | None:

@@ -17,6 +17,7 @@ import psutil
 
 from collectors.probe import host as probe_host
 from collectors.probe import nvidia_gpus as probe_gpus
+from collectors.probe.ethtool_stats import EthtoolStats
 from collectors.probe.schema import sample_from_reading
 from collectors.sample import NodeSample
 from collectors.source import PollingSource
@@ -36,6 +37,7 @@ class LocalSource(PollingSource):
         self._gpu_note: str | None = None
         self._opened = False
         self._lock = threading.Lock()  # a timed-out poll's thread may still be running
+        self._ethtool = EthtoolStats()  # pause frames from the drivers' ethtool statistics
 
     def _open(self) -> None:
         if not self._opened:
@@ -50,7 +52,7 @@ class LocalSource(PollingSource):
             vm = psutil.virtual_memory()
             return {
                 "gpus": self._gpu_reader.read() if self._gpu_reader is not None else [],
-                "nics": probe_host.read_nics(keep=self.keep_nics),
+                "nics": probe_host.read_nics(keep=self.keep_nics, ethtool=self._ethtool),
                 "host": {
                     "cpu_pct": psutil.cpu_percent(None),
                     "mem_used_bytes": int(vm.total - vm.available),
@@ -60,11 +62,16 @@ class LocalSource(PollingSource):
                 "notes": [self._gpu_note] if self._gpu_note else [],
             }
 
+    def _close_ethtool(self) -> None:
+        with self._lock:  # after a timed-out poll's thread is done with the socket
+            self._ethtool.close()
+
     async def poll(self) -> Sequence[NodeSample]:
         reading = await asyncio.to_thread(self.read)
         return [sample_from_reading(self.node, self.kind, reading, time.time())]
 
     async def close(self) -> None:
+        await asyncio.to_thread(self._close_ethtool)
         if self._gpu_reader is not None:
             await asyncio.to_thread(self._gpu_reader.close)
             self._gpu_reader = None

@@ -11,7 +11,8 @@ came later than asked as a stall (wall-clock and loop-clock spans). A loop that 
 blocked for long but never idle either (a monitor parsing pages back to back on a small
 machine) stalls every answer just the same: an answer that arrives waits its turn behind
 the pages already in. So a period in which the process spent at least `SATURATED_SHARE`
-of the wall time on the CPU counts as a stall as a whole (measured at 256 realistic
+of the wall time on the CPU — or its loop's thread waited that long for one, on a host
+whose cores others saturate — counts as a stall as a whole (measured at 256 realistic
 nodes on 2 cores: the sampler woke only ~10–20 ms late each time, below `MIN_STALL_S`,
 while requests waited ~1 s to be read, and 77 healthy nodes were "no answer within
 0.77 s").
@@ -32,6 +33,7 @@ import asyncio
 import bisect
 import contextlib
 import itertools
+import os
 import time
 import weakref
 from collections import deque
@@ -100,6 +102,22 @@ def covered_s(spans: Iterable[tuple[float, float]], t0: float, t1: float) -> flo
     return StallTimeline(spans).covered_s(t0, t1)
 
 
+def runqueue_wait_s() -> float | None:
+    """Seconds the calling thread has spent runnable but waiting for a CPU (Linux
+    schedstat: on-CPU ns, run-queue wait ns, timeslices); None where the kernel says nothing."""
+    try:
+        fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fields = os.read(fd, 128).split()
+        return int(fields[1]) / 1e9 if len(fields) >= 2 else None
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
+
+
 class LoopStallMeter:
     """Records when the running loop stalled. Start it on the loop it measures."""
 
@@ -133,11 +151,15 @@ class LoopStallMeter:
     async def _sample(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            asked, cpu_at = loop.time(), time.process_time()
+            asked, cpu_at, waited_at = loop.time(), time.process_time(), runqueue_wait_s()
             await asyncio.sleep(self.period_s)
             woke = loop.time()
             self._last_beat = woke
-            busy = time.process_time() - cpu_at
+            # the loop's thread waiting for a CPU (a host whose cores others saturate) wanted
+            # to run all the same: that time is as unavailable to it as its own work
+            waited = runqueue_wait_s()
+            queued = waited - waited_at if waited is not None and waited_at is not None else 0.0
+            busy = time.process_time() - cpu_at + queued
             # saturated: the whole period was the loop's own work, not just its lateness
             self.note(asked if busy >= SATURATED_SHARE * (woke - asked) else asked + self.period_s, woke)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Container, Sequence
 
 from collectors.exposition import Exposition, clean_label, label_text
+from collectors.probe.ethtool_stats import pause_frames
 from collectors.sample import NicKind, NicSample
 from collectors.virtual_nics import keeps_nic
 
@@ -40,26 +41,30 @@ _IB_ERRORS: dict[str, str] = {
 # Pause frames by direction: node_exporter's ethtool collector (off by default:
 # --collector.ethtool) names each `ethtool -S` stat node_ethtool_<stat>, with `rx` / `tx`
 # written `received` / `transmitted` since 1.5 (buildEthtoolFQName), the stat's own name
-# before; mlx5 counts PFC pause frames per priority (rx_prio<N>_pause, tx_prio<N>_pause)
-# and global pause as rx_pause_ctrl_phy / tx_pause_ctrl_phy. A device's frames are the sum.
-ETHTOOL_PAUSE: dict[str, tuple[str, ...]] = {
-    field: tuple(
-        f"node_ethtool_{word}_{stat}"
-        for word in words
-        for stat in (*(f"prio{p}_pause" for p in range(8)), "pause_ctrl_phy")
-    )
-    for field, words in (("rx_pause_total", ("received", "rx")), ("tx_pause_total", ("transmitted", "tx")))
+# before. The mlx5 stats read are those of collectors.probe.ethtool_stats (per priority
+# `rx_prio<N>_pause`, link-level `rx_global_pause`, else 802.3 `rx_pause_ctrl_phy`, and the
+# tx ones), counted by the same rule (`pause_frames`) so both sources agree.
+_PAUSE_STATS = (
+    *(f"{side}_{which}_pause" for side in ("rx", "tx")
+      for which in (*(f"prio{p}" for p in range(8)), "global")),
+    "rx_pause_ctrl_phy", "tx_pause_ctrl_phy",
+)
+ETHTOOL_PAUSE: dict[str, str] = {
+    f"node_ethtool_{word}{stat[2:]}": stat
+    for stat in _PAUSE_STATS
+    for word in (("received", "rx") if stat.startswith("rx") else ("transmitted", "tx"))
 }
 
 
-def _pause_by_device(families: Exposition, names: tuple[str, ...]) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for name in names:
+def _pause_by_device(families: Exposition) -> dict[str, tuple[float | None, float | None]]:
+    """device → (rx, tx) pause frames, for each device with any pause stat."""
+    stats: dict[str, dict[str, float]] = {}
+    for name, stat in ETHTOOL_PAUSE.items():
         for labels, value in families.series(name):
             dev = labels.get("device")
             if dev:
-                out[dev] = out.get(dev, 0.0) + value
-    return out
+                stats.setdefault(dev, {})[stat] = value
+    return {dev: pause_frames(table) for dev, table in stats.items()}
 
 
 # ARPHRD_* of /sys/class/net/<if>/type
@@ -167,7 +172,7 @@ def nic_samples_from_node_exporter(families: Exposition, keep: Container[str] = 
         field: _by_label(families, families.first_present(names) or names[0], "device")
         for field, names in _NETDEV_ERRORS.items()
     }
-    pause = {field: _pause_by_device(families, names) for field, names in ETHTOOL_PAUSE.items()}
+    pause = _pause_by_device(families)
     # bond members are still found through every device's address (`info`, unfiltered)
     devices = sorted(d for d in {*rx, *tx, *up, *info, *slaves} if keeps_nic(d, keep))
     nics: list[NicSample] = []
@@ -206,7 +211,8 @@ def nic_samples_from_node_exporter(families: Exposition, keep: Container[str] = 
                 members=members,
                 members_up=members_up,
                 **{field: value(table) for field, table in netdev_errors.items()},
-                **{field: table.get(dev) for field, table in pause.items()},
+                rx_pause_total=pause.get(dev, (None, None))[0],
+                tx_pause_total=pause.get(dev, (None, None))[1],
             )
         )
     return nics + _ib_ports(families)
@@ -261,5 +267,5 @@ NODE_EXPORTER_WANTED: frozenset[str] = frozenset({
     "node_infiniband_port_transmit_wait_total", "node_infiniband_link_downed_total",
     "node_infiniband_symbol_error_total", "node_infiniband_physical_state_id",
     *(n for names in _NETDEV_ERRORS.values() for n in names), *_IB_ERRORS.values(),
-    *(n for names in ETHTOOL_PAUSE.values() for n in names),
+    *ETHTOOL_PAUSE,
 })

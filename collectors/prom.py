@@ -493,7 +493,8 @@ class PromSource(PollingSource):
         end = self.clock()
         start = end - span
         tiers = ["engine", "node"] + (["gpu"] if self.gpu_detail_every() == 1 else [])
-        queries = [q for t in tiers for q in self.queries(t)]
+        # info gauges are not history (their labels are read live)
+        queries = [q for t in tiers for q in self.queries(t) if not q.key.startswith(promql.LABELS_KEY)]
         try:
             self._connect()
             results = await asyncio.gather(*(self._range(q, start, end, step) for q in queries))

@@ -58,7 +58,9 @@ def recorded_name(query: promql.Query) -> str:
 
 def recording_rules(tier: str) -> list[tuple[str, str]]:
     """(record, expr) for one tier's queries."""
-    return [(recorded_name(q), q.promql) for q in builder().tier(tier)]
+    # info gauges are read raw (their labels are the figures): nothing to pre-aggregate
+    return [(recorded_name(q), q.promql) for q in builder().tier(tier)
+            if not q.key.startswith(promql.LABELS_KEY)]
 
 
 def _q(text: str) -> str:

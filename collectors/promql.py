@@ -31,9 +31,17 @@ from typing import Any
 
 from collectors.bounds import whole
 from collectors.dcgm import NVLINK_TOTAL_BYTES_PER_UNIT
+from collectors.engine_info import (
+    HEALTH_GAUGES,
+    INFO_GAUGES,
+    VALUE_SETTINGS,
+    settings_from_labels,
+    settings_from_values,
+)
 from collectors.histograms import LATENCY_HISTOGRAMS, SCOREBOARD_SCALARS
 from collectors.node_exporter import ib_physical_state
 from collectors.profiles import ENGINE_LABELS, CustomProfiles, ProfileError, resolve_profile
+from collectors.prom_ranks import RANK_KEY, rank_samples, rank_subkeys
 from collectors.sample import (
     ENGINE_COUNTER_FIELDS,
     ENGINE_GAUGE_FIELDS,
@@ -126,6 +134,16 @@ def profile_matchers(
 
 # the scoreboard's latency histograms: cumulative buckets summed per node and `le`
 LATENCY_KEY = "latency:"
+# Info gauges (vLLM's `vllm:cache_config_info`: settings as labels, collectors/engine_info.py)
+# are read raw, each series's labels kept as its sub-key ("label=value", sorted). Prometheus
+# adds its target labels (instance, job, pod, namespace, …) to every series; those are the
+# labels an engine's own series carries too (LABELS_BASE: vllm:num_requests_running), so a
+# setting is a label only the info gauge has.
+LABELS_KEY = "labels:"
+LABELS_BASE = f"{LABELS_KEY}base"
+_LABELS_BASE_METRIC = "vllm:num_requests_running"
+_HEALTH_KEY = "engine_healthy"
+_MAX_INFO_SERIES = 64  # per node and gauge: a node has at most a few dozen engines
 
 
 @dataclass(frozen=True)
@@ -197,9 +215,33 @@ class QueryBuilder:
         for name, bases in LATENCY_HISTOGRAMS.items():
             buckets = self.agg("sum", self._alts([f"{b}_bucket" for b in bases]), ("le",))
             out.append(Query("engine", f"{LATENCY_KEY}{name}", buckets))
+        for gauge in (*INFO_GAUGES, *VALUE_SETTINGS):
+            out.append(Query("engine", f"{LABELS_KEY}{gauge}", self.with_node(self.sel(gauge))))
+        out.append(Query("engine", LABELS_BASE, self.with_node(self.sel(_LABELS_BASE_METRIC))))
+        # the engine's own word on its health: unhealthy when any engine says so
+        out.append(Query("engine", _HEALTH_KEY, self.agg("min", self._alts(HEALTH_GAUGES))))
         stamp = [*self.engine_metrics.get("generation_tokens_total", ()),
                  *self.engine_metrics.get("requests_running", ())]
         out.append(Query("engine", "timestamp", self.agg("max", self._alts(stamp, wrap="timestamp"))))
+        return out + self.engine_ranks()
+
+    def engine_ranks(self) -> list[Query]:
+        """Every engine figure again per data-parallel engine (vLLM `engine`, SGLang
+        `dp_rank`), aggregated as the node's (collectors/prom_ranks.py); steps per engine
+        are the node's `steps_by_engine` already. A node of one unlabelled engine gets one
+        empty-labelled series each, dropped as no rank."""
+        out = []
+        for key, names in self.engine_metrics.items():
+            if key == _ENGINE_STEPS:
+                continue
+            alts = self._engine_alts(key, names)
+            if key in _ENGINE_AVG - {"kv_cache_usage"}:
+                alts = f"({alts} > 0)"
+            op = "avg" if key in _ENGINE_AVG else "sum"
+            out.append(Query("engine", f"{RANK_KEY}{key}", self.agg(op, alts, ENGINE_LABELS)))
+        for name, bases in LATENCY_HISTOGRAMS.items():
+            buckets = self.agg("sum", self._alts([f"{b}_bucket" for b in bases]), (*ENGINE_LABELS, "le"))
+            out.append(Query("engine", f"{RANK_KEY}{LATENCY_KEY}{name}", buckets))
         return out
 
     def gpu(self) -> list[Query]:
@@ -302,13 +344,18 @@ def group_instant(key: str, result: Iterable[Mapping[str, Any]], by: Sequence[st
         value = series.get("value")
         if not isinstance(node, str) or not node or not isinstance(value, list | tuple) or len(value) != 2:
             continue
-        sub = tuple([str(labels.get(b, "")) for b in by]) if by else ()
+        if key.startswith(LABELS_KEY):
+            sub = tuple(sorted(f"{k}={v}" for k, v in labels.items() if k not in (NODE, "__name__")))
+        else:
+            sub = tuple([str(labels.get(b, "")) for b in by]) if by else ()
         per_node = out.get(node)
         if per_node is None:
             per_node = out[node] = {}
         per_key = per_node.get(key)
         if per_key is None:
             per_key = per_node[key] = {}
+        if key.startswith(LABELS_KEY) and len(per_key) >= _MAX_INFO_SERIES and sub not in per_key:
+            continue
         per_key[sub] = number(value[1])
 
 
@@ -350,6 +397,8 @@ def subkeys(tier: str, key: str) -> tuple[str, ...]:
         return ("gpu",)
     if tier == "engine" and key.startswith(LATENCY_KEY):
         return ("le",)
+    if tier == "engine" and (per_rank := rank_subkeys(key, LATENCY_KEY)) is not None:
+        return per_rank
     return SUBKEYS.get(key, ())
 
 
@@ -377,15 +426,47 @@ def engine_sample(node: str, taken_at: float, fig: Mapping[str, Mapping[tuple[st
         if value is not None
     }
     extras: dict[str, Any] = {k: single(fig, k) for k in SCOREBOARD_SCALARS}
+    extras.update(_info_fields(fig))
     latency = {
         key.removeprefix(LATENCY_KEY): buckets
         for key, by_le in fig.items()
         if key.startswith(LATENCY_KEY) and (buckets := _buckets(by_le)) is not None
     }
+    ranks = rank_samples(fig, _ENGINE_STEPS_BY_ENGINE, LATENCY_KEY, _buckets, SCOREBOARD_SCALARS)
     return NodeSample(node=node, source=source, taken_at=taken_at, **extra,
                       engine=EngineSample(source="endpoint", profile="prom",
                                           steps_by_engine_total=per_engine or None, **values, **extras,
-                                          latency_buckets=latency or None))
+                                          latency_buckets=latency or None, ranks=ranks))
+
+
+def _label_sets(fig: Mapping[str, Mapping[tuple[str, ...], float | None]], key: str) -> list[dict[str, str]]:
+    return [dict(pair.partition("=")[::2] for pair in sub) for sub in fig.get(key) or ()]
+
+
+def _info_fields(fig: Mapping[str, Mapping[tuple[str, ...], float | None]]) -> dict[str, Any]:
+    """EngineSample settings and health from the info and health gauges' queries; the
+    settings only where the engine's own series show which labels are Prometheus's."""
+    out: dict[str, Any] = {}
+    base = _label_sets(fig, LABELS_BASE)
+    if base:
+        target_labels = {label for labels in base for label in labels}
+        settings = settings_from_labels(
+            ((prefix, labels) for gauge, prefix in INFO_GAUGES.items()
+             for labels in _label_sets(fig, f"{LABELS_KEY}{gauge}")),
+            target_labels,
+        )
+        if settings is not None:
+            out["settings"] = settings
+    from_values = settings_from_values(
+        (setting, value) for gauge, setting in VALUE_SETTINGS.items()
+        for value in (fig.get(f"{LABELS_KEY}{gauge}") or {}).values() if value is not None
+    )
+    if from_values is not None:
+        out["settings"] = dict(sorted({**from_values, **out.get("settings", {})}.items()))
+    health = single(fig, _HEALTH_KEY)
+    if health is not None:
+        out["healthy"] = health >= 1
+    return out
 
 
 def _buckets(by_le: Mapping[tuple[str, ...], float | None]) -> tuple[tuple[float, float], ...] | None:

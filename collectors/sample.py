@@ -218,6 +218,9 @@ class EngineSample(_Frozen):
     kv_transfer_latency_s: float | None = None  # SGLang: latest transfers' latency
     # when the figures came from a log: the time of the newest parsed line
     log_last_line_at: float | None = None
+    # the stamp the newest throughput line carries (unix s, read as the node's local time):
+    # the end of the span of the log's own clock its counters cover
+    log_stats_line_at: float | None = None
     log_lines_skipped_total: int | None = None
     # each data-parallel engine of the node on its own (collectors.engine_ranks), where the
     # page tells engines apart; the fields above stay the node's roll-up
@@ -234,6 +237,12 @@ class EngineSample(_Frozen):
         if settings is None:
             return None
         return {str(k)[:64]: str(v)[:120] for k, v in list(settings.items())[:64]} or None
+
+    @field_validator("ranks")
+    @classmethod
+    def _bounded_ranks(cls, ranks: list[EngineRankSample] | None) -> list[EngineRankSample] | None:
+        # a probe's reading may hold any list (a log's ranks travel in it): at most 64
+        return None if ranks is None else ranks[:64] or None
 
     @field_validator("steps_by_engine_total")
     @classmethod

@@ -20,6 +20,7 @@ from monitor.exporter_ranks import rank_families, rank_metric_names
 from monitor.snapshot import (
     EngineView,
     MonitorHealthView,
+    NicView,
     NodeView,
     PdEndView,
     PdPathView,
@@ -159,6 +160,30 @@ _PD_END: tuple[tuple[str, str, Callable[[PdEndView], float | None]], ...] = (
 )
 
 
+# RoCE congestion per port (node screen PAUSE/S and CNP/S): only ports whose source reads
+# the counter, so a fleet of IB or plain Ethernet ports adds no series
+_PORT: tuple[tuple[str, str, Callable[[NicView], float | None]], ...] = (
+    ("pause_received_per_second", "RoCE pause frames received per second on the port",
+     lambda p: p.rx_pause_per_s),
+    ("pause_sent_per_second", "RoCE pause frames sent per second on the port", lambda p: p.tx_pause_per_s),
+    ("cnp_sent_per_second", "Congestion notifications the port sent per second (ECN-marked traffic arrived)",
+     lambda p: p.cnp_sent_per_s),
+    ("cnp_handled_per_second", "Congestion notifications the port acted on per second",
+     lambda p: p.cnp_handled_per_s),
+)
+
+
+def _port_families(nodes: list[NodeView]) -> Iterator[GaugeMetricFamily]:
+    for suffix, text, get_p in _PORT:
+        fam = GaugeMetricFamily(f"infertop_port_{suffix}", text, labels=["node", "port"])
+        for n in nodes:
+            for port in n.nics:
+                value = get_p(port)
+                if value is not None:
+                    fam.add_metric([n.name, port.name], value)
+        yield fam
+
+
 def _pd_families(paths: list[PdPathView]) -> Iterator[GaugeMetricFamily]:
     labels = ["prefill_pool", "decode_pool"]
     for suffix, text, get_p in _PD_PATH:
@@ -271,6 +296,7 @@ def snapshot_families(snapshot: Snapshot) -> Iterator[GaugeMetricFamily | InfoMe
             behind.add_metric([backend.name], backend.behind_s)
     yield behind
     yield from _pd_families(snapshot.pd_paths)
+    yield from _port_families(snapshot.nodes)
     pools = {"all": snapshot.cluster.total, **snapshot.cluster.roles}
     for suffix, text, get_r in _ROLLUP:
         fam = GaugeMetricFamily(f"infertop_role_{suffix}", text, labels=["role"])
@@ -306,6 +332,7 @@ def metric_names() -> set[str]:
     names |= rank_metric_names()
     names |= {f"infertop_pd_{s}" for s, _, _ in _PD_PATH}
     names |= {f"infertop_pd_end_{s}" for s, _, _ in _PD_END}
+    names |= {f"infertop_port_{s}" for s, _, _ in _PORT}
     names |= {f"infertop_monitor_{s}" for s, _, _ in _monitor_figures(MonitorHealthView())}
     names.add("infertop_backend_behind_seconds")
     return names

@@ -4,8 +4,11 @@
 (`engine` is the rank's page key, e.g. "engine=3"; `gpus` its GPU indices, "" unknown).
 `infertop_gpu_*_active_ratio{node, gpu, source}`: real compute activity 0–1 (source "gpm"
 or "dcgm"). `infertop_node_idle_basis{node, basis}`: 1 for the figure idle was judged on.
-`infertop_gpu_processes{node, gpu}`: processes holding the GPU, where read. Unknown
-figures are left out, never exported as 0.
+`infertop_gpu_processes{node, gpu}`: processes holding the GPU, where read;
+`infertop_gpu_process_memory_bytes{node, gpu, pid, user}`: each one's GPU memory.
+`infertop_verdict_evidence_{value, median, off_ratio}{node, kind, figure, unit}`: a
+straggler's evidence, each figure beside its pool's median. Unknown figures are left out,
+never exported as 0.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from collections.abc import Callable, Iterator
 
 from prometheus_client.core import GaugeMetricFamily
 
-from monitor.snapshot import EngineRankView, GpuView, Snapshot
+from monitor.snapshot import EngineRankView, EvidenceView, GpuView, Snapshot
 
 _RANK: tuple[tuple[str, str, Callable[[EngineRankView], float | None]], ...] = (
     ("decode_steps_per_second", "One engine's decode steps per second", lambda r: r.decode_steps_per_s),
@@ -22,7 +25,7 @@ _RANK: tuple[tuple[str, str, Callable[[EngineRankView], float | None]], ...] = (
     ("mean_acceptance_length", "One engine's 1 + accepted / drafts", lambda r: r.mean_acceptance_length),
     ("accepted_tokens_per_second", "One engine's accepted output tokens per second",
      lambda r: r.accepted_tokens_per_s),
-    ("full_acceptance_tokens_per_second", "One engine's (drafts + draft tokens) per second",
+    ("full_acceptance_tokens_per_second", "One engine's tokens per second had every draft been accepted",
      lambda r: r.full_acceptance_tokens_per_s),
     ("requests_running", "Requests running in one engine", lambda r: r.requests_running),
     ("requests_waiting", "Requests waiting in one engine's queue", lambda r: r.requests_waiting),
@@ -71,9 +74,41 @@ def rank_families(snapshot: Snapshot) -> Iterator[GaugeMetricFamily]:
                 procs.add_metric([n.name, str(g.index)], float(len(g.processes)))
     yield basis
     yield procs
+    memory = GaugeMetricFamily("infertop_gpu_process_memory_bytes", "GPU memory one process holds (NVML)",
+                               labels=["node", "gpu", "pid", "user"])
+    for n in snapshot.nodes:
+        for g in n.gpus:
+            for p in g.processes or ():
+                if p.gpu_mem_bytes is not None:
+                    labels = [n.name, str(g.index), str(p.pid), p.user or ""]
+                    memory.add_metric(labels, float(p.gpu_mem_bytes))
+    yield memory
+    yield from _evidence_families(snapshot)
+
+
+_EVIDENCE: tuple[tuple[str, str, Callable[[EvidenceView], float | None]], ...] = (
+    ("value", "A straggler's figure (its rank's GPUs where a rank is named)", lambda e: e.value),
+    ("median", "The same figure's median over the straggler's pool", lambda e: e.median),
+    ("off_ratio", "How far the figure sits from the median in the slowing direction, relative to it",
+     lambda e: e.off),
+)
+
+
+def _evidence_families(snapshot: Snapshot) -> Iterator[GaugeMetricFamily]:
+    for suffix, text, get in _EVIDENCE:
+        fam = GaugeMetricFamily(f"infertop_verdict_evidence_{suffix}", text,
+                                labels=["node", "kind", "figure", "unit"])
+        for n in snapshot.nodes:
+            for v in n.verdicts:
+                for e in v.evidence:
+                    value = get(e)
+                    if value is not None:
+                        fam.add_metric([n.name, v.kind, e.figure, e.unit], value)
+        yield fam
 
 
 def rank_metric_names() -> set[str]:
     names = {f"infertop_engine_{s}" for s, _, _ in _RANK}
     names |= {f"infertop_gpu_{s}" for s, _, _ in _ACTIVITY}
-    return names | {"infertop_node_idle_basis", "infertop_gpu_processes"}
+    names |= {f"infertop_verdict_evidence_{s}" for s, _, _ in _EVIDENCE}
+    return names | {"infertop_node_idle_basis", "infertop_gpu_processes", "infertop_gpu_process_memory_bytes"}

@@ -156,6 +156,16 @@ class EngineView(_View):
     # page text, shown inert; None when the engine serves no info gauge
     settings: dict[str, str] | None = None
     healthy: bool | None = None  # the engine's own health gauge; None: not served
+    # the readings the window's figures were computed from: the first and the last engine
+    # reading in the window (unix s; JSON: ISO 8601); None with fewer than two readings
+    window_first_reading_at: float | None = None
+    window_last_reading_at: float | None = None
+    # a log source's figures cover its lines on the log's own clock: from the stamp of
+    # the newest throughput line at the first reading (exclusive) to that at the last
+    # (inclusive) (unix s, the node's local time; JSON: ISO 8601); None for an endpoint,
+    # or with fewer than two readings that saw a throughput line
+    log_window_start_at: float | None = None
+    log_window_end_at: float | None = None
     # the window's bucket increases, for pool roll-ups; not part of the JSON
     window_latency_buckets: dict[str, tuple[tuple[float, float], ...]] | None = Field(
         default=None, exclude=True
@@ -625,6 +635,13 @@ _COUNT_KEYS = frozenset({
 })
 
 
+# epoch seconds in memory, ISO 8601 in the public JSON
+_EPOCH_KEYS = frozenset({
+    "since", "at", "window_first_reading_at", "window_last_reading_at", "log_window_start_at",
+    "log_window_end_at",
+})
+
+
 def _public_json(value: Any, key: str = "") -> Any:
     """Money to the cent, counts as integers, epoch `since` as ISO 8601, recursively."""
     if isinstance(value, dict):
@@ -632,7 +649,7 @@ def _public_json(value: Any, key: str = "") -> Any:
     if isinstance(value, list):
         return [_public_json(v, key) for v in value]
     if isinstance(value, float):
-        if key in ("since", "at"):
+        if key in _EPOCH_KEYS:
             return _iso_utc(value)
         if key.endswith("_usd") or key.startswith(("usd_per_hour", "usd_per_million")):
             return round(value, 2)

@@ -6,6 +6,7 @@ Pure (Rich `Text` only); every piece of outside text goes through `tui.text.iner
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from rich.text import Text
 
@@ -47,6 +48,9 @@ NIC_COLUMNS: tuple[tuple[str, str, int | None], ...] = (
     ("rx", "RX", 10),
     ("tx", "TX", 10),
     ("wait", "XMIT-WAIT/S", 11),
+    # RoCE congestion: pause frames received / sent, CNPs sent / handled, per second
+    ("pause", "PAUSE/S RX/TX", 13),
+    ("cnp", "CNP/S SENT/HDL", 14),
     ("errors", "ERR/S", 7),
     ("bond", "BOND", None),
 )
@@ -129,6 +133,24 @@ def port_errors_per_s(nic: NicView) -> float | None:
     return sum(known) if known else None
 
 
+def _count_rate(value: float | None) -> str:
+    if value is None:
+        return UNKNOWN
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if value >= scale:
+            return f"{value / scale:.3g}{suffix}"
+    return f"{value:.3g}" if value < 10 else f"{value:.0f}"
+
+
+def rate_pair_cell(first: float | None, second: float | None) -> Text:
+    """Two per-second counts as "a/b" ("—" for one unknown); all "—" when both are, so a
+    source that does not read the counters reads as unknown, not as a quiet port."""
+    if first is None and second is None:
+        return _r(UNKNOWN, GREY)
+    rising = any(v for v in (first, second))
+    return _r(f"{_count_rate(first)}/{_count_rate(second)}", WARN if rising else "")
+
+
 def nic_row(nic: NicView) -> tuple[Text, ...]:
     up = nic.up
     expected = nic.expected_gbps is not None
@@ -159,6 +181,8 @@ def nic_row(nic: NicView) -> tuple[Text, ...]:
         _r(fmt_rate_gbps(nic.rx_bytes_per_s)),
         _r(fmt_rate_gbps(nic.tx_bytes_per_s)),
         _r(fmt_num(waits, 0), WARN if waits else ""),
+        rate_pair_cell(nic.rx_pause_per_s, nic.tx_pause_per_s),
+        rate_pair_cell(nic.cnp_sent_per_s, nic.cnp_handled_per_s),
         _r(fmt_num(errors, 1), WARN if errors else ""),
         bond,
     )
@@ -168,6 +192,26 @@ def _pair(out: Text, label: str, value: str, style: str = "") -> None:
     out.append(f"{label} ", "grey70")
     out.append(value, style or "bold")
     out.append("   ")
+
+
+def _hms_utc(epoch_s: float) -> str:
+    try:
+        return datetime.fromtimestamp(epoch_s, UTC).strftime("%H:%M:%S")
+    except (OverflowError, OSError, ValueError):  # a record's time past any calendar
+        return UNKNOWN
+
+
+def window_span(engine: EngineView) -> str:
+    """", over readings 05:12:03–05:12:13 UTC": the readings the window's figures are
+    from, and for a log the span of its own lines they cover; "" when not known."""
+    first, last = engine.window_first_reading_at, engine.window_last_reading_at
+    if first is None or last is None:
+        return ""
+    text = f", over readings {_hms_utc(first)}–{_hms_utc(last)} UTC"
+    start, end = engine.log_window_start_at, engine.log_window_end_at
+    if start is not None and end is not None:
+        text += f" (log lines after {_hms_utc(start)} to {_hms_utc(end)})"
+    return text
 
 
 def engine_text(
@@ -185,7 +229,7 @@ def engine_text(
         return out
     source = inert(engine.source or UNKNOWN, max_len=16).plain
     profile = inert(engine.profile or UNKNOWN, max_len=24).plain
-    out.append(f"{source} ({profile}), figures {fmt_age(engine.age_s)} old\n", GREY)
+    out.append(f"{source} ({profile}), figures {fmt_age(engine.age_s)} old{window_span(engine)}\n", GREY)
     _pair(out, "decode steps/s", fmt_num(engine.decode_steps_per_s, 1))
     out.append(sparkline(steps_history, SPARK_WIDTH * 2, 0.0, steps_top), "cyan")
     if steps_top is not None:

@@ -40,6 +40,7 @@ HELPERS: tuple[str, ...] = (
     "collectors/probe/npu.py",
     "collectors/probe/gpm.py",
     "collectors/probe/gpu_processes.py",
+    "collectors/probe/ethtool_stats.py",
     "collectors/probe/host.py",
     "collectors/probe/nvidia_gpus.py",
 )

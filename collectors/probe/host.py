@@ -12,6 +12,7 @@ import re
 
 # Stdlib-only helper; the SSH bundle pastes its text above this file instead.
 # bundle: strip-begin
+from collectors.probe.ethtool_stats import pause_frames
 from collectors.virtual_nics import keeps_nic
 
 # bundle: strip-end
@@ -75,9 +76,11 @@ def _net_kind(name, root):
     return "other"
 
 
-def read_net(root=SYS_NET, keep=()):
+def read_net(root=SYS_NET, keep=(), ethtool=None):
     """Every interface in /sys/class/net but container / virtual plumbing (unless named in
-    `keep`, the layout's expected ports): state, speed, byte counters, bond members."""
+    `keep`, the layout's expected ports): state, speed, byte counters, bond members; with
+    an `ethtool` reader (collectors.probe.ethtool_stats.EthtoolStats), an Ethernet port's
+    pause frames where its driver counts them (absent, i.e. unknown, where it does not)."""
     nics = []
     for name in _listdir(root):
         if not keeps_nic(name, keep):
@@ -98,6 +101,12 @@ def read_net(root=SYS_NET, keep=()):
         ]
         if all(e is not None for e in errors):
             nic["errors_total"] = sum(errors)
+        if ethtool is not None and nic["kind"] == "ethernet":
+            rx_pause, tx_pause = pause_frames(ethtool.read(name))
+            if rx_pause is not None:
+                nic["rx_pause_total"] = rx_pause
+            if tx_pause is not None:
+                nic["tx_pause_total"] = tx_pause
         if nic["kind"] == "bond":
             members = (_read(os.path.join(base, "bonding", "slaves")) or "").split()
             nic["members"] = members
@@ -186,10 +195,11 @@ def read_ib(root=SYS_IB):
     return ports
 
 
-def read_nics(net_root=SYS_NET, ib_root=SYS_IB, bonding_root=PROC_BONDING, keep=()):
+def read_nics(net_root=SYS_NET, ib_root=SYS_IB, bonding_root=PROC_BONDING, keep=(), ethtool=None):
     """Every NIC, bond and IB/RoCE port, less virtual plumbing not in `keep`
-    (collectors.virtual_nics). The roots are arguments so tests can use fixture trees."""
-    nics = read_net(net_root, keep)
+    (collectors.virtual_nics). The roots are arguments so tests can use fixture trees;
+    `ethtool`: the reader of drivers' pause counters (None: not read)."""
+    nics = read_net(net_root, keep, ethtool)
     by_name = {n["name"]: n for n in nics}
     for bond in _listdir(bonding_root):
         text = _read(os.path.join(bonding_root, bond))

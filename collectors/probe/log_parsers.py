@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from typing import TYPE_CHECKING
 
 # The names a log pattern may use, shared with the layout that names them; the SSH bundle
@@ -75,6 +76,31 @@ def _log_stamp_s(text: str):
         return None
     days_before = (0, 31, 60, 91, 121, 152, 182, 213, 244, 274, 305, 335)
     return (((days_before[month - 1] + day) * 24 + hour) * 60 + minute) * 60 + second
+
+
+def log_stamp_unix(text: str, seen_at: float):
+    """A line's own stamp as unix seconds, read as the node's local time (as the engine
+    wrote it), or None. vLLM's ``MM-DD hh:mm:ss`` has no year: the year of `seen_at`
+    (when the line was read), the year before where that would put it in the future
+    (a line of 12-31 read on 01-01). SGLang's ``YYYY-MM-DD hh:mm:ss[.ffffff]`` has one."""
+    m = _SGLANG_STAMP.search(text)
+    try:
+        if m is not None:
+            year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
+            frac = m.group(7)
+            fraction = int(frac) / 10 ** len(frac) if frac else 0.0
+            return time.mktime((year, month, day, hour, minute, second, 0, 0, -1)) + fraction
+        m = _LOG_STAMP.search(text)
+        if m is None or _log_stamp_s(m.group(0)) is None:
+            return None
+        month, day, hour, minute, second = (int(g) for g in m.groups())
+        year = time.localtime(seen_at).tm_year
+        stamp = time.mktime((year, month, day, hour, minute, second, 0, 0, -1))
+        if stamp > seen_at + 86400:
+            stamp = time.mktime((year - 1, month, day, hour, minute, second, 0, 0, -1))
+        return stamp
+    except (OverflowError, ValueError):
+        return None
 
 
 class VllmParser:
@@ -136,8 +162,11 @@ class VllmParser:
         kv_pct = _log_check(_log_num(self._KV.search(text)), 0, 100.5, "KV cache usage")
         if prompt_tps is None and gen_tps is None:
             raise LogLineError("stats line without a throughput figure")
+        # this line's counts are its engine's (a rank of its own where the log shows several)
+        figures.current_engine = figures.last_stats_engine = engine
         interval = figures.stats_interval(engine, _log_stamp_s(text))
         figures.cover(engine, interval, figures.last_gap)
+        figures.stats_line_at = log_stamp_unix(text, figures.seen_at)
         if prompt_tps is not None:
             figures.add("prompt_tokens", prompt_tps * interval)
         gen_tokens = None
@@ -154,6 +183,9 @@ class VllmParser:
             gauges["kv_cache_usage"] = min(kv_pct / 100.0, 1.0)
 
     def _spec(self, text: str, figures: LogFigures) -> None:
+        # the speculative line has no engine prefix: each engine's logger prints it right
+        # after that engine's stats line (vLLM 0.33 LoggingStatLogger.log), so it is that one's
+        figures.current_engine = figures.last_stats_engine
         v0_accepted = self._V0_ACCEPTED.search(text)
         if v0_accepted is not None:
             self._spec_v0(text, figures, int(v0_accepted.group(1)))
@@ -311,6 +343,7 @@ class SglangParser:
         rate = _log_check(_log_num(self._ACCEPT_RATE.search(text)), 0, 1.005, "accept rate")
         if gen_tps is None and running is None:
             raise LogLineError("decode line without running requests or throughput")
+        figures.current_engine = engine
         figures.add_steps(engine, self.decode_log_interval)
         gap = self._gap(engine, self._stamp(text))
         gauges = figures.engine_gauges.setdefault(engine, {})
@@ -325,6 +358,7 @@ class SglangParser:
         tokens = gen_tps * gap
         figures.add("generation_tokens", tokens)
         figures.cover(engine, gap, gap)
+        figures.stats_line_at = log_stamp_unix(text, figures.seen_at)
         if length is not None and length >= 1 and tokens > 0:
             drafts = tokens / length
             accepted = drafts * (length - 1)

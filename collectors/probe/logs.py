@@ -73,6 +73,9 @@ class LogFigures:
         self.lines_parsed = 0
         self.lines_skipped = 0
         self.last_line_at: float | None = None
+        # the newest throughput line's own stamp (unix s, the node's local time): where the
+        # log's clock stands, so a window's figures can say which lines they cover
+        self.stats_line_at: float | None = None
         self.spec_positions = 0  # k, speculative tokens per draft, once known
         self.pending_generation_tokens: float | None = None  # of the latest stats line, for old spec lines
         self.step_engines: set[str] = set()  # engines whose step lines were seen
@@ -83,11 +86,20 @@ class LogFigures:
         self._stamps: dict[str, int] = {}  # engine → last stamp (s)
         self._gaps: list[int] = []  # recent gaps between consecutive stats lines (s)
         self._pattern_seen: dict[tuple[str, int], float] = {}  # entry → its last match time
+        # per data-parallel engine (issue 35): the counters its own lines added, credited to
+        # the engine of the line being parsed (`current_engine`, set by the parser; None:
+        # a line of no engine, e.g. a user pattern's)
+        self.rank_counters: dict[str, dict[str, float]] = {}
+        self.current_engine: str | None = None
+        self.last_stats_engine: str | None = None  # vLLM: whose speculative line comes next
 
     # -- used by parsers
 
     def add(self, quantity: str, amount: float) -> None:
         self.counters[quantity] = self.counters.get(quantity, 0.0) + amount
+        if self.current_engine is not None:
+            mine = self.rank_counters.setdefault(self.current_engine, {})
+            mine[quantity] = mine.get(quantity, 0.0) + amount
 
     def add_steps(self, engine: str, steps: float) -> None:
         """Steps of one engine: counted for it, and as 1 / engines of the node's mean."""
@@ -139,9 +151,15 @@ class LogFigures:
 
     _now = 0.0
 
+    @property
+    def seen_at(self) -> float:
+        """When the line being parsed was read (node clock, unix s)."""
+        return self._now
+
     def feed(self, line: str, seen_at: float) -> None:
         """One log line, read at `seen_at` (node clock). Never raises on its content."""
         self._now = seen_at
+        self.current_engine = None
         text = _LOG_ANSI.sub("", line) if "\x1b" in line else line
         matched = False
         for parser in self.parsers:
@@ -167,8 +185,54 @@ class LogFigures:
         if self.engine_steps:
             out["steps_by_engine_total"] = dict(self.engine_steps)
         out["log_last_line_at"] = self.last_line_at
+        out["log_stats_line_at"] = self.stats_line_at
         out["log_lines_skipped_total"] = self.lines_skipped
+        ranks = self.ranks(source_profile)
+        if ranks:
+            out["ranks"] = ranks
         return out
+
+    def ranks(self, source_profile: str) -> list:
+        """Each engine id's own figures (`EngineRankSample` fields), where the log shows
+        several engines ("Engine 003:", SGLang's "DP3"); [] otherwise. Named as the engine
+        pages name them: vLLM's engine 3 is "engine=3", SGLang's DP3 "dp_rank=3"."""
+        ids = {*self.engine_steps, *self.engine_gauges, *self.rank_counters, *self._engine_clock}
+        keyed = {}
+        for engine_id in ids:
+            key = _rank_key(engine_id)
+            if key is not None:
+                keyed[engine_id] = key
+        if len(keyed) < 2:
+            return []
+        out = []
+        for engine_id, (key, dp_rank) in sorted(keyed.items(), key=lambda kv: kv[1][1])[:64]:
+            figures: dict[str, Any] = {"source": "log", "profile": source_profile}
+            for quantity, value in self.rank_counters.get(engine_id, {}).items():
+                figures[quantity + "_total"] = value
+            figures.update(self.engine_gauges.get(engine_id, {}))
+            steps = self.engine_steps.get(engine_id)
+            if steps is not None:
+                figures["steps_total"] = steps
+                figures["steps_by_engine_total"] = {key: steps}
+            clock = self._engine_clock.get(engine_id)
+            if clock is not None:
+                figures["log_stats_seconds_total"] = clock
+            figures["log_last_line_at"] = self.last_line_at
+            out.append({"key": key, "dp_rank": dp_rank, "engine": figures})
+        return out
+
+
+def _rank_key(engine_id: str):
+    """(rank key, DP rank) of a log's engine id ("003" → ("engine=3", 3), "dp3" →
+    ("dp_rank=3", 3)); None for no engine ("-")."""
+    m = _RANK_ID.fullmatch(engine_id)
+    if m is None:
+        return None
+    rank = int(m.group(2))
+    return (f"dp_rank={rank}" if m.group(1) else f"engine={rank}"), rank
+
+
+_RANK_ID = re.compile(r"(dp)?([0-9]{1,6})")
 
 
 class LogWatch:

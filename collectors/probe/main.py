@@ -23,6 +23,7 @@ import time
 # Stdlib-only helpers; the SSH bundle pastes their text above this file instead.
 # bundle: strip-begin
 from collectors.probe.engine import ENGINE_MAX_BYTES, fetch_engine
+from collectors.probe.ethtool_stats import EthtoolStats
 from collectors.probe.host import read_host, read_nics
 from collectors.probe.logs import LogWatch
 from collectors.probe.npu import open_npus
@@ -36,13 +37,13 @@ PROBE_VERSION = 1
 # ---------------------------------------------------------------------------- main loop
 
 
-def reading(gpu_reader, gpu_note, prev_cpu, engine=None, keep_nics=()):
+def reading(gpu_reader, gpu_note, prev_cpu, engine=None, keep_nics=(), ethtool=None):
     host, cpu = read_host(prev_cpu)
     out = {
         "v": PROBE_VERSION,
         "t": time.time(),
         "gpus": gpu_reader.read() if gpu_reader is not None else [],
-        "nics": read_nics(keep=keep_nics),
+        "nics": read_nics(keep=keep_nics, ethtool=ethtool),
         "host": host,
         "notes": [gpu_note] if gpu_note else [],
     }
@@ -140,11 +141,12 @@ def run(config):
         if npu_reader is not None or npu_note:
             gpu_note = npu_note
     log_watch, log_note = open_log_watch(config.get("engine_log"))
+    ethtool = EthtoolStats()  # RoCE pause frames from the drivers' ethtool statistics
     prev_cpu = None
     n = 0
     try:
         while True:
-            out, prev_cpu = reading(gpu_reader, gpu_note, prev_cpu, engine, keep_nics)
+            out, prev_cpu = reading(gpu_reader, gpu_note, prev_cpu, engine, keep_nics, ethtool)
             add_npus_and_log(out, npu_reader, log_watch, log_note)
             sys.stdout.write(json.dumps(out, separators=(",", ":")) + "\n")
             sys.stdout.flush()
@@ -161,6 +163,7 @@ def run(config):
     except (BrokenPipeError, KeyboardInterrupt):
         return 0
     finally:
+        ethtool.close()
         if gpu_reader is not None:
             gpu_reader.close()
 

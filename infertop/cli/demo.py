@@ -96,7 +96,9 @@ def _layout_path(args: argparse.Namespace) -> Path:
 def _describe(server: DemoServer, path: Path) -> str:
     prefill, decode = pool_sizes(len(server.cluster.plans))
     troubles = trouble_nodes(prefill + decode).items()
-    trouble = ", ".join(f"{node} {kind.replace('_', ' ')}" for kind, node in troubles)
+    trouble = ", ".join(f"{node} {kind.replace('_', ' ')}" for kind, node in troubles
+                        # the stray process is read over SSH: not there without its server
+                        if kind != "stray_process" or server.ssh_address is not None)
     ports = server.addresses.ports if server.addresses else {}
     return (
         f"infertop demo: {prefill + decode} nodes ({prefill} prefill, {decode} decode) on "
@@ -112,6 +114,7 @@ async def serve_until_signalled(
 ) -> None:
     from infertop.demo.server import write_layout
 
+    server.serve_ssh = via_url is None  # a backend scrapes exporters only
     await server.start()
     watching = asyncio.create_task(watch_parent(parent, stop))
     try:

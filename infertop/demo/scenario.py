@@ -7,7 +7,7 @@ between scrapes and 1,024 nodes stay cheap.
 
 Scripted trouble, deterministic so tests and the operator can rely on it
 (`TROUBLE`, by role and ordinal — in the default 16-node cluster: decode-03, prefill-02,
-decode-07):
+decode-07, decode-09):
 - ports_down: 2 of the node's 4 IB ports (mlx5_1, mlx5_2) down, its traffic piled on
   mlx5_0 (85 %) and mlx5_3 (15 %);
 - idle: a prefill node with no requests and its GPUs at ~0 % util;
@@ -17,6 +17,9 @@ decode-07):
   node's other ranks wait for it in lockstep (their SM activity lower);
 - busy-waiting: on the ports_down node, GPUs 6–7 read util ~99 % with SM activity ~1.5 %
   (spinning in the all-to-all while the network starves them);
+- stray_process: a decode node whose GPU 3 is also held by a leftover evaluation run
+  (18 GiB, not the engine); no exporter carries processes, so the demo serves this node
+  over SSH in the probe's own reading format (infertop/demo/ssh_node.py);
 - every `restart_every_s` (default 180 s) one engine restarts (its counters drop to
   0), rotating over the untroubled nodes in order.
 """
@@ -43,6 +46,7 @@ TROUBLE: dict[str, tuple[str, int]] = {
     "ports_down": ("decode", 3),
     "idle": ("prefill", 2),
     "straggler": ("decode", 7),
+    "stray_process": ("decode", 9),
 }
 PORTS_DOWN = ("mlx5_1", "mlx5_2")
 # on the link-starved node, two GPUs spin in the all-to-all waiting for the network: util

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 import os
 import time
 from collections.abc import Callable, Collection
@@ -39,6 +40,7 @@ from infertop.demo.scenario import (
     SimCluster,
     SimNode,
 )
+from infertop.demo.ssh_node import DemoSshNodes, SshNodeAddress, write_ssh_files
 
 GPU_HOUR_USD = 10.582  # published Blackwell rate, per GPU-hour
 RESERVATION_AGO_S = 2 * 3600.0
@@ -103,6 +105,11 @@ class DemoServer:
         self.host = host
         self._runners: list[web.AppRunner] = []
         self.addresses: DemoAddresses | None = None
+        # the nodes read over SSH, as a node without exporters is (ssh_node.py): the
+        # scripted stray process, which no exporter page carries
+        self.ssh_nodes: DemoSshNodes | None = None
+        self.ssh_address: SshNodeAddress | None = None
+        self.serve_ssh = True  # off through a backend (--via): it scrapes every node's exporters
         self.requests = 0
 
     def _app(self, kind: str) -> web.Application:
@@ -149,12 +156,33 @@ class DemoServer:
             self._runners.append(runner)
             bound[kind] = runner.addresses[0][1]
         self.addresses = DemoAddresses(self.host, bound)
+        if self.serve_ssh and self.platform == "nvidia" and ssh_node_names(self):
+            self.ssh_nodes = DemoSshNodes(self.cluster.node, self.endpoints["engine"])
+            self.ssh_address = await self.ssh_nodes.start(self.host)
         return self.addresses
 
     async def stop(self) -> None:
+        if self.ssh_nodes is not None:
+            await self.ssh_nodes.stop()
         # together: each may wait its shutdown_timeout for requests in flight
         await asyncio.gather(*(runner.cleanup() for runner in self._runners))
         self._runners.clear()
+
+
+def ssh_node_names(server: DemoServer) -> set[str]:
+    """The nodes the demo serves over SSH: the scripted stray-process node, if this size has it."""
+    return {p.name for p in server.cluster.plans if p.trouble == "stray_process"}
+
+
+def _runs(names: list[str], apart: set[str]) -> list[list[str]]:
+    """`names` cut into consecutive runs, each node of `apart` a run of its own."""
+    runs: list[list[str]] = []
+    for name in names:
+        if name in apart or not runs or runs[-1][0] in apart:
+            runs.append([name])
+        else:
+            runs[-1].append(name)
+    return runs
 
 
 def _host_range(role: str, names: list[str]) -> str:
@@ -163,10 +191,11 @@ def _host_range(role: str, names: list[str]) -> str:
 
 
 def layout_toml(server: DemoServer, now: float | None = None, via_url: str | None = None,
-                interval_s: float = 1.0) -> str:
+                interval_s: float = 1.0, ssh_files: tuple[Path, Path] | None = None) -> str:
     """A layout for the served cluster: one `[[nodes]]` range per pool. With `via_url`,
     the nodes are read through the Prometheus-compatible backend there (`demo --via`),
-    which scrapes them from the served `/targets` and labels each with its `node`."""
+    which scrapes them from the served `/targets` and labels each with its `node`. With
+    `ssh_files` (known_hosts, ssh_config), the stray-process node is read over SSH."""
     addresses = server.addresses
     assert addresses is not None, "start the server first"
     now = time.time() if now is None else now
@@ -202,29 +231,51 @@ def layout_toml(server: DemoServer, now: float | None = None, via_url: str | Non
         # the node labels of infertop's recording rules (collectors/prom_rules.py): the
         # source reads the recorded series where the backend has them
         lines += ["", "[prometheus]", f'url = "{via_url}"', 'node_label = ["node", "instance"]']
+    over_ssh = ssh_node_names(server) if ssh_files is not None and server.ssh_address is not None else set()
+    if over_ssh and ssh_files is not None:
+        lines += ["", "[ssh]", f"known_hosts = {json.dumps(str(ssh_files[0]))}",
+                  f"config = {json.dumps(str(ssh_files[1]))}"]
     for role in ("prefill", "decode"):
         names = [p.name for p in server.cluster.plans if p.role == role]
         device_url = addresses.url("npu" if ascend else "dcgm", "{host}")
-        lines += [
-            "",
-            "[[nodes]]",
-            f'hosts = "{_host_range(role, names)}"',
-            f'role = "{role}"',
-            f"gpus = {GPUS_PER_NODE}",
-            *(['accelerator = "npu"'] if ascend else []),
-            *([
-                f'metrics = ["{device_url}", "{addresses.layout_url("node", "{host}")}"]',
-                f'engine = {{ url = "{addresses.url("engine", "{host}")}", profile = "deepinfer" }}',
-            ] if via_url is None else ['engine = { profile = "deepinfer" }']),
-            f"nics = [{nics}]",
-        ]
+        pool = _host_range(role, names)
+        for run in _runs(names, over_ssh):
+            ssh = server.ssh_address if run[0] in over_ssh else None
+            lines += [
+                "",
+                "[[nodes]]",
+                *([f'name = "{run[0]}"'] if ssh is not None else [f'hosts = "{_host_range(role, run)}"']),
+                f'role = "{role}"',
+                # one fleet-map group per pool, however the pool is cut
+                *([f'group = "{pool}"'] if len(names) > len(run) else []),
+                f"gpus = {GPUS_PER_NODE}",
+                *(['accelerator = "npu"'] if ascend else []),
+                # who holds a GPU is on no exporter page: this node is read over SSH (ssh_node.py)
+                *([f'ssh = "{run[0]}@{_ssh_host(ssh.host)}:{ssh.port}"'] if ssh is not None else []),
+                *([
+                    *([] if ssh is not None else
+                      [f'metrics = ["{device_url}", "{addresses.layout_url("node", "{host}")}"]']),
+                    f'engine = {{ url = "{addresses.url("engine", run[0] if ssh else "{host}")}", '
+                    'profile = "deepinfer" }',
+                ] if via_url is None else ['engine = { profile = "deepinfer" }']),
+                f"nics = [{nics}]",
+            ]
     return "\n".join(lines) + "\n"
 
 
+def _ssh_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
 def write_layout(server: DemoServer, path: Path, via_url: str | None = None, interval_s: float = 1.0) -> None:
-    """Write atomically: a reader never sees half a layout."""
+    """Write atomically: a reader never sees half a layout. The SSH node's known_hosts and
+    ssh_config go beside it (read over SSH only when the nodes are read directly)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    ssh_files = None
+    if server.ssh_address is not None and via_url is None:
+        ssh_files = write_ssh_files(path.parent.resolve(), path.stem, server.ssh_address)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(layout_toml(server, via_url=via_url, interval_s=interval_s), encoding="utf-8")
+    tmp.write_text(layout_toml(server, via_url=via_url, interval_s=interval_s, ssh_files=ssh_files),
+                   encoding="utf-8")
     tmp.replace(path)
 

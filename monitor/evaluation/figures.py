@@ -282,7 +282,24 @@ def engine_view(
         age_s=max(age, 0.0),
         settings=latest.settings,
         healthy=latest.healthy,
+        **window_edges(engines),
     )
+
+
+def window_edges(engines: Sequence[NodeSample]) -> dict[str, float | None]:
+    """Which readings bound the window's figures (`engines`: samples with an engine, oldest
+    first): the first and the last, and for a log the stamps of the newest throughput line
+    each had seen — its figures cover the lines after the one and through the other."""
+    two = len(engines) >= 2
+    stamps = [s.engine.log_stats_line_at for s in engines if s.engine is not None]
+    known = [t for t in stamps if t is not None]
+    lines = len(known) >= 2
+    return {
+        "window_first_reading_at": engines[0].taken_at if two else None,
+        "window_last_reading_at": engines[-1].taken_at if two else None,
+        "log_window_start_at": known[0] if lines else None,
+        "log_window_end_at": known[-1] if lines else None,
+    }
 
 
 def full_acceptance_tokens_per_s(

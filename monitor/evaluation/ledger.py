@@ -24,15 +24,11 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, ClassVar
 
-from collectors.bounds import counter_trust
-from collectors.rates import step_doubt
-from collectors.sample import NodeSample
 from layouts.model import ApiPriceTable, Layout
 from monitor.evaluation.api_price import (
     BUNDLED,
@@ -42,6 +38,7 @@ from monitor.evaluation.api_price import (
     output_price_per_million,
     price_window,
 )
+from monitor.evaluation.counter_tally import CounterTally, FirstSight, TokenDeltas
 from monitor.evaluation.energy import J_PER_KWH, EnergyTally
 from monitor.evaluation.money import (
     break_even_ratio,
@@ -55,7 +52,6 @@ from monitor.evaluation.phases import PHASES
 from monitor.record import checks as check
 from monitor.snapshot import PhaseSpend, SessionView
 
-MAX_TALLY_NOTES = 8  # distinct (node, counter) notes kept on the session
 STATE_VERSION = 1
 ZERO = Decimal(0)
 CLUSTER_ROW = "(cluster)"  # spend_by_node's row for what is billed to no node (extras)
@@ -67,15 +63,6 @@ def charge(rate_usd_per_hour: float, seconds: float) -> Decimal:
     over 10,800 one-second ticks comes to $599.999999…, which is not $600 and does not
     trip the 100 % budget alert."""
     return Decimal(rate_usd_per_hour) * Decimal(seconds) / _HOUR_S
-
-# engine counters the ledger integrates, by canonical EngineSample field
-TALLIED = (
-    "generation_tokens_total",
-    "prompt_tokens_total",
-    "prompt_cached_tokens_total",
-    "requests_finished_total",
-)
-
 
 def _iso(t: float) -> str:
     return dt.datetime.fromtimestamp(t, dt.UTC).isoformat()
@@ -100,174 +87,6 @@ def energy_usd_per_kwh(layout: Layout) -> float | None:
 def _finite(value: float | None) -> float | None:
     # a NaN or infinite figure from a broken source must not poison an exact sum forever
     return value if value is not None and math.isfinite(value) else None
-
-
-@dataclass
-class TokenDeltas:
-    """Counter increases since the previous tick, summed over nodes. None: nothing seen."""
-
-    output_tokens: float | None = None
-    prompt_tokens: float | None = None
-    # cache hits among `prompt_tokens`, from nodes that expose a prefix-cache counter
-    prompt_cached_tokens: float | None = None
-    # prompt tokens from nodes that expose no cache counter (billed all as cache miss)
-    prompt_tokens_without_cache_figure: float = 0.0
-    requests_finished: float | None = None
-    # nodes whose engine counters were read for the first time since the last drain
-    first_sights: list[FirstSight] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class FirstSight:
-    """A node's engine counters read for the first time: what they held, when, and when
-    they began (None: the engine does not say)."""
-
-    node: str
-    seen_at: float
-    born_at: float | None
-    values: Mapping[str, float]
-
-
-def _add(a: float | None, b: float | None) -> float | None:
-    if b is None:
-        return a
-    return b if a is None else a + b
-
-
-class CounterTally:
-    """Reset-aware increases of the engine counters, as samples arrive.
-
-    Keyed by (node, source) so that two sources' counters are never subtracted from each
-    other; when a node has several engine sources, the one heard from last counts.
-    """
-
-    def __init__(self) -> None:
-        self.last: dict[tuple[str, str], dict[str, float]] = {}
-        self.heard_at: dict[tuple[str, str], float] = {}
-        self.pending: dict[tuple[str, str], dict[str, float]] = {}
-        # when each counter last went down: a second reset soon after is not trusted
-        self.reset_at: dict[tuple[str, str, str], float] = {}
-        # steps not counted, by (node, counter): the newest reason
-        self.doubts: dict[tuple[str, str], str] = {}
-        self.first_sights: list[FirstSight] = []
-        self.seen_nodes: set[str] = set()  # nodes whose counters were read at least once
-
-    def observe(self, sample: NodeSample) -> None:
-        engine = sample.engine
-        if sample.error is not None or engine is None:
-            return
-        key = (sample.node, sample.source)
-        if sample.node not in self.seen_nodes:
-            values = {n: v for n in TALLIED if (v := getattr(engine, n)) is not None}
-            if values:
-                self.seen_nodes.add(sample.node)
-                born = self._plausible_birth(sample.node, sample.taken_at, engine.counters_started_at, values)
-                self.first_sights.append(FirstSight(sample.node, sample.taken_at, born, values))
-        last = self.last.setdefault(key, {})
-        pending = self.pending.setdefault(key, {})
-        prev_at = self.heard_at.get(key)
-        self.heard_at[key] = sample.taken_at
-        for name in TALLIED:
-            value = getattr(engine, name)
-            if value is None:
-                continue
-            prev = last.get(name)
-            last[name] = value
-            if prev is None:
-                continue
-            if prev_at is not None and not self._trusted(key, name, prev_at, prev, sample.taken_at, value):
-                continue
-            # a counter that went down restarted from zero: it counted `value` since
-            pending[name] = pending.get(name, 0.0) + (value - prev if value >= prev else value)
-
-    def _plausible_birth(
-        self, node: str, seen_at: float, born_at: float | None, values: Mapping[str, float]
-    ) -> float | None:
-        """The counters' start, if an engine could have counted what they hold since then
-        (a page may claim anything: a start in the future, 1e18 tokens in a minute)."""
-        if born_at is None:
-            return None
-        for name, value in values.items():
-            trust = counter_trust(name)
-            span_s = seen_at - born_at
-            if span_s < 0 or (trust is not None and value > trust.max_per_s * span_s):
-                if (node, name) in self.doubts or len(self.doubts) < MAX_TALLY_NOTES:
-                    self.doubts[(node, name)] = (
-                        f"{node} {name} {value:.3g} could not have been counted since its "
-                        "counters began: not counted whole"
-                    )
-                return None
-        return born_at
-
-    def _trusted(
-        self, key: tuple[str, str], name: str, prev_at: float, prev: float, at: float, value: float
-    ) -> bool:
-        trust = counter_trust(name)
-        if trust is None:
-            return True
-        reset_key = (*key, name)
-        doubt = step_doubt(prev_at, prev, at, value, trust, self.reset_at.get(reset_key))
-        if value < prev:
-            self.reset_at[reset_key] = at
-        if doubt is None:
-            return True
-        note_key = (key[0], name)
-        if note_key in self.doubts or len(self.doubts) < MAX_TALLY_NOTES:
-            self.doubts[note_key] = f"{key[0]} {name} {doubt}: not counted"
-        return False
-
-    def drain(self) -> TokenDeltas:
-        """Increases since the last drain, one source per node, summed over nodes."""
-        chosen: dict[str, tuple[float, tuple[str, str]]] = {}
-        for key, at in self.heard_at.items():
-            if key[0] not in chosen or at > chosen[key[0]][0]:
-                chosen[key[0]] = (at, key)
-        out = TokenDeltas()
-        for _, key in chosen.values():
-            got = self.pending.get(key, {})
-            out.output_tokens = _add(out.output_tokens, got.get("generation_tokens_total"))
-            out.requests_finished = _add(out.requests_finished, got.get("requests_finished_total"))
-            prompt = got.get("prompt_tokens_total")
-            out.prompt_tokens = _add(out.prompt_tokens, prompt)
-            if prompt is None:
-                continue
-            if "prompt_cached_tokens_total" in self.last.get(key, {}):
-                out.prompt_cached_tokens = _add(
-                    out.prompt_cached_tokens, got.get("prompt_cached_tokens_total", 0.0)
-                )
-            else:
-                out.prompt_tokens_without_cache_figure += prompt
-        self.pending = {}
-        out.first_sights, self.first_sights = self.first_sights, []
-        return out
-
-    # a resumed session continues from the counters it last saw, so the tokens produced
-    # while infertop was down are still counted (a restarted engine reads as a reset)
-    def to_state(self) -> list[dict[str, Any]]:
-        return [
-            {"node": n, "source": s, "at": self.heard_at.get((n, s)), "last": v}
-            for (n, s), v in self.last.items()
-        ]
-
-    def load_state(self, rows: object) -> None:
-        """Rows from `to_state`, read back from a record: raises BadValue on a bad one."""
-        for i, row in enumerate(check.sequence(rows, "tally", check.MAX_TALLY_ROWS)):
-            where = f"tally[{i}]"
-            row = check.mapping(row, where, 4)
-            key = (check.text(row.get("node"), f"{where}.node"),
-                   check.text(row.get("source"), f"{where}.source"))
-            last = check.mapping(row.get("last"), f"{where}.last", len(TALLIED))
-            # counters are whatever the engine last said: finite, no more is known of them
-            self.last[key] = {
-                check.choice(k, f"{where}.last", TALLIED):
-                    check.bounded(v, f"{where}.last.{k}", -sys.float_info.max, sys.float_info.max)
-                for k, v in last.items()
-            }
-            if self.last[key]:
-                self.seen_nodes.add(key[0])
-            at = check.optional(check.time_s)(row.get("at"), f"{where}.at")
-            if at is not None:
-                self.heard_at[key] = at
 
 
 @dataclass

@@ -27,6 +27,7 @@ from infertop.demo.scenario import (
     restart_order,
     trouble_nodes,
 )
+from infertop.demo.ssh_node import ENGINE_PID_BASE, STRAY_COMMAND, STRAY_GPU, STRAY_PID, STRAY_USER
 from tests.support.demo_server import serving_demo, wait_for_layout
 from tests.support.paths import infertop_bin
 
@@ -44,7 +45,8 @@ def test_pools_are_about_a_quarter_prefill() -> None:
 
 
 def test_trouble_is_deterministic_and_documented() -> None:
-    assert trouble_nodes(16) == {"ports_down": "decode-03", "idle": "prefill-02", "straggler": "decode-07"}
+    assert trouble_nodes(16) == {"ports_down": "decode-03", "idle": "prefill-02", "straggler": "decode-07",
+                                 "stray_process": "decode-09"}
     # a cluster too small for a straggler or an idle prefill node simply has none
     assert trouble_nodes(4) == {"ports_down": "decode-03"}
     names = [p.name for p in plan_cluster(1024)]
@@ -141,7 +143,10 @@ def test_demo_prints_where_it_serves(demo: tuple[Path, subprocess.Popen[str]]) -
     layout, proc = demo
     assert proc.poll() is None
     text = layout.read_text()
-    assert 'hosts = "decode-[01-12]"' in text and "gpu_hour_usd = 10.582" in text
+    assert 'hosts = "decode-[01-08]"' in text and "gpu_hour_usd = 10.582" in text
+    # the stray-process node is read over SSH (who holds a GPU is on no exporter page),
+    # in the pool's one fleet-map group
+    assert 'ssh = "decode-09@127.0.0.1:' in text and text.count('group = "decode-[01-12]"') == 3
 
 
 def test_every_simulated_node_is_ok_despite_the_bad_ones(snapshot: dict[str, Any]) -> None:
@@ -185,6 +190,22 @@ def test_straggler_is_recognisable(snapshot: dict[str, Any]) -> None:
     capped = [g for g in nodes["decode-07"]["gpus"] if g["clock_event_reasons"] == 0x4]
     assert [g["index"] for g in capped] == [POWER_CAPPED_GPU]
     assert capped[0]["sm_clock_mhz"] < 1500 and capped[0]["power_w"] < 600
+
+
+def test_stray_process_is_read_over_ssh(snapshot: dict[str, Any]) -> None:
+    """decode-09 is read by the real SSH source (the demo's SSH server answers its probe
+    command with readings in the probe's shape): processes per GPU, and the finding."""
+    node = _nodes(snapshot)["decode-09"]
+    assert node["sources"] == ["ssh"] and node["status"] == "ok"
+    held = {g["index"]: [p["pid"] for p in g["processes"]] for g in node["gpus"]}
+    assert held == {i: [ENGINE_PID_BASE + i] + ([STRAY_PID] if i == STRAY_GPU else []) for i in range(8)}
+    [stray] = [v for v in node["verdicts"] if v["kind"] == "stray-process"]
+    assert f"GPU {STRAY_GPU} held by pid {STRAY_PID} ({STRAY_USER}) {STRAY_COMMAND[:60]}: 18.0 GiB" in stray["detail"]
+    # the engine page the probe ships: the node's 8 ranks, as on the HTTP-read nodes
+    assert len(node["engine"]["ranks"]) == 8 and node["engine"]["decode_steps_per_s"] > 30
+    # no other node lists processes: exporters do not carry them
+    assert all(g["processes"] is None for n in _nodes(snapshot).values() if n["name"] != "decode-09"
+               for g in n["gpus"])
 
 
 def test_idle_prefill_node_is_recognisable(snapshot: dict[str, Any]) -> None:

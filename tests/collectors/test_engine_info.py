@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collectors.engine_info import MAX_SETTINGS, MAX_VALUE_CHARS
 from collectors.profiles import engine_sample_from_text
+from tests.support.sglang_page import SglangServer
 from tests.support.vllm_info_page import CACHE_CONFIG, VllmInfoServer
 
 
@@ -34,3 +35,28 @@ def test_hostile_label_values_are_bounded_and_kept_as_text() -> None:
     assert len(sample.settings) == MAX_SETTINGS
     assert all(len(v) <= MAX_VALUE_CHARS for v in sample.settings.values())
     assert not any("\x1b" in v or "\x07" in v for v in sample.settings.values())
+
+
+def test_sglang_constants_are_settings_and_a_differing_node_is_drifted() -> None:
+    """SGLang 0.5.23's start-up constants (`emit_constants`: page_size, context_len,
+    max_total_num_tokens), one copy per DP rank, read as settings; pool drift named."""
+    from monitor.evaluation.config_drift import pool_drift
+    from monitor.snapshot import EngineView, NodeView
+
+    pages = {f"d{i}": SglangServer(dp=4, seed=i) for i in range(3)}
+    assert pages["d2"].constants is not None
+    pages["d2"].constants["sglang:page_size"] = 32
+    settings = {n: engine_sample_from_text(p.page(), "sglang").settings for n, p in pages.items()}
+    assert settings["d0"] == {"sglang.context_len": "163840", "sglang.max_total_num_tokens": "1204224",
+                              "sglang.page_size": "64"}
+    assert settings["d2"]["sglang.page_size"] == "32"  # type: ignore[index]
+    drift = pool_drift([NodeView(name=n, role="decode", status="ok", engine=EngineView(settings=s))
+                        for n, s in settings.items()])
+    assert [(d.setting, d.value, d.pool_value) for d in drift["d2"]] == [("sglang.page_size", "32", "64")]
+    assert set(drift) == {"d2"}
+
+
+def test_a_page_without_the_constants_has_no_settings() -> None:
+    page = SglangServer(dp=2)
+    page.constants = None
+    assert engine_sample_from_text(page.page(), "sglang").settings is None

@@ -24,17 +24,26 @@ LOAD = r"""
 import sys, time, torch
 kind, seconds = sys.argv[1], float(sys.argv[2])
 end = time.monotonic() + seconds
+warm = False
+def ready():
+    # the context is up and the first batch ran: the readings from here on see the load
+    global warm
+    if not warm:
+        warm = True
+        print("warm", flush=True)
 if kind == "matmul":
     a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
     while time.monotonic() < end:
         for _ in range(20):
             a @ a
         torch.cuda.synchronize()
+        ready()
 else:
     while time.monotonic() < end:
         for _ in range(10):
             torch.cuda._sleep(20_000_000)
         torch.cuda.synchronize()
+        ready()
 """
 
 
@@ -72,13 +81,13 @@ def reader() -> Any:
 
 
 def _under(reader: Any, kind: str) -> list[dict[str, Any]]:
-    child = subprocess.Popen([sys.executable, "-c", LOAD, kind, "14"])
+    child = subprocess.Popen([sys.executable, "-c", LOAD, kind, "20"], stdout=subprocess.PIPE, text=True)
     try:
-        time.sleep(5)  # context and warm-up
+        assert child.stdout is not None and child.stdout.readline().strip() == "warm", "the load never ran"
         reader.read()
         rows = []
         for _ in range(5):
-            time.sleep(1.0)
+            time.sleep(1.0)  # measured: GPM figures are averages over the interval between two samples
             rows.append(reader.read()[0])
         return rows
     finally:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from infertop.demo.pd_trouble import CONGESTED, DRIFTED
 from infertop.demo.scenario import PORTS_DOWN, POWER_CAPPED_GPU, WAITING_GPUS, plan_cluster, trouble_nodes
+from infertop.demo.ssh_node import STRAY_COMMAND, STRAY_GPU, STRAY_PID, STRAY_USER
 from tests.support.demo_server import serving_demo
 from tests.support.paths import infertop_bin
 
@@ -45,6 +46,8 @@ def test_demo_trouble_gives_exactly_the_right_verdicts(tmp_path: Path) -> None:
     # the scenario's straggler runs slow because one rank's GPU is power-capped (a power
     # cap alone is no throttled verdict unless the layout asks: throttle_on_power_cap)
     expected[trouble["straggler"]] = ["straggler"]
+    # a leftover process holds memory on one GPU; read over SSH, as no exporter carries it
+    expected[trouble["stray_process"]] = ["stray-process"]
     # decode-05's engines run another KV block size (pd_trouble.py)
     drifted = next(p.name for p in plan_cluster(NODES) if (p.role, p.ordinal) == DRIFTED)
     congested_prefill = [p.name for p in plan_cluster(NODES) if p.role == "prefill" and (p.role, p.ordinal) in CONGESTED]
@@ -79,6 +82,9 @@ def test_demo_trouble_gives_exactly_the_right_verdicts(tmp_path: Path) -> None:
     assert evidence[0]["value"] == 1 and evidence[0]["median"] == 0
     power = next(e for e in evidence if e["figure"] == "lowest GPU power")
     assert power["value"] < 0.7 * power["median"]
+    stray = detail(trouble["stray_process"], "stray-process")
+    assert stray == f"not the engine — GPU {STRAY_GPU} held by pid {STRAY_PID} ({STRAY_USER}) {STRAY_COMMAND}: 18.0 GiB"
+    assert nodes[trouble["stray_process"]]["sources"] == ["ssh"]
     idle = next(v for v in nodes[trouble["idle"]]["verdicts"] if not v["pending"])
     assert idle["usd_per_hour_at_stake"] == nodes[trouble["idle"]]["cost_per_hour_usd"] > 0
     assert idle["usd_per_hour_at_stake"] == round(idle["usd_per_hour_at_stake"], 2)  # to the cent

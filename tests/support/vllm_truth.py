@@ -18,6 +18,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.support.paths import infertop_bin
 from tests.support.vllm_load import Load, LoadCounts, MetricsRelay, Page
 from tests.support.vllm_server import VllmServer
+from tests.support.waiting import until
+
+WARM_REQUESTS_PER_CLIENT = 2  # answers the load has had per client (on average) before the window opens
 
 LATENCIES = {
     "ttft": "vllm:time_to_first_token_seconds",
@@ -74,7 +77,7 @@ def _bucket_bounds(first: dict[float, float], last: dict[float, float], q: float
 
 def truth_from_pages(first: Page, last: Page) -> Truth:
     a, b = page_values(first.text), page_values(last.text)
-    dt = last.read_at - first.read_at
+    dt = last.served_at - first.served_at
 
     def delta(name: str) -> float:
         return b["sums"].get(name, 0.0) - a["sums"].get(name, 0.0)
@@ -108,11 +111,31 @@ def truth_from_pages(first: Page, last: Page) -> Truth:
     return Truth(figures, bounds)
 
 
+def _epoch(iso: str | None) -> float | None:
+    return None if iso is None else datetime.fromisoformat(iso).timestamp()
+
+
+def window_pages(pages: list[Page], engine: dict[str, Any]) -> tuple[Page, Page]:
+    """The relay's pages the monitor's window figures were computed from: the engine view
+    says when its first and last readings were (`window_first_reading_at` /
+    `window_last_reading_at`: the midpoint of the monitor's request and its answer), and
+    each is the page the relay was serving then — nearest its ask-to-answer span (rounds
+    are an interval apart; at start-up the monitor may read twice in a moment)."""
+    edges = [_epoch(engine["window_first_reading_at"]), _epoch(engine["window_last_reading_at"])]
+    assert None not in edges, f"the monitor gave no window edges: {edges}"
+    out = []
+    for edge in edges:
+        assert edge is not None
+        ranked = sorted(pages, key=lambda p: p.distance(edge))
+        page = ranked[0]
+        assert page.distance(edge) < 0.5, (edge, [(p.asked_at, p.read_at) for p in ranked[:2]])
+        out.append(page)
+    return out[0], out[1]
+
+
 def scrape(base_url: str) -> dict[str, float]:
     with urllib.request.urlopen(base_url + "/metrics", timeout=60) as response:
         return page_values(response.read().decode())["sums"]
-
-
 
 
 @dataclass
@@ -140,14 +163,18 @@ def drive(server: VllmServer, work: Path, interval_s: float, window_s: float) ->
             f'[[nodes]]\nname = "logged"\nrole = "decode"\nlocal = true\n'
             f'engine = {{ log = {json.dumps(str(server.log_path))} }}\n'
         )
+        # no cap on requests: the load runs from before the window opens until after the
+        # snapshot returned, so it is steady over every reading (bounded by that time)
         load = Load(server.base_url, server.name).start()
         try:
-            # the load is on before the window opens: wait for its first answer (an event)
+            # warm before the window opens: every client has had answers (an event, polled)
             assert load.first_done.wait(600), f"no answer from vLLM: {load.counts.errors[:3]}\n{server.log_tail()}"
+            until(lambda: load.counts.requests >= WARM_REQUESTS_PER_CLIENT * load.workers, 600, "a warm load")
             out = subprocess.run(
                 [infertop_bin(), "snapshot", "--layout", str(layout), "--window", str(window_s), "--json"],
                 capture_output=True, text=True, timeout=900, check=False,
             )
+            assert load.running(), f"the load ended inside the window: {load.counts.errors[:3]}"
         finally:
             counts = load.finish()
         pages = list(relay.pages)
