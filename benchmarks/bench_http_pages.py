@@ -17,9 +17,9 @@ from collections.abc import Awaitable, Callable
 import aiohttp
 
 from benchmarks.common import Row, demo_serving
-from collectors.http_pages import ACCEPT_ENCODING, PageClient
-from collectors.scrape import ACCEPT, NO_CLIENT_TIMEOUT, scrape_targets
-from layouts import load_layout
+from infertop.collectors.http_pages import ACCEPT_ENCODING, PageClient
+from infertop.collectors.scrape import ACCEPT, NO_CLIENT_TIMEOUT, scrape_targets
+from infertop.layouts import load_layout
 
 NODES = 128
 ROUNDS = 5

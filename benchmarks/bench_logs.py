@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 from benchmarks.common import Row
-from collectors.probe.logs import LogWatch
-from collectors.probe.npu import parse_npu_smi_info
+from infertop.collectors.probe.logs import LogWatch
+from infertop.collectors.probe.npu import parse_npu_smi_info
 
 ROOT = Path(__file__).resolve().parent.parent
 STATS = (

@@ -49,9 +49,9 @@ MB = 1024 * 1024
 def child(ticks: int, every: int, nodes: int = NODES, at: tuple[int, ...] = ()) -> None:
     from benchmarks.synthetic import SimCluster, cluster_samples, demo_layout
     from infertop.gctune import tune_gc
-    from monitor.monitor import Monitor
-    from monitor.record.store import Recorder
-    from tui.history import History
+    from infertop.monitor.monitor import Monitor
+    from infertop.monitor.record.store import Recorder
+    from infertop.tui.history import History
 
     tune_gc()  # as `infertop` does at its entry point
     t0 = 1.8e9

@@ -17,11 +17,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks.common import Row
-from collectors.exporters import EXPORTER_WANTED
-from collectors.exposition import parse_exposition, parse_exposition_exact
-from collectors.exposition_fast import parse_wanted_fast
-from collectors.profiles import BUNDLED_PROFILES, engine_sample_from_exposition
-from collectors.scrape import WHOLE_PAGE_EVERY, latency_every_rounds
+from infertop.collectors.exporters import EXPORTER_WANTED
+from infertop.collectors.exposition import parse_exposition, parse_exposition_exact
+from infertop.collectors.exposition_fast import parse_wanted_fast
+from infertop.collectors.profiles import BUNDLED_PROFILES, engine_sample_from_exposition
+from infertop.collectors.scrape import WHOLE_PAGE_EVERY, latency_every_rounds
 from infertop.demo import realistic, realistic_hosts
 from infertop.demo.scenario import SimCluster
 

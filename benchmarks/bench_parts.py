@@ -15,9 +15,9 @@ import time
 from collections.abc import Callable
 
 from benchmarks.common import Row
-from collectors.exporters import EXPORTER_WANTED, parts_from_exporter
-from collectors.exposition import Exposition, parse_exposition
-from collectors.profiles import BUNDLED_PROFILES, engine_sample_from_exposition
+from infertop.collectors.exporters import EXPORTER_WANTED, parts_from_exporter
+from infertop.collectors.exposition import Exposition, parse_exposition
+from infertop.collectors.profiles import BUNDLED_PROFILES, engine_sample_from_exposition
 from infertop.demo import realistic, realistic_hosts
 from infertop.demo.node_collectors import INFERTOP_COLLECTORS, only_collectors
 from infertop.demo.scenario import IB_PORTS, SimCluster

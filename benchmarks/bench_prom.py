@@ -117,8 +117,8 @@ def serve(page: Page) -> ThreadingHTTPServer:
 async def measure(url: str, nodes: int, node_label: str | list[str], full: bool,
                   rounds: int = 3) -> tuple[float, float, bool]:
     """Median wall and client CPU of one tick; whether it read recorded series."""
-    from collectors.prom import PromSource
-    from layouts.model import PrometheusConfig
+    from infertop.collectors.prom import PromSource
+    from infertop.layouts.model import PrometheusConfig
 
     config = PrometheusConfig(url=url, backfill_s=0, gpu_detail_every=1 if full else 1000, timeout_s=60,
                               node_label=node_label)

@@ -18,13 +18,13 @@ import time
 from pathlib import Path
 
 from benchmarks.common import Row, demo_serving
-from collectors.exporters import EXPORTER_WANTED
-from collectors.exposition import parse_exposition
-from collectors.profiles import BUNDLED_PROFILES
-from collectors.scrape import ScrapeSource, scrape_targets
+from infertop.collectors.exporters import EXPORTER_WANTED
+from infertop.collectors.exposition import parse_exposition
+from infertop.collectors.profiles import BUNDLED_PROFILES
+from infertop.collectors.scrape import ScrapeSource, scrape_targets
 from infertop.demo.render import dcgm_page, engine_page, node_exporter_page
 from infertop.demo.scenario import SimCluster
-from layouts import load_layout
+from infertop.layouts import load_layout
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support
 from tests.support.vllm_dp_page import vllm_dp_page

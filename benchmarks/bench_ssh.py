@@ -28,11 +28,11 @@ import time
 from pathlib import Path
 
 from benchmarks.common import Row
-from collectors.cadence import TICK_PHASE, delay_to_boundary
-from collectors.probe.bundle import probe_script
-from collectors.sample import NodeSample
-from collectors.ssh import SshNode, SshSource
-from layouts.model import SshOptions
+from infertop.collectors.cadence import TICK_PHASE, delay_to_boundary
+from infertop.collectors.probe.bundle import probe_script
+from infertop.collectors.sample import NodeSample
+from infertop.collectors.ssh import SshNode, SshSource
+from infertop.layouts.model import SshOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # tests.support: the suite's servers and pages

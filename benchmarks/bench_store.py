@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 
 from benchmarks.common import Row
-from collectors.sample import EngineSample, GpuSample, NodeSample
-from layouts.model import Layout
-from monitor.monitor import Monitor
-from monitor.record.store import Recorder
+from infertop.collectors.sample import EngineSample, GpuSample, NodeSample
+from infertop.layouts.model import Layout
+from infertop.monitor.monitor import Monitor
+from infertop.monitor.record.store import Recorder
 
 NODES = 128
 TICKS = 30

@@ -24,7 +24,7 @@ import time
 from benchmarks.common import Row, percentile
 from benchmarks.synthetic import SimCluster, cluster_samples, demo_layout
 from infertop.gctune import GC_GEN0_THRESHOLD
-from monitor.monitor import Monitor
+from infertop.monitor.monitor import Monitor
 
 NODES = 128
 WARM_TICKS = 15  # fill the 10 s window first

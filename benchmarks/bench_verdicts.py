@@ -11,9 +11,9 @@ import statistics
 import time
 
 from benchmarks.common import Row
-from layouts.model import Layout, NicExpectation, NodeConfig
-from monitor.evaluation.verdicts import VerdictTracker
-from monitor.snapshot import EngineView, GpuView, NicView, NodeView
+from infertop.layouts.model import Layout, NicExpectation, NodeConfig
+from infertop.monitor.evaluation.verdicts import VerdictTracker
+from infertop.monitor.snapshot import EngineView, GpuView, NicView, NodeView
 
 NODES, GPUS, PORTS, TICKS = 512, 8, 8, 20
 TARGET_MS = 100.0

@@ -21,13 +21,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import collectors.exposition as exposition
-from collectors.source import PollingSource
+import infertop.collectors.exposition as exposition
+from infertop.collectors.source import PollingSource
 from infertop.gctune import tune_gc
-from layouts import load_layout
-from monitor.gc_pacing import PacedCollector
-from monitor.monitor import Monitor
-from monitor.snapshot import Snapshot
+from infertop.layouts import load_layout
+from infertop.monitor.gc_pacing import PacedCollector
+from infertop.monitor.monitor import Monitor
+from infertop.monitor.snapshot import Snapshot
 
 
 async def measure(layout_path: Path, warmup_s: float, measure_s: float, paced: bool = True) -> dict[str, Any]:

@@ -14,8 +14,8 @@ import datetime as dt
 import time
 from collections.abc import Sequence
 
-from collectors.sample import EngineSample, GpuSample, NicSample, NodeSample
-from collectors.source import PollingSource
+from infertop.collectors.sample import EngineSample, GpuSample, NicSample, NodeSample
+from infertop.collectors.source import PollingSource
 from infertop.demo.scenario import (
     BOND_MEMBER_GBPS,
     ETH_GBPS,
@@ -27,7 +27,7 @@ from infertop.demo.scenario import (
     SimCluster,
     SimNode,
 )
-from layouts.model import Layout
+from infertop.layouts.model import Layout
 
 MIB = 1024 * 1024
 SOURCE = "sim"

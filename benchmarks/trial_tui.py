@@ -27,7 +27,7 @@ import psutil
 
 from benchmarks.bench_realistic import _cpu_s
 from infertop.demo.scenario import trouble_nodes
-from monitor.record.recording import Recording
+from infertop.monitor.record.recording import Recording
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -40,17 +40,17 @@ T0_WALL = float(os.environ.get("INFERTOP_BENCH_T0") or time.time())
 from rich.console import RenderableType  # noqa: E402
 from textual.screen import Screen  # noqa: E402
 
-import tui.app as tui_app  # noqa: E402
+import infertop.tui.app as tui_app  # noqa: E402
 from benchmarks.synthetic import SimSource, demo_layout  # noqa: E402
 from infertop.demo.scenario import SimCluster  # noqa: E402
 from infertop.gctune import tune_gc  # noqa: E402
-from layouts import load_layout  # noqa: E402
-from monitor.channel.client import SocketFeed  # noqa: E402
-from monitor.channel.paths import socket_path  # noqa: E402
-from monitor.feeds import MonitorFeed, SnapshotFeed  # noqa: E402
-from monitor.record.store import Recorder  # noqa: E402
-from monitor.snapshot import Snapshot  # noqa: E402
-from tui.app import InfertopApp  # noqa: E402
+from infertop.layouts import load_layout  # noqa: E402
+from infertop.monitor.channel.client import SocketFeed  # noqa: E402
+from infertop.monitor.channel.paths import socket_path  # noqa: E402
+from infertop.monitor.feeds import MonitorFeed, SnapshotFeed  # noqa: E402
+from infertop.monitor.record.store import Recorder  # noqa: E402
+from infertop.monitor.snapshot import Snapshot  # noqa: E402
+from infertop.tui.app import InfertopApp  # noqa: E402
 
 
 def rss_bytes() -> int:

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from collections.abc import Container
 
-from collectors.bounds import whole
-from collectors.exposition import Exposition, clean_label
-from collectors.sample import GpuSample, NicSample
+from infertop.collectors.bounds import whole
+from infertop.collectors.exposition import Exposition, clean_label
+from infertop.collectors.sample import GpuSample, NicSample
 
 # what npu-exporter prints for a read that failed (FailedValue → FailedMetricValue)
 FAILED_READ = -1.0

@@ -27,9 +27,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from collectors.exposition import clean_label
-from collectors.rates import CounterTrust
-from collectors.sample import EngineSample, HostSample, NodeSample
+from infertop.collectors.exposition import clean_label
+from infertop.collectors.rates import CounterTrust
+from infertop.collectors.sample import EngineSample, HostSample, NodeSample
 
 TIB = 1024**4
 COUNTER_MAX = float(2**64)  # no u64 counter (kernel, NVML, engine) holds more

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Container, Sequence
 
-from collectors.bounds import whole
-from collectors.exposition import Exposition, label_text
-from collectors.sample import GpuSample
+from infertop.collectors.bounds import whole
+from infertop.collectors.exposition import Exposition, label_text
+from infertop.collectors.sample import GpuSample
 
 MIB = 1024 * 1024
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 import math
 from collections.abc import Container, Iterable, Mapping
 
-from collectors.exposition import Exposition
-from collectors.safe_text import inert_text
+from infertop.collectors.exposition import Exposition
+from infertop.collectors.safe_text import inert_text
 
 # info gauge → the prefix its settings are named with
 INFO_GAUGES: Mapping[str, str] = {

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
-from collectors.exposition import Exposition
-from collectors.sample import EngineRankSample, EngineSample
+from infertop.collectors.exposition import Exposition
+from infertop.collectors.sample import EngineRankSample, EngineSample
 
 # labels that tell one data-parallel engine from another (vLLM, SGLang)
 RANK_LABELS: tuple[str, ...] = ("engine", "dp_rank")

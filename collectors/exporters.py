@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Container
 
-from collectors.ascend import ASCEND_WANTED, ascend_parts
-from collectors.dcgm import DCGM_WANTED, dcgm_parts
-from collectors.exposition import Exposition
-from collectors.node_exporter import NODE_EXPORTER_WANTED, node_parts
+from infertop.collectors.ascend import ASCEND_WANTED, ascend_parts
+from infertop.collectors.dcgm import DCGM_WANTED, dcgm_parts
+from infertop.collectors.exposition import Exposition
+from infertop.collectors.node_exporter import NODE_EXPORTER_WANTED, node_parts
 
 #: (page, the port names the layout expects on the node) → parts
 Extractor = Callable[[Exposition, Container[str]], dict[str, object]]

@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from collectors.exposition_fast import parse_wanted_fast
-from collectors.safe_text import inert_text, redact_url
+from infertop.collectors.exposition_fast import parse_wanted_fast
+from infertop.collectors.safe_text import inert_text, redact_url
 
 # A real node_exporter page is ~100–500 KiB; anything far larger is not a metrics page.
 MAX_EXPOSITION_BYTES = 32 * 1024 * 1024

@@ -25,7 +25,7 @@ import itertools
 import math
 from collections.abc import Mapping
 
-from collectors.exposition import Exposition
+from infertop.collectors.exposition import Exposition
 
 # canonical latency → histogram base names, newest name first
 LATENCY_HISTOGRAMS: Mapping[str, tuple[str, ...]] = {

@@ -15,19 +15,22 @@ what is raised at all: under `-W error` a library's warning is still an error.
 from __future__ import annotations
 
 import logging
+import os
 import warnings
 from pathlib import Path
 from typing import TextIO
 
 LOGGER_NAME = "infertop.library_warnings"
 # the packages whose warnings are infertop's own words (the rooms of docs/architecture.md)
-OWN_PACKAGES = ("infertop", "collectors", "layouts", "monitor", "tui")
+OWN_PACKAGES = ("collectors", "layouts", "monitor", "tui")  # and infertop itself
 # held until logging is set up, so `-v` shows what came before; bounded (a loop that warns
 # on every call must not grow memory)
 HELD_MAX = 200
 
-_SOURCE_ROOT = Path(__file__).resolve().parent.parent
-_OWN_DIRS = tuple(str(_SOURCE_ROOT / name) + "/" for name in OWN_PACKAGES)
+# infertop's folder as imported (in a source tree its rooms are links to the top-level
+# folders), and each room's real folder: warnings name files by their resolved paths
+_PACKAGE_DIR = Path(os.path.abspath(__file__)).parent.parent
+_OWN_DIRS = tuple(str((_PACKAGE_DIR / name).resolve()) + "/" for name in (".", *OWN_PACKAGES))
 # a deprecation is for whoever maintains the caller, even when the caller is infertop
 _DEVELOPER_CATEGORIES: tuple[type[Warning], ...] = (DeprecationWarning, PendingDeprecationWarning)
 

@@ -15,12 +15,12 @@ from typing import Any
 
 import psutil
 
-from collectors.probe import host as probe_host
-from collectors.probe import nvidia_gpus as probe_gpus
-from collectors.probe.ethtool_stats import EthtoolStats
-from collectors.probe.schema import sample_from_reading
-from collectors.sample import NodeSample
-from collectors.source import PollingSource
+from infertop.collectors.probe import host as probe_host
+from infertop.collectors.probe import nvidia_gpus as probe_gpus
+from infertop.collectors.probe.ethtool_stats import EthtoolStats
+from infertop.collectors.probe.schema import sample_from_reading
+from infertop.collectors.sample import NodeSample
+from infertop.collectors.source import PollingSource
 
 
 class LocalSource(PollingSource):

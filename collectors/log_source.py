@@ -14,10 +14,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from collectors.probe.logs import LogWatch
-from collectors.sample import EngineSample, NodeSample
-from collectors.source import PollingSource
-from layouts.model import EngineConfig, Layout
+from infertop.collectors.probe.logs import LogWatch
+from infertop.collectors.sample import EngineSample, NodeSample
+from infertop.collectors.source import PollingSource
+from infertop.layouts.model import EngineConfig, Layout
 
 
 def log_watch_config(engine: EngineConfig, layout: Layout) -> dict[str, Any] | None:

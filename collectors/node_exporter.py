@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Container, Sequence
 
-from collectors.exposition import Exposition, clean_label, label_text
-from collectors.probe.ethtool_stats import pause_frames
-from collectors.sample import NicKind, NicSample
-from collectors.virtual_nics import keeps_nic
+from infertop.collectors.exposition import Exposition, clean_label, label_text
+from infertop.collectors.probe.ethtool_stats import pause_frames
+from infertop.collectors.sample import NicKind, NicSample
+from infertop.collectors.virtual_nics import keeps_nic
 
 # /sys/class/infiniband/<dev>/ports/<n>/state ids
 _IB_STATES = {0: "nop", 1: "down", 2: "init", 3: "armed", 4: "active", 5: "active_defer"}

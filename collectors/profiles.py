@@ -41,12 +41,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from collectors.engine_info import engine_info_fields, info_names
-from collectors.engine_ranks import engine_ranks
-from collectors.exposition import Exposition, ExpositionError, duplicate_note, parse_exposition
-from collectors.histograms import LATENCY_BUCKET_NAMES, scoreboard_fields, wanted_names
-from collectors.safe_text import redact_url
-from collectors.sample import EngineSample, EngineSourceKind
+from infertop.collectors.engine_info import engine_info_fields, info_names
+from infertop.collectors.engine_ranks import engine_ranks
+from infertop.collectors.exposition import Exposition, ExpositionError, duplicate_note, parse_exposition
+from infertop.collectors.histograms import LATENCY_BUCKET_NAMES, scoreboard_fields, wanted_names
+from infertop.collectors.safe_text import redact_url
+from infertop.collectors.sample import EngineSample, EngineSourceKind
 
 CustomProfiles = Mapping[str, Mapping[str, str | list[str]]]
 Aggregate = Literal["sum", "mean"]

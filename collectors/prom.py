@@ -36,11 +36,11 @@ from prometheus_api_client.prometheus_connect import PrometheusConnect
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from collectors import prom_rules, promql
-from collectors.safe_text import inert_text, redact_url
-from collectors.sample import NodeSample
-from collectors.source import Emit, PollingSource
-from layouts.model import Layout, PrometheusConfig
+from infertop.collectors import prom_rules, promql
+from infertop.collectors.safe_text import inert_text, redact_url
+from infertop.collectors.sample import NodeSample
+from infertop.collectors.source import Emit, PollingSource
+from infertop.layouts.model import Layout, PrometheusConfig
 
 log = logging.getLogger(__name__)
 

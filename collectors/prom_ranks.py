@@ -18,8 +18,13 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from collectors.engine_ranks import MAX_RANKS, RANK_LABELS, dp_rank_of, rank_key, rank_order
-from collectors.sample import ENGINE_COUNTER_FIELDS, ENGINE_GAUGE_FIELDS, EngineRankSample, EngineSample
+from infertop.collectors.engine_ranks import MAX_RANKS, RANK_LABELS, dp_rank_of, rank_key, rank_order
+from infertop.collectors.sample import (
+    ENGINE_COUNTER_FIELDS,
+    ENGINE_GAUGE_FIELDS,
+    EngineRankSample,
+    EngineSample,
+)
 
 RANK_KEY = "rank:"  # a per-rank query's key: "rank:generation_tokens_total", "rank:latency:itl"
 _FIELDS = frozenset((*ENGINE_COUNTER_FIELDS, *ENGINE_GAUGE_FIELDS))

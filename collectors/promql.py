@@ -29,20 +29,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.bounds import whole
-from collectors.dcgm import NVLINK_TOTAL_BYTES_PER_UNIT
-from collectors.engine_info import (
+from infertop.collectors.bounds import whole
+from infertop.collectors.dcgm import NVLINK_TOTAL_BYTES_PER_UNIT
+from infertop.collectors.engine_info import (
     HEALTH_GAUGES,
     INFO_GAUGES,
     VALUE_SETTINGS,
     settings_from_labels,
     settings_from_values,
 )
-from collectors.histograms import LATENCY_HISTOGRAMS, SCOREBOARD_SCALARS
-from collectors.node_exporter import ib_physical_state
-from collectors.profiles import ENGINE_LABELS, CustomProfiles, ProfileError, resolve_profile
-from collectors.prom_ranks import RANK_KEY, rank_samples, rank_subkeys
-from collectors.sample import (
+from infertop.collectors.histograms import LATENCY_HISTOGRAMS, SCOREBOARD_SCALARS
+from infertop.collectors.node_exporter import ib_physical_state
+from infertop.collectors.profiles import ENGINE_LABELS, CustomProfiles, ProfileError, resolve_profile
+from infertop.collectors.prom_ranks import RANK_KEY, rank_samples, rank_subkeys
+from infertop.collectors.sample import (
     ENGINE_COUNTER_FIELDS,
     ENGINE_GAUGE_FIELDS,
     EngineSample,
@@ -51,7 +51,7 @@ from collectors.sample import (
     NicSample,
     NodeSample,
 )
-from collectors.virtual_nics import VIRTUAL_NIC_REGEX
+from infertop.collectors.virtual_nics import VIRTUAL_NIC_REGEX
 
 NODE = "infertop_node"
 # full-match regex (label_replace anchors it): the host without an optional `:port`

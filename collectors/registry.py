@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collectors.local import LocalSource
-from collectors.log_source import local_log_sources
-from collectors.prom import prom_source_for
-from collectors.scrape_shards import scrape_source_for
-from collectors.source import Source
-from collectors.ssh import ssh_source_for
-from layouts.model import Layout
+from infertop.collectors.local import LocalSource
+from infertop.collectors.log_source import local_log_sources
+from infertop.collectors.prom import prom_source_for
+from infertop.collectors.scrape_shards import scrape_source_for
+from infertop.collectors.source import Source
+from infertop.collectors.ssh import ssh_source_for
+from infertop.layouts.model import Layout
 
 
 def build_sources(layout: Layout) -> list[Source]:

@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from collectors.safe_text import inert_text, redact_text, redact_url
+from infertop.collectors.safe_text import inert_text, redact_text, redact_url
 
 AcceleratorKind = Literal["gpu", "npu"]
 NicKind = Literal["ethernet", "infiniband", "roce", "bond", "npu-roce", "loopback", "other"]

@@ -24,22 +24,27 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from collectors.exporters import EXPORTER_WANTED, parts_from_exporter
-from collectors.exposition import MAX_EXPOSITION_BYTES, ExpositionError, duplicate_note, parse_exposition
-from collectors.http_pages import ACCEPT_ENCODING, ConnectError, PageClient, PageError, TooBig
-from collectors.loop_stalls import wire_timeout
-from collectors.profiles import (
+from infertop.collectors.exporters import EXPORTER_WANTED, parts_from_exporter
+from infertop.collectors.exposition import (
+    MAX_EXPOSITION_BYTES,
+    ExpositionError,
+    duplicate_note,
+    parse_exposition,
+)
+from infertop.collectors.http_pages import ACCEPT_ENCODING, ConnectError, PageClient, PageError, TooBig
+from infertop.collectors.loop_stalls import wire_timeout
+from infertop.collectors.profiles import (
     Profile,
     ProfileError,
     custom_profile,
     engine_sample_from_exposition,
     resolve_profile,
 )
-from collectors.safe_text import redact_url
-from collectors.sample import EngineSample, GpuSample, NicSample, NodeSample, PageKind, PageOutcome
-from collectors.source import PollingSource
-from layouts.loader import LayoutError
-from layouts.model import Layout
+from infertop.collectors.safe_text import redact_url
+from infertop.collectors.sample import EngineSample, GpuSample, NicSample, NodeSample, PageKind, PageOutcome
+from infertop.collectors.source import PollingSource
+from infertop.layouts.loader import LayoutError
+from infertop.layouts.model import Layout
 
 log = logging.getLogger(__name__)
 ACCEPT = "text/plain;version=0.0.4;q=1,*/*;q=0.1"  # classic text, not OpenMetrics

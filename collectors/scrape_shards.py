@@ -32,13 +32,13 @@ import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 
-from collectors.loop_stalls import KEEP_S
-from collectors.safe_text import inert_text, redact_text, url_secrets
-from collectors.scrape import Endpoint, ScrapeSource, latency_every_rounds, scrape_targets, shard_of
-from collectors.scrape_worker import HEARTBEAT_S, WorkerJob, frame, read_frame
-from collectors.source import Emit, RoundSource, Source
-from layouts.loader import LayoutError
-from layouts.model import Layout
+from infertop.collectors.loop_stalls import KEEP_S
+from infertop.collectors.safe_text import inert_text, redact_text, url_secrets
+from infertop.collectors.scrape import Endpoint, ScrapeSource, latency_every_rounds, scrape_targets, shard_of
+from infertop.collectors.scrape_worker import HEARTBEAT_S, WorkerJob, frame, read_frame
+from infertop.collectors.source import Emit, RoundSource, Source
+from infertop.layouts.loader import LayoutError
+from infertop.layouts.model import Layout
 
 log = logging.getLogger(__name__)
 WORKERS_ENV = "INFERTOP_SCRAPE_WORKERS"
@@ -106,7 +106,7 @@ class ShardedScrapeSource(RoundSource):
             shards[shard_of(node, workers)][node] = list(endpoints)
         self.jobs = [WorkerJob(shard, interval_s, timeout_s, latency_every) for shard in shards if shard]
         # what starts a worker (a test may put a failing command here)
-        self.worker_command: Sequence[str] = (sys.executable, "-m", "collectors.scrape_worker")
+        self.worker_command: Sequence[str] = (sys.executable, "-m", "infertop.collectors.scrape_worker")
         self.worker_pids: list[int | None] = [None] * len(self.jobs)
         self.restarts = 0
         # each worker's newest round (started, finished)

@@ -1,6 +1,6 @@
 """One shard of the scrape source in a process of its own (`collectors.scrape_shards`).
 
-Run as `python -m collectors.scrape_worker` by the monitor, never by hand. It reads its job
+Run as `python -m infertop.collectors.scrape_worker` by the monitor, never by hand. It reads its job
 from stdin (one frame: the pickled `WorkerJob`), then runs a `ScrapeSource` over its nodes
 on the usual wall-clock cadence and writes framed messages to stdout: each node's sample
 as soon as it is read, and each round's start and finish. It exits when stdin closes
@@ -22,11 +22,11 @@ import sys
 import time
 from dataclasses import dataclass
 
-from collectors import library_warnings
-from collectors.loop_stalls import acquire_meter, release_meter
-from collectors.sample import NodeSample
-from collectors.scrape import Endpoint, ScrapeSource
-from collectors.source import RoundSource
+from infertop.collectors import library_warnings
+from infertop.collectors.loop_stalls import acquire_meter, release_meter
+from infertop.collectors.sample import NodeSample
+from infertop.collectors.scrape import Endpoint, ScrapeSource
+from infertop.collectors.source import RoundSource
 
 FRAME = struct.Struct("!I")  # each message: its length, then the pickle
 WORKER_NICENESS = 5  # added to the monitor's: see main
@@ -121,6 +121,6 @@ def main() -> None:
 if __name__ == "__main__":
     # through the module's own name: run as __main__, this file's WorkerJob would be
     # another class than the one the monitor pickled
-    from collectors import scrape_worker
+    from infertop.collectors import scrape_worker
 
     scrape_worker.main()

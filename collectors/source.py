@@ -14,9 +14,9 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 
-from collectors.cadence import delay_to_boundary
-from collectors.loop_stalls import wire_timeout
-from collectors.sample import NodeSample
+from infertop.collectors.cadence import delay_to_boundary
+from infertop.collectors.loop_stalls import wire_timeout
+from infertop.collectors.sample import NodeSample
 
 Emit = Callable[[NodeSample], None]
 # a poll that ends less than this share of an interval past the next reading instant

@@ -30,16 +30,16 @@ from typing import Any
 
 import asyncssh
 
-from collectors.log_source import log_watch_config
-from collectors.loop_stalls import wire_timeout
-from collectors.probe.bundle import BOOTSTRAP, bootstrap_payload
-from collectors.probe.engine import ENGINE_MAX_BYTES
-from collectors.probe.log_follower import LineSplitter
-from collectors.probe.schema import BadReading, parse_reading_line, reading_sample
-from collectors.safe_text import inert_text, redact_text, url_secrets
-from collectors.sample import EngineSample, NodeSample, PageOutcome
-from collectors.source import Emit, Source
-from layouts.model import Layout, NodeConfig, SshOptions, split_ssh_target
+from infertop.collectors.log_source import log_watch_config
+from infertop.collectors.loop_stalls import wire_timeout
+from infertop.collectors.probe.bundle import BOOTSTRAP, bootstrap_payload
+from infertop.collectors.probe.engine import ENGINE_MAX_BYTES
+from infertop.collectors.probe.log_follower import LineSplitter
+from infertop.collectors.probe.schema import BadReading, parse_reading_line, reading_sample
+from infertop.collectors.safe_text import inert_text, redact_text, url_secrets
+from infertop.collectors.sample import EngineSample, NodeSample, PageOutcome
+from infertop.collectors.source import Emit, Source
+from infertop.layouts.model import Layout, NodeConfig, SshOptions, split_ssh_target
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +144,7 @@ EngineConverter = Callable[[str, str], tuple[EngineSample, list[str]]]
 def _load_engine_converter(custom_profiles: dict[str, Any] | None) -> EngineConverter | None:
     """The scrape source's exposition parser, when it is installed (imported lazily)."""
     try:
-        from collectors import profiles  # type: ignore[attr-defined, unused-ignore]
+        from infertop.collectors import profiles  # type: ignore[attr-defined, unused-ignore]
     except ImportError:
         return None
     convert = getattr(profiles, "engine_reading_from_text", None)

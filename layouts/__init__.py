@@ -1,7 +1,7 @@
 """What the cluster is and what it costs: the layout model and its loader (no UI here)."""
 
-from layouts.loader import LayoutError, example_path, load_layout, local_layout, parse_layout
-from layouts.model import Layout, NodeConfig
+from infertop.layouts.loader import LayoutError, example_path, load_layout, local_layout, parse_layout
+from infertop.layouts.model import Layout, NodeConfig
 
 __all__ = [
     "Layout",

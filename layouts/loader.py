@@ -18,8 +18,8 @@ from typing import Any, get_args
 
 from pydantic import BaseModel, ValidationError
 
-from layouts.hostrange import MAX_HOSTS, HostRangeError, count_hosts, expand_hosts
-from layouts.model import Layout
+from infertop.layouts.hostrange import MAX_HOSTS, HostRangeError, count_hosts, expand_hosts
+from infertop.layouts.model import Layout
 
 # A layout is a page of settings: these bounds are far above any real one and far below
 # what would take the machine's memory or minutes to build (issue 19).
@@ -414,7 +414,7 @@ def load_layout(path: str | Path) -> Layout:
 
 def example_path(name: str) -> Path:
     """Path of a bundled example layout (`local`, `gb300-trial`, `deepseek-64p64d`)."""
-    ref = resources.files("layouts") / "examples" / f"{name}.toml"
+    ref = resources.files("infertop.layouts") / "examples" / f"{name}.toml"
     return Path(str(ref))
 
 

@@ -14,7 +14,7 @@ from urllib.parse import urlparse
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from layouts.log_vocabulary import BUILTIN_PATTERN_SETS, LOG_PATTERN_KINDS, LOG_QUANTITIES
+from infertop.layouts.log_vocabulary import BUILTIN_PATTERN_SETS, LOG_PATTERN_KINDS, LOG_QUANTITIES
 
 Role = Literal["prefill", "decode", "mixed"]
 PositiveFloat = Annotated[float, Field(gt=0)]

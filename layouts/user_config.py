@@ -21,8 +21,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from layouts.loader import LayoutError
-from layouts.model import MAX_INTERVAL_S, AlertsConfig
+from infertop.layouts.loader import LayoutError
+from infertop.layouts.model import MAX_INTERVAL_S, AlertsConfig
 
 MAX_CONFIG_BYTES = 64 * 1024
 

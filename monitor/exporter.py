@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterator
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.registry import Collector
 
-from monitor import VERSION
-from monitor.exporter_ranks import rank_families, rank_metric_names
-from monitor.snapshot import (
+from infertop.monitor import VERSION
+from infertop.monitor.exporter_ranks import rank_families, rank_metric_names
+from infertop.monitor.snapshot import (
     EngineView,
     MonitorHealthView,
     NicView,

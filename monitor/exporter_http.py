@@ -18,8 +18,8 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
 
-from monitor.exporter import SnapshotCollector
-from monitor.monitor import Monitor
+from infertop.monitor.exporter import SnapshotCollector
+from infertop.monitor.monitor import Monitor
 
 LISTEN_BACKLOG = 1024  # connections the kernel queues before we accept them
 READ_DEADLINE_S = 5.0  # for a client's whole request to arrive (Prometheus sends it at once)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 
 from prometheus_client.core import GaugeMetricFamily
 
-from monitor.snapshot import EngineRankView, EvidenceView, GpuView, Snapshot
+from infertop.monitor.snapshot import EngineRankView, EvidenceView, GpuView, Snapshot
 
 _RANK: tuple[tuple[str, str, Callable[[EngineRankView], float | None]], ...] = (
     ("decode_steps_per_second", "One engine's decode steps per second", lambda r: r.decode_steps_per_s),

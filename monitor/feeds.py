@@ -12,13 +12,13 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from collectors.source import Source
-from layouts.model import Layout
-from monitor.snapshot import Snapshot
+from infertop.collectors.source import Source
+from infertop.layouts.model import Layout
+from infertop.monitor.snapshot import Snapshot
 
 if TYPE_CHECKING:
-    from monitor.monitor import Monitor
-    from monitor.record.store import Recorder
+    from infertop.monitor.monitor import Monitor
+    from infertop.monitor.record.store import Recorder
 
 Publish = Callable[[Snapshot], None]
 
@@ -72,7 +72,9 @@ class MonitorFeed:
         recorder: Recorder | None = None,
     ):
         """`recorder`: the session record, written each tick and closed on `stop`."""
-        from monitor.monitor import Monitor  # the collectors load with the live feed, not with a viewer
+        from infertop.monitor.monitor import (
+            Monitor,  # the collectors load with the live feed, not with a viewer
+        )
 
         self.layout = layout
         self.monitor: Monitor = Monitor(layout, sources=sources, clock=clock, recorder=recorder)

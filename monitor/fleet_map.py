@@ -11,8 +11,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from monitor.evaluation.conditions import BLIND
-from monitor.snapshot import NodeView
+from infertop.monitor.evaluation.conditions import BLIND
+from infertop.monitor.snapshot import NodeView
 
 MapState = Literal["error", "unreachable", "critical", "warning", "blind", "stale", "info", "ok"]
 # worst first: the order a group's counts and a legend are told in

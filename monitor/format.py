@@ -3,8 +3,8 @@ Unknown → "—"; text from outside (names, notes, evidence) → `inert_text`."
 
 from __future__ import annotations
 
-from collectors import safe_text
-from monitor.snapshot import ClusterView, LinksView, SessionView
+from infertop.collectors import safe_text
+from infertop.monitor.snapshot import ClusterView, LinksView, SessionView
 
 UNKNOWN = "—"
 

@@ -14,8 +14,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from collectors.loop_stalls import LoopStallMeter
-from monitor.snapshot import MonitorHealthView
+from infertop.collectors.loop_stalls import LoopStallMeter
+from infertop.monitor.snapshot import MonitorHealthView
 
 RECENT_S = 10.0  # what "lately" means: the warning stays this long after the last lateness
 CPU_SPAN_S = 3.0  # CPU share over about this much time (a few ticks)

@@ -14,31 +14,37 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from collectors.cadence import TICK_LATEST_PHASE, TICK_PHASE, delay_to_boundary
-from collectors.fleet import Fleet, FleetState
-from collectors.loop_stalls import KEEP_S, LoopStallMeter, StallTimeline, acquire_meter, release_meter
-from collectors.registry import build_sources
-from collectors.sample import NodeSample
-from collectors.source import RoundSource, Source
-from monitor.evaluation.cluster import evaluate_cluster, evaluate_nodes
-from monitor.evaluation.ledger import SessionLedger, TickFigures
-from monitor.evaluation.mass_events import verdict_groups
-from monitor.evaluation.money import (
+from infertop.collectors.cadence import TICK_LATEST_PHASE, TICK_PHASE, delay_to_boundary
+from infertop.collectors.fleet import Fleet, FleetState
+from infertop.collectors.loop_stalls import (
+    KEEP_S,
+    LoopStallMeter,
+    StallTimeline,
+    acquire_meter,
+    release_meter,
+)
+from infertop.collectors.registry import build_sources
+from infertop.collectors.sample import NodeSample
+from infertop.collectors.source import RoundSource, Source
+from infertop.monitor.evaluation.cluster import evaluate_cluster, evaluate_nodes
+from infertop.monitor.evaluation.ledger import SessionLedger, TickFigures
+from infertop.monitor.evaluation.mass_events import verdict_groups
+from infertop.monitor.evaluation.money import (
     cost_weighted_idle_fraction,
     extras_cost_per_hour_usd,
     idle_cost_per_hour_usd,
 )
-from monitor.evaluation.pd_path import pd_paths
-from monitor.evaluation.scoreboard import with_live_point
-from monitor.evaluation.timeline import TimelineTracker
-from monitor.evaluation.verdicts import VerdictTracker
-from monitor.evaluation.window_rates import RateCache
-from monitor.health import MonitorHealth, suggestion
+from infertop.monitor.evaluation.pd_path import pd_paths
+from infertop.monitor.evaluation.scoreboard import with_live_point
+from infertop.monitor.evaluation.timeline import TimelineTracker
+from infertop.monitor.evaluation.verdicts import VerdictTracker
+from infertop.monitor.evaluation.window_rates import RateCache
+from infertop.monitor.health import MonitorHealth, suggestion
 
 if TYPE_CHECKING:
-    from monitor.record.store import Recorder
-from layouts.model import Layout, NodeConfig
-from monitor.snapshot import BackendView, Snapshot
+    from infertop.monitor.record.store import Recorder
+from infertop.layouts.model import Layout, NodeConfig
+from infertop.monitor.snapshot import BackendView, Snapshot
 
 log = logging.getLogger(__name__)
 Listener = Callable[[Snapshot], None]

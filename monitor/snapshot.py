@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from collectors.sample import GpuProcess, port_is_up
+from infertop.collectors.sample import GpuProcess, port_is_up
 
 SCHEMA = "infertop.snapshot/1"
 NodeStatus = Literal["ok", "stale", "unreachable", "error"]

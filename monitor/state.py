@@ -27,8 +27,8 @@ import stat
 import sys
 from pathlib import Path
 
-from layouts.model import Layout
-from monitor.record.checks import printable
+from infertop.layouts.model import Layout
+from infertop.monitor.record.checks import printable
 
 log = logging.getLogger(__name__)
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
-from collectors.source import Source
-from layouts.model import Layout
-from monitor.monitor import Monitor
-from monitor.snapshot import Snapshot
-from monitor.stopping import Stop
+from infertop.collectors.source import Source
+from infertop.layouts.model import Layout
+from infertop.monitor.monitor import Monitor
+from infertop.monitor.snapshot import Snapshot
+from infertop.monitor.stopping import Stop
 
 
 async def take_snapshot(

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from collectors.safe_text import inert_text
-from monitor.format import (
+from infertop.collectors.safe_text import inert_text
+from infertop.monitor.format import (
     UNKNOWN,
     fmt_age,
     fmt_num,
@@ -20,7 +20,7 @@ from monitor.format import (
     fmt_usd,
     links_text,
 )
-from monitor.snapshot import NodeView, Snapshot, VerdictView
+from infertop.monitor.snapshot import NodeView, Snapshot, VerdictView
 
 MAX_CELL_CHARS = 80
 MAX_LINE_CHARS = 500

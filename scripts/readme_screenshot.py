@@ -22,9 +22,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from layouts import load_layout  # noqa: E402
-from monitor.feeds import MonitorFeed  # noqa: E402
-from tui.app import InfertopApp  # noqa: E402
+from infertop.layouts import load_layout  # noqa: E402
+from infertop.monitor.feeds import MonitorFeed  # noqa: E402
+from infertop.tui.app import InfertopApp  # noqa: E402
 
 SHORT_HOLDS = "\n[thresholds]\nhold_s = 3\nclear_s = 3\nidle_hold_s = 3\n"
 

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from textual.app import App
 
-from monitor.snapshot import Snapshot
+from infertop.monitor.snapshot import Snapshot
 
 SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
 BUDGET_RANK = {"80%": 1, "100%": 2}

@@ -18,10 +18,10 @@ from typing import Any
 from textual.app import App
 from textual.notifications import SeverityLevel
 
-from monitor.evaluation.conditions import SEVERITY_RANK
-from monitor.evaluation.verdicts import hunt_order
-from monitor.format import inert_text
-from monitor.snapshot import NodeView, VerdictGroupView, VerdictView
+from infertop.monitor.evaluation.conditions import SEVERITY_RANK
+from infertop.monitor.evaluation.verdicts import hunt_order
+from infertop.monitor.format import inert_text
+from infertop.monitor.snapshot import NodeView, VerdictGroupView, VerdictView
 
 Key = tuple[str, str]
 NOTIFY_SEVERITY: dict[str, SeverityLevel] = {

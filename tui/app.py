@@ -20,25 +20,25 @@ from textual.screen import Screen
 from textual.theme import BUILTIN_THEMES
 from textual.widget import Widget
 
-from monitor.evaluation.phases import PHASES
-from monitor.feeds import EndingFeed, PhaseMarkingFeed, SnapshotFeed, can_mark_phase
-from monitor.format import inert_text
-from monitor.gc_pacing import PacedCollector
-from monitor.snapshot import Snapshot, TimelineEventView
-from monitor.stopping import SIGNALS, arm_watchdog, run_bounded
-from tui.alerts import Alerter, AlertSettings
-from tui.announcer import VerdictAnnouncer
-from tui.columns import SORTS, SortSpec
-from tui.fleet_map import FleetMap
-from tui.frames import FrameScreen, FrameState
-from tui.help_screen import HelpScreen
-from tui.history import History
-from tui.messages import OpenNode, SnapshotArrived
-from tui.node_screen import NodeScreen
-from tui.node_table import NodeTable
-from tui.overview import OverviewScreen
-from tui.scoreboard_screen import ScoreboardScreen
-from tui.timeline_screen import EventChosen, TimelineScreen
+from infertop.monitor.evaluation.phases import PHASES
+from infertop.monitor.feeds import EndingFeed, PhaseMarkingFeed, SnapshotFeed, can_mark_phase
+from infertop.monitor.format import inert_text
+from infertop.monitor.gc_pacing import PacedCollector
+from infertop.monitor.snapshot import Snapshot, TimelineEventView
+from infertop.monitor.stopping import SIGNALS, arm_watchdog, run_bounded
+from infertop.tui.alerts import Alerter, AlertSettings
+from infertop.tui.announcer import VerdictAnnouncer
+from infertop.tui.columns import SORTS, SortSpec
+from infertop.tui.fleet_map import FleetMap
+from infertop.tui.frames import FrameScreen, FrameState
+from infertop.tui.help_screen import HelpScreen
+from infertop.tui.history import History
+from infertop.tui.messages import OpenNode, SnapshotArrived
+from infertop.tui.node_screen import NodeScreen
+from infertop.tui.node_table import NodeTable
+from infertop.tui.overview import OverviewScreen
+from infertop.tui.scoreboard_screen import ScoreboardScreen
+from infertop.tui.timeline_screen import EventChosen, TimelineScreen
 
 log = logging.getLogger(__name__)
 FEED_STOP_TIMEOUT_S = 1.5  # quitting (q, SIGINT, SIGTERM) takes 2 s at most
@@ -261,7 +261,7 @@ class InfertopApp(App[int]):
         if not can_mark_phase(self.feed):
             self.notify("a recording's phases cannot be changed", severity="warning")
             return
-        from tui.session_panel import PhasePicker
+        from infertop.tui.session_panel import PhasePicker
 
         current = self.latest_snapshot.session.phase if self.latest_snapshot else None
         self.push_screen(PhasePicker(current), lambda phase: self.mark_phase(phase) if phase else None)

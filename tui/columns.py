@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from rich.console import JustifyMethod as Justify
 from rich.text import Text
 
-from monitor.evaluation.verdicts import node_hunt_key
-from monitor.format import (
+from infertop.monitor.evaluation.verdicts import node_hunt_key
+from infertop.monitor.format import (
     UNKNOWN,
     fmt_age,
     fmt_bytes_pair,
@@ -24,8 +24,8 @@ from monitor.format import (
     fmt_usd,
     links_text,
 )
-from monitor.snapshot import NodeView
-from tui.text import inert
+from infertop.monitor.snapshot import NodeView
+from infertop.tui.text import inert
 
 # Calm at 3 a.m.: plain text for normal figures, grey for old ones, yellow for worth a
 # look, red only for trouble.

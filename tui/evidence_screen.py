@@ -12,9 +12,9 @@ from textual.binding import Binding
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from monitor.format import UNKNOWN
-from monitor.snapshot import EvidenceView, NodeView, VerdictView
-from tui.text import inert
+from infertop.monitor.format import UNKNOWN
+from infertop.monitor.snapshot import EvidenceView, NodeView, VerdictView
+from infertop.tui.text import inert
 
 
 def _figure(value: float | None, unit: str) -> str:

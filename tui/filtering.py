@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from monitor.snapshot import NodeView
+from infertop.monitor.snapshot import NodeView
 
 
 @dataclass(frozen=True)

@@ -27,10 +27,10 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from monitor.fleet_map import map_groups, node_map_state
-from monitor.snapshot import NodeView
-from tui.fleet_map_picture import STATE_STYLE, Atom, MapPicture, draw_map, legend
-from tui.text import inert
+from infertop.monitor.fleet_map import map_groups, node_map_state
+from infertop.monitor.snapshot import NodeView
+from infertop.tui.fleet_map_picture import STATE_STYLE, Atom, MapPicture, draw_map, legend
+from infertop.tui.text import inert
 
 
 class FleetMap(ScrollView, can_focus=True):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from monitor.fleet_map import MAP_STATES, MapCell, MapGroup, MapState
+from infertop.monitor.fleet_map import MAP_STATES, MapCell, MapGroup, MapState
 
 GLYPH: dict[MapState, str] = {
     "error": "E", "unreachable": "U", "critical": "X", "warning": "!",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from textual.screen import Screen
 
-from monitor.snapshot import Snapshot
+from infertop.monitor.snapshot import Snapshot
 
 
 @dataclass

@@ -7,11 +7,11 @@ import time
 from rich.text import Text
 from textual.widgets import Static
 
-from monitor.evaluation.shared_gaps import KIND_LABELS
-from monitor.format import fmt_duration, fmt_usd
-from monitor.snapshot import Snapshot
-from tui.columns import TROUBLE, WARN
-from tui.text import inert
+from infertop.monitor.evaluation.shared_gaps import KIND_LABELS
+from infertop.monitor.format import fmt_duration, fmt_usd
+from infertop.monitor.snapshot import Snapshot
+from infertop.tui.columns import TROUBLE, WARN
+from infertop.tui.text import inert
 
 INSECURE_SSH_WARNING = "⚠ SSH host-key checking is OFF for this layout (ssh.insecure_no_host_key_check)"
 

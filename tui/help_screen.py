@@ -14,7 +14,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from tui.fleet_map_picture import legend
+from infertop.tui.fleet_map_picture import legend
 
 KEY_NAMES = {
     "slash": "/",

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from monitor.snapshot import Snapshot
+from infertop.monitor.snapshot import Snapshot
 
 Series = deque[float | None]
 K = TypeVar("K")

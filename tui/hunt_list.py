@@ -22,12 +22,12 @@ from collections.abc import Sequence
 from rich.text import Text
 from textual.binding import Binding
 
-from monitor.evaluation.mass_events import hunt_entries
-from monitor.format import fmt_age, fmt_usd
-from monitor.snapshot import NodeView, SharedBlindSpotView, Snapshot, VerdictGroupView, VerdictView
-from tui.messages import OpenNode
-from tui.row_table import RowTable
-from tui.text import inert
+from infertop.monitor.evaluation.mass_events import hunt_entries
+from infertop.monitor.format import fmt_age, fmt_usd
+from infertop.monitor.snapshot import NodeView, SharedBlindSpotView, Snapshot, VerdictGroupView, VerdictView
+from infertop.tui.messages import OpenNode
+from infertop.tui.row_table import RowTable
+from infertop.tui.text import inert
 
 SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
 COLUMNS = (("severity", "SEV"), ("node", "NODE"), ("kind", "VERDICT"), ("since", "FOR"),
@@ -235,7 +235,7 @@ class HuntList(RowTable):
         row = self.current_key()
         pair = None if row is None else self.pairs.get(row)
         if pair is not None and pair[1].evidence:
-            from tui.evidence_screen import EvidenceScreen  # only when asked for
+            from infertop.tui.evidence_screen import EvidenceScreen  # only when asked for
 
             self.app.push_screen(EvidenceScreen(*pair))
 

@@ -11,11 +11,11 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from monitor.evaluation.verdicts import hunt_order
-from monitor.snapshot import Snapshot
-from tui.hunt_list import HuntList
-from tui.panels import register_panel
-from tui.row_table import RowTable
+from infertop.monitor.evaluation.verdicts import hunt_order
+from infertop.monitor.snapshot import Snapshot
+from infertop.tui.hunt_list import HuntList
+from infertop.tui.panels import register_panel
+from infertop.tui.row_table import RowTable
 
 
 class HuntPanel(Vertical):

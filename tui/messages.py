@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from monitor.snapshot import Snapshot
+from infertop.monitor.snapshot import Snapshot
 
 
 class SnapshotArrived(Message):

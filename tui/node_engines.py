@@ -11,9 +11,9 @@ from collections.abc import Iterator
 
 from rich.text import Text
 
-from monitor.format import UNKNOWN, fmt_bytes, fmt_latency, fmt_num, fmt_pct
-from monitor.snapshot import EngineRankView, EngineView, GpuView
-from tui.text import inert
+from infertop.monitor.format import UNKNOWN, fmt_bytes, fmt_latency, fmt_num, fmt_pct
+from infertop.monitor.snapshot import EngineRankView, EngineView, GpuView
+from infertop.tui.text import inert
 
 RANK_COLUMNS: tuple[tuple[str, str, int | None], ...] = (
     ("rank", "ENGINE", 8),

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 from rich.text import Text
 
-from monitor.format import (
+from infertop.monitor.format import (
     UNKNOWN,
     fmt_age,
     fmt_bytes_pair,
@@ -20,10 +20,10 @@ from monitor.format import (
     fmt_rate_gbps,
     fmt_usd,
 )
-from monitor.snapshot import EngineView, GpuView, HostView, NicView, NodeView
-from tui.columns import GREY, SEVERITY_STYLE, TROUBLE, WARN, status_cell
-from tui.sparkline import sparkline
-from tui.text import inert
+from infertop.monitor.snapshot import EngineView, GpuView, HostView, NicView, NodeView
+from infertop.tui.columns import GREY, SEVERITY_STYLE, TROUBLE, WARN, status_cell
+from infertop.tui.sparkline import sparkline
+from infertop.tui.text import inert
 
 SPARK_WIDTH = 20
 GPU_COLUMNS: tuple[tuple[str, str, int | None], ...] = (

@@ -9,11 +9,11 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Static
 
-from monitor.snapshot import NodeView, Snapshot
-from tui.frames import FrameScreen, FrameState
-from tui.history import History
-from tui.node_engines import RANK_COLUMNS, activity_text, rank_rows
-from tui.node_rows import (
+from infertop.monitor.snapshot import NodeView, Snapshot
+from infertop.tui.frames import FrameScreen, FrameState
+from infertop.tui.history import History
+from infertop.tui.node_engines import RANK_COLUMNS, activity_text, rank_rows
+from infertop.tui.node_rows import (
     GPU_COLUMNS,
     NIC_COLUMNS,
     SPARK_WIDTH,
@@ -25,9 +25,9 @@ from tui.node_rows import (
     scale_text,
     title_text,
 )
-from tui.row_table import RowTable
-from tui.text import inert
-from tui.timeline_text import event_line, node_events, settings_text
+from infertop.tui.row_table import RowTable
+from infertop.tui.text import inert
+from infertop.tui.timeline_text import event_line, node_events, settings_text
 
 
 class NodeScreen(FrameScreen):

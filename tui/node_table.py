@@ -14,9 +14,9 @@ from functools import partial
 
 from textual.binding import Binding
 
-from monitor.snapshot import NodeView
-from tui.columns import COLUMNS, SortSpec, name_cell, render_row, sort_arrow, sort_order
-from tui.row_table import RowTable
+from infertop.monitor.snapshot import NodeView
+from infertop.tui.columns import COLUMNS, SortSpec, name_cell, render_row, sort_arrow, sort_order
+from infertop.tui.row_table import RowTable
 
 
 class NodeTable(RowTable):

@@ -9,18 +9,18 @@ from textual.containers import Horizontal
 from textual.widget import Widget
 from textual.widgets import Footer, Input, Static
 
-from monitor.snapshot import Snapshot
-from tui.columns import SORTABLE, SortSpec, sort_order, sort_spec
-from tui.filtering import NodeFilter
-from tui.fleet_map import FleetMap
-from tui.frames import FrameScreen, FrameState
-from tui.header import HeaderBar
-from tui.messages import OpenNode
-from tui.node_table import NodeTable
-from tui.panels import SnapshotPanel, overview_panels
-from tui.rollups import RollupStrip
-from tui.row_table import RowTable
-from tui.scoreboard_text import scoreboard_line
+from infertop.monitor.snapshot import Snapshot
+from infertop.tui.columns import SORTABLE, SortSpec, sort_order, sort_spec
+from infertop.tui.filtering import NodeFilter
+from infertop.tui.fleet_map import FleetMap
+from infertop.tui.frames import FrameScreen, FrameState
+from infertop.tui.header import HeaderBar
+from infertop.tui.messages import OpenNode
+from infertop.tui.node_table import NodeTable
+from infertop.tui.panels import SnapshotPanel, overview_panels
+from infertop.tui.rollups import RollupStrip
+from infertop.tui.row_table import RowTable
+from infertop.tui.scoreboard_text import scoreboard_line
 
 COMPACT_WIDTH = 120
 COMPACT_HEIGHT = 30

@@ -18,7 +18,7 @@ from typing import Protocol, runtime_checkable
 
 from textual.widget import Widget
 
-from monitor.snapshot import Snapshot
+from infertop.monitor.snapshot import Snapshot
 
 
 @runtime_checkable
@@ -27,7 +27,7 @@ class SnapshotPanel(Protocol):
 
 
 PanelFactory = Callable[[], Widget]
-PANEL_MODULES: tuple[str, ...] = ("tui.session_panel", "tui.hunt_panel")
+PANEL_MODULES: tuple[str, ...] = ("infertop.tui.session_panel", "infertop.tui.hunt_panel")
 _FACTORIES: list[PanelFactory] = []
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from monitor.format import fmt_latency, fmt_num, fmt_rate_gbps
-from monitor.snapshot import PdEndView, PdPathView, Snapshot
-from tui.columns import GREY, TROUBLE, WARN
-from tui.text import inert
+from infertop.monitor.format import fmt_latency, fmt_num, fmt_rate_gbps
+from infertop.monitor.snapshot import PdEndView, PdPathView, Snapshot
+from infertop.tui.columns import GREY, TROUBLE, WARN
+from infertop.tui.text import inert
 
 
 def _per_s(value: float | None) -> str:

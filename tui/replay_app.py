@@ -13,13 +13,13 @@ from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
-from monitor.format import fmt_duration
-from monitor.record.replay import ReplayFeed
-from monitor.snapshot import TimelineEventView
-from tui.alerts import AlertsOff
-from tui.app import InfertopApp
-from tui.messages import SnapshotArrived
-from tui.timeline_text import clock
+from infertop.monitor.format import fmt_duration
+from infertop.monitor.record.replay import ReplayFeed
+from infertop.monitor.snapshot import TimelineEventView
+from infertop.tui.alerts import AlertsOff
+from infertop.tui.app import InfertopApp
+from infertop.tui.messages import SnapshotArrived
+from infertop.tui.timeline_text import clock
 
 MAX_EVENT_NOTES = 3  # events announced per frame; the timeline screen (t) lists them all
 

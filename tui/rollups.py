@@ -13,9 +13,9 @@ from rich.cells import cell_len
 from rich.text import Text
 from textual.widgets import Static
 
-from monitor.format import fmt_num, fmt_pct, fmt_usd, inert_text
-from monitor.snapshot import RollupView, Snapshot
-from tui.columns import WARN
+from infertop.monitor.format import fmt_num, fmt_pct, fmt_usd, inert_text
+from infertop.monitor.snapshot import RollupView, Snapshot
+from infertop.tui.columns import WARN
 
 _HEADERS = ("POOL", "NODES", "GPUS", "UTIL", "STEPS/S", "ACCEPT", "TOK/S", "FULL TOK/S",
             "RUN", "WAIT", "$/H", "IDLE")

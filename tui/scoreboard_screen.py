@@ -10,11 +10,11 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Static
 
-from monitor.snapshot import Snapshot
-from tui.frames import FrameScreen, FrameState
-from tui.history import History
-from tui.pd_path_text import pd_paths_text
-from tui.scoreboard_text import (
+from infertop.monitor.snapshot import Snapshot
+from infertop.tui.frames import FrameScreen, FrameState
+from infertop.tui.history import History
+from infertop.tui.pd_path_text import pd_paths_text
+from infertop.tui.scoreboard_text import (
     cache_table,
     latency_table,
     money_text,
@@ -22,7 +22,7 @@ from tui.scoreboard_text import (
     scatter,
     throughput_table,
 )
-from tui.text import inert
+from infertop.tui.text import inert
 
 
 class ScoreboardScreen(FrameScreen):

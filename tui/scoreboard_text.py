@@ -9,7 +9,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from monitor.format import (
+from infertop.monitor.format import (
     UNKNOWN,
     fmt_clock,
     fmt_latency,
@@ -19,8 +19,8 @@ from monitor.format import (
     fmt_scoreboard_p99,
     fmt_usd,
 )
-from monitor.snapshot import EngineView, NodeView, RollupView, SessionView, Snapshot
-from tui.text import inert
+from infertop.monitor.snapshot import EngineView, NodeView, RollupView, SessionView, Snapshot
+from infertop.tui.text import inert
 
 Point = tuple[float, float]  # (tokens/s per user, tokens/s per GPU)
 LATENCIES = (("ttft", "TTFT"), ("itl", "ITL"), ("e2e", "E2E"), ("queue", "QUEUE"))

@@ -16,16 +16,16 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from monitor.evaluation.money import api_output_tokens_for
-from monitor.evaluation.phases import PHASES
-from monitor.format import fmt_clock, fmt_num, fmt_span, fmt_usd
-from monitor.snapshot import RollupView, SessionView, Snapshot
-from tui.history import SpendHistory
-from tui.panels import register_panel
-from tui.sparkline import sparkline
-from tui.spend_chart import spend_chart_lines
-from tui.text import inert
-from tui.text_lines import TextLines
+from infertop.monitor.evaluation.money import api_output_tokens_for
+from infertop.monitor.evaluation.phases import PHASES
+from infertop.monitor.format import fmt_clock, fmt_num, fmt_span, fmt_usd
+from infertop.monitor.snapshot import RollupView, SessionView, Snapshot
+from infertop.tui.history import SpendHistory
+from infertop.tui.panels import register_panel
+from infertop.tui.sparkline import sparkline
+from infertop.tui.spend_chart import spend_chart_lines
+from infertop.tui.text import inert
+from infertop.tui.text_lines import TextLines
 
 CHART_POINTS = 240  # frames kept for the chart: 4 minutes at 1 s
 

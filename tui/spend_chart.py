@@ -21,10 +21,10 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
-from monitor.format import fmt_usd, fmt_usd_short
-from monitor.snapshot import SessionView
-from tui.history import Mark, SpendHistory, epoch_of
-from tui.sparkline import sparkline
+from infertop.monitor.format import fmt_usd, fmt_usd_short
+from infertop.monitor.snapshot import SessionView
+from infertop.tui.history import Mark, SpendHistory, epoch_of
+from infertop.tui.sparkline import sparkline
 
 GUTTER = 7  # the label column left of every chart row
 _EIGHTHS = " ▁▂▃▄▅▆▇█"

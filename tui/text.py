@@ -12,7 +12,7 @@ from __future__ import annotations
 from rich.style import Style
 from rich.text import Text
 
-from monitor.format import inert_text
+from infertop.monitor.format import inert_text
 
 
 def inert(value: object, style: str | Style = "", max_len: int = 200) -> Text:

@@ -21,7 +21,7 @@ from textual.geometry import Size
 from textual.strip import Strip
 from textual.widget import Widget
 
-from tui.row_table import cell_signature
+from infertop.tui.row_table import cell_signature
 
 
 def line_look(line: Text) -> tuple[object, ...]:

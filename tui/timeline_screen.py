@@ -12,9 +12,9 @@ from textual.message import Message
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
-from monitor.snapshot import Snapshot, TimelineEventView
-from tui.frames import FrameScreen, FrameState
-from tui.timeline_text import event_line
+from infertop.monitor.snapshot import Snapshot, TimelineEventView
+from infertop.tui.frames import FrameScreen, FrameState
+from infertop.tui.timeline_text import event_line
 
 
 class EventChosen(Message):

@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 
 from rich.text import Text
 
-from monitor.snapshot import NodeView, TimelineEventView
-from tui.columns import GREY, TROUBLE, WARN
-from tui.text import inert
+from infertop.monitor.snapshot import NodeView, TimelineEventView
+from infertop.tui.columns import GREY, TROUBLE, WARN
+from infertop.tui.text import inert
 
 # how each kind of event is coloured: trouble red, change yellow, the rest plain
 KIND_STYLE: dict[str, str] = {

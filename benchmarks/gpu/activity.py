@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
 
-from collectors.probe.bundle import probe_script
+from infertop.collectors.probe.bundle import probe_script
 
 LOAD = r"""
 import sys, time, torch

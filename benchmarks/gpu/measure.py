@@ -42,9 +42,9 @@ sys.path.insert(0, str(ROOT))
 
 import pynvml  # noqa: E402
 
-from collectors.local import LocalSource  # noqa: E402
-from collectors.probe import main as probe  # noqa: E402
-from collectors.probe import nvidia_gpus as probe_gpus  # noqa: E402
+from infertop.collectors.local import LocalSource  # noqa: E402
+from infertop.collectors.probe import main as probe  # noqa: E402
+from infertop.collectors.probe import nvidia_gpus as probe_gpus  # noqa: E402
 
 RESULT: dict[str, Any] = {}
 
@@ -210,7 +210,7 @@ def under_load(handles: list[Any], load_s: float, sample_s: float, probe_ticks: 
         # no access to this repository (PYTHONPATH dropped), JSON lines on stdout
         script = Path("/tmp/infertop-probe-bundle.py")
         try:
-            from collectors.probe.bundle import probe_script
+            from infertop.collectors.probe.bundle import probe_script
 
             script.write_text(probe_script())
             argv = [sys.executable, str(script), "1", str(probe_ticks)]

@@ -32,8 +32,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from collectors.probe import nvidia_gpus as probe_gpus  # noqa: E402
-from collectors.rates import counter_rate  # noqa: E402
+from infertop.collectors.probe import nvidia_gpus as probe_gpus  # noqa: E402
+from infertop.collectors.rates import counter_rate  # noqa: E402
 
 
 def _free_port() -> int:

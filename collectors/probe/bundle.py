@@ -8,7 +8,7 @@ bundle pastes each helper's text above main.py's and drops the package imports, 
 file keeps between two marker lines:
 
     # bundle: strip-begin
-    from collectors.probe.logs import follow_log
+    from infertop.collectors.probe.logs import follow_log
     # bundle: strip-end
 
 The result is checked before it is used: it must compile, must not import from
@@ -44,7 +44,7 @@ HELPERS: tuple[str, ...] = (
     "collectors/probe/host.py",
     "collectors/probe/nvidia_gpus.py",
 )
-OUR_PACKAGES = ("collectors", "layouts")
+OUR_PACKAGES = ("infertop",)
 
 STRIP_BEGIN = "# bundle: strip-begin"
 STRIP_END = "# bundle: strip-end"

@@ -11,7 +11,7 @@ bundled before this file): the line travels to infertop, is shown and is recorde
 """
 
 # bundle: strip-begin
-from collectors.safe_text import redact_text, redact_url, url_secrets
+from infertop.collectors.safe_text import redact_text, redact_url, url_secrets
 
 # bundle: strip-end
 

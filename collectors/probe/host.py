@@ -12,8 +12,8 @@ import re
 
 # Stdlib-only helper; the SSH bundle pastes its text above this file instead.
 # bundle: strip-begin
-from collectors.probe.ethtool_stats import pause_frames
-from collectors.virtual_nics import keeps_nic
+from infertop.collectors.probe.ethtool_stats import pause_frames
+from infertop.collectors.virtual_nics import keeps_nic
 
 # bundle: strip-end
 

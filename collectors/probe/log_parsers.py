@@ -31,14 +31,14 @@ from typing import TYPE_CHECKING
 # The names a log pattern may use, shared with the layout that names them; the SSH bundle
 # pastes that file's text above this one instead.
 # bundle: strip-begin
-from layouts.log_vocabulary import (
+from infertop.layouts.log_vocabulary import (
     LOG_GAUGE_QUANTITIES,
     LOG_PATTERN_KINDS,
     LOG_QUANTITIES,
 )
 
 if TYPE_CHECKING:
-    from collectors.probe.logs import LogFigures
+    from infertop.collectors.probe.logs import LogFigures
 # bundle: strip-end
 
 _LOG_NUM = r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)"

@@ -50,9 +50,9 @@ from typing import Any
 # The names a log pattern may use, shared with the layout that names them; the SSH bundle
 # pastes the files' text above this one instead.
 # bundle: strip-begin
-from collectors.probe.log_follower import CommandFollower, LogFollower
-from collectors.probe.log_parsers import LogLineError, log_parser
-from layouts.log_vocabulary import LOG_GAUGE_QUANTITIES
+from infertop.collectors.probe.log_follower import CommandFollower, LogFollower
+from infertop.collectors.probe.log_parsers import LogLineError, log_parser
+from infertop.layouts.log_vocabulary import LOG_GAUGE_QUANTITIES
 
 # bundle: strip-end
 

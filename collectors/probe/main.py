@@ -22,12 +22,12 @@ import time
 
 # Stdlib-only helpers; the SSH bundle pastes their text above this file instead.
 # bundle: strip-begin
-from collectors.probe.engine import ENGINE_MAX_BYTES, fetch_engine
-from collectors.probe.ethtool_stats import EthtoolStats
-from collectors.probe.host import read_host, read_nics
-from collectors.probe.logs import LogWatch
-from collectors.probe.npu import open_npus
-from collectors.probe.nvidia_gpus import open_gpus
+from infertop.collectors.probe.engine import ENGINE_MAX_BYTES, fetch_engine
+from infertop.collectors.probe.ethtool_stats import EthtoolStats
+from infertop.collectors.probe.host import read_host, read_nics
+from infertop.collectors.probe.logs import LogWatch
+from infertop.collectors.probe.npu import open_npus
+from infertop.collectors.probe.nvidia_gpus import open_gpus
 
 # bundle: strip-end
 

@@ -11,8 +11,8 @@ import time
 
 # Stdlib-only helpers; the SSH bundle pastes their text above this file instead.
 # bundle: strip-begin
-from collectors.probe.gpm import GpmReader
-from collectors.probe.gpu_processes import read_gpu_processes
+from infertop.collectors.probe.gpm import GpmReader
+from infertop.collectors.probe.gpu_processes import read_gpu_processes
 
 # bundle: strip-end
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from collectors.sample import EngineSample, GpuSample, HostSample, NicSample, NodeSample
+from infertop.collectors.sample import EngineSample, GpuSample, HostSample, NicSample, NodeSample
 
 _NIC_FIELDS = set(NicSample.model_fields)
 _GPU_FIELDS = set(GpuSample.model_fields)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from layouts.model import MAX_INTERVAL_S
+from infertop.layouts.model import MAX_INTERVAL_S
 
 
 def positive_float(text: str) -> float:

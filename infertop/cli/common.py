@@ -15,10 +15,10 @@ import traceback
 from types import TracebackType
 from typing import Any, NoReturn, TextIO
 
-from collectors.safe_text import inert_text
 from infertop.cli.argtypes import interval_s
-from layouts import Layout, LayoutError, load_layout, local_layout
-from layouts.user_config import config_path, load_user_config
+from infertop.collectors.safe_text import inert_text
+from infertop.layouts import Layout, LayoutError, load_layout, local_layout
+from infertop.layouts.user_config import config_path, load_user_config
 
 EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 MAX_MESSAGE_CHARS = 1000
@@ -94,7 +94,7 @@ def layout_of(args: argparse.Namespace) -> Layout:
 
 def user_theme() -> str | None:
     """The TUI theme the user's config names (checked: a wrong name is exit 2, not a crash)."""
-    from tui.app import theme_names  # Textual loads only for the commands that draw
+    from infertop.tui.app import theme_names  # Textual loads only for the commands that draw
 
     config = load_user_config()
     if config.theme is not None and config.theme not in theme_names():

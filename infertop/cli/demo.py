@@ -43,9 +43,9 @@ from infertop.demo.backends import (
 )
 from infertop.demo.page_sizes import PAGE_SIZES
 from infertop.demo.scenario import RESTART_EVERY_S, pool_sizes, trouble_nodes
-from layouts import LayoutError, load_layout
-from layouts.model import Layout
-from monitor.stopping import Stop, run_stoppable, watch_parent
+from infertop.layouts import LayoutError, load_layout
+from infertop.layouts.model import Layout
+from infertop.monitor.stopping import Stop, run_stoppable, watch_parent
 
 if TYPE_CHECKING:  # the demo server (aiohttp) loads when a demo runs, not with the CLI
     from infertop.demo.server import DemoServer
@@ -164,7 +164,7 @@ def _end(proc: subprocess.Popen[bytes] | None) -> None:
 
 
 def _forget_monitor(layout: Layout) -> None:
-    from monitor.channel.paths import lock_path, log_path, socket_path
+    from infertop.monitor.channel.paths import lock_path, log_path, socket_path
 
     socket = socket_path(layout)
     for leftover in (lock_path(socket), log_path(socket)):
@@ -187,7 +187,7 @@ def _serve_argv(args: argparse.Namespace, path: Path, via: tuple[str, Path] | No
 def run_three_processes(args: argparse.Namespace) -> int:
     """The served cluster, the monitor and (here) the viewer, each a process of its own."""
     from infertop.cli.monitors import child_env, start_monitor, view, wait_for_monitor
-    from monitor.channel.client import MonitorUnavailable
+    from infertop.monitor.channel.client import MonitorUnavailable
 
     # a folder of its own: two demos of one size must not share a layout (nor a monitor)
     folder = None if args.layout_out else Path(tempfile.mkdtemp(prefix="infertop-demo-"))

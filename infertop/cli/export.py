@@ -11,8 +11,8 @@ import argparse
 import ipaddress
 
 from infertop.cli.common import EXIT_OK, UsageError, add_layout_arg, layout_of, say
-from layouts.model import Layout
-from monitor.stopping import Stop, run_stoppable
+from infertop.layouts.model import Layout
+from infertop.monitor.stopping import Stop, run_stoppable
 
 NAME = "export"
 HELP = "serve infertop's derived figures as Prometheus metrics (headless)"
@@ -45,8 +45,8 @@ def parse_listen(text: str) -> tuple[str, int]:
 
 
 async def serve(layout: Layout, host: str, port: int, stop: Stop) -> int:
-    from monitor.exporter_http import start_server  # the collectors load for this command only
-    from monitor.monitor import Monitor
+    from infertop.monitor.exporter_http import start_server  # the collectors load for this command only
+    from infertop.monitor.monitor import Monitor
 
     monitor = Monitor(layout)
     # bind before collecting: a bad address fails at once, before any connection is made

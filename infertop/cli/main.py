@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import NoReturn
 
-from collectors import library_warnings
 from infertop import __version__
 from infertop.cli import (
     attach,
@@ -44,7 +43,8 @@ from infertop.cli.common import (
     inert_excepthook,
     say,
 )
-from layouts import LayoutError
+from infertop.collectors import library_warnings
+from infertop.layouts import LayoutError
 
 SUBCOMMANDS: tuple[ModuleType, ...] = (
     snapshot, record, attach, ps, stop, phase, report, replay, export, demo, records, serve, completion,
@@ -102,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def entry() -> NoReturn:
     """The program, once infertop.front_door has put the library-warnings gate in place."""
     from infertop.gctune import tune_gc
-    from monitor.stopping import leave
+    from infertop.monitor.stopping import leave
 
     tune_gc()  # a process of its own: long-running commands collect garbage less often
     sys.excepthook = inert_excepthook

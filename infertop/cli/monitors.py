@@ -18,10 +18,10 @@ from pathlib import Path
 
 import infertop
 from infertop.cli.common import EXIT_FAIL, say, user_theme
-from layouts.model import Layout
-from monitor.channel.client import Connection, MonitorUnavailable, SocketFeed
-from monitor.channel.paths import log_path, private_state_dir, socket_path
-from monitor.channel.protocol import Info
+from infertop.layouts.model import Layout
+from infertop.monitor.channel.client import Connection, MonitorUnavailable, SocketFeed
+from infertop.monitor.channel.paths import log_path, private_state_dir, socket_path
+from infertop.monitor.channel.protocol import Info
 
 START_TIMEOUT_S = 60.0  # imports and the first connections, on a busy 2-core machine
 LOG_TAIL_LINES = 5
@@ -119,7 +119,7 @@ def wait_for_monitor(
 def view(layout: Layout, info: Info, outlives: bool = True) -> int:
     """The TUI on the running monitor, until the user quits or the monitor ends; then
     whether the monitor goes on (`outlives`: it was not started to end with us)."""
-    from tui.app import run_feed  # Textual loads only for the TUI
+    from infertop.tui.app import run_feed  # Textual loads only for the TUI
 
     feed = SocketFeed(layout, socket_path(layout))
     code = run_feed(feed, theme=user_theme())

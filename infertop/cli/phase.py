@@ -14,11 +14,11 @@ from pathlib import Path
 
 from infertop.cli.common import EXIT_OK, add_layout_arg, add_record_args, fail, layout_of, say
 from infertop.cli.monitors import running_monitor
-from monitor.channel.client import MonitorUnavailable, call
-from monitor.channel.paths import socket_path
-from monitor.channel.protocol import MarkPhase, Reply
-from monitor.evaluation.ledger import PHASES
-from monitor.record.store import RecordError, add_phase_mark, default_record_path
+from infertop.monitor.channel.client import MonitorUnavailable, call
+from infertop.monitor.channel.paths import socket_path
+from infertop.monitor.channel.protocol import MarkPhase, Reply
+from infertop.monitor.evaluation.ledger import PHASES
+from infertop.monitor.record.store import RecordError, add_phase_mark, default_record_path
 
 NAME = "phase"
 HELP = "mark the running session's phase (build, load, warmup, run, failed, idle)"

@@ -7,11 +7,11 @@ import sys
 import time
 from collections.abc import Sequence
 
-from collectors.safe_text import inert_text
 from infertop.cli.common import EXIT_OK, MAX_MESSAGE_CHARS, say
-from monitor.channel.client import list_monitors
-from monitor.channel.protocol import Info
-from monitor.record.store import state_dir
+from infertop.collectors.safe_text import inert_text
+from infertop.monitor.channel.client import list_monitors
+from infertop.monitor.channel.protocol import Info
+from infertop.monitor.record.store import state_dir
 
 NAME = "ps"
 HELP = "list the running monitors (layout, pid, started, viewers, record)"

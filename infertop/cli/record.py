@@ -24,14 +24,14 @@ from infertop.cli.common import (
     layout_of,
     say,
 )
-from layouts.model import Layout
-from monitor.channel.client import MonitorUnavailable, call
-from monitor.channel.paths import MonitorBusy, MonitorLock, socket_path
-from monitor.channel.protocol import AskInfo, Info
-from monitor.format import fmt_usd
-from monitor.gc_pacing import PacedCollector
-from monitor.snapshot import Snapshot
-from monitor.stopping import Stop, run_stoppable, watch_parent
+from infertop.layouts.model import Layout
+from infertop.monitor.channel.client import MonitorUnavailable, call
+from infertop.monitor.channel.paths import MonitorBusy, MonitorLock, socket_path
+from infertop.monitor.channel.protocol import AskInfo, Info
+from infertop.monitor.format import fmt_usd
+from infertop.monitor.gc_pacing import PacedCollector
+from infertop.monitor.snapshot import Snapshot
+from infertop.monitor.stopping import Stop, run_stoppable, watch_parent
 
 NAME = "record"
 HELP = "record the session headless (no TUI): ledger and snapshots to SQLite, tick by tick"
@@ -66,7 +66,7 @@ def _busy(layout: Layout, record: Path | None, holder: str) -> str:
         info = call(socket, AskInfo(), timeout_s=2.0)
     except MonitorUnavailable:
         info = None
-    from monitor.record.store import default_record_path
+    from infertop.monitor.record.store import default_record_path
 
     running = info.record if isinstance(info, Info) else None
     target = str(record if record is not None else default_record_path(layout))
@@ -81,7 +81,7 @@ def layout_file(layout: Layout) -> str | None:
 
 
 async def _record(args: argparse.Namespace, stop: Stop) -> int:
-    from monitor.record.store import command_line  # the monitor's imports: for this command only
+    from infertop.monitor.record.store import command_line  # the monitor's imports: for this command only
 
     layout = layout_of(args)
     path = getattr(args, "record", None)
@@ -102,9 +102,9 @@ async def _record(args: argparse.Namespace, stop: Stop) -> int:
 async def _serve(
     args: argparse.Namespace, layout: Layout, record: Path | None, socket: Path, stop: Stop
 ) -> int:
-    from monitor.channel.server import ChannelError, ChannelServer
-    from monitor.monitor import Monitor
-    from monitor.record.store import Recorder, RecordError
+    from infertop.monitor.channel.server import ChannelError, ChannelServer
+    from infertop.monitor.monitor import Monitor
+    from infertop.monitor.record.store import Recorder, RecordError
 
     recorder = None
     if not args.no_record:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from infertop.cli.argtypes import age_s
 from infertop.cli.common import EXIT_FAIL, EXIT_OK, say
-from monitor.format import UNKNOWN, fmt_bytes, inert_text
-from monitor.record.catalog import RecordSummary, delete_record, list_records, prune_candidates
-from monitor.record.store import state_dir
+from infertop.monitor.format import UNKNOWN, fmt_bytes, inert_text
+from infertop.monitor.record.catalog import RecordSummary, delete_record, list_records, prune_candidates
+from infertop.monitor.record.store import state_dir
 
 NAME = "records"
 HELP = "list session records (state directory) and prune old ones"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from infertop.cli.argtypes import positive_float
 from infertop.cli.common import EXIT_OK, fail
-from monitor.record.replay import ReplayFeed
-from monitor.record.store import RecordError
+from infertop.monitor.record.replay import ReplayFeed
+from infertop.monitor.record.store import RecordError
 
 NAME = "replay"
 HELP = "the TUI on a session record, with pause (space) and seek ([ ] { } 0 9)"
@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
         feed = ReplayFeed.open(Path(args.file), args.speed)
     except RecordError as exc:
         return fail(str(exc))
-    from tui.replay_app import run_replay  # Textual loads only for the TUI
+    from infertop.tui.replay_app import run_replay  # Textual loads only for the TUI
 
     code = run_replay(feed)
     problems = feed.recording.problems

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from infertop.cli.argtypes import non_negative_int
 from infertop.cli.common import EXIT_OK, fail, say
-from monitor.record.report import write_report
-from monitor.record.store import RecordError, Recording
+from infertop.monitor.record.report import write_report
+from infertop.monitor.record.store import RecordError, Recording
 
 NAME = "report"
 HELP = "Markdown summary, CSVs and a chart from a session record"

@@ -25,8 +25,8 @@ from infertop.cli.common import (
     say,
 )
 from infertop.cli.monitors import layout_flag, running_monitor, start_monitor, wait_for_monitor
-from monitor.channel.client import MonitorUnavailable
-from monitor.record.store import PRIVATE_FILE_MODE, state_dir
+from infertop.monitor.channel.client import MonitorUnavailable
+from infertop.monitor.record.store import PRIVATE_FILE_MODE, state_dir
 
 NAME = "serve"
 HELP = "serve the TUI to browsers (each browser a viewer of the same monitor)"

@@ -8,8 +8,8 @@ import sys
 
 from infertop.cli.argtypes import positive_float
 from infertop.cli.common import EXIT_FAIL, EXIT_OK, add_layout_arg, layout_of, say
-from monitor.snapshot import Snapshot
-from monitor.stopping import Stop, run_stoppable
+from infertop.monitor.snapshot import Snapshot
+from infertop.monitor.stopping import Stop, run_stoppable
 
 NAME = "snapshot"
 HELP = "one collection over a window, then exit"
@@ -52,8 +52,8 @@ def failing_verdicts(snapshot: Snapshot, level: str) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     layout = layout_of(args)
-    from monitor.take_snapshot import take_snapshot  # the collectors load for this command only
-    from monitor.text_report import snapshot_table
+    from infertop.monitor.take_snapshot import take_snapshot  # the collectors load for this command only
+    from infertop.monitor.text_report import snapshot_table
 
     stop = Stop()
     snapshot = run_stoppable(take_snapshot(layout, args.window, stop=stop), stop)

@@ -9,9 +9,9 @@ import argparse
 import sys
 
 from infertop.cli.common import EXIT_FAIL, EXIT_OK, add_layout_arg, layout_of, say
-from monitor.channel.client import Connection, MonitorUnavailable
-from monitor.channel.paths import socket_path
-from monitor.channel.protocol import Reply, StopMonitor
+from infertop.monitor.channel.client import Connection, MonitorUnavailable
+from infertop.monitor.channel.paths import socket_path
+from infertop.monitor.channel.protocol import Reply, StopMonitor
 
 NAME = "stop"
 HELP = "stop the monitor running for a layout (its session record closes)"

@@ -13,16 +13,16 @@ from pathlib import Path
 
 from infertop.cli.common import EXIT_BAD_INPUT, EXIT_FAIL, fail, layout_of, say, user_theme
 from infertop.cli.monitors import running_monitor, start_monitor, view, wait_for_monitor
-from layouts.model import Layout
-from monitor.channel.client import MonitorUnavailable
-from monitor.feeds import MonitorFeed
+from infertop.layouts.model import Layout
+from infertop.monitor.channel.client import MonitorUnavailable
+from infertop.monitor.feeds import MonitorFeed
 
 
 def live_feed(layout: Layout, record: str | None, recording: bool = True) -> MonitorFeed:
     """A monitor in this process; with the session record (resumed when still open) unless
     told not to. Its tick rows are written off the event loop: a frame must not wait on disk.
     Raises RecordError."""
-    from monitor.record.store import Recorder  # a viewer attached to a monitor needs no record
+    from infertop.monitor.record.store import Recorder  # a viewer attached to a monitor needs no record
 
     if not recording:
         return MonitorFeed(layout)
@@ -31,7 +31,7 @@ def live_feed(layout: Layout, record: str | None, recording: bool = True) -> Mon
 
 
 def run_in_process(layout: Layout) -> int:
-    from tui.app import run_feed  # Textual loads only for the TUI
+    from infertop.tui.app import run_feed  # Textual loads only for the TUI
 
     return run_feed(live_feed(layout, None, recording=False), theme=user_theme())
 

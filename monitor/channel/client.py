@@ -18,9 +18,9 @@ import socket
 import time
 from pathlib import Path
 
-from layouts.model import Layout
-from monitor.channel.paths import SOCKET_SUFFIX, reachable
-from monitor.channel.protocol import (
+from infertop.layouts.model import Layout
+from infertop.monitor.channel.paths import SOCKET_SUFFIX, reachable
+from infertop.monitor.channel.protocol import (
     MAX_FRAME_BYTES,
     AskInfo,
     Info,
@@ -33,9 +33,9 @@ from monitor.channel.protocol import (
     decode_server_line,
     line,
 )
-from monitor.channel.server import peer_uid
-from monitor.evaluation.phases import PHASES
-from monitor.feeds import Publish
+from infertop.monitor.channel.server import peer_uid
+from infertop.monitor.evaluation.phases import PHASES
+from infertop.monitor.feeds import Publish
 
 log = logging.getLogger(__name__)
 CALL_TIMEOUT_S = 5.0

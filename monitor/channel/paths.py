@@ -14,8 +14,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from layouts.model import Layout
-from monitor.state import LockBusy, StateLock, layout_key, make_private_dir, state_dir
+from infertop.layouts.model import Layout
+from infertop.monitor.state import LockBusy, StateLock, layout_key, make_private_dir, state_dir
 
 SOCKET_SUFFIX = ".sock"
 # sun_path holds 108 bytes with its NUL; a longer path is reached through its directory

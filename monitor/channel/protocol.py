@@ -21,8 +21,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from monitor.record.checks import MAX_SNAPSHOT_BYTES
-from monitor.snapshot import Snapshot, snapshot_json
+from infertop.monitor.record.checks import MAX_SNAPSHOT_BYTES
+from infertop.monitor.snapshot import Snapshot, snapshot_json
 
 PROTOCOL_VERSION = 1
 # what a viewer may send: a command is a few dozen bytes; a longer line is refused

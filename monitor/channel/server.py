@@ -21,8 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from monitor.channel.paths import private_state_dir, reachable
-from monitor.channel.protocol import (
+from infertop.monitor.channel.paths import private_state_dir, reachable
+from infertop.monitor.channel.protocol import (
     MAX_COMMAND_BYTES,
     AskInfo,
     Info,
@@ -36,10 +36,10 @@ from monitor.channel.protocol import (
     line,
     snapshot_line,
 )
-from monitor.snapshot import Snapshot
+from infertop.monitor.snapshot import Snapshot
 
 if TYPE_CHECKING:  # the monitor's clients import this module for peer_uid, not the monitor
-    from monitor.monitor import Monitor
+    from infertop.monitor.monitor import Monitor
 
 log = logging.getLogger(__name__)
 SOCKET_MODE = 0o600

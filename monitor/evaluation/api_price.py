@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from layouts.model import ApiPriceTable
+from infertop.layouts.model import ApiPriceTable
 
 #: The bundled table (per 1M tokens): DeepSeek-V4.1-Flash, see `ApiPriceTable` defaults.
 BUNDLED = ApiPriceTable()

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from collectors.bounds import counter_trust
-from collectors.fleet import FleetState, NodeState
-from collectors.loop_stalls import StallTimeline
-from collectors.rates import mean, total
-from collectors.sample import NodeSample
-from layouts.model import Layout, NodeConfig
-from monitor.evaluation.activity import idle_basis
-from monitor.evaluation.conditions import BLIND
-from monitor.evaluation.config_drift import with_config_drift
-from monitor.evaluation.coverage import node_coverage
-from monitor.evaluation.engine_ranks import rank_counters, tensor_parallel_size, with_ranks
-from monitor.evaluation.figures import (
+from infertop.collectors.bounds import counter_trust
+from infertop.collectors.fleet import FleetState, NodeState
+from infertop.collectors.loop_stalls import StallTimeline
+from infertop.collectors.rates import mean, total
+from infertop.collectors.sample import NodeSample
+from infertop.layouts.model import Layout, NodeConfig
+from infertop.monitor.evaluation.activity import idle_basis
+from infertop.monitor.evaluation.conditions import BLIND
+from infertop.monitor.evaluation.config_drift import with_config_drift
+from infertop.monitor.evaluation.coverage import node_coverage
+from infertop.monitor.evaluation.engine_ranks import rank_counters, tensor_parallel_size, with_ranks
+from infertop.monitor.evaluation.figures import (
     doubt_notes,
     engine_counters,
     engine_view,
@@ -31,14 +31,14 @@ from monitor.evaluation.figures import (
     part_window,
     per_gpu_and_user,
 )
-from monitor.evaluation.link_summary import gpu_sums, links_view, nic_traffic
-from monitor.evaluation.logs import log_silence_note
-from monitor.evaluation.money import cluster_cost_per_hour_usd, node_cost_per_hour_usd
-from monitor.evaluation.reference_points import reference_points
-from monitor.evaluation.scoreboard import pool_scoreboard, slo_attainment
-from monitor.evaluation.shared_gaps import mark_shared, shared_blind_spots
-from monitor.evaluation.window_rates import Extract, RateCache, WindowRates
-from monitor.snapshot import ClusterView, NodeView, ReferencePointView, RollupView
+from infertop.monitor.evaluation.link_summary import gpu_sums, links_view, nic_traffic
+from infertop.monitor.evaluation.logs import log_silence_note
+from infertop.monitor.evaluation.money import cluster_cost_per_hour_usd, node_cost_per_hour_usd
+from infertop.monitor.evaluation.reference_points import reference_points
+from infertop.monitor.evaluation.scoreboard import pool_scoreboard, slo_attainment
+from infertop.monitor.evaluation.shared_gaps import mark_shared, shared_blind_spots
+from infertop.monitor.evaluation.window_rates import Extract, RateCache, WindowRates
+from infertop.monitor.snapshot import ClusterView, NodeView, ReferencePointView, RollupView
 
 
 def evaluate_node(

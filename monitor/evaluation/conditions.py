@@ -20,11 +20,11 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from collectors.rates import total
-from layouts.model import SloConfig, Thresholds
-from monitor.evaluation.activity import work_pct
-from monitor.evaluation.clock_events import POWER_CAP, THROTTLE_MASK, throttle_names
-from monitor.snapshot import NodeView, Severity
+from infertop.collectors.rates import total
+from infertop.layouts.model import SloConfig, Thresholds
+from infertop.monitor.evaluation.activity import work_pct
+from infertop.monitor.evaluation.clock_events import POWER_CAP, THROTTLE_MASK, throttle_names
+from infertop.monitor.snapshot import NodeView, Severity
 
 IDLE = "idle"
 LINK_STARVED = "link-starved"

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from monitor.evaluation.conditions import CONFIG_DRIFT, Condition
-from monitor.snapshot import ConfigDriftView, NodeView
+from infertop.monitor.evaluation.conditions import CONFIG_DRIFT, Condition
+from infertop.monitor.snapshot import ConfigDriftView, NodeView
 
 MAX_NAMED = 3  # settings named in the verdict's line; the node screen lists them all
 

@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.bounds import counter_trust
-from collectors.rates import step_doubt
-from collectors.sample import NodeSample
-from monitor.record import checks as check
+from infertop.collectors.bounds import counter_trust
+from infertop.collectors.rates import step_doubt
+from infertop.collectors.sample import NodeSample
+from infertop.monitor.record import checks as check
 
 MAX_TALLY_NOTES = 8  # distinct (node, counter) notes kept on the session
 

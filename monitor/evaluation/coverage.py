@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from collectors.sample import NodeSample
-from layouts.model import NodeConfig
-from monitor.snapshot import CoverageGap, EngineView, GpuView, NicView
+from infertop.collectors.sample import NodeSample
+from infertop.layouts.model import NodeConfig
+from infertop.monitor.snapshot import CoverageGap, EngineView, GpuView, NicView
 
 GPUS = "gpus"
 PORTS = "ports"

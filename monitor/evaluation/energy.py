@@ -9,8 +9,8 @@ first sight holds energy since the driver loaded, not this session's. One source
 
 from __future__ import annotations
 
-from collectors.rates import CounterTrust, step_doubt
-from collectors.sample import NodeSample
+from infertop.collectors.rates import CounterTrust, step_doubt
+from infertop.collectors.sample import NodeSample
 
 # a GPU draws a few kW at most (GB300 superchip < 2 kW): a faster rise is not energy
 ENERGY_TRUST = CounterTrust(max_per_s=10_000.0)

@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import cast
 
-from collectors.sample import EngineRankSample, NodeSample
-from layouts.model import Layout, NodeConfig
-from monitor.evaluation.figures import ENGINE_RATE_FIELDS, engine_view
-from monitor.evaluation.window_rates import Values, WindowRates
-from monitor.snapshot import EngineRankView, EngineView
+from infertop.collectors.sample import EngineRankSample, NodeSample
+from infertop.layouts.model import Layout, NodeConfig
+from infertop.monitor.evaluation.figures import ENGINE_RATE_FIELDS, engine_view
+from infertop.monitor.evaluation.window_rates import Values, WindowRates
+from infertop.monitor.snapshot import EngineRankView, EngineView
 
 # the engine figures a rank carries: those of EngineRankView it shares with EngineView
 RANK_FIGURES = tuple(sorted(set(EngineRankView.model_fields) & set(EngineView.model_fields)))

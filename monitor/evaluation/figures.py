@@ -14,18 +14,18 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from collectors.bounds import counter_trust
-from collectors.fleet import NodeState
-from collectors.loop_stalls import StallTimeline
-from collectors.rates import ratio
-from collectors.sample import EngineSample, GpuSample, NicSample, NodeSample
-from layouts.model import NodeConfig, Thresholds
-from monitor.evaluation.activity import work_pct
-from monitor.evaluation.clock_events import describe as describe_clock_events
-from monitor.evaluation.latency import LATENCIES, window_increase
-from monitor.evaluation.scoreboard import latency_figures
-from monitor.evaluation.window_rates import Values, WindowRates, WindowSums
-from monitor.snapshot import EngineView, GpuView, HostView, NicView, NodeStatus
+from infertop.collectors.bounds import counter_trust
+from infertop.collectors.fleet import NodeState
+from infertop.collectors.loop_stalls import StallTimeline
+from infertop.collectors.rates import ratio
+from infertop.collectors.sample import EngineSample, GpuSample, NicSample, NodeSample
+from infertop.layouts.model import NodeConfig, Thresholds
+from infertop.monitor.evaluation.activity import work_pct
+from infertop.monitor.evaluation.clock_events import describe as describe_clock_events
+from infertop.monitor.evaluation.latency import LATENCIES, window_increase
+from infertop.monitor.evaluation.scoreboard import latency_figures
+from infertop.monitor.evaluation.window_rates import Values, WindowRates, WindowSums
+from infertop.monitor.snapshot import EngineView, GpuView, HostView, NicView, NodeStatus
 
 
 def part_window(

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from monitor.evaluation.conditions import STRAY_PROCESS, Condition, accel_label
-from monitor.format import fmt_bytes
-from monitor.snapshot import NodeView
+from infertop.monitor.evaluation.conditions import STRAY_PROCESS, Condition, accel_label
+from infertop.monitor.format import fmt_bytes
+from infertop.monitor.snapshot import NodeView
 
 ENGINE_WORDS = ("vllm", "sglang", "deepinfer")
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, ClassVar
 
-from layouts.model import ApiPriceTable, Layout
-from monitor.evaluation.api_price import (
+from infertop.layouts.model import ApiPriceTable, Layout
+from infertop.monitor.evaluation.api_price import (
     BUNDLED,
     api_cost,
     describe,
@@ -38,9 +38,9 @@ from monitor.evaluation.api_price import (
     output_price_per_million,
     price_window,
 )
-from monitor.evaluation.counter_tally import CounterTally, FirstSight, TokenDeltas
-from monitor.evaluation.energy import J_PER_KWH, EnergyTally
-from monitor.evaluation.money import (
+from infertop.monitor.evaluation.counter_tally import CounterTally, FirstSight, TokenDeltas
+from infertop.monitor.evaluation.energy import J_PER_KWH, EnergyTally
+from infertop.monitor.evaluation.money import (
     break_even_ratio,
     breakeven_output_tokens_per_s,
     budget_figures,
@@ -48,9 +48,9 @@ from monitor.evaluation.money import (
     usd_per_million,
     usd_per_million_at_rate,
 )
-from monitor.evaluation.phases import PHASES
-from monitor.record import checks as check
-from monitor.snapshot import PhaseSpend, SessionView
+from infertop.monitor.evaluation.phases import PHASES
+from infertop.monitor.record import checks as check
+from infertop.monitor.snapshot import PhaseSpend, SessionView
 
 STATE_VERSION = 1
 ZERO = Decimal(0)

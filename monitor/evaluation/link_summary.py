@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from collectors.rates import mean, total
-from monitor.evaluation.clock_events import describe as describe_clock_events
-from monitor.snapshot import GpuView, LinksView, NicView, Snapshot
+from infertop.collectors.rates import mean, total
+from infertop.monitor.evaluation.clock_events import describe as describe_clock_events
+from infertop.monitor.snapshot import GpuView, LinksView, NicView, Snapshot
 
 
 def _is_virtual(nic: NicView) -> bool:

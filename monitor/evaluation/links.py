@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from layouts.model import NodeConfig, Thresholds
-from monitor.evaluation.conditions import LINK_STARVED, Condition
-from monitor.snapshot import GpuView, NicView, NodeView, Severity
+from infertop.layouts.model import NodeConfig, Thresholds
+from infertop.monitor.evaluation.conditions import LINK_STARVED, Condition
+from infertop.monitor.snapshot import GpuView, NicView, NodeView, Severity
 
 FABRIC_KINDS = ("infiniband", "roce", "npu-roce")
 MAX_REASONS = 4  # a reason is one line: name the worst few, count the rest

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from collectors.rates import mean
-from layouts.model import Thresholds
-from monitor.snapshot import EngineView, GpuView
+from infertop.collectors.rates import mean
+from infertop.layouts.model import Thresholds
+from infertop.monitor.snapshot import EngineView, GpuView
 
 
 def log_silence_note(

@@ -13,9 +13,9 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 
-from monitor.evaluation.conditions import SEVERITY_RANK
-from monitor.evaluation.verdicts import hunt_order
-from monitor.snapshot import NodeView, VerdictGroupView, VerdictView
+from infertop.monitor.evaluation.conditions import SEVERITY_RANK
+from infertop.monitor.evaluation.verdicts import hunt_order
+from infertop.monitor.snapshot import NodeView, VerdictGroupView, VerdictView
 
 MASS_MIN_NODES = 4  # fewer than this are read one by one
 MIN_GROUP_WINDOW_S = 5.0  # verdicts starting this close together are one event …

@@ -6,8 +6,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from layouts.model import NodeConfig, PricingConfig
-from monitor.format import fmt_usd
+from infertop.layouts.model import NodeConfig, PricingConfig
+from infertop.monitor.format import fmt_usd
 
 
 def node_cost_per_hour_usd(

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from layouts.model import Thresholds
-from monitor.evaluation.latency import merge, percentile
-from monitor.evaluation.links import congestion_evidence, reads_congestion
-from monitor.snapshot import NicView, NodeView, PdEndView, PdPathView
+from infertop.layouts.model import Thresholds
+from infertop.monitor.evaluation.latency import merge, percentile
+from infertop.monitor.evaluation.links import congestion_evidence, reads_congestion
+from infertop.monitor.snapshot import NicView, NodeView, PdEndView, PdPathView
 
 PREFILL, DECODE = "prefill", "decode"
 FABRIC_KINDS = ("roce", "infiniband")

@@ -15,10 +15,16 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-from layouts.model import Thresholds
-from monitor.evaluation.activity import busy_but_waiting
-from monitor.evaluation.conditions import BUSY_WAITING, STRAGGLER, Condition, accel_label, engine_busy
-from monitor.snapshot import EngineRankView, GpuView, NodeView
+from infertop.layouts.model import Thresholds
+from infertop.monitor.evaluation.activity import busy_but_waiting
+from infertop.monitor.evaluation.conditions import (
+    BUSY_WAITING,
+    STRAGGLER,
+    Condition,
+    accel_label,
+    engine_busy,
+)
+from infertop.monitor.snapshot import EngineRankView, GpuView, NodeView
 
 LOCKSTEP_SPREAD = 0.05  # ranks within 5 % of each other's steps/s step in lockstep
 

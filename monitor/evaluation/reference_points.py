@@ -11,7 +11,7 @@ it for what users actually receive. A layout replaces the table with
 
 from __future__ import annotations
 
-from layouts.model import Layout, ReferencePoint
+from infertop.layouts.model import Layout, ReferencePoint
 
 REFERENCE_SOURCE = (
     "DeepSeek V4.1-Flash decode, 64 requests/rank, full-acceptance accounting "

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from collectors.rates import ratio, total
-from monitor.evaluation.latency import LATENCIES, PERCENTILES, merge, percentile, share_within
-from monitor.snapshot import ClusterView, NodeView, RollupView, SessionView
+from infertop.collectors.rates import ratio, total
+from infertop.monitor.evaluation.latency import LATENCIES, PERCENTILES, merge, percentile, share_within
+from infertop.monitor.snapshot import ClusterView, NodeView, RollupView, SessionView
 
 # the pool whose point is compared with the decode reference points, in order of choice
 LIVE_POINT_ROLES = ("decode", "mixed")

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from collectors.dcgm import DCGM_COUNTERS_DOC, DCGM_UNSEEN_FIELDS
-from layouts.model import Thresholds
-from monitor.evaluation.coverage import CLOCK_EVENTS, ENGINE, GPUS, PORT_SPEED, PORTS, UNSEEN_LABELS
-from monitor.snapshot import CoverageGap, NodeView, SharedBlindSpotView
+from infertop.collectors.dcgm import DCGM_COUNTERS_DOC, DCGM_UNSEEN_FIELDS
+from infertop.layouts.model import Thresholds
+from infertop.monitor.evaluation.coverage import CLOCK_EVENTS, ENGINE, GPUS, PORT_SPEED, PORTS, UNSEEN_LABELS
+from infertop.monitor.snapshot import CoverageGap, NodeView, SharedBlindSpotView
 
 MIN_PEERS = 2  # a gap of a lone node is its own, however it is read
 

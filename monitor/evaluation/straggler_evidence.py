@@ -13,10 +13,10 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Sequence
 
-from monitor.evaluation.clock_events import POWER_CAP, THROTTLE_MASK
-from monitor.evaluation.conditions import STRAGGLER, engine_busy
-from monitor.evaluation.rank_findings import straggling_rank
-from monitor.snapshot import EvidenceView, GpuView, NodeView
+from infertop.monitor.evaluation.clock_events import POWER_CAP, THROTTLE_MASK
+from infertop.monitor.evaluation.conditions import STRAGGLER, engine_busy
+from infertop.monitor.evaluation.rank_findings import straggling_rank
+from infertop.monitor.snapshot import EvidenceView, GpuView, NodeView
 
 Figure = Callable[[NodeView, Sequence[GpuView]], float | None]
 

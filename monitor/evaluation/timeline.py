@@ -20,9 +20,9 @@ import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from collectors.sample import ENGINE_COUNTER_FIELDS, EngineSample, NodeSample
-from monitor.evaluation.conditions import STATUS_KINDS
-from monitor.snapshot import NodeView, SessionView, TimelineEventView
+from infertop.collectors.sample import ENGINE_COUNTER_FIELDS, EngineSample, NodeSample
+from infertop.monitor.evaluation.conditions import STATUS_KINDS
+from infertop.monitor.snapshot import NodeView, SessionView, TimelineEventView
 
 MAX_EVENTS = 200
 RESTART = "restart"

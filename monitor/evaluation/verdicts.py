@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from layouts.model import Layout, NodeConfig, SloConfig, Thresholds
-from monitor.evaluation.conditions import (
+from infertop.layouts.model import Layout, NodeConfig, SloConfig, Thresholds
+from infertop.monitor.evaluation.conditions import (
     HEALTH_KINDS,
     IDLE,
     SEVERITY_RANK,
@@ -32,16 +32,16 @@ from monitor.evaluation.conditions import (
     straggler_condition,
     throttled_condition,
 )
-from monitor.evaluation.config_drift import config_drift_condition
-from monitor.evaluation.gpu_holders import stray_process_condition
-from monitor.evaluation.links import link_condition
-from monitor.evaluation.rank_findings import (
+from infertop.monitor.evaluation.config_drift import config_drift_condition
+from infertop.monitor.evaluation.gpu_holders import stray_process_condition
+from infertop.monitor.evaluation.links import link_condition
+from infertop.monitor.evaluation.rank_findings import (
     busy_waiting_condition,
     name_straggler_rank,
     rank_straggler_condition,
 )
-from monitor.evaluation.straggler_evidence import with_straggler_evidence
-from monitor.snapshot import NodeView, VerdictView
+from infertop.monitor.evaluation.straggler_evidence import with_straggler_evidence
+from infertop.monitor.snapshot import NodeView, VerdictView
 
 ALL_KINDS = STATUS_KINDS + HEALTH_KINDS
 

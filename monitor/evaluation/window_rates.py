@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Hashable, Mapping, Sequence
 
-from collectors.rates import CounterTrust, checked_counter_rate
-from collectors.sample import NodeSample
+from infertop.collectors.rates import CounterTrust, checked_counter_rate
+from infertop.collectors.sample import NodeSample
 
 # the known (not None) counters of one sample, by key; the same keys in the same order
 # from one sample to the next when nothing changed on the node

@@ -17,7 +17,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from monitor.record import checks
+from infertop.monitor.record import checks
 
 SUFFIXES = ("", "-wal", "-shm", ".lock")
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import pydantic_core
 
-from monitor.evaluation.scoreboard import with_live_point
-from monitor.record import checks as check
-from monitor.snapshot import Snapshot, snapshot_json
+from infertop.monitor.evaluation.scoreboard import with_live_point
+from infertop.monitor.record import checks as check
+from infertop.monitor.snapshot import Snapshot, snapshot_json
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_S = 5.0

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from monitor.record.recording import Recording
-from monitor.snapshot import Snapshot
+from infertop.monitor.record.recording import Recording
+from infertop.monitor.snapshot import Snapshot
 
 MAX_SNAPSHOTS = 12_000
 

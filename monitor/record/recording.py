@@ -13,12 +13,12 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from layouts.model import Layout, Thresholds
-from monitor.evaluation.ledger import PHASES, SessionLedger
-from monitor.evaluation.link_summary import with_link_judgments
-from monitor.evaluation.scoreboard import LIVE_POINT_FIELDS
-from monitor.record import checks as check
-from monitor.record.codec import (
+from infertop.layouts.model import Layout, Thresholds
+from infertop.monitor.evaluation.ledger import PHASES, SessionLedger
+from infertop.monitor.evaluation.link_summary import with_link_judgments
+from infertop.monitor.evaluation.scoreboard import LIVE_POINT_FIELDS
+from infertop.monitor.record import checks as check
+from infertop.monitor.record.codec import (
     BUSY_TIMEOUT_S,
     SCHEMA_VERSION,
     RecordError,
@@ -28,7 +28,7 @@ from monitor.record.codec import (
     read_meta,
     reading,
 )
-from monitor.snapshot import SessionView, Snapshot
+from infertop.monitor.snapshot import SessionView, Snapshot
 
 
 @dataclass(frozen=True, slots=True)

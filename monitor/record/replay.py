@@ -14,9 +14,9 @@ import logging
 from bisect import bisect_left
 from pathlib import Path
 
-from monitor.feeds import Publish
-from monitor.record.codec import RecordError
-from monitor.record.recording import Recording
+from infertop.monitor.feeds import Publish
+from infertop.monitor.record.codec import RecordError
+from infertop.monitor.record.recording import Recording
 
 log = logging.getLogger(__name__)
 MAX_GAP_S = 2.0

@@ -19,26 +19,26 @@ from decimal import Decimal
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from collectors.safe_text import inert_text
-from monitor.evaluation.api_price import describe
-from monitor.evaluation.ledger import CLUSTER_ROW, ZERO
-from monitor.evaluation.money import usd_per
-from monitor.format import fmt_num, fmt_pct, fmt_span, fmt_usd
-from monitor.record.incidents import Incident, Scan, scan
-from monitor.record.recording import Recording, TickRow
-from monitor.record.report_scoreboard import (
+from infertop.collectors.safe_text import inert_text
+from infertop.monitor.evaluation.api_price import describe
+from infertop.monitor.evaluation.ledger import CLUSTER_ROW, ZERO
+from infertop.monitor.evaluation.money import usd_per
+from infertop.monitor.format import fmt_num, fmt_pct, fmt_span, fmt_usd
+from infertop.monitor.record.incidents import Incident, Scan, scan
+from infertop.monitor.record.recording import Recording, TickRow
+from infertop.monitor.record.report_scoreboard import (
     live_points,
     sampled_snapshots,
     scoreboard_markdown,
     scoreboard_svg,
 )
-from monitor.record.report_timeline import (
+from infertop.monitor.record.report_timeline import (
     TIMELINE_COLUMNS,
     recorded_timeline,
     timeline_markdown,
     timeline_rows,
 )
-from monitor.snapshot import SessionView
+from infertop.monitor.snapshot import SessionView
 
 HOUR_S = 3600.0
 # a report line holds a path, a cluster name, a price table: generous, but bounded

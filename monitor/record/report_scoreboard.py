@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-from monitor.format import fmt_latency, fmt_num, fmt_pct, fmt_rate_gbps, inert_text
-from monitor.record.recording import Recording
-from monitor.snapshot import RollupView, Snapshot
+from infertop.monitor.format import fmt_latency, fmt_num, fmt_pct, fmt_rate_gbps, inert_text
+from infertop.monitor.record.recording import Recording
+from infertop.monitor.snapshot import RollupView, Snapshot
 
 MAX_SNAPSHOTS = 240
 LATENCIES = (("ttft", "TTFT"), ("itl", "ITL"), ("e2e", "E2E"), ("queue", "queue"))

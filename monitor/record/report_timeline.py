@@ -12,9 +12,9 @@ import datetime as dt
 import itertools
 from collections.abc import Sequence
 
-from collectors.safe_text import inert_text
-from monitor.record.recording import TickRow
-from monitor.snapshot import Snapshot, TimelineEventView
+from infertop.collectors.safe_text import inert_text
+from infertop.monitor.record.recording import TickRow
+from infertop.monitor.snapshot import Snapshot, TimelineEventView
 
 MAX_TIMELINE_LINES = 200  # in report.md; timeline.csv has every event
 TIMELINE_COLUMNS = ("at_utc", "kind", "node", "detail")

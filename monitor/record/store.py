@@ -31,11 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from collectors.safe_text import redact_url
-from layouts.model import Layout
-from monitor.evaluation.ledger import PHASES, SessionLedger, energy_usd_per_kwh, reservation_end
-from monitor.record import checks as check
-from monitor.record.codec import (
+from infertop.collectors.safe_text import redact_url
+from infertop.layouts.model import Layout
+from infertop.monitor.evaluation.ledger import PHASES, SessionLedger, energy_usd_per_kwh, reservation_end
+from infertop.monitor.record import checks as check
+from infertop.monitor.record.codec import (
     BUSY_TIMEOUT_S,
     SCHEMA_VERSION,
     RecordError,
@@ -48,10 +48,10 @@ from monitor.record.codec import (
 
 # imported from here by infertop/cli (records, ps, serve, record, report): the state names now live in
 # monitor.state, the reader in monitor.record.recording
-from monitor.record.recording import Recording as Recording
-from monitor.snapshot import Snapshot
-from monitor.state import PRIVATE_FILE_MODE as PRIVATE_FILE_MODE
-from monitor.state import (
+from infertop.monitor.record.recording import Recording as Recording
+from infertop.monitor.snapshot import Snapshot
+from infertop.monitor.state import PRIVATE_FILE_MODE as PRIVATE_FILE_MODE
+from infertop.monitor.state import (
     LockBusy,
     StateLock,
     command_line,

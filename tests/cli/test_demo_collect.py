@@ -11,16 +11,16 @@ from urllib.parse import urlsplit
 import aiohttp
 import pytest
 
-from collectors.exporters import EXPORTER_WANTED, parts_from_exporter
-from collectors.exposition import parse_exposition
-from collectors.safe_text import redact_url
-from collectors.sample import NicSample
-from collectors.scrape import Endpoint, ScrapeSource, scrape_targets, usual_kind
+from infertop.collectors.exporters import EXPORTER_WANTED, parts_from_exporter
+from infertop.collectors.exposition import parse_exposition
+from infertop.collectors.safe_text import redact_url
+from infertop.collectors.sample import NicSample
+from infertop.collectors.scrape import Endpoint, ScrapeSource, scrape_targets, usual_kind
 from infertop.demo import realistic_hosts, render
 from infertop.demo.node_collectors import INFERTOP_COLLECTORS, collector_of, only_collectors
 from infertop.demo.scenario import SimCluster
 from infertop.demo.server import DemoServer, layout_toml
-from layouts import parse_layout
+from infertop.layouts import parse_layout
 
 T0 = 1_000_000.0
 

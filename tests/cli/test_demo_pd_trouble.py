@@ -7,17 +7,17 @@ from __future__ import annotations
 
 import pytest
 
-from collectors.exporters import EXPORTER_WANTED, parts_from_exporter
-from collectors.exposition import parse_exposition
-from collectors.profiles import engine_sample_from_text
-from collectors.sample import NodeSample
+from infertop.collectors.exporters import EXPORTER_WANTED, parts_from_exporter
+from infertop.collectors.exposition import parse_exposition
+from infertop.collectors.profiles import engine_sample_from_text
+from infertop.collectors.sample import NodeSample
 from infertop.demo import realistic, realistic_hosts
 from infertop.demo.node_collectors import INFERTOP_COLLECTORS
 from infertop.demo.pd_trouble import CONGESTED_SLOWDOWN, PAUSE_PER_S
 from infertop.demo.scenario import SimCluster, restart_order
-from layouts.model import ClusterConfig, Layout, NodeConfig, PricingConfig
-from monitor.monitor import Monitor
-from monitor.snapshot import Snapshot
+from infertop.layouts.model import ClusterConfig, Layout, NodeConfig, PricingConfig
+from infertop.monitor.monitor import Monitor
+from infertop.monitor.snapshot import Snapshot
 
 T0 = 1_800_000_000.0
 STEP_S = 10.0

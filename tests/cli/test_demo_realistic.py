@@ -10,11 +10,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from collectors.exporters import EXPORTER_WANTED, parts_from_exporter
-from collectors.exposition import parse_exposition
-from collectors.exposition_fast import parse_wanted_fast
-from collectors.profiles import BUNDLED_PROFILES, engine_sample_from_text
-from collectors.sample import GpuSample, NicSample
+from infertop.collectors.exporters import EXPORTER_WANTED, parts_from_exporter
+from infertop.collectors.exposition import parse_exposition
+from infertop.collectors.exposition_fast import parse_wanted_fast
+from infertop.collectors.profiles import BUNDLED_PROFILES, engine_sample_from_text
+from infertop.collectors.sample import GpuSample, NicSample
 from infertop.demo import realistic, realistic_hosts, render
 from infertop.demo.realistic import ENGINES, split
 from infertop.demo.realistic_hosts import DCGM_DEFAULT

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 
-from collectors.probe.schema import parse_reading_line, reading_sample
+from infertop.collectors.probe.schema import parse_reading_line, reading_sample
 from infertop.demo.render import engine_page
 from infertop.demo.scenario import GPU_MEM_MIB, IB_PORTS, SimCluster
 from infertop.demo.server import _runs

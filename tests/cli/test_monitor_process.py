@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from layouts import load_layout
-from monitor.channel.client import Connection, MonitorUnavailable, SocketFeed
-from monitor.channel.paths import socket_path
-from monitor.channel.protocol import Info
-from monitor.snapshot import Snapshot
+from infertop.layouts import load_layout
+from infertop.monitor.channel.client import Connection, MonitorUnavailable, SocketFeed
+from infertop.monitor.channel.paths import socket_path
+from infertop.monitor.channel.protocol import Info
+from infertop.monitor.snapshot import Snapshot
 from tests.support.demo_server import serving_demo
 from tests.support.paths import REPO, is_root
 from tests.support.process_output import OutputReader

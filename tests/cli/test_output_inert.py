@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from collectors.safe_text import inert_text
 from infertop.cli.main import main
+from infertop.collectors.safe_text import inert_text
 from tests.support.hostile_http import HttpServer, Reply
 from tests.support.infertop_cmd import run_infertop
 from tests.support.ssh_loopback import LoopbackSsh
@@ -305,10 +305,10 @@ def test_record_and_report_print_and_write_inert_text(recorded: dict[str, str], 
 
 @pytest.mark.hostile
 async def test_replay_shows_the_recorded_hostile_text_inert(recorded: dict[str, str]) -> None:
-    from monitor.record.replay import ReplayFeed
+    from infertop.monitor.record.replay import ReplayFeed
+    from infertop.tui.node_screen import NodeScreen
+    from infertop.tui.replay_app import ReplayApp
     from tests.support.tui_helpers import screen_text, wait_for
-    from tui.node_screen import NodeScreen
-    from tui.replay_app import ReplayApp
 
     feed = ReplayFeed.open(Path(recorded["path"]), speed=1000.0)
     app = ReplayApp(feed)

@@ -9,10 +9,10 @@ import subprocess
 import time
 from pathlib import Path
 
-from layouts import parse_layout
-from monitor.monitor import Monitor
-from monitor.record.catalog import is_being_written, list_records
-from monitor.record.store import Recorder
+from infertop.layouts import parse_layout
+from infertop.monitor.monitor import Monitor
+from infertop.monitor.record.catalog import is_being_written, list_records
+from infertop.monitor.record.store import Recorder
 from tests.support.infertop_cmd import run_infertop, start_infertop
 from tests.support.waiting import until
 

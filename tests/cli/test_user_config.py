@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor.record.recording import Recording
+from infertop.monitor.record.recording import Recording
 from tests.support.infertop_cmd import run_infertop
 
 NODE = '[[nodes]]\nname = "decode-01"\nrole = "decode"\nmetrics = ["http://127.0.0.1:9/metrics"]\n'

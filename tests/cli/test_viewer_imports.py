@@ -16,8 +16,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 COLLECTOR_LIBRARIES = ("asyncssh", "aiohttp", "prometheus_api_client")
 # what `infertop --layout F` imports to find the layout's monitor and draw its frames
-VIEWER_MODULES = ("infertop.cli.main", "infertop.cli.tui", "infertop.cli.monitors", "tui.app",
-                  "monitor.channel.client", "monitor.feeds")
+VIEWER_MODULES = ("infertop.cli.main", "infertop.cli.tui", "infertop.cli.monitors", "infertop.tui.app",
+                  "infertop.monitor.channel.client", "infertop.monitor.feeds")
 
 
 def loaded_after(modules: tuple[str, ...]) -> list[str]:
@@ -39,4 +39,4 @@ def test_the_viewer_imports_no_collector_library() -> None:
 
 def test_the_monitor_does_import_them() -> None:
     # the control: the names are the ones the collectors really import (else the check above proves nothing)
-    assert loaded_after(("monitor.monitor",)) == sorted(COLLECTOR_LIBRARIES)
+    assert loaded_after(("infertop.monitor.monitor",)) == sorted(COLLECTOR_LIBRARIES)

@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from collectors.fleet import Fleet, FleetState
-from collectors.ssh import ProbeLines, SshNode, SshSource
-from layouts import parse_layout
-from monitor.feeds import MonitorFeed
+from infertop.collectors.fleet import Fleet, FleetState
+from infertop.collectors.ssh import ProbeLines, SshNode, SshSource
+from infertop.layouts import parse_layout
+from infertop.monitor.feeds import MonitorFeed
+from infertop.tui.app import InfertopApp
 from tests.support.hostile_server import (
     FINITE,
     NORMAL,
@@ -36,7 +37,6 @@ from tests.support.hostile_server import (
 )
 from tests.support.probe_run import no_more, probe_reading
 from tests.support.tui_helpers import screen_text, wait_for
-from tui.app import InfertopApp
 
 pytestmark = pytest.mark.hostile
 

@@ -4,10 +4,10 @@ tokens/s read by a monitor running late, and latency percentiles that vanished."
 
 from __future__ import annotations
 
-from collectors.probe.log_parsers import VllmParser
-from collectors.probe.logs import LogFigures
-from collectors.sample import EngineSample, NodeSample
-from monitor.evaluation.figures import NO_LATENCY_READING, engine_view
+from infertop.collectors.probe.log_parsers import VllmParser
+from infertop.collectors.probe.logs import LogFigures
+from infertop.collectors.sample import EngineSample, NodeSample
+from infertop.monitor.evaluation.figures import NO_LATENCY_READING, engine_view
 
 
 def _sample(at: float, **engine: object) -> NodeSample:

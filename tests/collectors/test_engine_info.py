@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collectors.engine_info import MAX_SETTINGS, MAX_VALUE_CHARS
-from collectors.profiles import engine_sample_from_text
+from infertop.collectors.engine_info import MAX_SETTINGS, MAX_VALUE_CHARS
+from infertop.collectors.profiles import engine_sample_from_text
 from tests.support.sglang_page import SglangServer
 from tests.support.vllm_info_page import CACHE_CONFIG, VllmInfoServer
 
@@ -40,8 +40,8 @@ def test_hostile_label_values_are_bounded_and_kept_as_text() -> None:
 def test_sglang_constants_are_settings_and_a_differing_node_is_drifted() -> None:
     """SGLang 0.5.23's start-up constants (`emit_constants`: page_size, context_len,
     max_total_num_tokens), one copy per DP rank, read as settings; pool drift named."""
-    from monitor.evaluation.config_drift import pool_drift
-    from monitor.snapshot import EngineView, NodeView
+    from infertop.monitor.evaluation.config_drift import pool_drift
+    from infertop.monitor.snapshot import EngineView, NodeView
 
     pages = {f"d{i}": SglangServer(dp=4, seed=i) for i in range(3)}
     assert pages["d2"].constants is not None

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from collectors.log_source import log_watch_config
-from collectors.probe.bundle import probe_script
-from collectors.probe.logs import LogWatch
-from collectors.probe.schema import sample_from_reading
-from collectors.sample import EngineSample, NodeSample
-from layouts.loader import parse_layout
-from monitor.evaluation.figures import engine_view
+from infertop.collectors.log_source import log_watch_config
+from infertop.collectors.probe.bundle import probe_script
+from infertop.collectors.probe.logs import LogWatch
+from infertop.collectors.probe.schema import sample_from_reading
+from infertop.collectors.sample import EngineSample, NodeSample
+from infertop.layouts.loader import parse_layout
+from infertop.monitor.evaluation.figures import engine_view
 from tests.support.probe_run import PYTHON
 
 T0 = 1_790_000_000.0

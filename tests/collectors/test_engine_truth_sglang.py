@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
-from collectors.profiles import engine_sample_from_text
-from collectors.sample import NodeSample
-from monitor.evaluation.figures import engine_view
+from infertop.collectors.profiles import engine_sample_from_text
+from infertop.collectors.sample import NodeSample
+from infertop.monitor.evaluation.figures import engine_view
 from tests.support.sglang_page import SglangServer
 
 DT = 10.0

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from collectors.profiles import engine_sample_from_text
-from collectors.sample import EngineSample, NodeSample
-from monitor.evaluation.figures import engine_view
-from monitor.snapshot import EngineView
+from infertop.collectors.profiles import engine_sample_from_text
+from infertop.collectors.sample import EngineSample, NodeSample
+from infertop.monitor.evaluation.figures import engine_view
+from infertop.monitor.snapshot import EngineView
 from tests.support.vllm_page import VllmServer
 
 DT = 10.0

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from collectors.probe.bundle import probe_script
-from collectors.probe.ethtool_stats import EthtoolStats, pause_frames
+from infertop.collectors.probe.bundle import probe_script
+from infertop.collectors.probe.ethtool_stats import EthtoolStats, pause_frames
 from tests.support.netns import PYTHON
 from tests.support.paths import REPO
 
@@ -85,7 +85,7 @@ def test_interfaces_that_cannot_answer_are_unknown() -> None:
 _READ_IN_NS = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from collectors.probe.ethtool_stats import EthtoolStats
+from infertop.collectors.probe.ethtool_stats import EthtoolStats
 reader = EthtoolStats()
 out = {name: reader.read(name) for name in sys.argv[2:]}
 out["again"] = reader.read(sys.argv[2])  # the cached names, a second GSTATS

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from collectors.dcgm import gpu_samples_from_dcgm
-from collectors.exporters import parts_from_exporter
-from collectors.exposition import parse_exposition
-from collectors.node_exporter import nic_samples_from_node_exporter
+from infertop.collectors.dcgm import gpu_samples_from_dcgm
+from infertop.collectors.exporters import parts_from_exporter
+from infertop.collectors.exposition import parse_exposition
+from infertop.collectors.node_exporter import nic_samples_from_node_exporter
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "exposition"
 
@@ -56,8 +56,8 @@ def test_dcgm_newer_names_and_lowercase_hostname() -> None:
 
 
 def test_nvlink_rate_reaches_the_gpu_view() -> None:
-    from collectors.sample import NodeSample
-    from monitor.evaluation.figures import gpu_views
+    from infertop.collectors.sample import NodeSample
+    from infertop.monitor.evaluation.figures import gpu_views
 
     gpus = gpu_samples_from_dcgm(page("dcgm_new.txt"))
     [v0, v1] = gpu_views([NodeSample(node="n", source="scrape", taken_at=1.0, gpus=gpus)])

@@ -7,9 +7,13 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from collectors.exporters import parts_from_exporter
-from collectors.exposition import ExpositionError, parse_exposition
-from collectors.profiles import BUNDLED_PROFILES, engine_sample_from_exposition, engine_sample_from_text
+from infertop.collectors.exporters import parts_from_exporter
+from infertop.collectors.exposition import ExpositionError, parse_exposition
+from infertop.collectors.profiles import (
+    BUNDLED_PROFILES,
+    engine_sample_from_exposition,
+    engine_sample_from_text,
+)
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "exposition"
 PAGES = [p.read_text(encoding="utf-8") for p in sorted(FIXTURES.glob("*.txt"))]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collectors.fleet import FleetState
-from collectors.sample import NicSample, NodeSample
-from monitor.evaluation.figures import nic_views, part_window
+from infertop.collectors.fleet import FleetState
+from infertop.collectors.sample import NicSample, NodeSample
+from infertop.monitor.evaluation.figures import nic_views, part_window
 
 
 def _sample(t: float, rx: float) -> NodeSample:

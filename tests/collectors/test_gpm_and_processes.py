@@ -9,9 +9,9 @@ import os
 from types import SimpleNamespace
 from typing import Any
 
-from collectors.probe.gpm import GpmReader
-from collectors.probe.gpu_processes import describe_process, read_gpu_processes
-from collectors.probe.schema import sample_from_reading
+from infertop.collectors.probe.gpm import GpmReader
+from infertop.collectors.probe.gpu_processes import describe_process, read_gpu_processes
+from infertop.collectors.probe.schema import sample_from_reading
 
 
 class NoGpmBindings:

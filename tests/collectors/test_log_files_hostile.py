@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.probe.bundle import probe_script
+from infertop.collectors.probe.bundle import probe_script
 from tests.support.layout_cli import run_infertop, toml_str
 
 # a stats line whose figures are unmistakable: if 4242 shows up, the file was read
@@ -234,8 +234,8 @@ def test_the_probe_follows_a_symlink_out_when_allowed(tmp_path: Path) -> None:
 async def test_a_stuck_read_is_not_queued_behind(tmp_path: Path) -> None:
     # a read that never returns (a hung file system) held the lock; each later poll
     # queued another worker thread behind it, from the pool every source shares
-    from collectors.log_source import LogReadBusy, local_log_sources
-    from layouts.loader import parse_layout
+    from infertop.collectors.log_source import LogReadBusy, local_log_sources
+    from infertop.layouts.loader import parse_layout
 
     log = tmp_path / "engine.log"
     log.write_text(SECRET_LINE)

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collectors.probe.log_follower import LogFollower
-from collectors.probe.logs import LogWatch
+from infertop.collectors.probe.log_follower import LogFollower
+from infertop.collectors.probe.logs import LogWatch
 from tests.support.waiting import until
 
 STATS = (

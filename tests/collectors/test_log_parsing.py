@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collectors.probe.log_parsers import PatternParser, VllmParser
-from collectors.probe.logs import LogFigures, LogWatch
-from collectors.sample import EngineSample, NodeSample
-from monitor.evaluation.figures import engine_view
+from infertop.collectors.probe.log_parsers import PatternParser, VllmParser
+from infertop.collectors.probe.logs import LogFigures, LogWatch
+from infertop.collectors.sample import EngineSample, NodeSample
+from infertop.monitor.evaluation.figures import engine_view
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "logs"
 

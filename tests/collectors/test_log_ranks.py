@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from collectors.probe.bundle import probe_script
-from collectors.probe.logs import LogWatch
-from collectors.probe.schema import sample_from_reading
-from collectors.sample import EngineSample, NodeSample
-from monitor.evaluation.engine_ranks import rank_views
-from monitor.evaluation.figures import engine_view
+from infertop.collectors.probe.bundle import probe_script
+from infertop.collectors.probe.logs import LogWatch
+from infertop.collectors.probe.schema import sample_from_reading
+from infertop.collectors.sample import EngineSample, NodeSample
+from infertop.monitor.evaluation.engine_ranks import rank_views
+from infertop.monitor.evaluation.figures import engine_view
 from tests.collectors.test_engine_logs_truth import T0, sglang_decode_line, vllm_iteration_line
 from tests.support.probe_run import PYTHON
 

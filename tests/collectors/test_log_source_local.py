@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from collectors.log_source import LogSource, local_log_sources, log_watch_config
-from collectors.registry import build_sources
-from collectors.sample import NodeSample
-from layouts.loader import parse_layout
-from monitor.evaluation.figures import engine_view
+from infertop.collectors.log_source import LogSource, local_log_sources, log_watch_config
+from infertop.collectors.registry import build_sources
+from infertop.collectors.sample import NodeSample
+from infertop.layouts.loader import parse_layout
+from infertop.monitor.evaluation.figures import engine_view
 from tests.support.log_writer import LOG_WRITER as WRITER
 from tests.support.paths import infertop_bin
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from collectors.probe.log_parsers import SglangParser, VllmParser, log_stamp_unix
-from collectors.probe.logs import LogFigures
+from infertop.collectors.probe.log_parsers import SglangParser, VllmParser, log_stamp_unix
+from infertop.collectors.probe.logs import LogFigures
 
 
 def local(text: str) -> float:

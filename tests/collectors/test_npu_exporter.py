@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collectors.ascend import ASCEND_WANTED, ascend_parts
-from collectors.exporters import EXPORTER_WANTED, parts_from_exporter
-from collectors.exposition import Exposition, parse_exposition
-from collectors.sample import GpuSample, NicSample
+from infertop.collectors.ascend import ASCEND_WANTED, ascend_parts
+from infertop.collectors.exporters import EXPORTER_WANTED, parts_from_exporter
+from infertop.collectors.exposition import Exposition, parse_exposition
+from infertop.collectors.sample import GpuSample, NicSample
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "npu"
 MIB = 1024 * 1024

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collectors.probe.npu import NpuSmiReader, parse_hccn_link, parse_npu_smi_info
-from collectors.probe.schema import sample_from_reading
+from infertop.collectors.probe.npu import NpuSmiReader, parse_hccn_link, parse_npu_smi_info
+from infertop.collectors.probe.schema import sample_from_reading
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "npu"
 MIB = 1024 * 1024

@@ -26,7 +26,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from collectors.probe import nvidia_gpus as probe_gpus
+from infertop.collectors.probe import nvidia_gpus as probe_gpus
 
 ALL_LINKS = 0xFFFFFFFF
 
@@ -278,7 +278,7 @@ def test_energy_counter_is_read_on_its_own_slow_cadence(use_pynvml: Any) -> None
 
 
 def test_readings_become_valid_samples(use_pynvml: Any) -> None:
-    from collectors.probe.schema import sample_from_reading
+    from infertop.collectors.probe.schema import sample_from_reading
 
     use_pynvml(recorded_pynvml([RecordedGpu(nvlinks=18, tx_kib=5), RecordedGpu(lost=True)]))
     reading = {"gpus": probe_gpus.NvmlReader().read(), "nics": [], "host": {}}
@@ -426,9 +426,9 @@ def test_memory_falls_back_to_v1_once_and_says_so(use_pynvml: Any) -> None:
 
 
 def test_the_fallback_reaches_the_sample_and_the_node_screen(use_pynvml: Any) -> None:
-    from collectors.probe.schema import sample_from_reading
-    from monitor.snapshot import GpuView, NodeView
-    from tui.node_rows import notes_text
+    from infertop.collectors.probe.schema import sample_from_reading
+    from infertop.monitor.snapshot import GpuView, NodeView
+    from infertop.tui.node_rows import notes_text
 
     def node_text(driver_has_v2: bool) -> tuple[list[int | None], str]:
         use_pynvml(recorded_pynvml([RecordedGpu(mem_v2=driver_has_v2), RecordedGpu(mem_v2=driver_has_v2)]))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.probe.bundle import (
+from infertop.collectors.probe.bundle import (
     BOOTSTRAP,
     STRIP_BEGIN,
     STRIP_END,
@@ -23,8 +23,8 @@ from collectors.probe.bundle import (
     build_script,
     probe_script,
 )
-from collectors.probe.engine import fetch_engine
-from collectors.ssh import ProbeLines, SshNode, SshSource, parse_target, probe_command
+from infertop.collectors.probe.engine import fetch_engine
+from infertop.collectors.ssh import ProbeLines, SshNode, SshSource, parse_target, probe_command
 
 PYTHON = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
 
@@ -74,7 +74,7 @@ def test_bundled_probe_runs_isolated_without_the_repo(tmp_path: Path) -> None:
     assert isinstance(first["gpus"], list)
     assert isinstance(first["probe_cpu_s"], float)
     # the bundle holds no package import the node could not satisfy
-    assert "from collectors" not in probe_script()
+    assert "from infertop" not in probe_script()
 
 
 def test_bootstrap_reads_script_and_config_from_stdin_and_exits_on_eof(tmp_path: Path) -> None:
@@ -129,7 +129,7 @@ def test_bundle_pastes_helpers_and_strips_marked_imports(tmp_path: Path) -> None
 @pytest.mark.parametrize(
     ("helper", "main", "problem"),
     [
-        ("x = 1\n", "from collectors.helper import x\n", "outside"),
+        ("x = 1\n", "from infertop.collectors.helper import x\n", "outside"),
         ("def read_net():\n    pass\n", "def read_net():\n    pass\n", "also defined"),
         ("x = 1\n", f"{STRIP_BEGIN}\nimport os\n", "never closed"),
         ("if __name__ == '__main__':\n    pass\n", "pass\n", "main block"),
@@ -184,8 +184,8 @@ def test_probe_fetches_engine_text_without_buckets_or_help(tmp_path: Path, engin
 
 
 def test_probe_keeps_exactly_the_latency_buckets_the_scoreboard_reads() -> None:
-    from collectors.histograms import LATENCY_HISTOGRAMS
-    from collectors.probe.engine import KEEP_BUCKETS
+    from infertop.collectors.histograms import LATENCY_HISTOGRAMS
+    from infertop.collectors.probe.engine import KEEP_BUCKETS
 
     wanted = {f"{b}_bucket" for bases in LATENCY_HISTOGRAMS.values() for b in bases}
     assert set(KEEP_BUCKETS) == wanted
@@ -254,7 +254,7 @@ def test_parse_target_refuses_garbage(target: str) -> None:
 def test_connect_options_verify_host_keys_unless_explicitly_told_not_to(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from layouts.model import SshOptions
+    from infertop.layouts.model import SshOptions
 
     monkeypatch.setenv("HOME", str(tmp_path))
     target = parse_target("ops@node-1:2200")

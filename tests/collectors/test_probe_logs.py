@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from collectors.probe.bundle import probe_script
-from collectors.probe.schema import sample_from_reading
-from collectors.ssh import ssh_source_for
-from layouts.loader import parse_layout
+from infertop.collectors.probe.bundle import probe_script
+from infertop.collectors.probe.schema import sample_from_reading
+from infertop.collectors.ssh import ssh_source_for
+from infertop.layouts.loader import parse_layout
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 STATS = (

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from collectors.prom import PromSource
-from collectors.sample import NodeSample
-from layouts.model import PrometheusConfig
+from infertop.collectors.prom import PromSource
+from infertop.collectors.sample import NodeSample
+from infertop.layouts.model import PrometheusConfig
 from tests.support.hostile_http import HttpServer, Reply
 
 SECRET = "s3cret-api-key-0123456789"

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-from collectors import promql
-from collectors.fleet import FleetState
-from collectors.prom import PromSource, backend_behind_s
-from layouts.model import PrometheusConfig, Thresholds
-from monitor.evaluation.figures import node_status
+from infertop.collectors import promql
+from infertop.collectors.fleet import FleetState
+from infertop.collectors.prom import PromSource, backend_behind_s
+from infertop.layouts.model import PrometheusConfig, Thresholds
+from infertop.monitor.evaluation.figures import node_status
 
 INTERVAL_S = 2.0
 READ_AT = 1_800_000_000.0

@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_api_client import PrometheusApiClientException
 
-from collectors import promql
-from collectors.prom import NodeNamer, PromSetupError, auth_headers, describe_error, redact_url
-from layouts import LayoutError, parse_layout
-from layouts.model import PrometheusConfig
+from infertop.collectors import promql
+from infertop.collectors.prom import NodeNamer, PromSetupError, auth_headers, describe_error, redact_url
+from infertop.layouts import LayoutError, parse_layout
+from infertop.layouts.model import PrometheusConfig
 
 
 def test_node_label_priority_and_port_strip() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collectors.rates import (
+from infertop.collectors.rates import (
     CounterTrust,
     checked_counter_rate,
     counter_rate,

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from collectors.safe_text import inert_text, redact_text, redact_url, url_secrets
 from infertop.cli.common import InertFormatter
+from infertop.collectors.safe_text import inert_text, redact_text, redact_url, url_secrets
 
 # every character a terminal obeys or that reorders a line, by class
 CONTROLS = {

@@ -11,13 +11,19 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from collectors.exporters import EXPORTER_WANTED
-from collectors.fleet import FleetState
-from collectors.profiles import BUNDLED_PROFILES
-from collectors.registry import build_sources
-from collectors.scrape import WHOLE_PAGE_EVERY, Endpoint, ScrapeSource, latency_every_rounds, scrape_targets
-from layouts import LayoutError, parse_layout
-from monitor.evaluation.figures import engine_view, part_window
+from infertop.collectors.exporters import EXPORTER_WANTED
+from infertop.collectors.fleet import FleetState
+from infertop.collectors.profiles import BUNDLED_PROFILES
+from infertop.collectors.registry import build_sources
+from infertop.collectors.scrape import (
+    WHOLE_PAGE_EVERY,
+    Endpoint,
+    ScrapeSource,
+    latency_every_rounds,
+    scrape_targets,
+)
+from infertop.layouts import LayoutError, parse_layout
+from infertop.monitor.evaluation.figures import engine_view, part_window
 from tests.support.waiting import until_async
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "exposition"

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from collectors.dcgm import gpu_samples_from_dcgm
-from collectors.exporters import EXPORTER_WANTED, parts_from_exporter
-from collectors.exposition import parse_exposition
-from collectors.sample import GpuSample, NodeSample
-from monitor.evaluation.figures import gpu_views
+from infertop.collectors.dcgm import gpu_samples_from_dcgm
+from infertop.collectors.exporters import EXPORTER_WANTED, parts_from_exporter
+from infertop.collectors.exposition import parse_exposition
+from infertop.collectors.sample import GpuSample, NodeSample
+from infertop.monitor.evaluation.figures import gpu_views
 from tests.support.upstream_pages import load_truth, page_files, render
 
 DCGM_FIXTURES = (
@@ -88,7 +88,7 @@ def test_default_nvlink_total_unit_is_1000_kib_per_s() -> None:
 
 
 def test_nvlink_total_reaches_the_view_and_the_cell() -> None:
-    from tui.node_rows import nvlink_cell
+    from infertop.tui.node_rows import nvlink_cell
 
     _, parts = read("dcgm-default-4.5.3-4.8.2")
     sample = NodeSample(node="n", source="scrape", taken_at=1.0, gpus=parts["gpus"])  # type: ignore[arg-type]

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from collectors.exporters import EXPORTER_WANTED, parts_from_exporter
-from collectors.exposition import parse_exposition
-from collectors.sample import NicSample, NodeSample
-from monitor.evaluation.figures import nic_views
-from monitor.snapshot import NicView
+from infertop.collectors.exporters import EXPORTER_WANTED, parts_from_exporter
+from infertop.collectors.exposition import parse_exposition
+from infertop.collectors.sample import NicSample, NodeSample
+from infertop.monitor.evaluation.figures import nic_views
+from infertop.monitor.snapshot import NicView
 from tests.support.upstream_pages import load_truth, page_files, render
 
 NAME = "node-exporter-1.12.1"
@@ -81,7 +81,7 @@ def test_nic_errors_unseen_when_the_page_has_no_error_counters() -> None:
 
 
 def test_the_node_screen_shows_the_errors_per_port() -> None:
-    from tui.node_rows import NIC_COLUMNS, nic_row
+    from infertop.tui.node_rows import NIC_COLUMNS, nic_row
 
     got = views()
     errors_col = [key for key, _, _ in NIC_COLUMNS].index("errors")

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from collectors.exporters import EXPORTER_WANTED, parts_from_exporter
-from collectors.exposition import parse_exposition
-from collectors.sample import GpuSample, NicSample, NodeSample
-from monitor.evaluation.figures import nic_views
+from infertop.collectors.exporters import EXPORTER_WANTED, parts_from_exporter
+from infertop.collectors.exposition import parse_exposition
+from infertop.collectors.sample import GpuSample, NicSample, NodeSample
+from infertop.monitor.evaluation.figures import nic_views
 from tests.support.upstream_pages import load_truth, page_files, render
 
 NPU_FIXTURES = ("npu-exporter-910b-v26.1.0", "npu-exporter-910a5-v26.1.0")

@@ -17,15 +17,15 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from collectors.exposition import parse_exposition
-from collectors.node_exporter import nic_samples_from_node_exporter
-from collectors.probe import host as probe_host
-from collectors.probe.bundle import probe_script
-from collectors.registry import build_sources
-from collectors.scrape import ScrapeSource
-from collectors.ssh import ssh_source_for
-from collectors.virtual_nics import is_virtual_nic, keeps_nic
-from layouts import parse_layout
+from infertop.collectors.exposition import parse_exposition
+from infertop.collectors.node_exporter import nic_samples_from_node_exporter
+from infertop.collectors.probe import host as probe_host
+from infertop.collectors.probe.bundle import probe_script
+from infertop.collectors.registry import build_sources
+from infertop.collectors.scrape import ScrapeSource
+from infertop.collectors.ssh import ssh_source_for
+from infertop.collectors.virtual_nics import is_virtual_nic, keeps_nic
+from infertop.layouts import parse_layout
 from tests.support.probe_run import PYTHON
 
 REAL = ("lo", "eth0", "eth1", "eth2", "bond0", "ens5f0np0", "eno1", "ib0", "bond0.100", "enp3s0", "data0")

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from collectors.profiles import ProfileError, custom_profile
-from layouts.model import (
+from infertop.collectors.profiles import ProfileError, custom_profile
+from infertop.layouts.model import (
     AlertsConfig,
     ApiPriceTable,
     ClusterConfig,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from monitor.snapshot import Snapshot
+from infertop.monitor.snapshot import Snapshot
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "snapshot.md"
 _HEADING = re.compile(r"^### `(\w+)`\s*$")

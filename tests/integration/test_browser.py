@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from monitor.channel.client import list_monitors
-from monitor.channel.protocol import Info
+from infertop.monitor.channel.client import list_monitors
+from infertop.monitor.channel.protocol import Info
 from tests.support.demo_server import serving_demo
 from tests.support.infertop_cmd import finish, start_infertop
 from tests.support.waiting import until, until_async

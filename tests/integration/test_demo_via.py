@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from collectors.prom import prom_source_for
+from infertop.collectors.prom import prom_source_for
 from infertop.demo.backends import BACKENDS, free_port, start_backend
 from infertop.demo.pd_trouble import CONGESTED
 from infertop.demo.scenario import plan_cluster, trouble_nodes
-from layouts import load_layout
-from layouts.model import Layout
+from infertop.layouts import load_layout
+from infertop.layouts.model import Layout
 from tests.support.demo_server import serving_demo
 from tests.support.paths import infertop_bin
 from tests.support.prometheus_server import wait_until

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from collectors.local import LocalSource
-from collectors.probe import nvidia_gpus as probe_gpus
+from infertop.collectors.local import LocalSource
+from infertop.collectors.probe import nvidia_gpus as probe_gpus
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 pytestmark = pytest.mark.gpu

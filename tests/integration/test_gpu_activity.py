@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from collectors.probe.bundle import probe_script
+from infertop.collectors.probe.bundle import probe_script
 
 pytestmark = pytest.mark.gpu
 

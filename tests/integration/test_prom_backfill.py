@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterator
 import pytest
 from aiohttp import ClientSession, web
 
-from layouts import parse_layout
-from monitor.monitor import Monitor
+from infertop.layouts import parse_layout
+from infertop.monitor.monitor import Monitor
 from tests.support.prometheus_server import PrometheusServer, SimNode, prometheus_available
 from tests.support.waiting import until, until_async
 

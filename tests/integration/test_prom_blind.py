@@ -11,10 +11,10 @@ import pytest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from collectors.promql import CLOCK_REASONS_UNSEEN
-from layouts import parse_layout
-from monitor.monitor import Monitor
-from monitor.snapshot import Snapshot
+from infertop.collectors.promql import CLOCK_REASONS_UNSEEN
+from infertop.layouts import parse_layout
+from infertop.monitor.monitor import Monitor
+from infertop.monitor.snapshot import Snapshot
 from tests.support.prometheus_server import PrometheusServer, SimNode, prometheus_available
 from tests.support.waiting import until_async
 

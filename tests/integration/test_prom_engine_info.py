@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from layouts import parse_layout
-from monitor.monitor import Monitor
-from monitor.snapshot import Snapshot
+from infertop.layouts import parse_layout
+from infertop.monitor.monitor import Monitor
+from infertop.monitor.snapshot import Snapshot
 from tests.support.prometheus_server import PrometheusServer, Target, free_port, prometheus_available
 from tests.support.sglang_page import SglangServer
 from tests.support.vllm_info_page import CACHE_CONFIG, VllmInfoServer

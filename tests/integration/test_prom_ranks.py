@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from collectors.prom import prom_source_for
-from collectors.sample import NodeSample
-from layouts import parse_layout
-from monitor.evaluation.engine_ranks import rank_views
-from monitor.evaluation.figures import engine_view
+from infertop.collectors.prom import prom_source_for
+from infertop.collectors.sample import NodeSample
+from infertop.layouts import parse_layout
+from infertop.monitor.evaluation.engine_ranks import rank_views
+from infertop.monitor.evaluation.figures import engine_view
 from tests.support.prometheus_server import PrometheusServer, Target, prometheus_available
 from tests.support.vllm_ranks_page import VllmRanksServer
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from aiohttp import ClientSession, web
 
-from collectors.prom import PromSource
-from collectors.sample import NodeSample
-from layouts import parse_layout
-from monitor.monitor import Monitor
-from monitor.snapshot import NodeView, Snapshot
+from infertop.collectors.prom import PromSource
+from infertop.collectors.sample import NodeSample
+from infertop.layouts import parse_layout
+from infertop.monitor.monitor import Monitor
+from infertop.monitor.snapshot import NodeView, Snapshot
 from tests.support.prometheus_server import PrometheusServer, SimNode, SimRates, prometheus_available
 from tests.support.waiting import until, until_async
 

@@ -11,10 +11,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from layouts import parse_layout
-from monitor.exporter import snapshot_families
-from monitor.monitor import Monitor
-from monitor.text_report import snapshot_table
+from infertop.layouts import parse_layout
+from infertop.monitor.exporter import snapshot_families
+from infertop.monitor.monitor import Monitor
+from infertop.monitor.text_report import snapshot_table
 from tests.support.prometheus_server import SimNode
 from tests.support.victoria_server import VictoriaMetricsServer, victoria_available
 from tests.support.waiting import until, until_async

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from collectors.sample import NodeSample
-from collectors.ssh import SshNode, SshSource
-from layouts.model import SshOptions
+from infertop.collectors.sample import NodeSample
+from infertop.collectors.ssh import SshNode, SshSource
+from infertop.layouts.model import SshOptions
 from tests.support.netns import NetnsCluster, NsHost, QdiscUnavailable, missing_requirements
 from tests.support.waiting import until_async
 

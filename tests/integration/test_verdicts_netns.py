@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from layouts import parse_layout
-from monitor.monitor import Monitor
-from monitor.snapshot import NodeView, Snapshot
+from infertop.layouts import parse_layout
+from infertop.monitor.monitor import Monitor
+from infertop.monitor.snapshot import NodeView, Snapshot
 from tests.support.netns import PYTHON, NetnsCluster, NsHost, missing_requirements
 from tests.support.port_file_process import stop, wait_for_port
 from tests.support.waiting import until_async

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from layouts import LayoutError, parse_layout
+from infertop.layouts import LayoutError, parse_layout
 from tests.support.infertop_cmd import run_infertop
 
 THREE_PROBLEMS = """\

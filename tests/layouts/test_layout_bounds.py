@@ -122,7 +122,7 @@ RICH_NODE = (
 
 
 def test_a_large_honest_range_still_loads(tmp_path: Path) -> None:
-    from layouts import load_layout
+    from infertop.layouts import load_layout
 
     path = tmp_path / "big.toml"
     path.write_text('[[nodes]]\nhosts = "decode-[000001-100000]"\nrole = "decode"\nssh = "{host}"\n')
@@ -136,7 +136,7 @@ def test_a_large_honest_range_still_loads(tmp_path: Path) -> None:
 def test_the_size_budget_admits_100000_rich_nodes() -> None:
     import tomllib
 
-    from layouts.loader import _check_sizes
+    from infertop.layouts.loader import _check_sizes
 
     text = '[[nodes]]\nhosts = "decode-[000001-100000]"\n' + RICH_NODE
     _check_sizes("big.toml", text, tomllib.loads(text)["nodes"])  # counts only; raises if refused

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from layouts.loader import LayoutError, parse_layout
+from infertop.layouts.loader import LayoutError, parse_layout
 
 
 def test_a_range_is_its_own_group_unless_it_names_one() -> None:

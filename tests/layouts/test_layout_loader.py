@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from layouts import LayoutError, example_path, load_layout, parse_layout
-from layouts.hostrange import HostRangeError, expand_hosts
+from infertop.layouts import LayoutError, example_path, load_layout, parse_layout
+from infertop.layouts.hostrange import HostRangeError, expand_hosts
 
 
 def test_examples_load() -> None:

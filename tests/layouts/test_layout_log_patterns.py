@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from infertop.cli.main import main
-from layouts import LayoutError
-from layouts.loader import parse_layout
+from infertop.layouts import LayoutError
+from infertop.layouts.loader import parse_layout
 
 GOOD = """
 [[nodes]]

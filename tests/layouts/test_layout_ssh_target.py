@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from collectors.ssh import parse_target
-from layouts import LayoutError, parse_layout
+from infertop.collectors.ssh import parse_target
+from infertop.layouts import LayoutError, parse_layout
 from tests.support.layout_cli import assert_refused, run_infertop, toml_str
 
 # one case per class of character or shape that must never pass
@@ -131,7 +131,7 @@ def test_good_targets_still_load(target: str, host: str, port: int | None, user:
 @pytest.mark.parametrize("target", HOSTILE_TARGETS.values(), ids=HOSTILE_TARGETS.keys())
 def test_the_ssh_source_refuses_what_the_layout_refuses(target: str) -> None:
     # defence in depth: an SshNode built by hand (tests, benchmarks) is checked again
-    from layouts.model import check_ssh_target
+    from infertop.layouts.model import check_ssh_target
 
     with pytest.raises(ValueError):
         check_ssh_target(target)

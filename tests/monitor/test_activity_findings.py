@@ -8,22 +8,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from collectors.exporters import EXPORTER_WANTED, parts_from_exporter
-from collectors.exposition import parse_exposition
-from collectors.profiles import engine_sample_from_text
-from collectors.sample import GpuSample, NodeSample
-from layouts.model import Thresholds
-from monitor.evaluation.activity import idle_basis
-from monitor.evaluation.conditions import BUSY_WAITING, STRAGGLER, Condition, idle_condition
-from monitor.evaluation.engine_ranks import rank_views
-from monitor.evaluation.figures import engine_view, gpu_views, idle_fraction
-from monitor.evaluation.rank_findings import (
+from infertop.collectors.exporters import EXPORTER_WANTED, parts_from_exporter
+from infertop.collectors.exposition import parse_exposition
+from infertop.collectors.profiles import engine_sample_from_text
+from infertop.collectors.sample import GpuSample, NodeSample
+from infertop.layouts.model import Thresholds
+from infertop.monitor.evaluation.activity import idle_basis
+from infertop.monitor.evaluation.conditions import BUSY_WAITING, STRAGGLER, Condition, idle_condition
+from infertop.monitor.evaluation.engine_ranks import rank_views
+from infertop.monitor.evaluation.figures import engine_view, gpu_views, idle_fraction
+from infertop.monitor.evaluation.rank_findings import (
     busy_waiting_condition,
     name_straggler_rank,
     rank_straggler_condition,
     straggling_rank,
 )
-from monitor.snapshot import NodeView
+from infertop.monitor.snapshot import NodeView
 from tests.support.upstream_pages import dcgm_page
 from tests.support.vllm_ranks_page import VllmRanksServer
 

@@ -14,13 +14,13 @@ import pytest
 from aiohttp import web
 from prometheus_client import CollectorRegistry, generate_latest
 
-from collectors.scrape import Endpoint, ScrapeSource, usual_kind
-from layouts import parse_layout
-from monitor.exporter import SnapshotCollector
-from monitor.monitor import Monitor
-from monitor.record.codec import decode_snapshot, encode_snapshot
-from monitor.snapshot import NodeView, Snapshot
-from monitor.text_report import snapshot_table
+from infertop.collectors.scrape import Endpoint, ScrapeSource, usual_kind
+from infertop.layouts import parse_layout
+from infertop.monitor.exporter import SnapshotCollector
+from infertop.monitor.monitor import Monitor
+from infertop.monitor.record.codec import decode_snapshot, encode_snapshot
+from infertop.monitor.snapshot import NodeView, Snapshot
+from infertop.monitor.text_report import snapshot_table
 from tests.support.waiting import until_async
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "exposition"

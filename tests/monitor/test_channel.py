@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from infertop.demo.server import DemoServer, write_layout
-from layouts import load_layout
-from monitor.channel.client import Connection, MonitorUnavailable, SocketFeed, call, list_monitors
-from monitor.channel.paths import MonitorBusy, MonitorLock, socket_path
-from monitor.channel.protocol import (
+from infertop.layouts import load_layout
+from infertop.monitor.channel.client import Connection, MonitorUnavailable, SocketFeed, call, list_monitors
+from infertop.monitor.channel.paths import MonitorBusy, MonitorLock, socket_path
+from infertop.monitor.channel.protocol import (
     MAX_COMMAND_BYTES,
     AskInfo,
     Info,
@@ -30,9 +30,9 @@ from monitor.channel.protocol import (
     encode_snapshot,
     snapshot_line,
 )
-from monitor.channel.server import ChannelServer
-from monitor.monitor import Monitor
-from monitor.snapshot import Snapshot
+from infertop.monitor.channel.server import ChannelServer
+from infertop.monitor.monitor import Monitor
+from infertop.monitor.snapshot import Snapshot
 from tests.support.waiting import until_async
 
 
@@ -125,7 +125,7 @@ async def test_one_shot_commands_info_mark_and_stop(served: Served) -> None:
     monitors = await asyncio.to_thread(list_monitors, path.parent)
     assert [(p, i.pid) for p, i in monitors if isinstance(i, Info)] == [(path, os.getpid())]
     assert not served.stops
-    from monitor.channel.protocol import StopMonitor
+    from infertop.monitor.channel.protocol import StopMonitor
 
     stopped = await asyncio.to_thread(call, path, StopMonitor())
     assert isinstance(stopped, Reply) and stopped.ok and served.stops == [True]

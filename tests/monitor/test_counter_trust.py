@@ -13,10 +13,10 @@ from collections.abc import Callable
 
 import pytest
 
-from monitor.snapshot import SessionView
+from infertop.monitor.snapshot import SessionView
+from infertop.tui.history import SpendHistory
+from infertop.tui.session_panel import session_lines
 from tests.support.hostile_server import check_figure, growing, ib_page, snapshot_of, vllm_page
-from tui.history import SpendHistory
-from tui.session_panel import session_lines
 
 CASES = [
     pytest.param({"engine": lambda n, t: vllm_page(growing(100.0, 1e18, after_s=1.0)(n, t))},

@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from collectors.sample import GpuSample, NicSample, NodeSample, PageOutcome
-from layouts import LayoutError, parse_layout
-from layouts.model import EngineConfig, Layout, NicExpectation, NodeConfig, Thresholds
-from monitor.evaluation.conditions import BLIND, blind_condition
-from monitor.evaluation.coverage import node_coverage, part_reason
-from monitor.evaluation.verdicts import VerdictTracker
-from monitor.monitor import Monitor
-from monitor.snapshot import CoverageGap, EngineView, GpuView, NicView, NodeView
+from infertop.collectors.sample import GpuSample, NicSample, NodeSample, PageOutcome
+from infertop.layouts import LayoutError, parse_layout
+from infertop.layouts.model import EngineConfig, Layout, NicExpectation, NodeConfig, Thresholds
+from infertop.monitor.evaluation.conditions import BLIND, blind_condition
+from infertop.monitor.evaluation.coverage import node_coverage, part_reason
+from infertop.monitor.evaluation.verdicts import VerdictTracker
+from infertop.monitor.monitor import Monitor
+from infertop.monitor.snapshot import CoverageGap, EngineView, GpuView, NicView, NodeView
 
 NODE_URL = "http://decode-01:9100/metrics"
 DCGM_URL = "http://decode-01:9400/metrics"

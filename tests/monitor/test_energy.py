@@ -7,12 +7,12 @@ import datetime as dt
 
 import pytest
 
-from collectors.dcgm import gpu_samples_from_dcgm
-from collectors.exposition import parse_exposition
-from collectors.sample import EngineSample, GpuSample, NodeSample
-from layouts import parse_layout
-from monitor.evaluation.ledger import SessionLedger
-from monitor.monitor import Monitor
+from infertop.collectors.dcgm import gpu_samples_from_dcgm
+from infertop.collectors.exposition import parse_exposition
+from infertop.collectors.sample import EngineSample, GpuSample, NodeSample
+from infertop.layouts import parse_layout
+from infertop.monitor.evaluation.ledger import SessionLedger
+from infertop.monitor.monitor import Monitor
 
 START = dt.datetime(2026, 11, 28, tzinfo=dt.UTC).timestamp()
 LAYOUT = """
@@ -63,8 +63,8 @@ def test_energy_per_session_and_per_output_token() -> None:
     assert s.energy_kwh == pytest.approx(16 * 700.0 * 10 / 3.6e6, rel=1e-9)
     assert s.joules_per_output_token == pytest.approx(16 * 700.0 / 2000.0, rel=1e-9)
     assert s.energy_usd is None  # rented: the rent covers the energy
-    from tui.history import SpendHistory
-    from tui.session_panel import session_lines
+    from infertop.tui.history import SpendHistory
+    from infertop.tui.session_panel import session_lines
 
     text = "\n".join(line.plain for line in session_lines(s, SpendHistory(), 10))
     assert "energy 0.031 kWh  per output token 5.60 J" in text
@@ -127,7 +127,7 @@ def test_owned_energy_dollars_from_the_counters() -> None:
 
 
 def test_exporter_carries_energy_and_breakeven() -> None:
-    from monitor.exporter import snapshot_families
+    from infertop.monitor.exporter import snapshot_families
 
     t0 = START + 3600.0
     monitor = Monitor(parse_layout(LAYOUT), sources=[], clock=lambda: t0)

@@ -9,11 +9,11 @@ import statistics
 
 import pytest
 
-from collectors.profiles import engine_sample_from_text
-from collectors.sample import EngineSample, NodeSample
-from monitor.evaluation.engine_ranks import gpu_span, rank_views
-from monitor.evaluation.figures import engine_view
-from monitor.snapshot import EngineRankView, EngineView
+from infertop.collectors.profiles import engine_sample_from_text
+from infertop.collectors.sample import EngineSample, NodeSample
+from infertop.monitor.evaluation.engine_ranks import gpu_span, rank_views
+from infertop.monitor.evaluation.figures import engine_view
+from infertop.monitor.snapshot import EngineRankView, EngineView
 from tests.support.sglang_page import SglangServer
 from tests.support.vllm_ranks_page import VllmRanksServer
 

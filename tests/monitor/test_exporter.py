@@ -12,11 +12,11 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from collectors.sample import EngineSample, GpuSample, NodeSample
-from layouts import parse_layout
-from monitor.exporter import SnapshotCollector, metric_names
-from monitor.monitor import Monitor
-from monitor.snapshot import Snapshot
+from infertop.collectors.sample import EngineSample, GpuSample, NodeSample
+from infertop.layouts import parse_layout
+from infertop.monitor.exporter import SnapshotCollector, metric_names
+from infertop.monitor.monitor import Monitor
+from infertop.monitor.snapshot import Snapshot
 from tests.support.paths import infertop_bin
 from tests.support.prometheus_server import (
     PrometheusServer,
@@ -225,7 +225,7 @@ def test_scoreboard_figures_in_the_json_and_the_exposition() -> None:
     assert ("infertop_node_ttft_p50_seconds", d1) not in got  # unknown is absent
     assert {"infertop_node_itl_p99_seconds", "infertop_role_prefix_cache_hit_ratio"} <= metric_names()
 def test_the_monitors_own_lag_is_exported_as_its_own() -> None:
-    from monitor.health import health_view
+    from infertop.monitor.health import health_view
 
     view = health_view(1.0, lag_s=1.4, stall_max_s=2.5, stalled_fraction=0.5, cpu_pct=100.0,
                        nodes_excused=7, advice="try interval_s = 2")

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from layouts import parse_layout
-from monitor.exporter_http import start_server
-from monitor.monitor import Monitor
+from infertop.layouts import parse_layout
+from infertop.monitor.exporter_http import start_server
+from infertop.monitor.monitor import Monitor
 from tests.support.paths import REPO
 from tests.support.waiting import until
 

@@ -4,8 +4,8 @@ is a field on the sample and on the view, nothing more."""
 
 from __future__ import annotations
 
-from collectors.sample import GpuSample, NicSample, NodeSample
-from monitor.evaluation.figures import GPU_AS_READ, NIC_AS_READ, gpu_views, nic_views
+from infertop.collectors.sample import GpuSample, NicSample, NodeSample
+from infertop.monitor.evaluation.figures import GPU_AS_READ, NIC_AS_READ, gpu_views, nic_views
 
 GPU = GpuSample(
     index=3, kind="gpu", name="NVIDIA H200", util_pct=91.0, mem_used_bytes=7, mem_total_bytes=9,

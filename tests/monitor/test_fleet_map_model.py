@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from monitor.fleet_map import MAP_STATES, map_groups, node_map_state
-from monitor.snapshot import NodeView, VerdictView
+from infertop.monitor.fleet_map import MAP_STATES, map_groups, node_map_state
+from infertop.monitor.snapshot import NodeView, VerdictView
 
 
 def node(name: str, status: str = "ok", verdicts: tuple[tuple[str, str], ...] = (), role: str = "decode",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from monitor.format import fmt_duration, fmt_span
+from infertop.monitor.format import fmt_duration, fmt_span
 
 
 @pytest.mark.parametrize(

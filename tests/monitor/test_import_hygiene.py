@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 BELOW_THE_VIEWERS = sorted(
     ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
     for room in ("layouts", "collectors", "monitor")
-    for p in (ROOT / room).rglob("*.py")
+    for p in (ROOT / "infertop" / room).rglob("*.py")
 )
 
 

@@ -10,10 +10,10 @@ import time
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
-from collectors.profiles import engine_sample_from_text
-from collectors.sample import EngineSample, NodeSample
-from layouts import parse_layout
-from monitor.monitor import Monitor
+from infertop.collectors.profiles import engine_sample_from_text
+from infertop.collectors.sample import EngineSample, NodeSample
+from infertop.layouts import parse_layout
+from infertop.monitor.monitor import Monitor
 
 EPS = 1e-6
 H = 3600.0
@@ -142,7 +142,7 @@ def test_a_node_first_read_later_starts_the_stretch_again() -> None:
 
 
 def test_the_span_survives_a_restart() -> None:
-    from monitor.evaluation.ledger import SessionLedger
+    from infertop.monitor.evaluation.ledger import SessionLedger
 
     monitor = run(born=None)
     ledger = monitor.ledger

@@ -8,11 +8,11 @@ import json
 
 import pytest
 
-from collectors.sample import EngineSample, GpuSample, NodeSample
-from layouts import parse_layout
-from monitor.evaluation.counter_tally import CounterTally, TokenDeltas
-from monitor.evaluation.ledger import SessionLedger, TickFigures
-from monitor.monitor import Monitor
+from infertop.collectors.sample import EngineSample, GpuSample, NodeSample
+from infertop.layouts import parse_layout
+from infertop.monitor.evaluation.counter_tally import CounterTally, TokenDeltas
+from infertop.monitor.evaluation.ledger import SessionLedger, TickFigures
+from infertop.monitor.monitor import Monitor
 
 EPS = 1e-9
 H = 3600.0

@@ -4,13 +4,13 @@ traffic (monitor/evaluation/link_summary.py), a port's up/slow, the clock-event 
 
 from __future__ import annotations
 
-from collectors.sample import NicSample, NodeSample
-from layouts.model import NicExpectation, NodeConfig
-from monitor.evaluation.clock_events import describe
-from monitor.evaluation.figures import nic_views
-from monitor.evaluation.link_summary import links_view, nic_traffic
-from monitor.snapshot import NicView
-from tui.columns import links_text
+from infertop.collectors.sample import NicSample, NodeSample
+from infertop.layouts.model import NicExpectation, NodeConfig
+from infertop.monitor.evaluation.clock_events import describe
+from infertop.monitor.evaluation.figures import nic_views
+from infertop.monitor.evaluation.link_summary import links_view, nic_traffic
+from infertop.monitor.snapshot import NicView
+from infertop.tui.columns import links_text
 
 
 def test_link_summary_counts_expected_ports_and_flags_trouble() -> None:
@@ -76,8 +76,8 @@ def test_clock_events_decoded_with_worst_level() -> None:
 def test_a_snapshot_recorded_before_these_judgments_replays_as_shown() -> None:
     """Records written by earlier versions hold no `links`, `slow` or clock labels: the
     reading side makes them, so an old record's LINKS column reads as it did live."""
-    from monitor.evaluation.link_summary import with_link_judgments
-    from monitor.snapshot import GpuView, NodeView, Snapshot
+    from infertop.monitor.evaluation.link_summary import with_link_judgments
+    from infertop.monitor.snapshot import GpuView, NodeView, Snapshot
 
     nics = [NicView(name="ib0", kind="infiniband", state="active", expected_gbps=400, speed_gbps=200,
                     rx_bytes_per_s=5.0, tx_bytes_per_s=6.0),

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from collectors.sample import EngineSample, GpuSample, NodeSample
-from layouts.loader import parse_layout
-from monitor.monitor import Monitor
+from infertop.collectors.sample import EngineSample, GpuSample, NodeSample
+from infertop.layouts.loader import parse_layout
+from infertop.monitor.monitor import Monitor
 
 LAYOUT = '[cluster]\ninterval_s = 1\n[thresholds]\nlog_silent_s = 30\n[[nodes]]\nname = "n1"\ngpus = 2\n'
 

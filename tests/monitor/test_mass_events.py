@@ -6,9 +6,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 
-from monitor.evaluation.mass_events import hunt_entries, name_runs, verdict_groups
-from monitor.monitor import Monitor
-from monitor.snapshot import NodeView, VerdictGroupView, VerdictView
+from infertop.monitor.evaluation.mass_events import hunt_entries, name_runs, verdict_groups
+from infertop.monitor.monitor import Monitor
+from infertop.monitor.snapshot import NodeView, VerdictGroupView, VerdictView
 from tests.support.tui_helpers import NodeSpec, make_layout, make_sample
 
 T0 = dt.datetime(2026, 12, 1, 2, 14, 5, tzinfo=dt.UTC).timestamp()

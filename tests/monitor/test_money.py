@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from layouts.model import ApiPriceTable, NodeConfig, PricingConfig
-from monitor.evaluation.api_price import BUNDLED, api_cost, is_peak, peak_seconds, peak_share
-from monitor.evaluation.ledger import SessionLedger, TickFigures
-from monitor.evaluation.money import (
+from infertop.layouts.model import ApiPriceTable, NodeConfig, PricingConfig
+from infertop.monitor.evaluation.api_price import BUNDLED, api_cost, is_peak, peak_seconds, peak_share
+from infertop.monitor.evaluation.ledger import SessionLedger, TickFigures
+from infertop.monitor.evaluation.money import (
     break_even_ratio,
     budget_figures,
     budget_label,
@@ -192,7 +192,7 @@ def test_cost_weighted_idle() -> None:
 
 
 def test_usd_per_million_at_rate() -> None:
-    from monitor.evaluation.money import usd_per_million_at_rate
+    from infertop.monitor.evaluation.money import usd_per_million_at_rate
 
     # $36/h at 10 tokens/s = 36,000 tokens/h → $1,000 per 1M tokens
     assert usd_per_million_at_rate(36.0, 10.0) == pytest.approx(1000.0, rel=1e-12)
@@ -230,7 +230,7 @@ def test_spend_projected_to_the_reservation_end() -> None:
 
 
 def test_ledger_projects_from_the_layout_end() -> None:
-    from layouts import parse_layout
+    from infertop.layouts import parse_layout
 
     layout = parse_layout(
         '[session]\nreservation_start = "2026-11-30T00:00:00Z"\nduration_h = 3\nbudget_usd = 600\n'
@@ -265,9 +265,9 @@ SEED_LAYOUT = (
 def test_breakeven_reproduces_the_seed(at: float, window: str, needed: int, flips: str) -> None:
     """128 GPUs at $10.582 → $1,354.50/h → 627,081 output tok/s off-peak, 313,541 at
     peak; "$32,508 a day buys 54.2 billion output tokens off-peak"."""
-    from layouts import parse_layout
-    from monitor.monitor import Monitor
-    from tui.session_panel import breakeven_lines
+    from infertop.layouts import parse_layout
+    from infertop.monitor.monitor import Monitor
+    from infertop.tui.session_panel import breakeven_lines
 
     monitor = Monitor(parse_layout(SEED_LAYOUT), sources=[], clock=lambda: at)
     s = monitor.tick(at).session

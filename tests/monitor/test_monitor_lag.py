@@ -24,12 +24,12 @@ from typing import Any
 import pytest
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from collectors.scrape import scrape_targets
-from collectors.scrape_shards import ShardedScrapeSource
-from layouts import parse_layout
-from layouts.model import Layout
-from monitor.monitor import Monitor
-from monitor.snapshot import Snapshot
+from infertop.collectors.scrape import scrape_targets
+from infertop.collectors.scrape_shards import ShardedScrapeSource
+from infertop.layouts import parse_layout
+from infertop.layouts.model import Layout
+from infertop.monitor.monitor import Monitor
+from infertop.monitor.snapshot import Snapshot
 from tests.support.prometheus_server import SimNode
 from tests.support.waiting import until_async
 
@@ -262,7 +262,7 @@ async def test_a_cpu_starved_monitor_reports_its_lag_and_a_killed_node_still_goe
 
 
 def test_the_monitor_composes_its_warning_and_the_fix() -> None:
-    from monitor.health import health_view, suggestion
+    from infertop.monitor.health import health_view, suggestion
 
     advice = suggestion(1.0, direct_nodes=128, has_prometheus=False)
     assert advice == "try interval_s = 2 or the prom source"
@@ -293,7 +293,7 @@ def test_the_monitor_composes_its_warning_and_the_fix() -> None:
 
 
 def test_frames_drawn_without_their_round_are_counted_for_a_while() -> None:
-    from monitor.health import MonitorHealth
+    from infertop.monitor.health import MonitorHealth
 
     clock = [1000.0]
     health = MonitorHealth(1.0, wall=lambda: clock[0], cpu=lambda: 0.0)

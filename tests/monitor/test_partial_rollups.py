@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from monitor.monitor import Monitor
-from monitor.snapshot import Snapshot
+from infertop.monitor.monitor import Monitor
+from infertop.monitor.snapshot import Snapshot
 from tests.support.tui_helpers import NodeSpec, make_layout, make_sample
 
 START = 1_800_000_000.0
@@ -73,7 +73,7 @@ def test_the_counts_are_in_the_json() -> None:
 
 
 def test_the_text_snapshot_says_the_cluster_figures_are_partial() -> None:
-    from monitor.text_report import snapshot_table
+    from infertop.monitor.text_report import snapshot_table
 
     assert "partial: cluster figures over 4 of 5 nodes" in snapshot_table(frames(10)[-1])
     assert "partial" not in snapshot_table(frames(3)[-1])

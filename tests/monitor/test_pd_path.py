@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from collectors.exporters import EXPORTER_WANTED, parts_from_exporter
-from collectors.exposition import parse_exposition
-from collectors.probe.host import read_ib, read_net
-from collectors.profiles import engine_sample_from_text
-from collectors.sample import GpuSample, NicSample, NodeSample
-from layouts import load_layout
-from monitor.monitor import Monitor
-from monitor.snapshot import Snapshot
+from infertop.collectors.exporters import EXPORTER_WANTED, parts_from_exporter
+from infertop.collectors.exposition import parse_exposition
+from infertop.collectors.probe.host import read_ib, read_net
+from infertop.collectors.profiles import engine_sample_from_text
+from infertop.collectors.sample import GpuSample, NicSample, NodeSample
+from infertop.layouts import load_layout
+from infertop.monitor.monitor import Monitor
+from infertop.monitor.snapshot import Snapshot
 from tests.support.roce_pages import ROCE_GBPS, RoceNode, ethtool_fq_name
 from tests.support.vllm_info_page import VllmInfoServer
 
@@ -193,7 +193,7 @@ def test_a_kv_rate_above_line_rate_is_flagged_not_shown_as_speed(tmp_path: Path)
 
 
 def test_the_path_figures_are_exported(tmp_path: Path) -> None:
-    from monitor.exporter import metric_names, snapshot_families
+    from infertop.monitor.exporter import metric_names, snapshot_families
 
     snap = run(tmp_path, ticks=4, congested=True, kv_bytes_per_s=80e9)
     got = {f.name: f for f in snapshot_families(snap)}
@@ -206,7 +206,7 @@ def test_the_path_figures_are_exported(tmp_path: Path) -> None:
 
 
 def test_the_node_screen_port_rows_show_pause_and_cnp_rates(tmp_path: Path) -> None:
-    from tui.node_rows import NIC_COLUMNS, nic_row
+    from infertop.tui.node_rows import NIC_COLUMNS, nic_row
 
     snap = run(tmp_path, ticks=5, congested=True, kv_bytes_per_s=5e9, probe_only=True)
     keys = [key for key, _, _ in NIC_COLUMNS]
@@ -219,7 +219,7 @@ def test_the_node_screen_port_rows_show_pause_and_cnp_rates(tmp_path: Path) -> N
 
 
 def test_each_ports_pause_and_cnp_rates_are_exported(tmp_path: Path) -> None:
-    from monitor.exporter import metric_names, snapshot_families
+    from infertop.monitor.exporter import metric_names, snapshot_families
 
     snap = run(tmp_path, ticks=5, congested=True, kv_bytes_per_s=5e9, probe_only=True)
     got = {f.name: f for f in snapshot_families(snap)}

@@ -16,12 +16,12 @@ from hypothesis import strategies as st
 from rich.text import Text
 from textual.app import App, ComposeResult
 
-from collectors.fleet import FleetState
-from collectors.rates import counter_rate
-from collectors.sample import EngineSample, NodeSample
-from layouts.model import Layout
-from monitor.monitor import Monitor
-from tui.row_table import Column, RowTable
+from infertop.collectors.fleet import FleetState
+from infertop.collectors.rates import counter_rate
+from infertop.collectors.sample import EngineSample, NodeSample
+from infertop.layouts.model import Layout
+from infertop.monitor.monitor import Monitor
+from infertop.tui.row_table import Column, RowTable
 
 
 def _sample(node: str, t: float, steps: float, source: str = "s") -> NodeSample:

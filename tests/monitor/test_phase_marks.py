@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from layouts import parse_layout
-from monitor.feeds import MonitorFeed
-from monitor.record.store import Recorder
+from infertop.layouts import parse_layout
+from infertop.monitor.feeds import MonitorFeed
+from infertop.monitor.record.store import Recorder
 
 LAYOUT = """
 [cluster]

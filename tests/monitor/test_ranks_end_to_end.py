@@ -9,9 +9,9 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from monitor.exporter import SnapshotCollector, metric_names
-from monitor.record.codec import decode_snapshot, encode_snapshot
-from monitor.snapshot import Snapshot
+from infertop.monitor.exporter import SnapshotCollector, metric_names
+from infertop.monitor.record.codec import decode_snapshot, encode_snapshot
+from infertop.monitor.snapshot import Snapshot
 from tests.support.ranks_cluster import ranks_snapshots
 
 

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from collectors.sample import EngineSample, NodeSample
 from infertop.cli.main import main
-from layouts import load_layout, parse_layout
-from monitor.monitor import Monitor
-from monitor.record.codec import RecordError
-from monitor.record.recording import Recording
-from monitor.record.store import Recorder, add_phase_mark, default_record_path
-from monitor.state import state_dir
+from infertop.collectors.sample import EngineSample, NodeSample
+from infertop.layouts import load_layout, parse_layout
+from infertop.monitor.monitor import Monitor
+from infertop.monitor.record.codec import RecordError
+from infertop.monitor.record.recording import Recording
+from infertop.monitor.record.store import Recorder, add_phase_mark, default_record_path
+from infertop.monitor.state import state_dir
 
 LAYOUT = """
 [cluster]

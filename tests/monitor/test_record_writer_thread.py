@@ -6,11 +6,11 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from collectors.sample import EngineSample, NodeSample
-from layouts import parse_layout
-from monitor.monitor import Monitor
-from monitor.record.recording import Recording
-from monitor.record.store import Recorder, add_phase_mark
+from infertop.collectors.sample import EngineSample, NodeSample
+from infertop.layouts import parse_layout
+from infertop.monitor.monitor import Monitor
+from infertop.monitor.record.recording import Recording
+from infertop.monitor.record.store import Recorder, add_phase_mark
 
 LAYOUT = """
 [cluster]

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from collectors.sample import EngineSample, GpuSample, NodeSample
 from infertop.cli.main import main
-from layouts import load_layout
-from monitor.monitor import Monitor
-from monitor.record.recording import Recording, TickRow
-from monitor.record.report import nice_range, split_by_hour
-from monitor.record.store import Recorder
-from monitor.snapshot import Snapshot
+from infertop.collectors.sample import EngineSample, GpuSample, NodeSample
+from infertop.layouts import load_layout
+from infertop.monitor.monitor import Monitor
+from infertop.monitor.record.recording import Recording, TickRow
+from infertop.monitor.record.report import nice_range, split_by_hour
+from infertop.monitor.record.store import Recorder
+from infertop.monitor.snapshot import Snapshot
 
 H = 3600.0
 MONDAY = dt.datetime(2026, 11, 30, tzinfo=dt.UTC).timestamp()

@@ -14,12 +14,12 @@ import math
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Summary, generate_latest
 
-from collectors.profiles import engine_sample_from_text
-from collectors.sample import NodeSample
-from monitor.evaluation.figures import engine_view, per_gpu_and_user
-from monitor.evaluation.latency import percentile, share_within, window_increase
-from monitor.evaluation.scoreboard import pool_scoreboard
-from monitor.snapshot import NodeView
+from infertop.collectors.profiles import engine_sample_from_text
+from infertop.collectors.sample import NodeSample
+from infertop.monitor.evaluation.figures import engine_view, per_gpu_and_user
+from infertop.monitor.evaluation.latency import percentile, share_within, window_increase
+from infertop.monitor.evaluation.scoreboard import pool_scoreboard
+from infertop.monitor.snapshot import NodeView
 
 VLLM_TTFT = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0,
              7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0]

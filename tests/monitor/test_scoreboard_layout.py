@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from collectors.sample import EngineSample, NodeSample
-from layouts import parse_layout
-from layouts.loader import LayoutError
-from monitor.evaluation.reference_points import REFERENCE_POINTS
-from monitor.exporter import snapshot_families
-from monitor.monitor import Monitor
-from monitor.snapshot import Snapshot
+from infertop.collectors.sample import EngineSample, NodeSample
+from infertop.layouts import parse_layout
+from infertop.layouts.loader import LayoutError
+from infertop.monitor.evaluation.reference_points import REFERENCE_POINTS
+from infertop.monitor.exporter import snapshot_families
+from infertop.monitor.monitor import Monitor
+from infertop.monitor.snapshot import Snapshot
 
 ITL_BOUNDS = (0.01, 0.025, 0.05, 0.075, float("inf"))  # vLLM's first ITL buckets
 
@@ -116,7 +116,7 @@ def test_bad_scoreboard_layout_names_the_field(extra: str, field: str) -> None:
 
 
 def test_the_text_snapshot_has_a_scoreboard_line() -> None:
-    from monitor.text_report import snapshot_table
+    from infertop.monitor.text_report import snapshot_table
 
     text = snapshot_table(run(LAYOUT + "\n[slo]\nitl_p99_s = 0.04\n"))
     line = next(li for li in text.splitlines() if li.startswith("scoreboard:"))
@@ -163,8 +163,8 @@ def run_disaggregated(prefill_ttft: bool) -> Snapshot:
 
 
 def test_on_a_disaggregated_cluster_the_scoreboard_ttft_is_the_prefill_pools() -> None:
-    from monitor.text_report import snapshot_table
-    from tui.scoreboard_text import scoreboard_line
+    from infertop.monitor.text_report import snapshot_table
+    from infertop.tui.scoreboard_text import scoreboard_line
 
     snap = run_disaggregated(prefill_ttft=True)
     s = snap.session
@@ -178,7 +178,7 @@ def test_on_a_disaggregated_cluster_the_scoreboard_ttft_is_the_prefill_pools() -
 
 
 def test_with_no_pool_seeing_a_first_token_the_scoreboard_ttft_is_unknown() -> None:
-    from tui.scoreboard_text import scoreboard_line
+    from infertop.tui.scoreboard_text import scoreboard_line
 
     snap = run_disaggregated(prefill_ttft=False)
     assert snap.session.ttft_pool is None and snap.session.itl_pool == "decode"
@@ -189,7 +189,7 @@ def test_a_snapshot_recorded_before_the_latency_pools_gets_them_on_reading() -> 
     import json
     import zlib
 
-    from monitor.record.codec import decode_snapshot, encode_snapshot
+    from infertop.monitor.record.codec import decode_snapshot, encode_snapshot
 
     snap = run_disaggregated(prefill_ttft=True)
     data = json.loads(zlib.decompress(encode_snapshot(snap)))
@@ -200,7 +200,7 @@ def test_a_snapshot_recorded_before_the_latency_pools_gets_them_on_reading() -> 
 
 
 def test_the_overview_scoreboard_line_keeps_whole_items_within_its_width() -> None:
-    from tui.scoreboard_text import scoreboard_line
+    from infertop.tui.scoreboard_text import scoreboard_line
 
     snap = run_disaggregated(prefill_ttft=True)
     whole = scoreboard_line(snap).plain

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from infertop.cli.main import main
-from monitor.state import state_dir
+from infertop.monitor.state import state_dir
 from tests.support.hostile_http import HttpServer, Reply, dead_port
 from tests.support.infertop_cmd import finish, run_infertop, start_infertop
 from tests.support.ssh_loopback import LoopbackSsh
@@ -165,8 +165,8 @@ def exporter_page(record: Path) -> str:
     """The exporter's /metrics text for the last recorded snapshot."""
     from prometheus_client import CollectorRegistry, generate_latest
 
-    from monitor.exporter import SnapshotCollector
-    from monitor.record.recording import Recording
+    from infertop.monitor.exporter import SnapshotCollector
+    from infertop.monitor.record.recording import Recording
 
     rec = Recording.load(record)
     try:

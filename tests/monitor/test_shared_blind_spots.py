@@ -12,15 +12,15 @@ import zlib
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from layouts import parse_layout
-from layouts.model import Thresholds
-from monitor.evaluation.conditions import blind_condition
-from monitor.evaluation.shared_gaps import mark_shared, shared_blind_spots
-from monitor.exporter import SnapshotCollector
-from monitor.monitor import Monitor
-from monitor.record.codec import decode_snapshot, encode_snapshot
-from monitor.snapshot import CoverageGap, NodeView
-from monitor.text_report import snapshot_table
+from infertop.layouts import parse_layout
+from infertop.layouts.model import Thresholds
+from infertop.monitor.evaluation.conditions import blind_condition
+from infertop.monitor.evaluation.shared_gaps import mark_shared, shared_blind_spots
+from infertop.monitor.exporter import SnapshotCollector
+from infertop.monitor.monitor import Monitor
+from infertop.monitor.record.codec import decode_snapshot, encode_snapshot
+from infertop.monitor.snapshot import CoverageGap, NodeView
+from infertop.monitor.text_report import snapshot_table
 from tests.support.stock_cluster import STOCK_MISSING, cluster_pages, layout_toml, node_names, serve_pages
 from tests.support.waiting import until_async
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import threading
 import zlib
 
-from collectors.sample import EngineSample, NodeSample
-from layouts import parse_layout
-from monitor.channel.protocol import encode_snapshot as channel_json
-from monitor.monitor import Monitor
-from monitor.record.codec import decode_snapshot
-from monitor.record.codec import encode_snapshot as record_blob
-from monitor.snapshot import Snapshot, snapshot_json
+from infertop.collectors.sample import EngineSample, NodeSample
+from infertop.layouts import parse_layout
+from infertop.monitor.channel.protocol import encode_snapshot as channel_json
+from infertop.monitor.monitor import Monitor
+from infertop.monitor.record.codec import decode_snapshot
+from infertop.monitor.record.codec import encode_snapshot as record_blob
+from infertop.monitor.snapshot import Snapshot, snapshot_json
 
 LAYOUT = """
 [cluster]

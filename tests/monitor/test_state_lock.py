@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from monitor.channel.paths import MonitorBusy, MonitorLock
-from monitor.record.codec import RecordError
-from monitor.record.store import lock_record
-from monitor.state import LockBusy, StateLock
+from infertop.monitor.channel.paths import MonitorBusy, MonitorLock
+from infertop.monitor.record.codec import RecordError
+from infertop.monitor.record.store import lock_record
+from infertop.monitor.state import LockBusy, StateLock
 
 
 def _holder_text(path: Path, text: str) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from collectors.sample import EngineSample, GpuSample, NicSample, NodeSample
-from layouts import parse_layout
-from monitor.monitor import Monitor
+from infertop.collectors.sample import EngineSample, GpuSample, NicSample, NodeSample
+from infertop.layouts import parse_layout
+from infertop.monitor.monitor import Monitor
 
 LAYOUT = """
 [cluster]

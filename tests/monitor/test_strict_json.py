@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from monitor.snapshot import ClusterView, RollupView, SessionView, Snapshot
+from infertop.monitor.snapshot import ClusterView, RollupView, SessionView, Snapshot
+from infertop.tui.sparkline import sparkline
 from tests.support.hostile_server import (
     NORMAL,
     Page,
@@ -25,7 +26,6 @@ from tests.support.hostile_server import (
     strict_json,
     vllm_page,
 )
-from tui.sparkline import sparkline
 
 
 @pytest.mark.hostile

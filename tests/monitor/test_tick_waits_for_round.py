@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from collectors.cadence import TICK_LATEST_PHASE
-from layouts import parse_layout
-from monitor.monitor import Monitor
-from monitor.snapshot import Snapshot
+from infertop.collectors.cadence import TICK_LATEST_PHASE
+from infertop.layouts import parse_layout
+from infertop.monitor.monitor import Monitor
+from infertop.monitor.snapshot import Snapshot
 from tests.support.prometheus_server import SimNode
 from tests.support.waiting import until_async
 

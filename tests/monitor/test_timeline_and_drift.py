@@ -8,8 +8,8 @@ import datetime as dt
 from pathlib import Path
 
 from infertop.cli.main import main
-from monitor.evaluation.timeline import RESTART
-from monitor.record.recording import Recording
+from infertop.monitor.evaluation.timeline import RESTART
+from infertop.monitor.record.recording import Recording
 from tests.support.timeline_session import DRIFTED, NODES, RESTART_TICK, RESTARTED, run_session
 from tests.support.vllm_info_page import CACHE_CONFIG
 
@@ -76,7 +76,7 @@ def test_an_old_record_without_timeline_still_replays_and_reports(tmp_path: Path
     import sqlite3
     import zlib
 
-    from monitor.record.replay import ReplayFeed
+    from infertop.monitor.record.replay import ReplayFeed
 
     path, _, _ = run_session(tmp_path, ticks=4)
     conn = sqlite3.connect(path)
@@ -107,7 +107,7 @@ def test_an_old_record_without_timeline_still_replays_and_reports(tmp_path: Path
 
 
 def test_the_snapshot_table_names_the_drift_and_the_restart(tmp_path: Path) -> None:
-    from monitor.text_report import snapshot_table
+    from infertop.monitor.text_report import snapshot_table
 
     _, snaps, restart_at = run_session(tmp_path)
     text = snapshot_table(snaps[-1])

@@ -3,10 +3,10 @@ vLLM 0.33 pages (tests/support/vllm_info_page.py) and plain views."""
 
 from __future__ import annotations
 
-from collectors.profiles import engine_sample_from_text
-from collectors.sample import NodeSample
-from monitor.evaluation.timeline import MAX_EVENTS, TimelineTracker
-from monitor.snapshot import EngineView, NodeView, SessionView, VerdictView
+from infertop.collectors.profiles import engine_sample_from_text
+from infertop.collectors.sample import NodeSample
+from infertop.monitor.evaluation.timeline import MAX_EVENTS, TimelineTracker
+from infertop.monitor.snapshot import EngineView, NodeView, SessionView, VerdictView
 from tests.support.vllm_info_page import VllmInfoServer
 
 T0 = 1_800_000_000.0

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import pytest
 
-from collectors.exporters import EXPORTER_WANTED, parts_from_exporter
-from collectors.exposition import parse_exposition
-from collectors.sample import NodeSample
+from infertop.collectors.exporters import EXPORTER_WANTED, parts_from_exporter
+from infertop.collectors.exposition import parse_exposition
+from infertop.collectors.sample import NodeSample
 from infertop.demo.realistic_hosts import dcgm_page, node_exporter_page
 from infertop.demo.scenario import SimCluster
-from layouts.model import NicExpectation, NodeConfig
-from monitor.evaluation.figures import gpu_views, nic_views
-from monitor.snapshot import GpuView, NicView
+from infertop.layouts.model import NicExpectation, NodeConfig
+from infertop.monitor.evaluation.figures import gpu_views, nic_views
+from infertop.monitor.snapshot import GpuView, NicView
 from tests.support.upstream_pages import FIXTURES, load_truth, page_files
 
 

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from layouts.model import Layout, NicExpectation, NodeConfig, Thresholds
-from monitor.evaluation.conditions import idle_condition, role_pools
-from monitor.evaluation.verdicts import VerdictTracker, hunt_order, node_conditions
-from monitor.snapshot import EngineView, GpuView, NicView, NodeView, VerdictView
+from infertop.layouts.model import Layout, NicExpectation, NodeConfig, Thresholds
+from infertop.monitor.evaluation.conditions import idle_condition, role_pools
+from infertop.monitor.evaluation.verdicts import VerdictTracker, hunt_order, node_conditions
+from infertop.monitor.snapshot import EngineView, GpuView, NicView, NodeView, VerdictView
 
 GB = 1e9 / 8  # bytes/s in one Gb/s
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from collectors.sample import EngineSample, GpuSample, NicSample, NodeSample
-from layouts import parse_layout
-from monitor.monitor import Monitor
+from infertop.collectors.sample import EngineSample, GpuSample, NicSample, NodeSample
+from infertop.layouts import parse_layout
+from infertop.monitor.monitor import Monitor
 
 LAYOUT = """
 [cluster]
@@ -156,7 +156,7 @@ def test_silent_node_goes_stale_then_unreachable_and_hides_old_evidence() -> Non
 async def test_snapshot_command_shows_verdicts_held_within_its_window() -> None:
     """`infertop snapshot --window S` ticks through the window, so a condition that held for
     the hold time inside it is a verdict in the one frame it prints."""
-    from monitor.take_snapshot import take_snapshot
+    from infertop.monitor.take_snapshot import take_snapshot
     from tests.support.tui_helpers import NodeSpec, SyntheticSource, make_layout
 
     specs = [NodeSpec("decode-01", gpus=1), NodeSpec("decode-02", gpus=1, down_nics=("mlx5_1",))]

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from collectors.sample import EngineSample, NodeSample
-from layouts import parse_layout
-from monitor.evaluation.figures import engine_view
-from monitor.monitor import Monitor
+from infertop.collectors.sample import EngineSample, NodeSample
+from infertop.layouts import parse_layout
+from infertop.monitor.evaluation.figures import engine_view
+from infertop.monitor.monitor import Monitor
 
 LAYOUT = """
 [cluster]

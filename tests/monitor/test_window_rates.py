@@ -11,14 +11,14 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collectors.bounds import counter_trust
-from collectors.fleet import FleetState
-from collectors.rates import CounterTrust, checked_counter_rate, counter_rate
-from collectors.sample import EngineSample, GpuSample, NicSample, NodeSample
-from monitor.evaluation.cluster import evaluate_nodes
-from monitor.evaluation.figures import engine_counters, idle_counts, idle_fraction, nic_counters
-from monitor.evaluation.window_rates import RateCache, WindowRates, WindowSums
-from monitor.monitor import Monitor
+from infertop.collectors.bounds import counter_trust
+from infertop.collectors.fleet import FleetState
+from infertop.collectors.rates import CounterTrust, checked_counter_rate, counter_rate
+from infertop.collectors.sample import EngineSample, GpuSample, NicSample, NodeSample
+from infertop.monitor.evaluation.cluster import evaluate_nodes
+from infertop.monitor.evaluation.figures import engine_counters, idle_counts, idle_fraction, nic_counters
+from infertop.monitor.evaluation.window_rates import RateCache, WindowRates, WindowSums
+from infertop.monitor.monitor import Monitor
 from tests.support.tui_helpers import NodeSpec, make_layout, make_sample
 
 PORTS = ("mlx5_0", "mlx5_1", "eth0")

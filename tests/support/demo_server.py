@@ -8,7 +8,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-from layouts import LayoutError, load_layout
+from infertop.layouts import LayoutError, load_layout
 from tests.support.paths import infertop_bin
 from tests.support.waiting import until
 

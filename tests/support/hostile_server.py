@@ -20,9 +20,9 @@ from typing import Any
 
 from aiohttp import web
 
-from layouts import parse_layout
-from monitor.snapshot import Snapshot
-from monitor.take_snapshot import take_snapshot
+from infertop.layouts import parse_layout
+from infertop.monitor.snapshot import Snapshot
+from infertop.monitor.take_snapshot import take_snapshot
 
 Page = Callable[[int, float], str]  # (scrape number 0, 1, …; seconds since the first) → text
 

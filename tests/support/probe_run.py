@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from collectors.probe.bundle import probe_script
+from infertop.collectors.probe.bundle import probe_script
 
 PYTHON = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
 

@@ -4,11 +4,11 @@ and TUI tests of issue 35."""
 
 from __future__ import annotations
 
-from collectors.profiles import engine_sample_from_text
-from collectors.sample import GpuProcess, GpuSample, NodeSample
-from layouts import Layout, parse_layout
-from monitor.monitor import Monitor
-from monitor.snapshot import Snapshot
+from infertop.collectors.profiles import engine_sample_from_text
+from infertop.collectors.sample import GpuProcess, GpuSample, NodeSample
+from infertop.layouts import Layout, parse_layout
+from infertop.monitor.monitor import Monitor
+from infertop.monitor.snapshot import Snapshot
 from tests.support.vllm_ranks_page import VllmRanksServer
 
 LAYOUT = """

@@ -7,11 +7,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from collectors.sample import EngineSample, GpuSample, HostSample, NicSample, NodeSample, PageOutcome
-from collectors.source import PollingSource
-from layouts.model import ClusterConfig, Layout, NicExpectation, NodeConfig, PricingConfig
-from monitor.feeds import Publish
-from monitor.monitor import Monitor
+from infertop.collectors.sample import EngineSample, GpuSample, HostSample, NicSample, NodeSample, PageOutcome
+from infertop.collectors.source import PollingSource
+from infertop.layouts.model import ClusterConfig, Layout, NicExpectation, NodeConfig, PricingConfig
+from infertop.monitor.feeds import Publish
+from infertop.monitor.monitor import Monitor
 from tests.support.waiting import until_async
 
 GIB = 1024**3

@@ -8,13 +8,13 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-import tui.app
-from layouts.model import AlertsConfig
-from monitor.snapshot import Snapshot, VerdictView
+import infertop.tui.app
+from infertop.layouts.model import AlertsConfig
+from infertop.monitor.snapshot import Snapshot, VerdictView
+from infertop.tui.app import InfertopApp
+from infertop.tui.help_screen import HelpScreen
 from tests.support.infertop_cmd import run_infertop
 from tests.support.tui_helpers import FrozenFeed, NodeSpec, screen_text, wait_for
-from tui.app import InfertopApp
-from tui.help_screen import HelpScreen
 
 SIZE = (200, 50)
 
@@ -22,7 +22,7 @@ SIZE = (200, 50)
 class BellApp(InfertopApp):
     """The real app; only the terminal bell is counted instead of written."""
 
-    CSS_PATH = str(Path(tui.app.__file__).with_name("app.tcss"))  # relative to the subclass
+    CSS_PATH = str(Path(infertop.tui.app.__file__).with_name("app.tcss"))  # relative to the subclass
     bells = 0
 
     def bell(self) -> None:

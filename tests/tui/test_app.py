@@ -8,7 +8,15 @@ import pytest
 from rich.console import Console
 from textual.widgets import Input
 
-from monitor.feeds import MonitorFeed
+from infertop.monitor.feeds import MonitorFeed
+from infertop.tui.app import InfertopApp
+from infertop.tui.columns import GREY, SORTS
+from infertop.tui.help_screen import HelpScreen, bindings_of, key_label
+from infertop.tui.node_screen import NodeScreen
+from infertop.tui.node_table import NodeTable
+from infertop.tui.overview import OverviewScreen
+from infertop.tui.scoreboard_screen import ScoreboardScreen
+from infertop.tui.scoreboard_text import node_points_table
 from tests.support.tui_helpers import (
     FrozenFeed,
     NodeSpec,
@@ -17,14 +25,6 @@ from tests.support.tui_helpers import (
     screen_text,
     wait_for,
 )
-from tui.app import InfertopApp
-from tui.columns import GREY, SORTS
-from tui.help_screen import HelpScreen, bindings_of, key_label
-from tui.node_screen import NodeScreen
-from tui.node_table import NodeTable
-from tui.overview import OverviewScreen
-from tui.scoreboard_screen import ScoreboardScreen
-from tui.scoreboard_text import node_points_table
 
 SIZE = (200, 45)
 HOSTILE_NODE = "[red]evil[/]\x1b[31m"
@@ -311,7 +311,7 @@ async def test_small_terminal_keeps_the_node_table_visible() -> None:
         assert "decode-01" in text and "decode-02" in text
         # the roll-up strip leaves columns out instead of wrapping or cutting a figure:
         # one screen line per pool row
-        from tui.rollups import RollupStrip
+        from infertop.tui.rollups import RollupStrip
 
         strip = app.overview.query_one(RollupStrip)
         assert strip.size.height == len(app.latest_snapshot.cluster.roles) + 1 + 4  # type: ignore[union-attr]

@@ -4,11 +4,11 @@ scrape interval behind is normal and says nothing."""
 
 from __future__ import annotations
 
-from monitor.feeds import MonitorFeed
-from monitor.snapshot import BackendView, Snapshot
+from infertop.monitor.feeds import MonitorFeed
+from infertop.monitor.snapshot import BackendView, Snapshot
+from infertop.tui.app import InfertopApp
+from infertop.tui.header import header_text
 from tests.support.tui_helpers import NodeSpec, SyntheticSource, make_layout
-from tui.app import InfertopApp
-from tui.header import header_text
 
 NAME = "victoriametrics http://127.0.0.1:8428"
 

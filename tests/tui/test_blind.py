@@ -4,12 +4,12 @@ the node screen lists what cannot be seen and why."""
 
 from __future__ import annotations
 
-from monitor.feeds import MonitorFeed
-from monitor.snapshot import Snapshot
+from infertop.monitor.feeds import MonitorFeed
+from infertop.monitor.snapshot import Snapshot
+from infertop.tui.app import InfertopApp
+from infertop.tui.header import header_text
+from infertop.tui.node_screen import NodeScreen
 from tests.support.tui_helpers import NodeSpec, SyntheticSource, make_layout, screen_text, wait_for
-from tui.app import InfertopApp
-from tui.header import header_text
-from tui.node_screen import NodeScreen
 
 SIZE = (200, 45)
 INTERVAL_S = 0.25

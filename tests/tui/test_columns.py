@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from collectors.safe_text import inert_text
-from monitor.evaluation.link_summary import gpu_sums
-from monitor.format import fmt_bytes_pair, fmt_power_w
-from monitor.snapshot import EngineView, GpuView, NodeView, VerdictView
-from tui.columns import (
+from infertop.collectors.safe_text import inert_text
+from infertop.monitor.evaluation.link_summary import gpu_sums
+from infertop.monitor.format import fmt_bytes_pair, fmt_power_w
+from infertop.monitor.snapshot import EngineView, GpuView, NodeView, VerdictView
+from infertop.tui.columns import (
     COLUMN_KEYS,
     GREY,
     SORTS,
@@ -23,9 +23,9 @@ from tui.columns import (
     sort_order,
     sort_spec,
 )
-from tui.filtering import NodeFilter
-from tui.sparkline import sparkline
-from tui.text import inert
+from infertop.tui.filtering import NodeFilter
+from infertop.tui.sparkline import sparkline
+from infertop.tui.text import inert
 
 
 def node(name: str = "n1", **kw: object) -> NodeView:
@@ -214,8 +214,8 @@ def test_fmt_power_w() -> None:
 # -- history -----------------------------------------------------------------------
 
 def test_history_is_bounded_and_forgets_departed_nodes() -> None:
+    from infertop.tui.history import History
     from tests.support.tui_helpers import FrozenFeed, NodeSpec
-    from tui.history import History
 
     feed = FrozenFeed([NodeSpec("a"), NodeSpec("b", silent_after=2)], ticks=6)
     history = History(length=4)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from monitor.format import UNKNOWN
-from monitor.snapshot import EngineView
-from tui.node_rows import engine_text, window_span
+from infertop.monitor.format import UNKNOWN
+from infertop.monitor.snapshot import EngineView
+from infertop.tui.node_rows import engine_text, window_span
 
 
 def at(hms: str) -> float:

@@ -4,11 +4,11 @@ monitor ranked them (tests/monitor/test_straggler_evidence.py judges them)."""
 
 from __future__ import annotations
 
-from monitor.snapshot import EvidenceView
+from infertop.monitor.snapshot import EvidenceView
+from infertop.tui.evidence_screen import EvidenceScreen
+from infertop.tui.hunt_list import HuntList, detail_text
 from tests.support.tui_helpers import wait_for
 from tests.tui.test_hunt_list import HuntApp, snapshot, verdict
-from tui.evidence_screen import EvidenceScreen
-from tui.hunt_list import HuntList, detail_text
 
 
 async def test_e_on_a_straggler_opens_its_ranked_evidence() -> None:

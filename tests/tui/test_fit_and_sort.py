@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import pytest
 
-from monitor.snapshot import NodeView, Snapshot
+from infertop.monitor.snapshot import NodeView, Snapshot
+from infertop.tui.app import InfertopApp
+from infertop.tui.columns import COLUMN_KEYS, render_row
+from infertop.tui.node_table import NodeTable
 from tests.support.tui_helpers import FrozenFeed, NodeSpec, screen_text, wait_for
-from tui.app import InfertopApp
-from tui.columns import COLUMN_KEYS, render_row
-from tui.node_table import NodeTable
 
 SIZES = [(80, 24), (120, 40), (160, 45), (220, 60)]
 
@@ -182,7 +182,7 @@ async def test_rows_reorder_only_beyond_the_margin() -> None:
 def test_header_folds_between_items_never_inside_one() -> None:
     from rich.text import Text
 
-    from tui.header import wrap_items
+    from infertop.tui.header import wrap_items
 
     text = Text("infertop ▸ c   session 1:00:04   spend $260.29   $260.00/h   idle $0.02   phase run")
     folded = wrap_items(text, 40).plain.splitlines()
@@ -194,7 +194,7 @@ def test_header_folds_between_items_never_inside_one() -> None:
 def test_a_long_item_of_wide_characters_folds_by_cells() -> None:
     from rich.text import Text
 
-    from tui.header import wrap_items
+    from infertop.tui.header import wrap_items
 
     # a cluster named in CJK (two cells a character) longer than the line
     name = "推理集群" * 6 + " 第二机房 " + "决" * 30

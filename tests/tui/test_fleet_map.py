@@ -15,12 +15,12 @@ import pytest
 from rich.console import Console
 from textual.widgets import Static
 
-from monitor.fleet_map import node_map_state
+from infertop.monitor.fleet_map import node_map_state
+from infertop.tui.app import InfertopApp
+from infertop.tui.fleet_map_picture import GLYPH
+from infertop.tui.help_screen import HelpScreen, help_table
+from infertop.tui.node_screen import NodeScreen
 from tests.support.tui_helpers import FrozenFeed, NodeSpec, screen_text, wait_for
-from tui.app import InfertopApp
-from tui.fleet_map_picture import GLYPH
-from tui.help_screen import HelpScreen, help_table
-from tui.node_screen import NodeScreen
 
 # the scripted trouble: two IB ports down, a straggler at 45 % of its peers, a silent node
 TROUBLE = {"decode-0003": "critical", "decode-0407": "warning", "decode-0700": "stale"}

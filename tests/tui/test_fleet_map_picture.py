@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from monitor.fleet_map import MAP_STATES, MapCell, MapGroup
-from tui.fleet_map_picture import GLYPH, draw_map
+from infertop.monitor.fleet_map import MAP_STATES, MapCell, MapGroup
+from infertop.tui.fleet_map_picture import GLYPH, draw_map
 
 
 def groups(units: int = 64, size: int = 16, trouble: dict[str, str] | None = None) -> list[MapGroup]:

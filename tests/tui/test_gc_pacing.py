@@ -13,9 +13,9 @@ import weakref
 
 from test_layout_passes import next_frame
 
-from monitor.gc_pacing import FULL_COLLECTION_EVERY_FRAMES, PACED_GEN0_THRESHOLD, PacedCollector
+from infertop.monitor.gc_pacing import FULL_COLLECTION_EVERY_FRAMES, PACED_GEN0_THRESHOLD, PacedCollector
+from infertop.tui.app import InfertopApp
 from tests.support.tui_helpers import FrozenFeed, NodeSpec, wait_for
-from tui.app import InfertopApp
 
 
 class Collections:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import datetime as dt
 
+from infertop.tui.app import InfertopApp
+from infertop.tui.hunt_list import HuntList, fmt_since
+from infertop.tui.hunt_panel import HuntPanel
+from infertop.tui.node_screen import NodeScreen
 from tests.support.tui_helpers import FrozenFeed, NodeSpec, screen_text, wait_for
-from tui.app import InfertopApp
-from tui.hunt_list import HuntList, fmt_since
-from tui.hunt_panel import HuntPanel
-from tui.node_screen import NodeScreen
 
 LONG_ERROR = ("engine endpoint http://decode-02:8000/metrics answered 503 Service Unavailable "
               "after 5.0 s; the last good scrape was 42 s ago; check the engine's log on the node "

@@ -7,11 +7,11 @@ from typing import Any
 
 from textual.app import App, ComposeResult
 
-from monitor.snapshot import ClusterView, NodeView, RollupView, SessionView, Snapshot, VerdictView
+from infertop.monitor.snapshot import ClusterView, NodeView, RollupView, SessionView, Snapshot, VerdictView
+from infertop.tui.announcer import VerdictAnnouncer
+from infertop.tui.hunt_list import HuntList
+from infertop.tui.messages import OpenNode
 from tests.support.toasts import ToastsShown
-from tui.announcer import VerdictAnnouncer
-from tui.hunt_list import HuntList
-from tui.messages import OpenNode
 
 T0 = 1_800_000_000.0
 

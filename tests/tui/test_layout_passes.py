@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import datetime as dt
 
-from monitor.snapshot import Snapshot
+from infertop.monitor.snapshot import Snapshot
+from infertop.tui.app import InfertopApp
+from infertop.tui.session_panel import SessionPanel
 from tests.support.tui_helpers import FrozenFeed, NodeSpec, wait_for
-from tui.app import InfertopApp
-from tui.session_panel import SessionPanel
 
 
 def next_frame(frame: Snapshot, k: int) -> Snapshot:

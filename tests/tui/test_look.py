@@ -8,8 +8,8 @@ Update after an intended change: `pytest tests/test_tui_snapshot.py --snapshot-u
 
 from __future__ import annotations
 
+from infertop.tui.app import InfertopApp
 from tests.support.tui_helpers import FrozenFeed, NodeSpec, wait_for
-from tui.app import InfertopApp
 
 SIZE = (180, 34)
 

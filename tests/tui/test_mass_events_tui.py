@@ -7,16 +7,16 @@ from typing import Any
 
 from textual.app import App, ComposeResult
 
-from monitor.feeds import Publish
-from monitor.monitor import Monitor
-from monitor.snapshot import NodeView, Snapshot, VerdictView
+from infertop.monitor.feeds import Publish
+from infertop.monitor.monitor import Monitor
+from infertop.monitor.snapshot import NodeView, Snapshot, VerdictView
+from infertop.tui.announcer import MIN_GAP_S, TOAST_TIMEOUT_S, VerdictAnnouncer
+from infertop.tui.app import InfertopApp
+from infertop.tui.hunt_list import HuntList
+from infertop.tui.hunt_panel import HuntPanel
+from infertop.tui.node_screen import NodeScreen
 from tests.support.toasts import ToastsShown, css_beside
 from tests.support.tui_helpers import NodeSpec, make_layout, make_sample, wait_for
-from tui.announcer import MIN_GAP_S, TOAST_TIMEOUT_S, VerdictAnnouncer
-from tui.app import InfertopApp
-from tui.hunt_list import HuntList
-from tui.hunt_panel import HuntPanel
-from tui.node_screen import NodeScreen
 
 START = 1_800_000_000.0
 # twelve nodes; decode-04…decode-09 stop answering together (a switch), decode-12 has a

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from monitor.health import health_view, suggestion
+from infertop.monitor.health import health_view, suggestion
+from infertop.tui.app import InfertopApp
 from tests.support.tui_helpers import FrozenFeed, NodeSpec, screen_text, wait_for
-from tui.app import InfertopApp
 
 
 class LaggingFeed(FrozenFeed):

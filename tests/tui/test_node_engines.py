@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from monitor.snapshot import Snapshot
+from infertop.monitor.snapshot import Snapshot
+from infertop.tui.app import InfertopApp
+from infertop.tui.node_screen import NodeScreen
 from tests.support.ranks_cluster import ranks_layout, ranks_snapshots
 from tests.support.tui_helpers import screen_text, wait_for
-from tui.app import InfertopApp
-from tui.node_screen import NodeScreen
 
 
 class FramesFeed:

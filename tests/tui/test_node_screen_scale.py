@@ -8,9 +8,9 @@ Frames from the real Monitor at fixed instants (`FrozenFeed`), drawn through Pil
 
 from __future__ import annotations
 
+from infertop.tui.app import InfertopApp
+from infertop.tui.node_screen import NodeScreen
 from tests.support.tui_helpers import FrozenFeed, NodeSpec, screen_text, wait_for
-from tui.app import InfertopApp
-from tui.node_screen import NodeScreen
 
 FULL = "█"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from tui import panels
-from tui.hunt_panel import HuntPanel
-from tui.session_panel import SessionPanel
+from infertop.tui import panels
+from infertop.tui.hunt_panel import HuntPanel
+from infertop.tui.session_panel import SessionPanel
 
 
 def test_panels_stand_in_the_named_order_whatever_registered_first(monkeypatch: pytest.MonkeyPatch) -> None:

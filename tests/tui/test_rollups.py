@@ -13,9 +13,9 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import App, ComposeResult
 
-from monitor.snapshot import ClusterView, RollupView, SessionView, Snapshot
-from tui.rollups import _HEADERS, RollupStrip, rollup_rows, rollup_text
-from tui.text import inert
+from infertop.monitor.snapshot import ClusterView, RollupView, SessionView, Snapshot
+from infertop.tui.rollups import _HEADERS, RollupStrip, rollup_rows, rollup_text
+from infertop.tui.text import inert
 
 BUSY = RollupView(
     nodes=64, gpus=512, util_pct=55.3, decode_steps_per_s=33.25, draft_acceptance=0.71,
@@ -122,8 +122,8 @@ def test_a_partial_pool_shows_how_many_nodes_it_counted() -> None:
 
 
 def test_the_session_tokens_per_s_says_when_it_is_partial() -> None:
-    from tui.history import SpendHistory
-    from tui.session_panel import session_lines
+    from infertop.tui.history import SpendHistory
+    from infertop.tui.session_panel import session_lines
 
     session = snapshot({}).session.model_copy(update={"accepted_tokens_per_s": 1234.0})
     partial = BUSY.model_copy(update={"nodes_counted": 71, "nodes_expected": 96})

@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.geometry import Region
 
-from tui.row_table import RowTable, fit_cell
+from infertop.tui.row_table import RowTable, fit_cell
 
 
 class _App(App[None]):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from monitor.snapshot import ClusterView, EngineView, NodeView, SessionView, Snapshot
-from tui.scoreboard_text import FULL, LIVE, REFERENCE, TRAIL, latency_table, money_text, scatter
+from infertop.monitor.snapshot import ClusterView, EngineView, NodeView, SessionView, Snapshot
+from infertop.tui.scoreboard_text import FULL, LIVE, REFERENCE, TRAIL, latency_table, money_text, scatter
 
 
 def _cells(text: str) -> list[list[str]]:

@@ -7,11 +7,16 @@ import sqlite3
 from pathlib import Path
 
 from infertop.cli.tui import live_feed
-from monitor.monitor import Monitor
-from monitor.record.recording import Recording
-from monitor.record.replay import ReplayFeed
-from monitor.record.store import Recorder
-from monitor.snapshot import SessionView, Snapshot
+from infertop.monitor.monitor import Monitor
+from infertop.monitor.record.recording import Recording
+from infertop.monitor.record.replay import ReplayFeed
+from infertop.monitor.record.store import Recorder
+from infertop.monitor.snapshot import SessionView, Snapshot
+from infertop.tui.app import InfertopApp
+from infertop.tui.header import header_text
+from infertop.tui.history import SpendHistory
+from infertop.tui.replay_app import ReplayApp
+from infertop.tui.session_panel import PhasePicker, SessionPanel, budget_bar, session_lines
 from tests.support.tui_helpers import (
     FrozenFeed,
     NodeSpec,
@@ -21,11 +26,6 @@ from tests.support.tui_helpers import (
     wait_for,
 )
 from tests.support.waiting import until_async
-from tui.app import InfertopApp
-from tui.header import header_text
-from tui.history import SpendHistory
-from tui.replay_app import ReplayApp
-from tui.session_panel import PhasePicker, SessionPanel, budget_bar, session_lines
 
 SIZE = (200, 50)
 

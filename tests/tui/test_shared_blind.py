@@ -12,9 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from layouts import parse_layout
-from monitor.feeds import MonitorFeed
-from monitor.snapshot import Snapshot
+from infertop.layouts import parse_layout
+from infertop.monitor.feeds import MonitorFeed
+from infertop.monitor.snapshot import Snapshot
+from infertop.tui.app import InfertopApp
+from infertop.tui.hunt_list import HuntList
+from infertop.tui.node_screen import NodeScreen
+from infertop.tui.node_table import NodeTable
 from tests.support.stock_cluster import (
     STOCK_MISSING,
     cluster_pages,
@@ -24,10 +28,6 @@ from tests.support.stock_cluster import (
     trimmed_csv,
 )
 from tests.support.tui_helpers import screen_text, wait_for
-from tui.app import InfertopApp
-from tui.hunt_list import HuntList
-from tui.node_screen import NodeScreen
-from tui.node_table import NodeTable
 
 SIZE = (220, 60)
 NAMES = node_names(16)

@@ -8,12 +8,12 @@ from dataclasses import dataclass
 
 import pytest
 
-from monitor.channel.client import SocketFeed
-from monitor.channel.paths import socket_path
-from monitor.channel.server import ChannelServer
-from monitor.monitor import Monitor
+from infertop.monitor.channel.client import SocketFeed
+from infertop.monitor.channel.paths import socket_path
+from infertop.monitor.channel.server import ChannelServer
+from infertop.monitor.monitor import Monitor
+from infertop.tui.app import InfertopApp
 from tests.support.tui_helpers import NodeSpec, SyntheticSource, make_layout, screen_text, wait_for
-from tui.app import InfertopApp
 
 SIZE = (200, 45)
 

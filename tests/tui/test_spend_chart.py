@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import datetime as dt
 
-from monitor.snapshot import Snapshot, VerdictView
+from infertop.monitor.snapshot import Snapshot, VerdictView
+from infertop.tui.app import InfertopApp
+from infertop.tui.history import SpendHistory
+from infertop.tui.session_panel import SessionPanel
+from infertop.tui.spend_chart import NOW_GLYPH, PROJECTION_GLYPHS, budget_lines, rate_lines
 from tests.support.tui_helpers import FrozenFeed, NodeSpec, screen_text, wait_for
-from tui.app import InfertopApp
-from tui.history import SpendHistory
-from tui.session_panel import SessionPanel
-from tui.spend_chart import NOW_GLYPH, PROJECTION_GLYPHS, budget_lines, rate_lines
 
 START = 1_800_000_000.0  # the first frame; the reservation began 3 h before
 STEP_S = 10.0
@@ -159,7 +159,7 @@ def test_charts_draw_whatever_figures_arrive() -> None:
 def test_the_axis_label_is_never_cut() -> None:
     """The chart's top label sits in a 6-character gutter: "$30,524" was shown as
     "$30,52" (a newcomer read thirty dollars)."""
-    from monitor.format import fmt_usd_short
+    from infertop.monitor.format import fmt_usd_short
 
     cases = {0.5: "$0.50", 9.994: "$9.99", 72.0: "$72", 9_999.0: "$9,999", 30_524.0: "$30.5k",
              99_960.0: "$100k", 305_210.0: "$305k", 1_234_567.0: "$1.2M", 99_960_000.0: "$100M",

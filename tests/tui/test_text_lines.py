@@ -10,7 +10,7 @@ from textual.geometry import Region
 from textual.widget import Widget
 from textual.widgets import Static
 
-from tui.text_lines import TextLines
+from infertop.tui.text_lines import TextLines
 
 WIDTH = 30
 

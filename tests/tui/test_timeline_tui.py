@@ -6,18 +6,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from layouts.model import Layout
-from monitor.feeds import Publish
-from monitor.record.recording import Recording
-from monitor.record.replay import ReplayFeed
-from monitor.snapshot import Snapshot
+from infertop.layouts.model import Layout
+from infertop.monitor.feeds import Publish
+from infertop.monitor.record.recording import Recording
+from infertop.monitor.record.replay import ReplayFeed
+from infertop.monitor.snapshot import Snapshot
+from infertop.tui.app import InfertopApp
+from infertop.tui.node_screen import NodeScreen
+from infertop.tui.replay_app import ReplayApp
+from infertop.tui.timeline_screen import TimelineScreen
+from infertop.tui.timeline_text import clock
 from tests.support.timeline_session import DRIFTED, RESTARTED, run_session
 from tests.support.tui_helpers import screen_text, wait_for
-from tui.app import InfertopApp
-from tui.node_screen import NodeScreen
-from tui.replay_app import ReplayApp
-from tui.timeline_screen import TimelineScreen
-from tui.timeline_text import clock
 
 SIZE = (200, 50)
 
@@ -81,8 +81,8 @@ async def test_replay_announces_the_restart_when_it_happened_and_seeks_to_it(tmp
 
 
 def test_the_path_block_reads_the_flag_and_the_evidence(tmp_path: Path) -> None:
-    from monitor.snapshot import PdEndView, PdPathView
-    from tui.pd_path_text import path_text
+    from infertop.monitor.snapshot import PdEndView, PdPathView
+    from infertop.tui.pd_path_text import path_text
 
     end = PdEndView(nodes=1, ports=1, line_rate_bytes_per_s=50e9, rx_pause_per_s=2000.0,
                     congested_ports=["d1/eth2: pause 2e+03/s", "[bold]x\x1b[31m"])

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from monitor.feeds import Publish
-from monitor.monitor import Monitor
-from monitor.snapshot import Snapshot
+from infertop.monitor.feeds import Publish
+from infertop.monitor.monitor import Monitor
+from infertop.monitor.snapshot import Snapshot
+from infertop.tui.app import InfertopApp
+from infertop.tui.hunt_list import HuntList
+from infertop.tui.hunt_panel import HuntPanel
+from infertop.tui.node_screen import NodeScreen
 from tests.support.toasts import ToastsShown, css_beside
 from tests.support.tui_helpers import NodeSpec, make_layout, make_sample, wait_for
-from tui.app import InfertopApp
-from tui.hunt_list import HuntList
-from tui.hunt_panel import HuntPanel
-from tui.node_screen import NodeScreen
 
 START = 1_800_000_000.0
 SPECS = [NodeSpec(f"decode-0{i}", gpus=1) for i in (1, 2, 3)] + [
