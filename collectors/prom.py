@@ -294,19 +294,30 @@ class PromSource(PollingSource):
         return tiers
 
     async def _look_for_recorded(self, now: float) -> None:
-        """Which of infertop's recorded series the server has (one query, now and then)."""
+        """Which of infertop's recorded series the server has now (two small asks, now
+        and then): their names from the metric names the server knows (its index, no
+        samples read), kept for the tiers whose recorded `timestamp` series is current. One instant
+        query over every recorded series selects ~130 series a node: past 300k (~2,300
+        nodes) VictoriaMetrics refuses it (-search.maxUniqueTimeseries) and at 4,096
+        nodes the rules were never read (benchmarks/bench_prom.py)."""
         if self._recorded_at is not None and now - self._recorded_at < RECORDED_RECHECK_S:
             return
         self._recorded_at = now
         client = self._connect()
-        query = f'count by (__name__) ({{__name__=~"{prom_rules.RECORDED_PREFIX}.+"}})'
+        prefix = prom_rules.RECORDED_PREFIX
+        stamps = f'count by (__name__) ({{__name__=~"{prefix}({"|".join(prom_rules.TIERS)})_timestamp"}})'
         try:
-            result = await self._call(client.custom_query, query, {"time": f"{now:.3f}"})
+            # every metric name, filtered here: a `match[]` selects the series, and
+            # VictoriaMetrics counts them against the same 300k limit
+            names = await self._call(client.get_label_values, "__name__")
+            current = await self._call(client.custom_query, stamps, {"time": f"{now:.3f}"})
         except Exception as exc:  # the raw queries still work; try again later
             log.debug("prom: looking for recorded series failed", exc_info=exc)
             return
-        names = [r.get("metric", {}).get("__name__") for r in result if isinstance(r, dict)]
-        self._recorded = {name for name in names if isinstance(name, str)}
+        stamped = {r.get("metric", {}).get("__name__") for r in current if isinstance(r, dict)}
+        tiers = tuple(f"{prefix}{t}_" for t in prom_rules.TIERS if f"{prefix}{t}_timestamp" in stamped)
+        kept = [n for n in names or () if isinstance(n, str) and n.startswith(tiers)] if tiers else []
+        self._recorded = set(kept)
 
     def queries(self, tier: str) -> list[promql.Query]:
         """The tier's queries, each read from its recorded series when the server has it
@@ -420,12 +431,30 @@ class PromSource(PollingSource):
                 key = (node, tier)
                 if taken_at <= self._last_at.get(key, -math.inf):
                     continue  # Prometheus has not scraped it again since the last tick
-                sample = promql.BUILDERS[tier](node, taken_at, fig, f"prom:{tier}", extra)
+                own = self._node_extra(extra, taken_at, now)
+                sample = promql.BUILDERS[tier](node, taken_at, fig, f"prom:{tier}", own)
                 if sample is None:
                     continue
                 self._last_at[key] = taken_at
                 out.append(sample)
         return out
+
+    def _node_extra(self, extra: dict[str, Any], taken_at: float, read_at: float) -> dict[str, Any]:
+        """The sample's backend delay: the backend's own (its newest sample's age), plus
+        where this target sits in the backend's scrape cycle. A target scraped just before
+        the round's newest is up to one scrape interval older than it: read directly, it
+        would have been read that much later. Not excused, a healthy node whose scrape
+        phase trails the others by most of an interval, read just before a late tick,
+        crossed the stale threshold of 2 intervals (seen: 3 of 16 demo nodes stale through
+        Prometheus at a 2 s scrape and interval). Capped at one interval past the backend's
+        delay: a target the backend no longer scrapes still ages into stale / unreachable."""
+        behind = self.behind_s
+        if behind is None:
+            return extra
+        own = min(max(read_at - taken_at, behind), behind + self.interval_s)
+        if own == behind:
+            return extra
+        return {**extra, "backend_behind_s": own}
 
     def _missing(self, grouped: dict[str, promql.Grouped], tiers: set[str]) -> list[NodeSample]:
         """Error samples for nodes that Prometheus returned nothing for in any tier asked."""

@@ -326,6 +326,8 @@ class NodeSample(_Frozen):
     # that backend held trailed the wall clock when this was read (its own delay, e.g.
     # VictoriaMetrics' -search.latencyOffset, or a Prometheus behind on its scrapes). The
     # node's age is judged past it: the backend's delay is the backend's, not the node's.
+    # The prom source adds the target's place in the backend's scrape cycle (how far its
+    # scrape trailed the backend's newest, at most one interval: collectors/prom.py).
     backend_behind_s: float | None = None
 
     @field_validator("notes")

@@ -19,7 +19,8 @@ import pytest
 
 from infertop.collectors.prom import prom_source_for
 from infertop.demo.backends import BACKENDS, free_port, start_backend
-from infertop.demo.scenario import trouble_nodes
+from infertop.demo.pd_trouble import CONGESTED
+from infertop.demo.scenario import plan_cluster, trouble_nodes
 from infertop.layouts import load_layout
 from infertop.layouts.model import Layout
 from tests.support.demo_server import serving_demo
@@ -70,9 +71,12 @@ def test_demo_via_a_backend_finds_exactly_the_scripted_trouble(via: str, tmp_pat
     snapshot = json.loads(proc.stdout)
     nodes = {n["name"]: n for n in snapshot["nodes"]}
     assert len(nodes) == NODES
-    assert all(n["status"] == "ok" for n in nodes.values()), [
-        (n["name"], n["status"], n["error"]) for n in nodes.values() if n["status"] != "ok"
-    ]
+    assert all(n["status"] == "ok" for n in nodes.values()), ([
+        (n["name"], n["status"], n["error"], n["age_s"]) for n in nodes.values() if n["status"] != "ok"
+    ], snapshot["backends"], snapshot["taken_at"])
+    # the fleet map's groups: one per pool (each pool is one `hosts` range of the layout)
+    groups = {(n["role"], n["group"]) for n in nodes.values()}
+    assert sorted(groups) == [("decode", "decode-[01-12]"), ("prefill", "prefill-[01-04]")], groups
     assert all(n["sources"] == ["prom:engine", "prom:gpu", "prom:node"] for n in nodes.values())
     [backend_view] = snapshot["backends"]
     assert backend_view["name"] == f"prometheus {url}" and backend_view["behind_s"] is not None
@@ -83,6 +87,12 @@ def test_demo_via_a_backend_finds_exactly_the_scripted_trouble(via: str, tmp_pat
     # its slow rank's GPU is power-capped: no throttled verdict unless throttle_on_power_cap
     expected[trouble["straggler"]] = ["straggler"]
     got = {name: sorted(v["kind"] for v in n["verdicts"] if not v["pending"]) for name, n in nodes.items()}
+    # the scripted congested P→D link (pd_trouble.py) is link-starved on its prefill end once
+    # its pause-frame rate has held: whether that falls inside the window is timing
+    # (as in test_verdicts_demo.py; seen here under load)
+    for plan in plan_cluster(NODES):
+        if plan.role == "prefill" and (plan.role, plan.ordinal) in CONGESTED and got.get(plan.name) == ["link-starved"]:
+            expected[plan.name] = ["link-starved"]
     assert got == expected
     # the simulated truth of every node: 8 GPUs, the layout's ports
     for node in nodes.values():

@@ -108,7 +108,9 @@ async def test_a_slow_backfill_leaves_no_node_stale(prom: PrometheusServer) -> N
     try:
         # every node is read live well before the history is in
         await wait_for(lambda: all(monitor.state.nodes[n].last_ok_at for n in NODES), 4.0)
-        await asyncio.sleep(1.5)
+        # two live readings of every tier, so every rate exists, still before the history
+        await wait_for(lambda: all(len(monitor.state.nodes[n].by_source.get(tier, ())) >= 2
+                                   for n in NODES for tier in ("prom:engine", "prom:node", "prom:gpu")), 4.0)
         early = {n.name: n for n in monitor.tick().nodes}
         assert not answered, "the range queries were not delayed: the test proves nothing"
         assert {n: early[n].status for n in NODES} == dict.fromkeys(NODES, "ok")

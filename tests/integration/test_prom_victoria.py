@@ -7,8 +7,6 @@ once (Snapshot.backends), and the nodes are judged against the newest sample it 
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -19,6 +17,7 @@ from infertop.monitor.monitor import Monitor
 from infertop.monitor.text_report import snapshot_table
 from tests.support.prometheus_server import SimNode
 from tests.support.victoria_server import VictoriaMetricsServer, victoria_available
+from tests.support.waiting import until, until_async
 
 pytestmark = [
     pytest.mark.integration,
@@ -37,12 +36,20 @@ def victoria(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VictoriaMetri
     server.start()
     try:
         server.wait_for_series("vllm:generation_tokens_total", len(nodes))
-        time.sleep(3.0)  # a few more scrapes visible: rates need two
+        # a few more scrapes visible past the latency offset: rates need two
+        until(lambda: min(float(r["value"][1]) for r in server.query("count_over_time(up[1m])")) >= 4, 60,
+              "4 scrapes of every target visible", every_s=0.2, ignore=(ValueError,))
         yield server
     finally:
         server.stop()
         for n in nodes:
             n.stop()
+
+
+def window_covered(monitor: Monitor, node: str, tier: str, window_s: float) -> bool:
+    state = monitor.state.nodes.get(node)
+    ring = state.by_source.get(tier) if state is not None else None
+    return bool(ring) and ring[-1].taken_at - ring[0].taken_at >= window_s  # type: ignore[index]
 
 
 def layout_text(url: str) -> str:
@@ -64,10 +71,14 @@ backfill_s = 0
 
 
 async def test_the_backends_delay_is_said_once_not_blamed_on_the_nodes(victoria: VictoriaMetricsServer) -> None:
-    monitor = Monitor(parse_layout(layout_text(victoria.url)))
+    layout = parse_layout(layout_text(victoria.url))
+    monitor = Monitor(layout)
     await monitor.start(tick=False)
     try:
-        await asyncio.sleep(5.5)
+        # the window full of readings for every node and tier: its rates span all of it
+        await until_async(lambda: all(window_covered(monitor, name, tier, layout.cluster.window_s)
+                                      for name in NODES for tier in ("prom:engine", "prom:node", "prom:gpu")),
+                          30.0, "a full window of readings for every node", every_s=0.2)
         snapshot = monitor.tick()
     finally:
         await monitor.stop()

@@ -13,14 +13,10 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-import socket
-import subprocess
 import threading
 import time
-import urllib.parse
-import urllib.request
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -33,36 +29,21 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from tests.support.waiting import until
+from tests.support.metrics_backend import ScrapingBackend, Target, free_port, wait_until
 
 PROMETHEUS_BIN = shutil.which("prometheus") or "/usr/bin/prometheus"
+
+__all__ = ["PrometheusServer", "SimNode", "SimRates", "Target", "free_port", "prometheus_available", "wait_until"]
 
 
 def prometheus_available() -> bool:
     return Path(PROMETHEUS_BIN).exists()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+class PrometheusServer(ScrapingBackend):
+    name = "prometheus"
+    health_path = "/-/ready"
 
-
-
-def wait_until(check: Callable[[], Any], timeout_s: float, what: str, every_s: float = 0.2) -> Any:
-    """`until` with a server's habits: an error while asking means "not yet"."""
-    return until(check, timeout_s, what, every_s=every_s, ignore=(Exception,))
-
-
-@dataclass
-class Target:
-    """One scrape target: its address and the labels Prometheus should attach."""
-
-    address: str
-    labels: dict[str, str] = field(default_factory=dict)
-
-
-class PrometheusServer:
     def __init__(
         self,
         workdir: Path,
@@ -72,95 +53,32 @@ class PrometheusServer:
         rule_files: Sequence[Path] = (),
         alertmanagers: Sequence[str] = (),
     ):
-        self.workdir = workdir
-        self.targets = list(targets)
-        self.scrape_interval = scrape_interval
-        self.honor_labels = honor_labels
+        super().__init__(workdir, targets, scrape_interval, honor_labels)
         self.rule_files = list(rule_files)
         self.alertmanagers = list(alertmanagers)  # host:port of each
-        self.port = free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.log_path = workdir / "prometheus.log"
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     def write_config(self) -> Path:
-        # JSON is YAML: no YAML library needed
-        config: dict[str, Any] = {
-            "global": {
-                "scrape_interval": self.scrape_interval,
-                "scrape_timeout": self.scrape_interval,
-                "evaluation_interval": self.scrape_interval,
-            },
-            "scrape_configs": [
-                {
-                    "job_name": "infertop-test",
-                    "honor_labels": self.honor_labels,
-                    "static_configs": [
-                        {"targets": [t.address], "labels": t.labels} for t in self.targets
-                    ],
-                }
-            ],
-        }
+        config = self.scrape_config()
+        config["global"]["evaluation_interval"] = self.scrape_interval
         if self.rule_files:
             config["rule_files"] = [str(f) for f in self.rule_files]
         if self.alertmanagers:
             config["alerting"] = {"alertmanagers": [{"static_configs": [{"targets": self.alertmanagers}]}]}
         path = self.workdir / "prometheus.yml"
-        path.write_text(json.dumps(config, indent=2))
+        path.write_text(json.dumps(config, indent=2))  # JSON is YAML: no YAML library needed
         return path
 
-    def start(self, timeout_s: float = 30.0) -> None:
-        config = self.write_config()
+    def command(self) -> list[str]:
         data = self.workdir / "data"
         data.mkdir(exist_ok=True)
-        log = self.log_path.open("ab")
-        self.proc = subprocess.Popen(
-            [
-                PROMETHEUS_BIN,
-                f"--config.file={config}",
-                f"--storage.tsdb.path={data}",
-                f"--web.listen-address=127.0.0.1:{self.port}",
-                "--storage.tsdb.retention.time=1h",
-                "--log.level=warn",
-            ],
-            stdout=log,
-            stderr=log,
-        )
-        log.close()
-        until(self._ready, timeout_s, "prometheus /-/ready", every_s=0.2, ignore=(Exception,))
-
-    def _ready(self) -> bool:
-        if self.proc is not None and self.proc.poll() is not None:
-            tail = self.log_path.read_text(errors="replace")[-2000:]
-            raise RuntimeError(f"prometheus exited {self.proc.returncode}: {tail}")
-        with urllib.request.urlopen(f"{self.url}/-/ready", timeout=2) as resp:
-            return bool(resp.status == 200)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        self.proc = None
-
-    def query(self, promql: str) -> list[dict[str, Any]]:
-        q = urllib.parse.urlencode({"query": promql})
-        with urllib.request.urlopen(f"{self.url}/api/v1/query?{q}", timeout=5) as resp:
-            body = json.load(resp)
-        result: list[dict[str, Any]] = body["data"]["result"]
-        return result
-
-    def wait_for_series(self, promql: str, count: int, timeout_s: float = 30.0) -> None:
-        until(
-            lambda: len(self.query(promql)) >= count, timeout_s, f"{count} series of {promql}",
-            every_s=0.2, ignore=(Exception,),
-        )
+        return [
+            PROMETHEUS_BIN,
+            f"--config.file={self.write_config()}",
+            f"--storage.tsdb.path={data}",
+            f"--web.listen-address=127.0.0.1:{self.port}",
+            "--storage.tsdb.retention.time=1h",
+            "--log.level=warn",
+        ]
 
 
 # ---------------------------------------------------------------------------- simulated node
