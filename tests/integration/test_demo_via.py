@@ -19,7 +19,7 @@ import pytest
 
 from infertop.collectors.prom import prom_source_for
 from infertop.demo.backends import BACKENDS, free_port, start_backend
-from infertop.demo.pd_trouble import CONGESTED
+from infertop.demo.pd_trouble import CONGESTED, DRIFTED
 from infertop.demo.scenario import plan_cluster, trouble_nodes
 from infertop.layouts import load_layout
 from infertop.layouts.model import Layout
@@ -86,6 +86,9 @@ def test_demo_via_a_backend_finds_exactly_the_scripted_trouble(via: str, tmp_pat
     expected[trouble["idle"]] = ["idle"]
     # its slow rank's GPU is power-capped: no throttled verdict unless throttle_on_power_cap
     expected[trouble["straggler"]] = ["straggler"]
+    # the drifted setting reaches the backend as the engine's info gauge, read through PromQL
+    drifted = next(p.name for p in plan_cluster(NODES) if (p.role, p.ordinal) == DRIFTED)
+    expected[drifted] = ["config-drift"]
     got = {name: sorted(v["kind"] for v in n["verdicts"] if not v["pending"]) for name, n in nodes.items()}
     # the scripted congested P→D link (pd_trouble.py) is link-starved on its prefill end once
     # its pause-frame rate has held: whether that falls inside the window is timing
