@@ -8,7 +8,7 @@ LOCK := requirements/lock.txt
 # LOCKED=0 (make test-latest) resolves the newest releases pyproject.toml allows instead
 LOCKED ?= 1
 
-.PHONY: demo demo-real test test-latest lock bench lint typecheck imports pytest system-deps clean venv
+.PHONY: demo demo-real test test-latest lock bench bench-scale lint typecheck imports pytest system-deps clean venv
 
 # dev venv: everything from the lock (no resolution), then infertop itself, editable, built with
 # the locked setuptools (no build isolation: nothing unlocked is fetched)
@@ -94,6 +94,11 @@ lock:
 
 bench: $(STAMP) system-deps
 	$(BIN)/python -m benchmarks.run_all
+
+# the same with the scale points (4,096 nodes through each backend, a 1,024-node monitor over
+# 1,000 ticks): an hour or more on 2 cores
+bench-scale: $(STAMP) system-deps
+	INFERTOP_BENCH_SCALE=1 $(BIN)/python -m benchmarks.run_all
 
 clean:
 	rm -rf $(VENV) $(RUN_VENV) .venv-latest .venv-lock build *.egg-info .mypy_cache .ruff_cache .pytest_cache
