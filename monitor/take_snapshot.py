@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 
+from infertop.collectors.sample import NodeSample
 from infertop.collectors.source import Source
 from infertop.layouts.model import Layout
 from infertop.monitor.monitor import Monitor
 from infertop.monitor.snapshot import Snapshot
 from infertop.monitor.stopping import Stop
+
+FIRST_READING_POLL_S = 0.05  # how often the first reading is looked for
 
 
 async def take_snapshot(
@@ -24,6 +27,16 @@ async def take_snapshot(
             update={"cluster": layout.cluster.model_copy(update={"window_s": window})}
         )
     monitor = Monitor(layout, sources=sources)
+    # the window counts from the first reading, not from the start: on a loaded host the
+    # sources' first answers (a scrape worker still importing, a first SSH handshake) can
+    # come seconds late, and a window counted from the start then held two readings only
+    heard: list[float] = []
+
+    def first_reading(sample: NodeSample) -> None:
+        if not heard:
+            heard.append(sample.taken_at)
+
+    monitor.fleet.listeners.append(first_reading)
     # a window shorter than a hold time would hide every condition: report those seen
     # but not yet held, marked pending with the time held
     monitor.verdicts.report_pending = True
@@ -33,9 +46,13 @@ async def take_snapshot(
     try:
         # rates need two readings: wait at least two intervals even for a tiny window
         wait_s = max(window, 2 * layout.cluster.interval_s) + 0.2
-        if stop is None:
-            await asyncio.sleep(wait_s)
-        elif await stop.sleep(wait_s):
+        stop = stop if stop is not None else Stop()
+        # nothing heard within a whole window: the snapshot says so now (unreachable nodes)
+        give_up_at = asyncio.get_running_loop().time() + wait_s
+        while not heard and asyncio.get_running_loop().time() < give_up_at:
+            if await stop.sleep(FIRST_READING_POLL_S):
+                return None
+        if heard and await stop.sleep(wait_s):
             return None
         return monitor.tick()
     finally:

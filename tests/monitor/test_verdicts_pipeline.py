@@ -169,3 +169,28 @@ async def test_snapshot_command_shows_verdicts_held_within_its_window() -> None:
     # the down port's peer now carries all the traffic: both are named
     assert link.detail == "mlx5_1 down; mlx5_0 carries 100 % of infiniband traffic at 40 of 400 Gb/s"
     assert link.since is not None
+
+
+async def test_snapshot_window_counts_from_the_first_reading() -> None:
+    """A source whose first answer comes late (a loaded host, a worker still starting) still
+    gives a window of readings as long as asked, not the tail that was left of it."""
+    import asyncio
+
+    from infertop.monitor.take_snapshot import take_snapshot
+    from tests.support.tui_helpers import NodeSpec, SyntheticSource, make_layout
+
+    class LateSource(SyntheticSource):
+        async def poll(self):  # type: ignore[no-untyped-def]
+            if self.polls == 0:
+                await asyncio.sleep(1.5)  # the late first answer is what this test is about
+            return await super().poll()
+
+    specs = [NodeSpec("decode-01", gpus=1)]
+    lay = make_layout(specs, interval_s=0.25)
+    frame = await take_snapshot(lay, window_s=2.0, sources=[LateSource(specs, 0.25)])
+    assert frame is not None
+    engine = frame.nodes[0].engine
+    assert engine is not None and engine.window_first_reading_at is not None
+    assert engine.window_last_reading_at is not None
+    # readings over (nearly) the whole window, though the first came 1.5 s after the start
+    assert engine.window_last_reading_at - engine.window_first_reading_at >= 1.5
