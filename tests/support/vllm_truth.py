@@ -54,10 +54,31 @@ def page_values(text: str) -> dict[str, Any]:
     return {"sums": sums, "buckets": buckets}
 
 
+# the figures that are a counter's increase over the window's seconds
+RATES = frozenset({
+    "decode_steps_per_s", "accepted_tokens_per_s", "full_acceptance_tokens_per_s", "prompt_tokens_per_s",
+    "requests_finished_per_s", "requests_aborted_per_s", "preemptions_per_s",
+})
+
+
 @dataclass
 class Truth:
     figures: dict[str, float | None]
     bounds: dict[str, tuple[float, float | None]]
+    # when the engine drew each edge page is known only to within the relay's fetch of it
+    # (seconds on a loaded host): a rate's truth lies between its increase over the longest
+    # and over the shortest span those fetches allow, as factors of the midpoint figure
+    rate_range: tuple[float, float] = (1.0, 1.0)
+
+    def agrees(self, name: str, got: float | None, rel: float) -> bool:
+        """`got` is this figure's truth within `rel` (a rate: anywhere in its range)."""
+        want = self.figures[name]
+        if want is None or got is None:
+            return got is None and want is None
+        if want == 0:
+            return got == 0
+        low, high = self.rate_range if name in RATES else (1.0, 1.0)
+        return want * low * (1 - rel) <= got <= want * high * (1 + rel)
 
 
 def _bucket_bounds(first: dict[float, float], last: dict[float, float], q: float) -> tuple[float, float | None] | None:
@@ -108,7 +129,9 @@ def truth_from_pages(first: Page, last: Page) -> Truth:
             got = _bucket_bounds(a["buckets"].get(family, {}), b["buckets"][family], q)
             if got is not None:
                 bounds[f"{short}_{p}"] = got
-    return Truth(figures, bounds)
+    longest = last.read_at - (first.asked_at if first.asked_at is not None else first.read_at)
+    shortest = (last.asked_at if last.asked_at is not None else last.read_at) - first.read_at
+    return Truth(figures, bounds, (dt / longest, dt / shortest if shortest > 0 else math.inf))
 
 
 def _epoch(iso: str | None) -> float | None:
