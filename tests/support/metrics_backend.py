@@ -10,6 +10,7 @@ import socket
 import subprocess
 import urllib.parse
 import urllib.request
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,7 +50,7 @@ def scrape_config(targets: Sequence[Target], interval: str, honor_labels: bool) 
     }
 
 
-class BackendProcess:
+class BackendProcess(ABC):
     """One backend child process. Subclasses say its name, command line and health page."""
 
     name = "backend"
@@ -65,8 +66,9 @@ class BackendProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    @abstractmethod
     def command(self) -> list[str]:
-        raise NotImplementedError
+        """The backend's command line (each backend its own)."""
 
     def start(self, timeout_s: float = 30.0) -> None:
         command = self.command()
