@@ -37,8 +37,10 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from infertop.collectors import prom_rules, promql
+from infertop.collectors.prom_ranks import RANK_KEY
 from infertop.collectors.safe_text import inert_text, redact_url
 from infertop.collectors.sample import NodeSample
+from infertop.collectors.scrape import latency_every_rounds
 from infertop.collectors.source import Emit, PollingSource
 from infertop.layouts.model import Layout, PrometheusConfig
 
@@ -47,6 +49,15 @@ log = logging.getLogger(__name__)
 # GPUs whose per-GPU series one tick may pull before that detail is refreshed only every
 # few ticks (the cost is measured by benchmarks/bench_prom.py)
 GPUS_PER_TICK = 4096
+# the same for the engines' latency histograms' buckets (~22 a histogram, 6 histograms a
+# node: 135k series at 1,024 nodes, three quarters of a round's answer): read every few
+# ticks past this many, never so rarely that a window holds fewer readings than the scrape
+# source keeps (collectors/scrape.py `latency_every_rounds`)
+LATENCY_SERIES_PER_TICK = 40_000
+# past this many nodes the histograms are read per node only, not again per data-parallel
+# engine: 8 engines a node make the per-engine copies 8 times the node's (1.1M series a
+# tick at 1,024 nodes); each engine's counters and gauges are still read
+RANK_LATENCY_MAX_NODES = 128
 MAX_WORKERS = 8
 BACKFILL_WORKERS = 2
 # how often the source looks again for infertop's recorded series (collectors/prom_rules.py)
@@ -175,9 +186,11 @@ class PromSource(PollingSource):
         expected_gpus: int | None = None,
         clock: Callable[[], float] = time.time,
         keep_s: float | None = None,
+        window_s: float | None = None,
     ):
         """`keep_s`: how far behind its newest sample the monitor keeps a node's samples
-        (window + slack): the backfill pulls no more than that."""
+        (window + slack): the backfill pulls no more than that. `window_s`: the layout's
+        window, which bounds how rarely the latency histograms may be read."""
         super().__init__(nodes, interval_s, timeout_s=config.timeout_s + 1.0)
         self.config = config
         self.url = config.url.rstrip("/")
@@ -204,6 +217,8 @@ class PromSource(PollingSource):
         self._last_at: dict[tuple[str, str], float] = {}  # (node, tier) → newest scrape time sent
         self._seen_tiers: dict[str, set[str]] = {}
         self._gpus_seen = expected_gpus or 0
+        self.window_s = window_s
+        self._latency_series_seen = 0  # bucket series the latency queries answered last time
         self._ticks = 0
         # how far the newest sample Prometheus held trailed the wall clock, last round
         self.behind_s: float | None = None
@@ -293,6 +308,23 @@ class PromSource(PollingSource):
             tiers.append("gpu")
         return tiers
 
+    def latency_every(self) -> int:
+        """Every how many ticks the latency histograms are read: as many ticks as their
+        buckets need to stay within LATENCY_SERIES_PER_TICK, at most as many as leave the
+        window its readings (a percentile over the window needs two of them)."""
+        by_cost = max(1, math.ceil(self._latency_series_seen / LATENCY_SERIES_PER_TICK))
+        if self.window_s is None:
+            return 1
+        return min(by_cost, latency_every_rounds(self.interval_s, self.window_s))
+
+    def latency_this_tick(self) -> bool:
+        every = self.latency_every()
+        # on the ticks the GPU detail skips, when both are read every other tick
+        return every == 1 or self._ticks % every == every - 1
+
+    def rank_latency(self) -> bool:
+        return len(self.nodes) <= RANK_LATENCY_MAX_NODES
+
     async def _look_for_recorded(self, now: float) -> None:
         """Which of infertop's recorded series the server has now (two small asks, now
         and then): their names from the metric names the server knows (its index, no
@@ -319,11 +351,14 @@ class PromSource(PollingSource):
         kept = [n for n in names or () if isinstance(n, str) and n.startswith(tiers)] if tiers else []
         self._recorded = set(kept)
 
-    def queries(self, tier: str) -> list[promql.Query]:
+    def queries(self, tier: str, latency: bool = True) -> list[promql.Query]:
         """The tier's queries, each read from its recorded series when the server has it
-        and the rule computes exactly this query (the same node labels and metric names)."""
+        and the rule computes exactly this query (the same node labels and metric names).
+        `latency`: the latency histograms too (per engine only up to RANK_LATENCY_MAX_NODES)."""
         out = []
         for q in self.builder.tier(tier):
+            if is_latency(q) and not (latency and (self.rank_latency() or not q.key.startswith(RANK_KEY))):
+                continue
             name = prom_rules.recorded_name(q)
             if name in self._recorded and self._rule_exprs.get((q.tier, q.key)) == q.promql:
                 q = promql.Query(q.tier, q.key, name)
@@ -333,13 +368,14 @@ class PromSource(PollingSource):
     async def poll(self) -> Sequence[NodeSample]:
         now = self.clock()
         tiers = self.tiers_this_tick()
+        latency = self.latency_this_tick()
         self._ticks += 1
         try:
             self._connect()
         except PromSetupError as exc:
             return self._errors(self.error_text(exc))
         await self._look_for_recorded(now)
-        queries = [q for t in tiers for q in self.queries(t)]
+        queries = [q for t in tiers for q in self.queries(t, latency)]
         results = await self._consistent_round(queries, now)
         failures = [r for r in results if isinstance(r, BaseException)]
         for failure in failures:
@@ -360,6 +396,11 @@ class PromSource(PollingSource):
             for node, figures in r.items():
                 into.setdefault(node, {}).update(figures)
         notes = [f"{tier} queries: {msg}" for tier, msg in failed_tiers.items()]
+        if latency and "engine" not in failed_tiers:
+            self._latency_series_seen = sum(
+                len(by_sub) for fig in grouped["engine"].values()
+                for key, by_sub in fig.items() if is_latency_key(key)
+            )
         self.behind_s = backend_behind_s(grouped, now)
         samples = self._build(grouped, {t for t in tiers if t not in failed_tiers}, now, notes)
         samples += self._missing(grouped, set(tiers) - set(failed_tiers))
@@ -493,8 +534,11 @@ class PromSource(PollingSource):
         end = self.clock()
         start = end - span
         tiers = ["engine", "node"] + (["gpu"] if self.gpu_detail_every() == 1 else [])
-        # info gauges are not history (their labels are read live)
-        queries = [q for t in tiers for q in self.queries(t) if not q.key.startswith(promql.LABELS_KEY)]
+        # info gauges are not history (their labels are read live); nor the latency buckets
+        # where they are read only every few ticks: their history is the largest answer
+        latency = self.latency_every() == 1
+        queries = [q for t in tiers for q in self.queries(t, latency)
+                   if not q.key.startswith(promql.LABELS_KEY)]
         try:
             self._connect()
             results = await asyncio.gather(*(self._range(q, start, end, step) for q in queries))
@@ -536,6 +580,15 @@ class PromSource(PollingSource):
             self._client.close()
         self._executor.shutdown(wait=False, cancel_futures=True)
         self._history_executor.shutdown(wait=False, cancel_futures=True)
+
+
+def is_latency_key(key: str) -> bool:
+    """A latency histogram's buckets: the node's (`latency:…`) or an engine's (`rank:latency:…`)."""
+    return key.removeprefix(RANK_KEY).startswith(promql.LATENCY_KEY)
+
+
+def is_latency(query: promql.Query) -> bool:
+    return query.tier == "engine" and is_latency_key(query.key)
 
 
 def backend_behind_s(grouped: dict[str, promql.Grouped], read_at: float) -> float | None:
@@ -607,4 +660,5 @@ def prom_source_for(layout: Layout) -> PromSource | None:
         history=layout.cluster.history,
         expected_gpus=sum(gpus) if gpus else None,
         keep_s=layout.cluster.window_s + 2 * layout.cluster.interval_s,
+        window_s=layout.cluster.window_s,
     )

@@ -32,13 +32,14 @@ from infertop.cli.argtypes import positive_float, whole_number
 from infertop.cli.common import EXIT_OK, UsageError
 from infertop.demo.backends import (
     BACKENDS,
-    RULES_FILE,
-    VIA_INTERVAL_S,
+    VIA_FULL_PACE_NODES,
     BackendMissing,
     backend_binary,
     free_port,
     scrape_config,
     start_backend,
+    via_plan,
+    write_rules,
     write_scrape_config,
 )
 from infertop.demo.page_sizes import PAGE_SIZES
@@ -71,10 +72,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--platform", choices=("nvidia", "ascend"), default="nvidia",
                    help="accelerators to simulate: NVIDIA GPUs (dcgm-exporter) or Ascend NPUs "
                         "(npu-exporter) (default nvidia)")
-    p.add_argument("--pages", choices=PAGE_SIZES, default="realistic",
+    p.add_argument("--pages", choices=PAGE_SIZES, default=None,
                    help="realistic (default): pages of real size, 8 data-parallel vLLM engines a node "
                         "(~300 KB), dcgm-exporter's default counters, node_exporter of a host with many "
-                        "interfaces; small: only the series infertop reads (~130 lines a page)")
+                        "interfaces; small: only the series infertop reads (~130 lines a page; the "
+                        f"default through a backend past {VIA_FULL_PACE_NODES} nodes)")
     p.add_argument("--via", choices=("direct", *BACKENDS), default="direct",
                    help="direct (default): the monitor scrapes every node; prometheus / victoriametrics: "
                         "a real backend from the system package scrapes them, the monitor reads it "
@@ -85,6 +87,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scrape-config-out", default=None, help=argparse.SUPPRESS)
     p.add_argument("--restart-every", type=positive_float, default=RESTART_EVERY_S, metavar="S",
                    help=f"seconds between simulated engine restarts (default {RESTART_EVERY_S:g})")
+
+
+def _pages(args: argparse.Namespace) -> str:
+    """--pages, or what the demo's size and --via hold on one machine (`via_plan`)."""
+    if args.pages is not None:
+        return str(args.pages)
+    return "realistic" if args.via == "direct" else via_plan(args.nodes, args.via).pages
 
 
 def _layout_path(args: argparse.Namespace) -> Path:
@@ -118,12 +127,15 @@ async def serve_until_signalled(
     await server.start()
     watching = asyncio.create_task(watch_parent(parent, stop))
     try:
+        plan = via_plan(len(server.cluster.plans), via)
         if scrape_config_out is not None and server.addresses is not None:
-            rules = RULES_FILE if RULES_FILE.exists() and via == "prometheus" else None
-            write_scrape_config(Path(scrape_config_out),
-                                scrape_config(server.host, server.addresses.ports, VIA_INTERVAL_S, rules))
+            out = Path(scrape_config_out)
+            rules = write_rules(out.with_name("infertop-rules.yml")) if plan.rules else None
+            ports = server.addresses.ports
+            write_scrape_config(out, scrape_config(server.host, ports, plan.interval_s, rules))
         if via_url is not None:
-            write_layout(server, path, via_url=via_url, interval_s=VIA_INTERVAL_S)
+            write_layout(server, path, via_url=via_url, interval_s=plan.interval_s, window_s=plan.window_s,
+                         prom_timeout_s=plan.timeout_s, why=plan.why)
         else:
             write_layout(server, path)
         sys.stdout.write(_describe(server, path))
@@ -176,7 +188,7 @@ def _serve_argv(args: argparse.Namespace, path: Path, via: tuple[str, Path] | No
     argv = [
         sys.executable, "-m", "infertop", "demo", "--serve-only", "--nodes", str(args.nodes),
         "--layout-out", str(path), "--host", args.host, "--seed", str(args.seed),
-        "--platform", args.platform, "--pages", args.pages, "--restart-every", repr(args.restart_every),
+        "--platform", args.platform, "--pages", _pages(args), "--restart-every", repr(args.restart_every),
         "--exit-with", str(os.getpid()),
     ]
     if via is not None:
@@ -245,7 +257,7 @@ def run(args: argparse.Namespace) -> int:
 
         path = _layout_path(args)
         server = DemoServer(args.nodes, host=args.host, seed=args.seed, restart_every_s=args.restart_every,
-                            platform=args.platform, pages=args.pages)
+                            platform=args.platform, pages=_pages(args))
         stop = Stop()
         try:
             run_stoppable(serve_until_signalled(server, path, stop, args.exit_with,

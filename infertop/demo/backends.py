@@ -5,7 +5,11 @@ The served cluster answers Prometheus' HTTP service discovery on each endpoint's
 `/targets` (infertop/demo/server.py): the backend scrapes every node's three pages from
 three `http_sd_configs`, the `node` and `role` labels attached there, and the monitor
 reads it all through the prom source (node_label = "node"). Prometheus also loads the
-shipped rules (docs/prometheus/infertop-rules.yml) when they are there.
+shipped rules (collectors/prom_rules.py, written into the backend's folder).
+
+Past a few hundred nodes one machine holds the simulated cluster, the backend and the
+monitor only at a slower pace: `via_plan` says which (docs/large-clusters.md has the
+measurements it comes from), and the written layout says it in a comment.
 """
 
 from __future__ import annotations
@@ -20,13 +24,52 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from infertop.collectors.prom_rules import rules_yaml
 from infertop.demo.node_collectors import INFERTOP_COLLECTORS
 
 # the layout's interval and the backend's scrape interval: a backend holding 3 pages of
 # each of 1,024 nodes is not scraped every second
 VIA_INTERVAL_S = 2.0
-# the rules file shipped with infertop (recording rules the prom source prefers)
-RULES_FILE = Path(__file__).resolve().parents[2] / "docs" / "prometheus" / "infertop-rules.yml"
+# up to this many nodes the demo through a backend serves real-size pages every 2 s; up to
+# VIA_SMALL_PAGES_NODES small pages every 5 s; past it every 10 s without the rules
+VIA_FULL_PACE_NODES = 32
+VIA_SMALL_PAGES_NODES = 256
+
+
+@dataclass(frozen=True)
+class ViaPlan:
+    """How the demo through a backend runs for its size, on one machine."""
+
+    interval_s: float  # the backend's scrape and rule interval, and the layout's
+    window_s: float  # the layout's window: room for the latency histograms' readings
+    timeout_s: float  # the layout's [prometheus] timeout_s: one round of queries
+    pages: str  # the served pages' size, when --pages was not given
+    rules: bool  # whether the backend evaluates infertop's recording rules
+    why: str  # said in the layout's comment; empty at full pace
+
+
+def via_plan(nodes: int, via: str) -> ViaPlan:
+    """The pace of `demo --via` for `nodes`, from what 2 cores held (docs/large-clusters.md).
+    A real-size node is ~4,700 series (8 data-parallel engines' histograms, dcgm-exporter's
+    default counters, a host's interfaces), a small one ~340: one machine running the
+    cluster, the backend and the monitor ingests real-size pages every 2 s for a few dozen
+    nodes (at 256, every node went unreachable), small ones every 5 s for a few hundred;
+    at 1,024 the recording rules' evaluation alone took 10.6 s of CPU a 5 s cycle and a
+    round of queries 4–8 s, so: every 10 s, no rules."""
+    rules = via == "prometheus"
+    if nodes <= VIA_FULL_PACE_NODES:
+        return ViaPlan(VIA_INTERVAL_S, 10.0, 5.0, "realistic", rules, "")
+    why = f"{nodes} nodes, the simulated cluster, {via} and the monitor on one machine: small pages"
+    if nodes <= VIA_SMALL_PAGES_NODES:
+        return ViaPlan(5.0, 20.0, 5.0, "small", rules, f"{why}, read every 5 s (docs/large-clusters.md)")
+    return ViaPlan(10.0, 30.0, 10.0, "small", False,
+                   f"{why}, read every 10 s, no recording rules (docs/large-clusters.md)")
+
+
+def write_rules(path: Path) -> Path:
+    """infertop's rules (collectors/prom_rules.py) where the backend reads them."""
+    path.write_text(rules_yaml(), encoding="utf-8")
+    return path
 
 
 @dataclass(frozen=True)

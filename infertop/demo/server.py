@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 
@@ -191,11 +192,13 @@ def _host_range(role: str, names: list[str]) -> str:
 
 
 def layout_toml(server: DemoServer, now: float | None = None, via_url: str | None = None,
-                interval_s: float = 1.0, ssh_files: tuple[Path, Path] | None = None) -> str:
+                interval_s: float = 1.0, ssh_files: tuple[Path, Path] | None = None,
+                window_s: float = 10.0, prom_timeout_s: float | None = None, why: str = "") -> str:
     """A layout for the served cluster: one `[[nodes]]` range per pool. With `via_url`,
     the nodes are read through the Prometheus-compatible backend there (`demo --via`),
     which scrapes them from the served `/targets` and labels each with its `node`. With
-    `ssh_files` (known_hosts, ssh_config), the stray-process node is read over SSH."""
+    `ssh_files` (known_hosts, ssh_config), the stray-process node is read over SSH.
+    `why`: a comment on the pace chosen (infertop/demo/backends.py `via_plan`)."""
     addresses = server.addresses
     assert addresses is not None, "start the server first"
     now = time.time() if now is None else now
@@ -212,10 +215,11 @@ def layout_toml(server: DemoServer, now: float | None = None, via_url: str | Non
     )
     lines = [
         "# Written by `infertop demo --serve-only`: a simulated DeepInfer cluster on loopback.",
+        *([f"# {why}"] if why else []),
         "[cluster]",
         'name = "deepinfer-demo"',
         f"interval_s = {interval_s!r}",
-        "window_s = 10.0",
+        f"window_s = {window_s!r}",
         # the realistic engine page fronts 8 data-parallel engines, one GPU each (DP
         # attention): engine k holds GPU k, so the node screen shows its ranks on their GPUs
         *([f"tensor_parallel_size = {GPUS_PER_NODE // realistic.ENGINES}"]
@@ -230,7 +234,8 @@ def layout_toml(server: DemoServer, now: float | None = None, via_url: str | Non
     if via_url is not None:
         # the node labels of infertop's recording rules (collectors/prom_rules.py): the
         # source reads the recorded series where the backend has them
-        lines += ["", "[prometheus]", f'url = "{via_url}"', 'node_label = ["node", "instance"]']
+        lines += ["", "[prometheus]", f'url = "{via_url}"', 'node_label = ["node", "instance"]',
+                  *([f"timeout_s = {prom_timeout_s!r}"] if prom_timeout_s is not None else [])]
     over_ssh = ssh_node_names(server) if ssh_files is not None and server.ssh_address is not None else set()
     if over_ssh and ssh_files is not None:
         lines += ["", "[ssh]", f"known_hosts = {json.dumps(str(ssh_files[0]))}",
@@ -267,7 +272,8 @@ def _ssh_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def write_layout(server: DemoServer, path: Path, via_url: str | None = None, interval_s: float = 1.0) -> None:
+def write_layout(server: DemoServer, path: Path, via_url: str | None = None, interval_s: float = 1.0,
+                 **via: Any) -> None:
     """Write atomically: a reader never sees half a layout. The SSH node's known_hosts and
     ssh_config go beside it (read over SSH only when the nodes are read directly)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -275,7 +281,7 @@ def write_layout(server: DemoServer, path: Path, via_url: str | None = None, int
     if server.ssh_address is not None and via_url is None:
         ssh_files = write_ssh_files(path.parent.resolve(), path.stem, server.ssh_address)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(layout_toml(server, via_url=via_url, interval_s=interval_s, ssh_files=ssh_files),
+    tmp.write_text(layout_toml(server, via_url=via_url, interval_s=interval_s, ssh_files=ssh_files, **via),
                    encoding="utf-8")
     tmp.replace(path)
 

@@ -135,3 +135,41 @@ def test_demo_via_a_missing_backend_is_one_line_exit_2(tmp_path: Path) -> None:
         "infertop demo --via victoriametrics: `victoria-metrics` is not installed "
         "(Debian package victoria-metrics: sudo apt-get install victoria-metrics)"
     ], proc.stderr
+
+
+@pytest.mark.parametrize(("nodes", "via"), [
+    (16, "prometheus"), (256, "prometheus"), (1024, "prometheus"), (1024, "victoriametrics"),
+])
+def test_demo_via_paces_itself_for_its_size(nodes: int, via: str, tmp_path: Path) -> None:
+    """Up to 32 nodes: real-size pages every 2 s, Prometheus evaluating infertop's rules
+    (written beside its config); to 256 small pages every 5 s; past it every 10 s and no
+    rules, the layout saying why (measured on 2 cores: docs/large-clusters.md)."""
+    layout_path, config_path = tmp_path / "via.toml", tmp_path / "scrape.yml"
+    url = f"http://127.0.0.1:{free_port()}"
+    with serving_demo(layout_path, "--nodes", str(nodes), "--via", via, "--via-url", url,
+                      "--scrape-config-out", str(config_path)):
+        text = layout_path.read_text()
+        layout = load_layout(layout_path)
+        config = json.loads(config_path.read_text())
+        [engine] = [j["http_sd_configs"][0]["url"] for j in config["scrape_configs"]
+                    if j["job_name"] == "infertop-demo-engine"]
+        decode = next(p.name for p in plan_cluster(nodes) if p.role == "decode" and p.trouble is None)
+        page = engine.removesuffix("/targets") + f"/{decode}/metrics"
+        served = urllib.request.urlopen(page, timeout=30).read()
+    assert layout.prometheus is not None and layout.prometheus.url == url
+    every = f"{layout.cluster.interval_s:g}s"
+    assert config["global"]["scrape_interval"] == every
+    pace = (layout.cluster.interval_s, layout.cluster.window_s, layout.prometheus.timeout_s)
+    if nodes <= 32:
+        assert pace == (2.0, 10.0, 5.0)
+        assert len(served.splitlines()) > 1000  # real size: 8 data-parallel engines
+        assert "on one machine" not in text
+    else:
+        assert pace == ((5.0, 20.0, 5.0) if nodes <= 256 else (10.0, 30.0, 10.0))
+        assert len(served.splitlines()) < 400  # only what infertop reads
+        assert f"# {nodes} nodes, the simulated cluster, {via} and the monitor on one machine" in text
+    if nodes <= 256:
+        rules = Path(config["rule_files"][0])
+        assert rules.parent == tmp_path and "infertop_node:engine_timestamp" in rules.read_text()
+    else:
+        assert "rule_files" not in config

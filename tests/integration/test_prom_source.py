@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from aiohttp import ClientSession, web
 
+import infertop.collectors.prom as prom_module
 from infertop.collectors.prom import PromSource
 from infertop.collectors.sample import NodeSample
 from infertop.layouts import parse_layout
@@ -363,3 +364,44 @@ async def test_prom_equals_the_scrape_source_for_the_same_nodes(
         assert [g.util_pct for g in a[name].gpus] == [g.util_pct for g in b[name].gpus]
         assert [g.mem_total_bytes for g in a[name].gpus] == [g.mem_total_bytes for g in b[name].gpus]
         assert a[name].cost_per_hour_usd == b[name].cost_per_hour_usd
+
+
+async def test_latency_histograms_read_every_few_ticks_past_their_budget(
+    prom: PrometheusServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past LATENCY_SERIES_PER_TICK bucket series a tick, the histograms are read on one
+    tick in a few only, never so rarely that the window loses its readings: at a 1 s
+    interval and a 12 s window, every 4th tick (collectors/scrape.py keeps 3 a window)."""
+    monkeypatch.setattr(prom_module, "LATENCY_SERIES_PER_TICK", 1)  # the 2 nodes' ITL buckets are past it
+    layout = parse_layout(layout_text(prom.url))
+    source = PromSource(layout.prometheus, list(NODES), 1.0, window_s=12.0)  # type: ignore[arg-type]
+    asked: list[bool] = []
+    try:
+        for _ in range(9):
+            asked.append(source.latency_this_tick())
+            newest = max(float(r["value"][1]) for r in prom.query("timestamp(up)"))
+            samples = await source.poll()
+            engines = [s.engine for s in samples if s.engine is not None]
+            assert len(engines) == len(NODES)  # every tick reads every engine's counters
+            assert all((e.latency_buckets is not None) == asked[-1] for e in engines), (asked, [e.latency_buckets for e in engines])
+            # the next tick reads a newer scrape (an engine sample is sent once a scrape)
+            await until_async(lambda t=newest: min(float(r["value"][1]) for r in prom.query("timestamp(up)")) > t,
+                              30, "the next scrape of every target", every_s=0.1)
+    finally:
+        await source.close()
+    # the first tick finds how many there are; from then on one tick in four
+    assert source.latency_every() == 4
+    assert asked == [True, False, False, True, False, False, False, True, False]
+
+
+def test_engine_latency_per_rank_only_on_small_fleets() -> None:
+    """Per data-parallel engine, the histograms would be 8 times the node's; past
+    RANK_LATENCY_MAX_NODES only the node's are asked for (each engine's counters still are)."""
+    layout = parse_layout(layout_text("http://127.0.0.1:9"))
+    small = PromSource(layout.prometheus, list(NODES), 1.0)  # type: ignore[arg-type]
+    many = [f"decode-{i:04d}" for i in range(prom_module.RANK_LATENCY_MAX_NODES + 1)]
+    large = PromSource(layout.prometheus, many, 1.0)  # type: ignore[arg-type]
+    keys = {name: {q.key for q in src.queries("engine")} for name, src in (("small", small), ("large", large))}
+    assert "rank:latency:itl" in keys["small"] and "rank:latency:itl" not in keys["large"]
+    assert {"latency:itl", "rank:generation_tokens_total"} <= keys["large"]
+    assert not [k for k in {q.key for q in small.queries("engine", latency=False)} if "latency:" in k]
