@@ -217,7 +217,7 @@ def _per_port(families: Exposition, name: str) -> dict[PortKey, float | None]:
 def _port_order(key: PortKey) -> tuple[int, str, int, str]:
     chip, udie, port = key
     port_text = port or ""
-    return chip, udie or "", int(port_text) if port_text.isdigit() else -1, port_text
+    return chip, udie or "", int(port_text) if port_text.isascii() and port_text.isdigit() else -1, port_text
 
 
 def _port_name(key: PortKey) -> str:

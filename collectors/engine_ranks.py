@@ -32,7 +32,8 @@ def rank_key(labels: Mapping[str, str]) -> str | None:
 
 def _dp_rank(key: str) -> int | None:
     value = key.split(",")[0].partition("=")[2]
-    return int(value) if value.isdigit() and len(value) < 7 else None
+    # isascii: str.isdigit() takes '²', which int() refuses (a hostile label)
+    return int(value) if value.isascii() and value.isdigit() and len(value) < 7 else None
 
 
 def split_by_rank(index: Exposition, names: Iterable[str]) -> dict[str, Exposition]:
@@ -60,7 +61,7 @@ def tp_ranks_by_rank(index: Exposition, names: Iterable[str]) -> dict[str, list[
         for labels, _ in index.series(name):
             key = rank_key(labels)
             tp = labels.get(TP_LABEL)
-            if key is None or tp is None or not tp.isdigit() or len(tp) > 6:
+            if key is None or tp is None or not (tp.isascii() and tp.isdigit()) or len(tp) > 6:
                 continue
             seen.setdefault(key, set()).add(int(tp))
     return {k: sorted(v) for k, v in seen.items()}

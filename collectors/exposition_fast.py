@@ -232,7 +232,7 @@ def _exact_number(text: str, value: float) -> float:
     reads an integer literal with int() (then float() of it), anything else with
     float(). The two agree wherever the result is finite and not zero (both round the
     same decimal); "-0" and overflowing literals are where they differ."""
-    if text.lstrip("+-").isdigit():
+    if text.isascii() and text.lstrip("+-").isdigit():
         if len(text) > _MAX_INT_DIGITS:
             raise _GiveUp
         return float(int(text))

@@ -315,7 +315,7 @@ async def _read_answer(conn: _Connection, max_bytes: int) -> tuple[int, bytes, b
         body, end = await _chunked_body(conn, start, max_bytes)
     elif b"content-length" in headers:
         lengths = set(headers[b"content-length"])
-        if len(lengths) != 1 or not next(iter(lengths)).isdigit():
+        if len(lengths) != 1 or not (next(iter(lengths)).isascii() and next(iter(lengths)).isdigit()):
             raise PageError("a malformed Content-Length")
         length = int(next(iter(lengths)))
         if length > max_bytes:

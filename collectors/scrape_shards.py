@@ -78,7 +78,7 @@ def scrape_workers(pages: int, cores: int | None = None, setting: str | None = N
     setting = os.environ.get(WORKERS_ENV) if setting is None else setting
     text = (setting or "").strip()
     if text:
-        if not text.isdigit():
+        if not (text.isascii() and text.isdigit()):
             raise WorkersSettingError(f"{setting!r} is not a whole number ≥ 0 (0: no worker processes)")
         return min(int(text), max(pages, 0))
     cores = usable_cores() if cores is None else cores

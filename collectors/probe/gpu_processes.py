@@ -29,7 +29,7 @@ def _user_of(pid):
     for line in status.splitlines():
         if line.startswith("Uid:"):
             parts = line.split()
-            if len(parts) > 1 and parts[1].isdigit():
+            if len(parts) > 1 and parts[1].isascii() and parts[1].isdigit():
                 uid = int(parts[1])
                 try:
                     import pwd

@@ -148,7 +148,7 @@ _PHYS_STATES = {0: "no_change", 1: "sleep", 2: "polling", 3: "disabled", 4: "shi
 def _phys_state_name(text):
     """ "5: LinkUp" → "link_up" (None when unreadable)."""
     head = (text or "").split(":", 1)[0].strip()
-    return _PHYS_STATES.get(int(head), "unknown") if head.isdigit() else None
+    return _PHYS_STATES.get(int(head), "unknown") if head.isascii() and head.isdigit() else None
 
 
 def read_ib(root=SYS_IB):
@@ -229,7 +229,7 @@ def read_host(prev_cpu=None):
     for line in (_read("/proc/meminfo") or "").splitlines():
         key, _, value = line.partition(":")
         parts = value.split()
-        if parts and parts[0].isdigit():
+        if parts and parts[0].isascii() and parts[0].isdigit():
             mem[key] = int(parts[0]) * 1024
     if "MemTotal" in mem and "MemAvailable" in mem:
         host["mem_total_bytes"] = mem["MemTotal"]

@@ -118,9 +118,15 @@ def _parse_npu_smi_info(text: str) -> list:
             if pending is not None:
                 chips.append(_npu_chip(head1, head2, pending, cells))
             pending = None
-        elif first and first[0].isdigit():
+        elif first and first[0].isascii() and first[0].isdigit():
             pending = cells
     return _npu_index(chips)
+
+
+def _npu_int(cells: list, i: int):
+    """cells[i] as a whole number, or None (isascii: str.isdigit() takes '²', int() does not)."""
+    text = cells[i] if i < len(cells) else ""
+    return int(text) if text.isascii() and text.isdigit() else None
 
 
 def _npu_chip(head1: list, head2: list, row1: list, row2: list) -> dict:
@@ -135,9 +141,9 @@ def _npu_chip(head1: list, head2: list, row1: list, row2: list) -> dict:
     chip: dict[str, Any] = {
         "npu": int(first[0]),
         "name": " ".join(first[1:])[:64] or None,
-        "chip": int(chip_cell[0]) if chip_cell and chip_cell[0].isdigit() else None,
+        "chip": _npu_int(chip_cell, 0),
         # Phy-ID (Atlas A3) or Device (310P): the chip's own number, when printed
-        "device": int(chip_cell[1]) if len(chip_cell) > 1 and chip_cell[1].isdigit() else None,
+        "device": _npu_int(chip_cell, 1),
         "kind": "npu",
         "power_w": _npu_number(values.get("Power(W)")),
         "temp_c": _npu_number(values.get("Temp(C)")),

@@ -30,7 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def parse_listen(text: str) -> tuple[str, int]:
     """`HOST:PORT` or `[V6]:PORT` → (host, port); UsageError with one line otherwise."""
     host, sep, port_text = text.rpartition(":")
-    if not sep or not host or not port_text.isdigit():
+    if not sep or not host or not (port_text.isascii() and port_text.isdigit()):
         raise UsageError(f"infertop export: --listen {text!r}: expected HOST:PORT, e.g. {DEFAULT_LISTEN}")
     port = int(port_text)
     if not 0 < port < 65536:
