@@ -15,6 +15,7 @@ import traceback
 from pathlib import Path
 
 from benchmarks.common import Row, machine
+from infertop.collectors import library_warnings
 from infertop.gctune import tune_gc
 
 BEGIN = "<!-- bench:begin -->"
@@ -46,7 +47,9 @@ def main(argv: list[str]) -> int:
     rows: list[Row] = []
     durations: dict[str, float] = {}
     failed = 0
-    # as the `infertop` entry point does: benchmarks measure the process users run
+    # as the `infertop` entry point does: benchmarks measure the process users run, and
+    # its output is infertop's words (asyncssh's import made cryptography warn ten lines)
+    library_warnings.install()
     tune_gc()
     import benchmarks
 
