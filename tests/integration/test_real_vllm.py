@@ -154,5 +154,6 @@ def test_the_log_source_reads_the_same_server_as_its_own_lines_say(run: Run) -> 
 def test_report_runtime(run: Run) -> None:
     # not a check of speed (the host is shared): what the run cost, for the record
     print(f"\nreal-vLLM run: {run.wall_s:.1f} s, {run.counts.requests} requests, "
-          f"{run.counts.completion_tokens} tokens, {len(run.pages)} pages relayed")
+          f"{run.counts.completion_tokens} tokens, {len(run.pages)} pages relayed, "
+          f"{run.attempts} snapshot(s) until the window held its readings")
     assert run.wall_s > 0
