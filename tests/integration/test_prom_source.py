@@ -46,7 +46,8 @@ def prom(tmp_path_factory: pytest.TempPathFactory, sim_nodes: list[SimNode]) -> 
     server.stop()
 
 
-FULL_WINDOW_S = 4.0 + 1.0  # the layout's window_s, and one interval_s
+WINDOW_S = 4.0  # the layout's window_s
+FULL_WINDOW_S = WINDOW_S + 1.0  # and one interval_s
 
 
 def layout_text(url: str, extra_prom: str = "", extra_nodes: str = "", nodes: tuple[str, ...] = NODES) -> str:
@@ -99,9 +100,20 @@ def by_name(snapshot: Snapshot) -> dict[str, NodeView]:
     return {n.name: n for n in snapshot.nodes}
 
 
+def rate_tolerance(prom: PrometheusServer) -> float:
+    """How far a rate from Prometheus' counters may lie from the exporter's own: Prometheus
+    stamps a scrape when it starts it, and the exporter computes its counters up to the
+    scrape's duration later (in this busy test process, waiting for the GIL: seen 52 ms
+    apart at the window's two ends, 1.3 % of a 4 s window, with make bench beside the
+    suite). 1 % plus the longest scrape over the window's length."""
+    longest = max(float(r["value"][1]) for r in prom.query("max_over_time(scrape_duration_seconds[1m])"))
+    return 0.01 + longest / WINDOW_S
+
+
 async def test_figures_equal_the_exporters_rates(prom: PrometheusServer) -> None:
     monitor = Monitor(parse_layout(layout_text(prom.url)))
     snapshot = await run_monitor(monitor, FULL_WINDOW_S)
+    rel = rate_tolerance(prom)
     nodes = by_name(snapshot)
     for name in NODES:
         node = nodes[name]
@@ -110,17 +122,17 @@ async def test_figures_equal_the_exporters_rates(prom: PrometheusServer) -> None
         engine = node.engine
         assert engine is not None
         # rates derived from Prometheus' raw counters equal the exporters' own rates
-        assert engine.decode_steps_per_s == pytest.approx(40.0, rel=0.01)
+        assert engine.decode_steps_per_s == pytest.approx(40.0, rel=rel)
         assert engine.draft_acceptance == pytest.approx(63.0 / 90.0, rel=0.01)
         assert engine.mean_acceptance_length == pytest.approx(1 + 63.0 / 30.0, rel=0.01)
-        assert engine.accepted_tokens_per_s == pytest.approx(93.0, rel=0.01)
-        assert engine.full_acceptance_tokens_per_s == pytest.approx(30.0 + 90.0, rel=0.01)
-        assert engine.prompt_tokens_per_s == pytest.approx(400.0, rel=0.01)
+        assert engine.accepted_tokens_per_s == pytest.approx(93.0, rel=rel)
+        assert engine.full_acceptance_tokens_per_s == pytest.approx(30.0 + 90.0, rel=rel)
+        assert engine.prompt_tokens_per_s == pytest.approx(400.0, rel=rel)
         assert (engine.requests_running, engine.requests_waiting, engine.kv_cache_usage) == (12, 3, 0.42)
         # the scoreboard: buckets summed per node and `le` on the server, deltas here
         assert engine.latency_bounds_s["itl_p50"] == (0.025, 0.05)
         assert 0.025 <= (engine.itl_p99_s or 0) <= 0.05
-        assert engine.preemptions_per_s == pytest.approx(0.5, rel=0.01)
+        assert engine.preemptions_per_s == pytest.approx(0.5, rel=rel)
         assert [g.index for g in node.gpus] == list(range(8))
         gpu3 = node.gpus[3]
         assert (gpu3.util_pct, gpu3.power_w, gpu3.temp_c, gpu3.sm_clock_mhz) == (84.0, 615.5, 63.0, 1980.0)
@@ -129,8 +141,8 @@ async def test_figures_equal_the_exporters_rates(prom: PrometheusServer) -> None
         assert gpu3.name == "NVIDIA H200"
         [eth0] = node.nics  # the loopback device is filtered out on the server
         assert eth0.name == "eth0" and eth0.state == "up" and eth0.speed_gbps == pytest.approx(400.0)
-        assert eth0.rx_bytes_per_s == pytest.approx(5e9, rel=0.01)
-        assert eth0.tx_bytes_per_s == pytest.approx(2e9, rel=0.01)
+        assert eth0.rx_bytes_per_s == pytest.approx(5e9, rel=rel)
+        assert eth0.tx_bytes_per_s == pytest.approx(2e9, rel=rel)
         assert node.host is not None and node.host.mem_used_bytes == int(0.5e12)
         assert node.cost_per_hour_usd == pytest.approx(16.0)
         assert node.idle_fraction == 0.0
