@@ -195,8 +195,10 @@ class FrozenFeed:
         self.stopped = True
 
 
-async def wait_for(pilot, predicate: Callable[[], bool], timeout_s: float = 15.0) -> None:  # type: ignore[no-untyped-def]
-    """Let the app run (and draw) until `predicate()` holds: `until_async` with the Pilot's pause."""
+async def wait_for(pilot, predicate: Callable[[], bool], timeout_s: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+    """Let the app run (and draw) until `predicate()` holds: `until_async` with the Pilot's pause.
+    60 s by default: it returns as soon as the predicate holds, and 15 s was seen too short
+    for a hunt-list row's evidence to be drawn with make bench beside the suite."""
     await until_async(predicate, timeout_s, "the app", pause=pilot.pause)
 
 
