@@ -17,7 +17,7 @@ import pytest
 
 from tests.support.vllm_fixture import real_vllm  # noqa: F401 (the fixture)
 from tests.support.vllm_server import VllmServer
-from tests.support.vllm_truth import Run, Truth, drive, truth_from_pages, window_pages
+from tests.support.vllm_truth import Run, Truth, drive, reading_span_s, truth_from_pages, window_pages
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
 
@@ -68,12 +68,13 @@ def _node(run: Run, name: str) -> dict[str, Any]:
 def _window_truth(run: Run) -> Truth:
     """The truth over exactly the pages the monitor's window figures came from: the engine
     view names its first and last readings, each matched to the relay's page."""
-    first, last = window_pages(run.pages, _node(run, "scraped")["engine"])
+    engine = _node(run, "scraped")["engine"]
+    first, last = window_pages(run.pages, engine)
     # two readings at least a round apart: the run takes its snapshot again while they span
     # less than half the window, but a starved engine (make bench beside the suite: 3.6 s
     # after three tries) still has figures, and they must still be the pages' truth
     assert last.read_at - first.read_at >= INTERVAL_S, (first.read_at, last.read_at, run.attempts)
-    return truth_from_pages(first, last)
+    return truth_from_pages(first, last, reading_span_s(engine))
 
 
 def test_the_pages_agree_with_what_the_client_counted(run: Run) -> None:
@@ -104,7 +105,7 @@ def test_every_engine_figure_is_the_truth_of_the_pages_it_read(run: Run) -> None
     print("\nwindow " + ", ".join(f"{engine[k][11:23]}" for k in ("window_first_reading_at", "window_last_reading_at"))
           + "; got/truth: " + ", ".join(f"{n} {engine[n]:.4g}/{truth.figures[n]:.4g}" for n in (
               "decode_steps_per_s", "accepted_tokens_per_s", "full_acceptance_tokens_per_s", "draft_acceptance"))
-          + f"; rates' truth range ×{truth.rate_range[0]:.3f}–×{truth.rate_range[1]:.3f} (the relay's fetch spans)")
+          + f"; rates' truth range ×{truth.rate_range[0]:.3f}–×{truth.rate_range[1]:.3f} (the relay's fetch spans and the monitor's own)")
     assert not wrong, wrong
     # the load was real: speculative decoding drafted and some drafts were accepted
     assert engine["accepted_tokens_per_s"] > 0 and 0 < engine["draft_acceptance"] < 1

@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.vllm_fixture import real_vllm_mtp  # noqa: F401 (the fixture)
 from tests.support.vllm_server import VllmServer
-from tests.support.vllm_truth import Run, drive, truth_from_pages, window_pages
+from tests.support.vllm_truth import Run, drive, reading_span_s, truth_from_pages, window_pages
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
 
@@ -47,7 +47,7 @@ def test_every_decode_step_drafts_so_full_acceptance_has_its_identity(run: Run) 
 def test_full_acceptance_on_mtp_is_the_truth_of_the_pages_it_read(run: Run) -> None:
     engine = next(n for n in run.snapshot["nodes"] if n["name"] == "scraped")["engine"]
     # the pages the monitor's window figures came from, as its engine view names them
-    truth = truth_from_pages(*window_pages(run.pages, engine))
+    truth = truth_from_pages(*window_pages(run.pages, engine), reading_span_s(engine))
     for name in ("accepted_tokens_per_s", "full_acceptance_tokens_per_s", "draft_acceptance",
                  "mean_acceptance_length", "decode_steps_per_s"):
         want = truth.figures[name]

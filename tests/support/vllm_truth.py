@@ -96,7 +96,13 @@ def _bucket_bounds(first: dict[float, float], last: dict[float, float], q: float
     return None
 
 
-def truth_from_pages(first: Page, last: Page) -> Truth:
+def truth_from_pages(first: Page, last: Page, monitor_span_s: float | None = None) -> Truth:
+    """The figures over the span from page `first` to page `last`. `monitor_span_s`: the
+    monitor's own time between its readings of them (reading_span_s), which the rates'
+    range takes in: it stamps a reading at the midpoint of its request and the answer,
+    and a request may wait for the relay (a thread of the busy test process) to take it,
+    so its span may differ from the relay's by that wait at either end (seen 4.5 % of a
+    10 s window with make bench beside the suite)."""
     a, b = page_values(first.text), page_values(last.text)
     dt = last.served_at - first.served_at
 
@@ -131,6 +137,8 @@ def truth_from_pages(first: Page, last: Page) -> Truth:
                 bounds[f"{short}_{p}"] = got
     longest = last.read_at - (first.asked_at if first.asked_at is not None else first.read_at)
     shortest = (last.asked_at if last.asked_at is not None else last.read_at) - first.read_at
+    if monitor_span_s is not None:
+        longest, shortest = max(longest, monitor_span_s), min(shortest, monitor_span_s)
     return Truth(figures, bounds, (dt / longest, dt / shortest if shortest > 0 else math.inf))
 
 
@@ -161,6 +169,13 @@ def window_pages(pages: list[Page], engine: dict[str, Any]) -> tuple[Page, Page]
         assert page.distance(edge) < PAGE_MATCH_S, (edge, [(p.asked_at, p.read_at) for p in ranked[:2]])
         out.append(page)
     return out[0], out[1]
+
+
+def reading_span_s(engine: dict[str, Any]) -> float:
+    """The monitor's time from its window's first engine reading to its last (s)."""
+    first, last = _epoch(engine["window_first_reading_at"]), _epoch(engine["window_last_reading_at"])
+    assert first is not None and last is not None, "the monitor gave no window edges"
+    return last - first
 
 
 def scrape(base_url: str) -> dict[str, float]:
