@@ -37,7 +37,6 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from infertop.collectors import prom_rules, promql
-from infertop.collectors.prom_ranks import RANK_KEY
 from infertop.collectors.safe_text import inert_text, redact_url
 from infertop.collectors.sample import NodeSample
 from infertop.collectors.scrape import latency_every_rounds
@@ -357,7 +356,9 @@ class PromSource(PollingSource):
         `latency`: the latency histograms too (per engine only up to RANK_LATENCY_MAX_NODES)."""
         out = []
         for q in self.builder.tier(tier):
-            if is_latency(q) and not (latency and (self.rank_latency() or not q.key.startswith(RANK_KEY))):
+            if q.tier == "engine" and promql.is_latency_key(q.key) and not latency:
+                continue
+            if promql.is_rank_latency(q) and not self.rank_latency():
                 continue
             name = prom_rules.recorded_name(q)
             if name in self._recorded and self._rule_exprs.get((q.tier, q.key)) == q.promql:
@@ -399,7 +400,7 @@ class PromSource(PollingSource):
         if latency and "engine" not in failed_tiers:
             self._latency_series_seen = sum(
                 len(by_sub) for fig in grouped["engine"].values()
-                for key, by_sub in fig.items() if is_latency_key(key)
+                for key, by_sub in fig.items() if promql.is_latency_key(key)
             )
         self.behind_s = backend_behind_s(grouped, now)
         samples = self._build(grouped, {t for t in tiers if t not in failed_tiers}, now, notes)
@@ -580,15 +581,6 @@ class PromSource(PollingSource):
             self._client.close()
         self._executor.shutdown(wait=False, cancel_futures=True)
         self._history_executor.shutdown(wait=False, cancel_futures=True)
-
-
-def is_latency_key(key: str) -> bool:
-    """A latency histogram's buckets: the node's (`latency:…`) or an engine's (`rank:latency:…`)."""
-    return key.removeprefix(RANK_KEY).startswith(promql.LATENCY_KEY)
-
-
-def is_latency(query: promql.Query) -> bool:
-    return query.tier == "engine" and is_latency_key(query.key)
 
 
 def backend_behind_s(grouped: dict[str, promql.Grouped], read_at: float) -> float | None:

@@ -21,7 +21,6 @@ import json
 import sys
 
 from infertop.collectors import promql
-from infertop.collectors.prom_ranks import RANK_KEY
 
 # the node label convention of the recorded series
 RULES_NODE_LABELS = ("node", "instance")
@@ -64,11 +63,7 @@ def recording_rules(tier: str) -> list[tuple[str, str]]:
     # small fleets (collectors/prom.py RANK_LATENCY_MAX_NODES), where the raw query is
     # cheap, and recorded they were a third of the rules' evaluation at 1,024 nodes
     return [(recorded_name(q), q.promql) for q in builder().tier(tier)
-            if not q.key.startswith(promql.LABELS_KEY) and not _rank_latency(q)]
-
-
-def _rank_latency(query: promql.Query) -> bool:
-    return query.key.startswith(f"{RANK_KEY}{promql.LATENCY_KEY}")
+            if not q.key.startswith(promql.LABELS_KEY) and not promql.is_rank_latency(q)]
 
 
 def _q(text: str) -> str:

@@ -155,6 +155,16 @@ class Query:
     promql: str
 
 
+def is_latency_key(key: str) -> bool:
+    """A latency histogram's buckets: the node's (`latency:…`) or an engine's (`rank:latency:…`)."""
+    return key.removeprefix(RANK_KEY).startswith(LATENCY_KEY)
+
+
+def is_rank_latency(query: Query) -> bool:
+    """The buckets of one data-parallel engine's latency histogram (read on small fleets only)."""
+    return query.tier == "engine" and query.key.startswith(RANK_KEY) and is_latency_key(query.key)
+
+
 # the throttled verdict reads dcgm-exporter's clock-event reasons; where Prometheus has
 # none for a node, the node is blind on throttling and this says why
 CLOCK_REASONS_UNSEEN = (
