@@ -28,6 +28,7 @@ from collections.abc import Container
 
 from infertop.collectors.bounds import whole
 from infertop.collectors.exposition import Exposition, clean_label
+from infertop.collectors.safe_text import whole_number
 from infertop.collectors.sample import GpuSample, NicSample
 
 # what npu-exporter prints for a read that failed (FailedValue → FailedMetricValue)
@@ -217,7 +218,7 @@ def _per_port(families: Exposition, name: str) -> dict[PortKey, float | None]:
 def _port_order(key: PortKey) -> tuple[int, str, int, str]:
     chip, udie, port = key
     port_text = port or ""
-    return chip, udie or "", int(port_text) if port_text.isascii() and port_text.isdigit() else -1, port_text
+    return chip, udie or "", -1 if (number := whole_number(port_text)) is None else number, port_text
 
 
 def _port_name(key: PortKey) -> str:

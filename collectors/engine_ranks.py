@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 
 from infertop.collectors.exposition import Exposition
+from infertop.collectors.safe_text import whole_number
 from infertop.collectors.sample import EngineRankSample, EngineSample
 
 # labels that tell one data-parallel engine from another (vLLM, SGLang)
@@ -32,8 +33,7 @@ def rank_key(labels: Mapping[str, str]) -> str | None:
 
 def _dp_rank(key: str) -> int | None:
     value = key.split(",")[0].partition("=")[2]
-    # isascii: str.isdigit() takes '²', which int() refuses (a hostile label)
-    return int(value) if value.isascii() and value.isdigit() and len(value) < 7 else None
+    return whole_number(value, max_digits=6)
 
 
 def split_by_rank(index: Exposition, names: Iterable[str]) -> dict[str, Exposition]:
@@ -61,9 +61,9 @@ def tp_ranks_by_rank(index: Exposition, names: Iterable[str]) -> dict[str, list[
         for labels, _ in index.series(name):
             key = rank_key(labels)
             tp = labels.get(TP_LABEL)
-            if key is None or tp is None or not (tp.isascii() and tp.isdigit()) or len(tp) > 6:
+            if key is None or tp is None or (tp_rank := whole_number(tp, max_digits=6)) is None:
                 continue
-            seen.setdefault(key, set()).add(int(tp))
+            seen.setdefault(key, set()).add(tp_rank)
     return {k: sorted(v) for k, v in seen.items()}
 
 

@@ -38,6 +38,8 @@ from dataclasses import dataclass
 
 import yarl
 
+from infertop.collectors.safe_text import whole_number
+
 # asked for plain text: inflating every page costs the monitor ~0.35 ms a node a second
 # at realistic sizes (4–5 % of a core at 128 nodes), and compressing it costs each node's
 # engine process more (prometheus_client compresses at level 9); the price is bytes on
@@ -315,9 +317,9 @@ async def _read_answer(conn: _Connection, max_bytes: int) -> tuple[int, bytes, b
         body, end = await _chunked_body(conn, start, max_bytes)
     elif b"content-length" in headers:
         lengths = set(headers[b"content-length"])
-        if len(lengths) != 1 or not (next(iter(lengths)).isascii() and next(iter(lengths)).isdigit()):
+        length = whole_number(next(iter(lengths)).decode("ascii", "replace")) if len(lengths) == 1 else None
+        if length is None:
             raise PageError("a malformed Content-Length")
-        length = int(next(iter(lengths)))
         if length > max_bytes:
             raise TooBig
         if not await conn.fill(start + length):

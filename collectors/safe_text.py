@@ -1,6 +1,6 @@
 """Text fit to be shown or stored: no terminal controls, no secrets.
 
-Two jobs, one module, used by every room (collectors, the CLI, the report, the TUI):
+Three jobs, one module, used by every room (collectors, the CLI, the report, the TUI):
 
 - `inert_text`: the one sanitiser for anything that reaches a terminal. Text from nodes,
   exporters, engines, records and layouts may carry terminal controls (ESC sequences
@@ -12,6 +12,9 @@ Two jobs, one module, used by every room (collectors, the CLI, the report, the T
   record: the userinfo of a URL, secret-looking query parameters (``token``,
   ``access_token``, ``apikey``, ``key``, ``password``, ``secret``, ``auth…``) and,
   where the caller knows them (`url_secrets`), the exact secret strings.
+- `whole_number`: digits from a label, a header, a file or a setting read as a number
+  only when they are ASCII digits: `str.isdigit()` alone takes '²' (which `int()`
+  refuses: a hostile label once crashed a parser) and '٣' (which `int()` reads as 3).
 
 Stdlib only, Python 3.7+: the SSH probe bundles this file (collectors/probe/bundle.py)
 so that the node's own error lines are redacted before they travel.
@@ -169,3 +172,11 @@ def inert_text(value: object, max_len: int = 200) -> str:
     if len(text) > max_len:
         text = text[: max(max_len - 1, 0)] + "…"
     return text
+
+
+def whole_number(text: str, max_digits: int | None = None) -> int | None:
+    """`text` as a whole number ≥ 0 when it is ASCII digits only (at most `max_digits` of
+    them, where given); None otherwise."""
+    if text.isascii() and text.isdigit() and (max_digits is None or len(text) <= max_digits):
+        return int(text)
+    return None

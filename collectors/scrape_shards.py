@@ -33,7 +33,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 
 from infertop.collectors.loop_stalls import KEEP_S
-from infertop.collectors.safe_text import inert_text, redact_text, url_secrets
+from infertop.collectors.safe_text import inert_text, redact_text, url_secrets, whole_number
 from infertop.collectors.scrape import Endpoint, ScrapeSource, latency_every_rounds, scrape_targets, shard_of
 from infertop.collectors.scrape_worker import HEARTBEAT_S, WorkerJob, frame, read_frame
 from infertop.collectors.source import Emit, RoundSource, Source
@@ -78,9 +78,9 @@ def scrape_workers(pages: int, cores: int | None = None, setting: str | None = N
     setting = os.environ.get(WORKERS_ENV) if setting is None else setting
     text = (setting or "").strip()
     if text:
-        if not (text.isascii() and text.isdigit()):
+        if (workers := whole_number(text)) is None:
             raise WorkersSettingError(f"{setting!r} is not a whole number ≥ 0 (0: no worker processes)")
-        return min(int(text), max(pages, 0))
+        return min(workers, max(pages, 0))
     cores = usable_cores() if cores is None else cores
     if pages < MIN_PAGES_FOR_WORKERS or cores <= 2:
         return 0

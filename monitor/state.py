@@ -27,6 +27,7 @@ import stat
 import sys
 from pathlib import Path
 
+from infertop.collectors.safe_text import whole_number
 from infertop.layouts.model import Layout
 from infertop.monitor.record.checks import printable
 
@@ -113,7 +114,7 @@ def _lock_holder(fd: int) -> str:
     """
     raw = os.pread(fd, 512, 0).decode("utf-8", "replace").strip().removeprefix("pid ")
     pid, _, command = raw.partition(" ")
-    if not pid.isascii() or not pid.isdigit():
+    if whole_number(pid) is None:
         return "another process"
     if command.startswith("(") and command.endswith(")"):
         command = command[1:-1]

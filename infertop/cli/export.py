@@ -11,6 +11,7 @@ import argparse
 import ipaddress
 
 from infertop.cli.common import EXIT_OK, UsageError, add_layout_arg, layout_of, say
+from infertop.collectors.safe_text import whole_number
 from infertop.layouts.model import Layout
 from infertop.monitor.stopping import Stop, run_stoppable
 
@@ -30,9 +31,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def parse_listen(text: str) -> tuple[str, int]:
     """`HOST:PORT` or `[V6]:PORT` → (host, port); UsageError with one line otherwise."""
     host, sep, port_text = text.rpartition(":")
-    if not sep or not host or not (port_text.isascii() and port_text.isdigit()):
+    port = whole_number(port_text)
+    if not sep or not host or port is None:
         raise UsageError(f"infertop export: --listen {text!r}: expected HOST:PORT, e.g. {DEFAULT_LISTEN}")
-    port = int(port_text)
     if not 0 < port < 65536:
         raise UsageError(f"infertop export: --listen {text!r}: port must be 1-65535")
     if host.startswith("[") and host.endswith("]"):

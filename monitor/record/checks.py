@@ -14,6 +14,8 @@ from collections.abc import Callable, Collection
 from decimal import Decimal, InvalidOperation
 from typing import Any, TypeVar
 
+from infertop.collectors.safe_text import whole_number
+
 T = TypeVar("T")
 
 MIB = 1 << 20
@@ -136,10 +138,10 @@ def integer(value: object, field: str, high: int) -> int:
 
 def integer_text(value: object, field: str, high: int) -> int:
     """A whole number stored as text (the meta table's `resumes`)."""
-    digits = value if isinstance(value, str) else ""
-    if not (digits.isascii() and digits.isdigit()) or len(digits) > len(str(high)):
+    number = whole_number(value, max_digits=len(str(high))) if isinstance(value, str) else None
+    if number is None:
         raise BadValue(f"{field}: {shown(value)} is not a whole number in 0..{high}")
-    return integer(int(digits), field, high)
+    return integer(number, field, high)
 
 
 def flag(value: object, field: str) -> bool:
