@@ -33,13 +33,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import Row, rss_bytes
+from benchmarks.common import SCALE, Row, rss_bytes
 
 NODES = 128
 TICKS = 1200
 EVERY = 100
 # the 1,024-node run takes ~30 min of CPU on 2 cores: `make bench-scale`, not `make bench`
-SCALE = os.environ.get("INFERTOP_BENCH_SCALE") == "1"
 SCALE_NODES = 1024
 SCALE_TICKS = 1000
 SCALE_AT = (100, 500, 1000)

@@ -32,12 +32,12 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from benchmarks.common import Row
+from benchmarks.common import SCALE, Row
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support
 
 # 4,096 nodes (a ~40 MB page, ~385k series) only with INFERTOP_BENCH_SCALE=1 (`make bench-scale`)
-_DEFAULT_SIZES = "256,1024,4096" if os.environ.get("INFERTOP_BENCH_SCALE") == "1" else "256,1024"
+_DEFAULT_SIZES = "256,1024,4096" if SCALE else "256,1024"
 SIZES = tuple(int(n) for n in os.environ.get("INFERTOP_BENCH_PROM_NODES", _DEFAULT_SIZES).split(","))
 BACKENDS = tuple(os.environ.get("INFERTOP_BENCH_PROM_BACKENDS", "prometheus,victoriametrics").split(","))
 SERIES = tuple(os.environ.get("INFERTOP_BENCH_PROM_SERIES", "raw,rules").split(","))  # raw series, recording rules
