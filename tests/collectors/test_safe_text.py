@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from infertop.cli.common import InertFormatter
-from infertop.collectors.safe_text import inert_text, redact_text, redact_url, url_secrets
+from infertop.collectors.safe_text import inert_text, redact_text, redact_url, url_secrets, whole_number
 
 # every character a terminal obeys or that reorders a line, by class
 CONTROLS = {
@@ -105,3 +105,20 @@ def test_a_logged_traceback_keeps_its_lines_each_inert() -> None:
     out = InertFormatter("%(message)s").format(record)
     assert out.startswith("failed\nTraceback") and "ValueError: bad \\x1b[2J value" in out
     assert all(line.isprintable() for line in out.splitlines())
+
+
+@pytest.mark.parametrize(("text", "max_digits", "want"), [
+    ("0", None, 0), ("0042", None, 42), ("123456", 6, 123456), ("1234567", 6, None),
+    ("", None, None), ("-1", None, None), ("+1", None, None), (" 1", None, None), ("1.0", None, None),
+    ("²", None, None),  # str.isdigit() takes it, int() refuses it
+    ("٣", None, None),  # Arabic-Indic three: int() would read it as 3
+    ("1\n", None, None),
+])
+def test_whole_number_takes_ascii_digits_only(text: str, max_digits: int | None, want: int | None) -> None:
+    assert whole_number(text, max_digits) == want
+
+
+@given(st.text(max_size=12))
+def test_whole_number_never_raises_and_round_trips(text: str) -> None:
+    got = whole_number(text)
+    assert got is None or str(got) == text.lstrip("0") or (got == 0 and set(text) == {"0"})
