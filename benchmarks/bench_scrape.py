@@ -12,6 +12,7 @@ prometheus_client's label parser is the dominant cost.
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 import sys
 import time
@@ -35,19 +36,19 @@ COMMAND = "python -m benchmarks.run_all bench_scrape"
 BIN = Path(sys.executable).with_name("infertop")
 
 
-async def _polls(source: ScrapeSource) -> list[float]:
-    times = []
+async def _polls(source: ScrapeSource) -> tuple[list[float], list[str]]:
+    """Each poll's wall time, and the errors of the nodes a poll could not read (a
+    saturated machine: the row says so, as a miss, rather than the benchmark failing)."""
+    times, errors = [], []
     try:
         for _ in range(POLLS):
             start = time.perf_counter()
             samples = await source.poll()
             times.append(time.perf_counter() - start)
-            bad = [s for s in samples if not s.ok]
-            if bad:
-                raise RuntimeError(f"{len(bad)} nodes failed: {bad[0].error}")
+            errors += [s.error or "no reading" for s in samples if not s.ok]
     finally:
         await source.close()
-    return times
+    return times, errors
 
 
 def _parse_ms(text: str, wanted: frozenset[str] | set[str] | None, repeat: int = 20) -> float:
@@ -62,8 +63,12 @@ def run() -> list[Row]:
         targets = scrape_targets(load_layout(layout_path))
         # a generous poll budget: this measures the cost, not the deadline
         source = ScrapeSource(targets, interval_s=10.0)
-        times = asyncio.run(_polls(source))
+        times, errors = asyncio.run(_polls(source))
     median_s = statistics.median(times)
+    if errors:
+        verdict = f"missed: {len(errors)} of {NODES * POLLS} node reads failed ({errors[0][:80]}; load {os.getloadavg()[0]:.1f})"
+    else:
+        verdict = "met" if median_s < 1.0 else f"missed by {median_s - 1.0:.2f} s"
     vllm = BUNDLED_PROFILES["deepinfer"]
     node = SimCluster(16, started_at=time.time() - 60).nodes["decode-01"]
     now = time.time()
@@ -77,7 +82,7 @@ def run() -> list[Row]:
             f"scrape poll, {NODES} nodes × 3 pages over HTTP (median of {POLLS})",
             f"{median_s * 1e3:.0f} ms",
             "< 1000 ms (one interval)",
-            "met" if median_s < 1.0 else f"missed by {median_s - 1.0:.2f} s",
+            verdict,
             COMMAND,
         )
     ]

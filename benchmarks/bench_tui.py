@@ -50,9 +50,7 @@ def _child(extra: list[str], warmup_s: float, seconds: float, state_dir: str | N
     if out.returncode != 0:
         raise RuntimeError(f"tui_headless failed: {out.stderr[-2000:]}")
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-    if result["rows"] != NODES:
-        raise RuntimeError(f"the node table shows {result['rows']} rows, not {NODES}")
-    return result
+    return result  # a screen short of NODES nodes (a saturated machine) is a row's miss, in run()
 
 
 def _over_http(warmup_s: float, seconds: float) -> dict[str, Any]:
@@ -104,7 +102,15 @@ def run() -> list[Row]:
     update_p99 = percentile(sim["update_ms"], 99)
     cpu = sim["cpu_share"]
     size = f"{NODES} nodes × 8 GPUs, 1 s"
+    # the nodes on screen at the end: the table's rows, or the fleet map's cells (its view at this size)
+    shown = {name: max(run["rows"], run["cells"]) for name, run in
+             (("in-process", sim), ("over HTTP", http), ("attached", attached))}
+    short = {name: n for name, n in shown.items() if n != NODES}
     return [
+        Row("nodes on screen at the end (in-process / over HTTP / attached)", " / ".join(map(str, shown.values())),
+            f"{NODES} each", "met" if not short else
+            "missed: " + ", ".join(f"{name} showed {n}" for name, n in short.items())
+            + f" (load {os.getloadavg()[0]:.1f})", COMMAND),
         Row(f"TUI first full frame ({size}, in-process samples; from launch, s)",
             f"{first:.2f}", f"< {FIRST_FRAME_S:g} s",
             _verdict(first < FIRST_FRAME_S, f"{first - FIRST_FRAME_S:.2f} s (1 s of it is the first "
