@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Iterable
 from functools import partial
 
-from textual.app import App, SystemCommand
+from textual.app import App, ScreenStackError, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.theme import BUILTIN_THEMES
@@ -157,7 +157,7 @@ class InfertopApp(App[int]):
         self.render_snapshot(snapshot)
 
     def render_snapshot(self, snapshot: Snapshot) -> None:
-        screen = self.screen
+        screen = self._shown_screen()
         if isinstance(screen, FrameScreen):
             with self.batch_update():
                 screen.show_snapshot(snapshot)
@@ -169,9 +169,17 @@ class InfertopApp(App[int]):
         self.collector.after_frame()
 
     def _refresh_headers(self) -> None:
-        screen = self.screen
+        screen = self._shown_screen()
         if isinstance(screen, FrameScreen):
             screen.refresh_header()
+
+    def _shown_screen(self) -> Screen[object] | None:
+        """The screen on top; None once the app has closed its screens (a frame the feed
+        sent as the app was closing still arrives: seen with the suite beside make bench)."""
+        try:
+            return self.screen
+        except ScreenStackError:
+            return None
 
     # -- actions --------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from infertop.monitor.feeds import MonitorFeed
 from infertop.tui.app import InfertopApp
 from infertop.tui.columns import GREY, SORTS
 from infertop.tui.help_screen import HelpScreen, bindings_of, key_label
+from infertop.tui.messages import SnapshotArrived
 from infertop.tui.node_screen import NodeScreen
 from infertop.tui.node_table import NodeTable
 from infertop.tui.overview import OverviewScreen
@@ -351,3 +352,16 @@ async def test_scoreboard_screen_on_b_and_its_line_on_the_overview() -> None:
         await pilot.press("escape")
         await pilot.press("escape")
         await wait_for(pilot, lambda: isinstance(app.screen, OverviewScreen))
+
+
+async def test_a_frame_that_arrives_as_the_app_closes_is_dropped() -> None:
+    # the feed may send a frame the app handles after its screens are gone (seen with the
+    # suite beside make bench: ScreenStackError from the handler); it is dropped quietly
+    feed = FrozenFeed(cluster(), ticks=2)
+    app = InfertopApp(feed)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.frames_rendered >= 1)
+    assert not app.screen_stack
+    rendered = app.frames_rendered
+    app.on_snapshot_arrived(SnapshotArrived(feed.frames[-1]))
+    assert app.frames_rendered == rendered and app.latest_snapshot is feed.frames[-1]
