@@ -1,4 +1,4 @@
-"""GPU and port views are built with `model_construct` (monitor/evaluation/figures.py,
+"""GPU and port views are built unvalidated, copies of a blank view (monitor/evaluation/figures.py,
 TRUSTED_VIEWS): not validated again, as their fields come from samples validated where
 they were made. That holds only while every field keeps its view's type: a float where
 the view says int would change the JSON ("1.0" for "1"). Here, on every upstream
@@ -64,3 +64,13 @@ def test_the_demos_realistic_pages_give_views_as_validated() -> None:
     gpus = _samples([(1_000.0 + t, dcgm_page(node, 1_000.0 + t)) for t in range(3)])
     nics = _samples([(1_000.0 + t, node_exporter_page(node, 1_000.0 + t)) for t in range(3)])
     assert _assert_as_validated(gpus) >= 8 and _assert_as_validated(nics, config) >= 6
+
+
+@pytest.mark.parametrize("view", [GpuView, NicView])
+def test_no_view_field_has_a_mutable_default(view: type[GpuView] | type[NicView]) -> None:
+    # the views are copies of one blank view: a mutable default would be shared by all
+    for name, field in view.model_fields.items():
+        if field.is_required():
+            continue  # every view sets it
+        assert field.default_factory is None, name
+        assert isinstance(field.default, (type(None), bool, int, float, str, tuple, frozenset)), name
