@@ -20,7 +20,7 @@ import infertop
 from infertop.cli.common import EXIT_FAIL, say, user_theme
 from infertop.layouts.model import Layout
 from infertop.monitor.channel.client import Connection, MonitorUnavailable, SocketFeed
-from infertop.monitor.channel.paths import log_path, private_state_dir, socket_path
+from infertop.monitor.channel.paths import MonitorBusy, MonitorLock, log_path, private_state_dir, socket_path
 from infertop.monitor.channel.protocol import Info
 
 START_TIMEOUT_S = 60.0  # imports and the first connections, on a busy 2-core machine
@@ -91,6 +91,18 @@ def _log_tail(layout: Layout) -> str:
     return "no output"
 
 
+def _another_monitor_holds(layout: Layout) -> bool:
+    """Whether a monitor process holds the layout's monitor lock (tried, and let go at once)."""
+    try:
+        lock = MonitorLock.take(socket_path(layout), "infertop: a viewer checking the monitor lock")
+    except MonitorBusy:
+        return True
+    except OSError:
+        return False
+    lock.release()
+    return False
+
+
 def wait_for_monitor(
     layout: Layout, child: subprocess.Popen[bytes], timeout_s: float = START_TIMEOUT_S
 ) -> Info:
@@ -102,12 +114,11 @@ def wait_for_monitor(
         if info is not None:
             return info
         exited = child.poll() is not None
-        if exited or time.monotonic() > deadline:
-            if exited:  # lost a race to another monitor? it may need a moment to serve
-                info = running_monitor(layout)
-                if info is not None:
-                    return info
-            else:
+        # ours lost the race to a monitor another viewer started at the same moment: that
+        # one holds the lock and serves once its first connections are made (seconds at
+        # 128 nodes): wait for it, as for ours
+        if (exited and not _another_monitor_holds(layout)) or time.monotonic() > deadline:
+            if not exited:
                 child.terminate()
             raise MonitorUnavailable(
                 f"the monitor did not start (log {log_path(socket_path(layout))}: {_log_tail(layout)})",
