@@ -356,7 +356,7 @@ class PromSource(PollingSource):
         `latency`: the latency histograms too (per engine only up to RANK_LATENCY_MAX_NODES)."""
         out = []
         for q in self.builder.tier(tier):
-            if q.tier == "engine" and promql.is_latency_key(q.key) and not latency:
+            if promql.is_latency(q) and not latency:
                 continue
             if promql.is_rank_latency(q) and not self.rank_latency():
                 continue

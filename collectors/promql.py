@@ -160,9 +160,13 @@ def is_latency_key(key: str) -> bool:
     return key.removeprefix(RANK_KEY).startswith(LATENCY_KEY)
 
 
+def is_latency(query: Query) -> bool:
+    return query.tier == "engine" and is_latency_key(query.key)
+
+
 def is_rank_latency(query: Query) -> bool:
     """The buckets of one data-parallel engine's latency histogram (read on small fleets only)."""
-    return query.tier == "engine" and query.key.startswith(RANK_KEY) and is_latency_key(query.key)
+    return is_latency(query) and query.key.startswith(RANK_KEY)
 
 
 # the throttled verdict reads dcgm-exporter's clock-event reasons; where Prometheus has

@@ -59,7 +59,8 @@ STARTS = 2
 def _started(python: Path, model: Path, log: Path, name: str, speculative: dict | None) -> VllmServer:
     """A vLLM server up and answering /health; a start whose process exited before that
     is tried again (its log kept beside, as vllm.log.crashed-N)."""
-    for start in range(1, STARTS):
+    start = 1
+    while True:
         server = VllmServer(python, model, log, name=name, speculative=speculative).start()
         try:
             server.wait_ready()
@@ -67,16 +68,10 @@ def _started(python: Path, model: Path, log: Path, name: str, speculative: dict 
         except AssertionError:
             crashed = server.proc is not None and server.proc.poll() is not None
             server.stop()
-            if not crashed:
+            if not crashed or start == STARTS:
                 raise
-            log.rename(log.with_name(f"{log.name}.crashed-{start}"))
-    server = VllmServer(python, model, log, name=name, speculative=speculative).start()
-    try:
-        server.wait_ready()
-    except AssertionError:
-        server.stop()
-        raise
-    return server
+        log.rename(log.with_name(f"{log.name}.crashed-{start}"))
+        start += 1
 
 
 def build_tiny_model(python: Path, builder: str, model: Path) -> None:
