@@ -146,6 +146,12 @@ def _epoch(iso: str | None) -> float | None:
     return None if iso is None else datetime.fromisoformat(iso).timestamp()
 
 
+# the edges of the readings behind an engine's window figures: a scrape's first and last
+# reading, a log's first and last line
+SCRAPE_EDGES = ("window_first_reading_at", "window_last_reading_at")
+LOG_EDGES = ("log_window_start_at", "log_window_end_at")
+
+
 # how far a reading's stamp may lie from the relay's span of its page: the monitor stamps
 # the midpoint of its request and the answer, and the request may wait for the relay (a
 # thread of the busy test process) to take it: seen 0.56 s before the relay's span with
@@ -159,7 +165,7 @@ def window_pages(pages: list[Page], engine: dict[str, Any]) -> tuple[Page, Page]
     `window_last_reading_at`: the midpoint of the monitor's request and its answer), and
     each is the page the relay was serving then — nearest its ask-to-answer span (rounds
     are an interval apart; at start-up the monitor may read twice in a moment)."""
-    edges = [_epoch(engine["window_first_reading_at"]), _epoch(engine["window_last_reading_at"])]
+    edges = [_epoch(engine[k]) for k in SCRAPE_EDGES]
     assert None not in edges, f"the monitor gave no window edges: {edges}"
     out = []
     for edge in edges:
@@ -171,11 +177,16 @@ def window_pages(pages: list[Page], engine: dict[str, Any]) -> tuple[Page, Page]
     return out[0], out[1]
 
 
+def _span_s(engine: dict[str, Any], edges: tuple[str, str]) -> float | None:
+    first, last = (_epoch(engine.get(k)) for k in edges)
+    return None if first is None or last is None else last - first
+
+
 def reading_span_s(engine: dict[str, Any]) -> float:
     """The monitor's time from its window's first engine reading to its last (s)."""
-    first, last = _epoch(engine["window_first_reading_at"]), _epoch(engine["window_last_reading_at"])
-    assert first is not None and last is not None, "the monitor gave no window edges"
-    return last - first
+    span = _span_s(engine, SCRAPE_EDGES)
+    assert span is not None, "the monitor gave no window edges"
+    return span
 
 
 def scrape(base_url: str) -> dict[str, float]:
@@ -203,17 +214,12 @@ class Run:
 SNAPSHOT_ATTEMPTS = 3
 
 
-def window_spans(snapshot: dict[str, Any], window_s: float) -> dict[str, float | None]:
+def window_spans(snapshot: dict[str, Any]) -> dict[str, float | None]:
     """How much of the window the readings behind each node's engine figures span (s):
     the scraped engine's first to last reading, the logged engine's first to last line."""
-    edges = {"scraped": ("window_first_reading_at", "window_last_reading_at"),
-             "logged": ("log_window_start_at", "log_window_end_at")}
-    out: dict[str, float | None] = {}
-    for node in snapshot["nodes"]:
-        if node["name"] in edges and node.get("engine"):
-            first, last = (_epoch(node["engine"].get(k)) for k in edges[node["name"]])
-            out[node["name"]] = None if first is None or last is None else last - first
-    return out
+    edges = {"scraped": SCRAPE_EDGES, "logged": LOG_EDGES}
+    return {node["name"]: _span_s(node["engine"], edges[node["name"]])
+            for node in snapshot["nodes"] if node["name"] in edges and node.get("engine")}
 
 
 def drive(server: VllmServer, work: Path, interval_s: float, window_s: float) -> Run:
@@ -246,7 +252,7 @@ def drive(server: VllmServer, work: Path, interval_s: float, window_s: float) ->
                 assert load.running(), f"the load ended inside the window: {load.counts.errors[:3]}"
                 if out.returncode != 0:
                     break
-                spans = window_spans(json.loads(out.stdout), window_s)
+                spans = window_spans(json.loads(out.stdout))
                 # the log's span only where it has one (an engine that logs no stats lines)
                 if (spans.get("scraped") or 0.0) >= window_s / 2 and (spans.get("logged") or window_s) >= window_s / 2:
                     break
