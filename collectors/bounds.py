@@ -123,6 +123,7 @@ COUNTER_MAX_PER_S: Mapping[str, float] = {
     "drafts_total": _TOKENS_PER_S,
     "draft_tokens_total": _TOKENS_PER_S,
     "accepted_tokens_total": _TOKENS_PER_S,
+    "accepted_tokens_by_position_total": _TOKENS_PER_S,  # one position's (draft_positions.py)
     "generation_tokens_total": _TOKENS_PER_S,
     "prompt_tokens_total": _TOKENS_PER_S,
     "prompt_cached_tokens_total": _TOKENS_PER_S,

@@ -41,6 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from infertop.collectors.draft_positions import PER_POSITION_NAMES, accepted_by_position
 from infertop.collectors.engine_info import engine_info_fields, info_names
 from infertop.collectors.engine_ranks import engine_ranks
 from infertop.collectors.exposition import Exposition, ExpositionError, duplicate_note, parse_exposition
@@ -129,7 +130,7 @@ class Profile:
     def wanted(self) -> frozenset[str]:
         """`own_names`, for `parse_exposition(wanted=…)`, with the scoreboard's names
         (`collectors.histograms`: engine-prefixed, read on any profile)."""
-        return self.own_names | wanted_names() | info_names()
+        return self.own_names | wanted_names() | info_names() | frozenset(PER_POSITION_NAMES)
 
     @functools.cached_property
     def wanted_without_latency(self) -> frozenset[str]:
@@ -424,6 +425,9 @@ def engine_sample_from_exposition(
         raise ExpositionError(f"no {profile.name} engine metrics in {redact_url(where)}")
     values["counters_started_at"] = counters_started_at(index, profile)
     extras = scoreboard_fields(index)
+    per_position = index.first_present(PER_POSITION_NAMES)
+    if per_position is not None:
+        extras["accepted_tokens_by_position_total"] = accepted_by_position(index.series(per_position))
     if ranks:
         extras["ranks"] = engine_ranks(
             index, profile.wanted, lambda part: _rank_sample(part, profile, source, where))

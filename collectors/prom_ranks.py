@@ -18,6 +18,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from infertop.collectors.draft_positions import POSITION_FIELD, POSITION_LABEL, accepted_by_position
 from infertop.collectors.engine_ranks import MAX_RANKS, RANK_LABELS, dp_rank_of, rank_key, rank_order
 from infertop.collectors.sample import (
     ENGINE_COUNTER_FIELDS,
@@ -47,10 +48,15 @@ def rank_samples(fig: Figures, steps_by_engine: str, latency_key: str, buckets: 
     carries a rank label."""
     per: dict[tuple[str, ...], dict[str, float | None]] = {}
     hists: dict[tuple[str, ...], dict[str, dict[tuple[str, ...], float | None]]] = {}
+    positions: dict[tuple[str, ...], list[tuple[dict[str, str], float]]] = {}
     for key, by_sub in fig.items():
         if key.startswith(RANK_KEY):
             field = key[len(RANK_KEY):]
-            if field.startswith(latency_key):
+            if field == POSITION_FIELD:
+                for (*rank, position), count in by_sub.items():
+                    if count is not None:
+                        positions.setdefault(tuple(rank), []).append(({POSITION_LABEL: position}, count))
+            elif field.startswith(latency_key):
                 name = field[len(latency_key):]
                 for (*rank, le), count in by_sub.items():
                     hists.setdefault(tuple(rank), {}).setdefault(name, {})[(le,)] = count
@@ -60,12 +66,12 @@ def rank_samples(fig: Figures, steps_by_engine: str, latency_key: str, buckets: 
         elif key == steps_by_engine:
             for sub, value in by_sub.items():
                 per.setdefault(sub, {})["steps_total"] = value
-    labelled = {sub for sub in (*per, *hists) if any(sub)}
+    labelled = {sub for sub in (*per, *hists, *positions) if any(sub)}
     found: dict[str, EngineRankSample] = {}
     for sub in labelled:
         values = {k: v for k, v in per.get(sub, {}).items() if v is not None and math.isfinite(v)}
         latency = {name: b for name, by_le in hists.get(sub, {}).items() if (b := buckets(by_le)) is not None}
-        if not values and not latency:
+        if not values and not latency and sub not in positions:
             continue
         named = rank_key({label: v for label, v in zip(RANK_LABELS, sub, strict=True) if v})
         if named is None or named in found or len(found) >= MAX_RANKS:
@@ -75,6 +81,7 @@ def rank_samples(fig: Figures, steps_by_engine: str, latency_key: str, buckets: 
             source="endpoint", profile="prom",
             steps_by_engine_total={named: steps} if steps is not None else None,
             latency_buckets=latency or None, **values,
+            accepted_tokens_by_position_total=accepted_by_position(positions.get(sub, ())),
         )
         found[named] = EngineRankSample(key=named, dp_rank=dp_rank_of(named), engine=engine)
     return [found[k] for k in sorted(found, key=rank_order)] or None

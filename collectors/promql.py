@@ -31,6 +31,12 @@ from typing import Any
 
 from infertop.collectors.bounds import whole
 from infertop.collectors.dcgm import NVLINK_TOTAL_BYTES_PER_UNIT
+from infertop.collectors.draft_positions import (
+    PER_POSITION_NAMES,
+    POSITION_FIELD,
+    POSITION_LABEL,
+    accepted_by_position,
+)
 from infertop.collectors.engine_info import (
     HEALTH_GAUGES,
     INFO_GAUGES,
@@ -143,6 +149,8 @@ LABELS_KEY = "labels:"
 LABELS_BASE = f"{LABELS_KEY}base"
 _LABELS_BASE_METRIC = "vllm:num_requests_running"
 _HEALTH_KEY = "engine_healthy"
+# accepted draft tokens per draft position, summed per node (and engine) and `position`
+POSITIONS_KEY = POSITION_FIELD
 _MAX_INFO_SERIES = 64  # per node and gauge: a node has at most a few dozen engines
 
 
@@ -229,6 +237,8 @@ class QueryBuilder:
         for name, bases in LATENCY_HISTOGRAMS.items():
             buckets = self.agg("sum", self._alts([f"{b}_bucket" for b in bases]), ("le",))
             out.append(Query("engine", f"{LATENCY_KEY}{name}", buckets))
+        positions = self.agg("sum", self._alts(PER_POSITION_NAMES), (POSITION_LABEL,))
+        out.append(Query("engine", POSITIONS_KEY, positions))
         for gauge in (*INFO_GAUGES, *VALUE_SETTINGS):
             out.append(Query("engine", f"{LABELS_KEY}{gauge}", self.with_node(self.sel(gauge))))
         out.append(Query("engine", LABELS_BASE, self.with_node(self.sel(_LABELS_BASE_METRIC))))
@@ -256,6 +266,8 @@ class QueryBuilder:
         for name, bases in LATENCY_HISTOGRAMS.items():
             buckets = self.agg("sum", self._alts([f"{b}_bucket" for b in bases]), (*ENGINE_LABELS, "le"))
             out.append(Query("engine", f"{RANK_KEY}{LATENCY_KEY}{name}", buckets))
+        positions = self.agg("sum", self._alts(PER_POSITION_NAMES), (*ENGINE_LABELS, POSITION_LABEL))
+        out.append(Query("engine", f"{RANK_KEY}{POSITIONS_KEY}", positions))
         return out
 
     def gpu(self) -> list[Query]:
@@ -411,6 +423,8 @@ def subkeys(tier: str, key: str) -> tuple[str, ...]:
         return ("gpu",)
     if tier == "engine" and key.startswith(LATENCY_KEY):
         return ("le",)
+    if tier == "engine" and key.removeprefix(RANK_KEY) == POSITIONS_KEY:
+        return (*ENGINE_LABELS, POSITION_LABEL) if key.startswith(RANK_KEY) else (POSITION_LABEL,)
     if tier == "engine" and (per_rank := rank_subkeys(key, LATENCY_KEY)) is not None:
         return per_rank
     return SUBKEYS.get(key, ())
@@ -446,11 +460,21 @@ def engine_sample(node: str, taken_at: float, fig: Mapping[str, Mapping[tuple[st
         for key, by_le in fig.items()
         if key.startswith(LATENCY_KEY) and (buckets := _buckets(by_le)) is not None
     }
+    extras[POSITIONS_KEY] = by_position(fig.get(POSITIONS_KEY))
     ranks = rank_samples(fig, _ENGINE_STEPS_BY_ENGINE, LATENCY_KEY, _buckets, SCOREBOARD_SCALARS)
     return NodeSample(node=node, source=source, taken_at=taken_at, **extra,
                       engine=EngineSample(source="endpoint", profile="prom",
                                           steps_by_engine_total=per_engine or None, **values, **extras,
                                           latency_buckets=latency or None, ranks=ranks))
+
+
+def by_position(by_sub: Mapping[tuple[str, ...], float | None] | None) -> tuple[float, ...] | None:
+    """`{(…, position): count}` → the counters of positions 0..k-1 (None unless whole)."""
+    if not by_sub:
+        return None
+    if any(v is None for v in by_sub.values()):
+        return None
+    return accepted_by_position(({POSITION_LABEL: sub[-1]}, v) for sub, v in by_sub.items() if v is not None)
 
 
 def _label_sets(fig: Mapping[str, Mapping[tuple[str, ...], float | None]], key: str) -> list[dict[str, str]]:

@@ -13,6 +13,7 @@ empty list (e.g. a node without an NVIDIA driver has `gpus=[]`).
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -211,6 +212,9 @@ class EngineSample(_Frozen):
     # draft / accepted counters exist. Acceptance 0–1; length includes the bonus token.
     spec_accept_rate: float | None = None
     spec_accept_length: float | None = None
+    # accepted draft tokens per draft position 0..k-1, cumulative (vLLM's
+    # spec_decode_num_accepted_tokens_per_pos, summed over engines: collectors.draft_positions)
+    accepted_tokens_by_position_total: tuple[float, ...] | None = None
     # when the token counters began (unix s): their `_created` sample, else the process
     # start; a counter born after the reservation start counted only this reservation
     counters_started_at: float | None = None
@@ -237,6 +241,16 @@ class EngineSample(_Frozen):
         if settings is None:
             return None
         return {str(k)[:64]: str(v)[:120] for k, v in list(settings.items())[:64]} or None
+
+    @field_validator("accepted_tokens_by_position_total")
+    @classmethod
+    def _sane_positions(cls, counts: tuple[float, ...] | None) -> tuple[float, ...] | None:
+        # a probe may send anything: at most 32 positions of finite counts, else unknown
+        if counts is None or not 0 < len(counts) <= 32:
+            return None
+        if not all(math.isfinite(c) and 0 <= c <= 2.0**64 for c in counts):
+            return None
+        return counts
 
     @field_validator("ranks")
     @classmethod

@@ -113,6 +113,10 @@ class EngineView(_View):
     requests_waiting: float | None = None
     kv_cache_usage: float | None = None
     # additions
+    draft_tokens_per_s: float | None = None  # tokens drafted (proposed), accepted or not
+    # per draft position 0..k-1: the share of drafts whose token there was accepted,
+    # Δaccepted[i] / Δdrafts (vLLM's per-position counters); None: not served
+    acceptance_by_position: list[float | None] | None = None
     prompt_tokens_per_s: float | None = None
     requests_finished_per_s: float | None = None  # ended normally (stop / length)
     requests_aborted_per_s: float | None = None  # aborted or failed, not in the line above
@@ -190,6 +194,8 @@ class EngineRankView(_View):
     mean_acceptance_length: float | None = None
     accepted_tokens_per_s: float | None = None
     full_acceptance_tokens_per_s: float | None = None
+    draft_tokens_per_s: float | None = None
+    acceptance_by_position: list[float | None] | None = None
     requests_running: float | None = None
     requests_waiting: float | None = None
     kv_cache_usage: float | None = None

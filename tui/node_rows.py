@@ -22,6 +22,7 @@ from infertop.monitor.format import (
 )
 from infertop.monitor.snapshot import EngineView, GpuView, HostView, NicView, NodeView
 from infertop.tui.columns import GREY, SEVERITY_STYLE, TROUBLE, WARN, status_cell
+from infertop.tui.draft_chart import position_chart
 from infertop.tui.sparkline import sparkline
 from infertop.tui.text import inert
 
@@ -240,6 +241,10 @@ def engine_text(
     _pair(out, "draft acceptance", fmt_pct(engine.draft_acceptance, 1))
     _pair(out, "mean acceptance length", fmt_num(engine.mean_acceptance_length, 2))
     out.append("\n")
+    chart = position_chart(engine.acceptance_by_position)
+    if chart.plain:
+        out.append_text(chart)
+        out.append("\n")
     _pair(out, "tokens/s accepted", fmt_num(engine.accepted_tokens_per_s, 0))
     _pair(out, "full-acceptance", fmt_num(engine.full_acceptance_tokens_per_s, 0))
     _pair(out, "prompt", fmt_num(engine.prompt_tokens_per_s, 0))

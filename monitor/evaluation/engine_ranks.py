@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import cast
 
+from infertop.collectors.draft_positions import position_key
 from infertop.collectors.sample import EngineRankSample, NodeSample
 from infertop.layouts.model import Layout, NodeConfig
 from infertop.monitor.evaluation.figures import ENGINE_RATE_FIELDS, engine_view
@@ -23,6 +24,7 @@ from infertop.monitor.evaluation.window_rates import Values, WindowRates
 from infertop.monitor.snapshot import EngineRankView, EngineView
 
 # the engine figures a rank carries: those of EngineRankView it shares with EngineView
+POSITION_FIELD = position_key(0)[1]
 RANK_FIGURES = tuple(sorted(set(EngineRankView.model_fields) & set(EngineView.model_fields)))
 
 
@@ -39,6 +41,8 @@ def rank_counters(sample: NodeSample) -> Values:
             value = getattr(r, attr)
             if value is not None:
                 out[(rank.key, attr)] = value
+        for position, count in enumerate(r.accepted_tokens_by_position_total or ()):
+            out[(rank.key, *position_key(position))] = count
     return out
 
 
@@ -50,6 +54,8 @@ class _RankRates:
 
     def rate(self, what: Hashable) -> float | None:
         # a node's per-engine step key (engine, "steps_total") is the rank's own steps
+        if isinstance(what, tuple) and len(what) == 2 and what[1] == POSITION_FIELD:
+            return self._rates.rate((self._key, *what))  # a draft position's: kept whole
         field = what[-1] if isinstance(what, tuple) else what
         return self._rates.rate((self._key, field))
 

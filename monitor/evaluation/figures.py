@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from infertop.collectors.bounds import counter_trust
+from infertop.collectors.draft_positions import position_key
 from infertop.collectors.fleet import NodeState
 from infertop.collectors.loop_stalls import StallTimeline
 from infertop.collectors.rates import ratio
@@ -132,7 +133,24 @@ def engine_counters(sample: NodeSample) -> Values:
     }
     for engine, steps in (e.steps_by_engine_total or {}).items():
         out[(engine, "steps_total")] = steps  # keyed like a GPU's counters: (which, field)
+    for position, count in enumerate(e.accepted_tokens_by_position_total or ()):
+        out[position_key(position)] = count
     return out
+
+
+def acceptance_by_position(
+    sample: EngineSample, rate: Callable[[Hashable], float | None], drafts_per_s: float | None
+) -> list[float | None] | None:
+    """Per draft position, the share of drafts whose token at that position was accepted:
+    Δaccepted[i] / Δdrafts (vLLM's own "per-position acceptance rate"); None where the
+    engine serves no per-position counters, or drafted nothing in the window."""
+    positions = len(sample.accepted_tokens_by_position_total or ())
+    if not positions or not drafts_per_s:
+        return None
+    return [
+        None if (r := rate(position_key(i))) is None else min(r / drafts_per_s, 1.0)
+        for i in range(positions)
+    ]
 
 
 def decode_steps_per_s(sample: EngineSample, rate: Callable[[Hashable], float | None]) -> float | None:
@@ -275,6 +293,8 @@ def engine_view(
         decode_steps_per_s=decode_steps_per_s(latest, rate),
         draft_acceptance=acceptance,
         mean_acceptance_length=acceptance_length,
+        draft_tokens_per_s=draft_tokens,
+        acceptance_by_position=acceptance_by_position(latest, rate, drafts),
         accepted_tokens_per_s=generated,
         full_acceptance_tokens_per_s=full,
         requests_running=latest.requests_running,

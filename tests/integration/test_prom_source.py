@@ -125,6 +125,10 @@ async def test_figures_equal_the_exporters_rates(prom: PrometheusServer) -> None
         assert engine.decode_steps_per_s == pytest.approx(40.0, rel=rel)
         assert engine.draft_acceptance == pytest.approx(63.0 / 90.0, rel=0.01)
         assert engine.mean_acceptance_length == pytest.approx(1 + 63.0 / 30.0, rel=0.01)
+        # per draft position: Δaccepted[i] ÷ Δdrafts, from the per-position counters
+        assert engine.acceptance_by_position == pytest.approx([27.0 / 30, 21.0 / 30, 15.0 / 30], rel=0.01)
+        [rank] = engine.ranks or []
+        assert rank.acceptance_by_position == pytest.approx(engine.acceptance_by_position, rel=0.01)
         assert engine.accepted_tokens_per_s == pytest.approx(93.0, rel=rel)
         assert engine.full_acceptance_tokens_per_s == pytest.approx(30.0 + 90.0, rel=rel)
         assert engine.prompt_tokens_per_s == pytest.approx(400.0, rel=rel)
@@ -363,7 +367,7 @@ async def test_prom_equals_the_scrape_source_for_the_same_nodes(
         assert b[name].sources != a[name].sources  # really two different paths
         ea, eb = a[name].engine, b[name].engine
         assert ea is not None and eb is not None
-        for field in ("draft_acceptance", "requests_running", "kv_cache_usage"):
+        for field in ("draft_acceptance", "requests_running", "kv_cache_usage", "acceptance_by_position"):
             assert getattr(ea, field) == pytest.approx(getattr(eb, field), rel=0.01), field
         # Rates: each source times its readings itself (Prometheus its scrape start, the
         # scrape source the middle of its request), so on a loaded machine the two differ by

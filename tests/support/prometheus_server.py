@@ -92,6 +92,8 @@ class SimRates:
     drafts_per_s: float = 30.0
     draft_tokens_per_s: float = 90.0
     accepted_per_s: float = 63.0
+    # of those, at draft positions 0, 1, 2 (non-increasing, summing to accepted_per_s)
+    accepted_by_position_per_s: tuple[float, ...] = (27.0, 21.0, 15.0)
     generation_per_s: float = 93.0
     prompt_per_s: float = 400.0
     running: float = 12.0
@@ -139,6 +141,11 @@ class SimNodeCollector(Collector):
         yield counter("vllm:spec_decode_num_drafts", r.drafts_per_s)
         yield counter("vllm:spec_decode_num_draft_tokens", r.draft_tokens_per_s)
         yield counter("vllm:spec_decode_num_accepted_tokens", r.accepted_per_s)
+        per_pos = CounterMetricFamily("vllm:spec_decode_num_accepted_tokens_per_pos", "per position",
+                                      labels=[*labels, "position"])
+        for position, per_s in enumerate(r.accepted_by_position_per_s):
+            per_pos.add_metric([*lv, str(position)], per_s * dt)
+        yield per_pos
         yield counter("vllm:generation_tokens", r.generation_per_s)
         yield counter("vllm:prompt_tokens", r.prompt_per_s)
         yield gauge("vllm:num_requests_running", r.running)
