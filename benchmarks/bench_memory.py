@@ -38,7 +38,7 @@ from benchmarks.common import SCALE, Row, rss_bytes
 NODES = 128
 TICKS = 1200
 EVERY = 100
-# the 1,024-node run takes ~30 min of CPU on 2 cores: `make bench-scale`, not `make bench`
+# the 1,024-node run takes ~30 min of CPU on 2 cores: `make bench-scale-live`, not `make bench`
 SCALE_NODES = 1024
 SCALE_TICKS = 1000
 SCALE_AT = (100, 500, 1000)

@@ -36,7 +36,7 @@ from benchmarks.common import SCALE, Row
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support
 
-# 4,096 nodes (a ~40 MB page, ~385k series) only with INFERTOP_BENCH_SCALE=1 (`make bench-scale`)
+# 4,096 nodes (a ~40 MB page, ~385k series) only with INFERTOP_BENCH_SCALE=1 (`make bench-scale-live`)
 _DEFAULT_SIZES = "256,1024,4096" if SCALE else "256,1024"
 SIZES = tuple(int(n) for n in os.environ.get("INFERTOP_BENCH_PROM_NODES", _DEFAULT_SIZES).split(","))
 BACKENDS = tuple(os.environ.get("INFERTOP_BENCH_PROM_BACKENDS", "prometheus,victoriametrics").split(","))

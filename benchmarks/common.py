@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-# `make bench-scale` sets INFERTOP_BENCH_SCALE=1: the scale points too (1,024 nodes' memory
+# `make bench-scale-live` sets INFERTOP_BENCH_SCALE=1: the scale points too (1,024 nodes' memory
 # over 1,000 ticks, 4,096 nodes through a backend), minutes each on 2 cores
 SCALE = os.environ.get("INFERTOP_BENCH_SCALE") == "1"
 
