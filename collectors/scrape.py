@@ -318,9 +318,10 @@ class ScrapeSource(PollingSource):
         errors = [r.error for r in results if r.error is not None]
         pages = [self._outcome(ep, r) for ep, r in zip(endpoints, results, strict=True)]
         if len(errors) == len(results):
-            more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+            # every endpoint's own error, each once: "(and 1 more)" named nothing
             return NodeSample(
-                node=node, source=self.kind, taken_at=taken_at, error=errors[0] + more, pages=pages
+                node=node, source=self.kind, taken_at=taken_at, error="; ".join(dict.fromkeys(errors)),
+                pages=pages,
             )
         engine = next((r.engine for r in results if r.engine is not None), None)
         gpus: list[GpuSample] | None = None

@@ -3,6 +3,8 @@ Unknown → "—"; text from outside (names, notes, evidence) → `inert_text`."
 
 from __future__ import annotations
 
+import math
+
 from infertop.collectors import safe_text
 from infertop.monitor.snapshot import ClusterView, LinksView, SessionView
 
@@ -161,3 +163,89 @@ def fmt_clock(iso: str | None) -> str:
     if iso is None:
         return UNKNOWN
     return inert_text(iso[:16].replace("T", " "), 16) + " UTC"
+
+
+# -- fitting a figure into a cell: the one rule ---------------------------------------
+# A figure too wide for its cell is written shorter, never cut: fewer decimals, then SI
+# prefixes ("$84.66" → "$84.7" → "$85"; "5,400/s" → "5.4k/s"). A shorter form must keep
+# two significant digits (or be exact): "$1k" for $1,354 or "$0" for $0.03 would be a
+# different figure, not a shorter one. Never scientific notation ("5.4e+03").
+SI_PREFIXES = ("", "k", "M", "G", "T", "P", "E")
+
+
+def _significant(text: str) -> int:
+    """Significant digits written in a plain decimal ("84.7" → 3, "0.030" → 2)."""
+    digits = "".join(ch for ch in text if ch.isdigit()).lstrip("0")
+    return len(digits)
+
+
+def _scaled(value: float) -> tuple[float, str]:
+    """`value` scaled by 1000s below 1,000 (rounded to 1 decimal), with its prefix."""
+    scaled, prefix = value, 0
+    while abs(round(scaled, 1)) >= 1000 and prefix < len(SI_PREFIXES) - 1:
+        scaled /= 1000
+        prefix += 1
+    return scaled, SI_PREFIXES[prefix]
+
+
+def figure_forms(value: float | None, digits: int = 1, unit: str = "",
+                 money: bool = False) -> tuple[str, ...]:
+    """Every way to write `value` that this project accepts, most precise first: with
+    `digits` decimals and thousands separators, then fewer decimals, then scaled by SI
+    prefixes. `unit` follows the number as written ("/s", " W"); `money` puts "$" first.
+    Unknown is "—"."""
+    if value is None:
+        return (UNKNOWN,)
+    sign = "-" if value < 0 else ""
+    magnitude = abs(value)
+
+    def dress(number: str, prefix: str = "") -> str:
+        return f"{sign}{'$' if money else ''}{number}{prefix}{unit}"
+
+    exact = float(magnitude).is_integer()
+    numbers: list[tuple[str, str]] = []
+    for d in range(max(digits, 0), -1, -1):
+        numbers.append((f"{magnitude:,.{d}f}", ""))
+    if magnitude >= 1000:
+        scaled, prefix = _scaled(magnitude)
+        numbers += [(f"{scaled:.1f}", prefix), (f"{scaled:.0f}", prefix)]
+    forms: list[str] = []
+    for number, prefix in numbers:
+        plain = number.replace(",", "")
+        kept = _significant(plain)
+        is_exact = exact and not prefix and float(plain) == magnitude
+        if forms and not is_exact and (kept < 2 or (magnitude and not float(plain))):
+            continue  # too few digits left: a different figure, not a shorter one
+        form = dress(number, prefix)
+        if form not in forms:
+            forms.append(form)
+    return tuple(forms)
+
+
+def fit_forms(forms: tuple[str, ...] | list[str], width: int) -> str | None:
+    """The most precise of `forms` (most precise first) within `width` characters;
+    None when even the shortest does not fit: then the figure's column goes whole."""
+    return next((form for form in forms if len(form) <= width), None)
+
+
+def fit_figure(value: float | None, width: int, digits: int = 1, unit: str = "",
+               money: bool = False) -> str | None:
+    """`value` written to fit `width` characters by the one rule (`figure_forms`),
+    None when it cannot: the caller leaves the column out and says so."""
+    return fit_forms(figure_forms(value, digits, unit, money), width)
+
+
+def fmt_si(value: float | None, unit: str = "", digits: int = 1) -> str:
+    """A figure in running text, compact and never scientific: below 1,000 with up to
+    `digits` decimals ("32.9/s", "0.05/s"), above it with an SI prefix ("5.4k/s",
+    "2.0M/s")."""
+    if value is None:
+        return UNKNOWN
+    magnitude = abs(value)
+    sign = "-" if value < 0 else ""
+    if round(magnitude, digits) < 1000:
+        if 0 < magnitude < 1:  # a small rate keeps its first digit ("0.05/s", not "0.1/s")
+            digits = min(max(digits, -math.floor(math.log10(magnitude))), 12)
+        return f"{sign}{magnitude:.{digits}f}{unit}"
+    scaled, prefix = _scaled(magnitude)
+    return f"{sign}{scaled:.1f}{prefix}{unit}" if scaled < 100 else f"{sign}{scaled:.0f}{prefix}{unit}"

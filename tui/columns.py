@@ -15,16 +15,17 @@ from rich.text import Text
 from infertop.monitor.evaluation.verdicts import node_hunt_key
 from infertop.monitor.format import (
     UNKNOWN,
+    figure_forms,
     fmt_age,
     fmt_bytes_pair,
     fmt_num,
     fmt_pct,
     fmt_power_w,
     fmt_rate_gbps,
-    fmt_usd,
     links_text,
 )
 from infertop.monitor.snapshot import NodeView
+from infertop.tui.row_table import FigureText
 from infertop.tui.text import inert
 
 # Calm at 3 a.m.: plain text for normal figures, grey for old ones, yellow for worth a
@@ -38,6 +39,11 @@ SEVERITY_STYLE = {"critical": TROUBLE, "warning": WARN, "info": "cyan"}
 
 def _cell(text: str, style: str = "", justify: str = "right") -> Text:
     return Text(text, style=style, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+
+
+def figure_cell(value: float | None, digits: int = 1, unit: str = "", money: bool = False) -> Text:
+    """A figure that a narrow column writes shorter by the one rule, never cut."""
+    return FigureText(figure_forms(value, digits, unit, money))
 
 
 def name_cell(node: NodeView) -> Text:
@@ -148,14 +154,14 @@ COLUMNS: tuple[Column, ...] = (
     # severity first, then the dollars per hour at stake (monitor's hunt key)
     Column("verdicts", "VERDICTS", 22, verdicts_cell, node_hunt_key, descending=False, priority=90,
            justify="left"),
-    Column("cost", "$/H", 9, lambda n: _cell(fmt_usd(n.cost_per_hour_usd)), lambda n: n.cost_per_hour_usd,
-           priority=88),
+    Column("cost", "$/H", 9, lambda n: figure_cell(n.cost_per_hour_usd, 2, money=True),
+           lambda n: n.cost_per_hour_usd, priority=88),
     Column("idle", "IDLE", 5, idle_cell, lambda n: n.idle_fraction, priority=87),
     Column("util", "UTIL", 5, lambda n: _cell(fmt_num(n.gpu_util_pct, 0, "%")), lambda n: n.gpu_util_pct,
            descending=False, priority=80),
-    Column("steps", "STEPS/S", 8, lambda n: _cell(fmt_num(_engine("decode_steps_per_s")(n), 1)),
+    Column("steps", "STEPS/S", 8, lambda n: figure_cell(_engine("decode_steps_per_s")(n), 1),
            _engine("decode_steps_per_s"), descending=False, priority=78),
-    Column("tokens", "TOK/S", 8, lambda n: _cell(fmt_num(_engine("accepted_tokens_per_s")(n), 0)),
+    Column("tokens", "TOK/S", 8, lambda n: figure_cell(_engine("accepted_tokens_per_s")(n), 0),
            _engine("accepted_tokens_per_s"), descending=False, priority=76),
     Column("links", "LINKS", 13, links_cell, _links_value, descending=False, priority=74, justify="left"),
     Column("accept", "ACCEPT", 7, lambda n: _cell(fmt_pct(_engine("draft_acceptance")(n))),

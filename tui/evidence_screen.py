@@ -17,11 +17,16 @@ from infertop.monitor.snapshot import EvidenceView, NodeView, VerdictView
 from infertop.tui.text import inert
 
 
-def _figure(value: float | None, unit: str) -> str:
+def _figure(value: float | None, unit: str, figure: str = "") -> str:
+    """A figure with its unit, the unit not said twice: "32.9" under "decode steps/s"
+    (not "32.9 /s"), "1" under "GPUs power-capped" (not "1 GPUs"); a rate's unit joins
+    the number ("0.2/s")."""
     if value is None:
         return UNKNOWN
     text = f"{value:,.0f}" if abs(value) >= 100 or value == int(value) else f"{value:,.1f}"
-    return f"{text} {unit}".rstrip()
+    if not unit or unit in figure:
+        return text
+    return f"{text}{unit}" if unit.startswith("/") else f"{text} {unit}"
 
 
 def evidence_text(node: NodeView, verdict: VerdictView) -> Text:
@@ -42,7 +47,7 @@ def _line(e: EvidenceView) -> Text:
     off = "" if e.off is None else f"{e.off * 100:.0f} %"
     # the monitor ranked them; a figure it found off is marked, the rest plain
     style = "yellow" if e.off else ""
-    value, median = _figure(e.value, e.unit), _figure(e.median, e.unit)
+    value, median = _figure(e.value, e.unit, e.figure), _figure(e.median, e.unit, e.figure)
     return Text(f"{e.figure:<32}{value:>14}{median:>14}  {off}\n", style=style)
 
 

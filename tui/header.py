@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 from rich.text import Text
 from textual.widgets import Static
@@ -35,7 +36,10 @@ def header_text(
     shown: int | None = None,
     sort_label: str = "layout",
     alerts: str | None = None,
+    hidden: Sequence[str] = (),
 ) -> Text:
+    """`hidden`: the node table's columns left out at this width (said, with the key
+    that shows them, never silently gone)."""
     out = Text(no_wrap=True, overflow="ellipsis")
     out.append("infertop", "bold")
     if snapshot is None:
@@ -81,6 +85,8 @@ def header_text(
         out.append("   filter ", "grey70")
         out.append(inert(filter_text, max_len=40).plain, "bold cyan")
     out.append(f"   sort {sort_label}", "grey70")
+    if hidden:
+        out.append(f"   {len(hidden)} column{'s' if len(hidden) != 1 else ''} hidden (w: all)", "grey70")
     if paused:
         out.append("   ")
         out.append(" PAUSED ", "reverse yellow")

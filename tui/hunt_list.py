@@ -23,15 +23,19 @@ from rich.text import Text
 from textual.binding import Binding
 
 from infertop.monitor.evaluation.mass_events import hunt_entries
-from infertop.monitor.format import fmt_age, fmt_usd
+from infertop.monitor.format import figure_forms, fmt_age, fmt_usd
 from infertop.monitor.snapshot import NodeView, SharedBlindSpotView, Snapshot, VerdictGroupView, VerdictView
 from infertop.tui.messages import OpenNode
-from infertop.tui.row_table import RowTable
+from infertop.tui.row_table import FigureText, RowTable
 from infertop.tui.text import inert
 
 SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
-COLUMNS = (("severity", "SEV"), ("node", "NODE"), ("kind", "VERDICT"), ("since", "FOR"),
-           ("stake", "$/H AT STAKE"), ("detail", "EVIDENCE"))
+# (key, label, width, priority, justify): on a narrow panel the lowest priority goes
+# first, whole (the detail line under the list says all of it); the evidence takes the
+# room the others leave, cut with "…"
+COLUMNS = (("severity", "SEV", None, 60, "left"), ("node", "NODE", None, 100, "left"),
+           ("kind", "VERDICT", None, 95, "left"), ("since", "FOR", 3, 50, "right"),
+           ("stake", "STAKE $/H", 9, 90, "right"), ("detail", "EVIDENCE", None, 10, "left"))
 
 Key = tuple[str, str]
 
@@ -55,6 +59,11 @@ def _key_of(row: str) -> Key:
     return (node.partition("\x1e")[0], kind)
 
 
+def stake_cell(usd_per_hour: float | None) -> Text:
+    """Dollars an hour at stake: shorter when the column is narrow ($84.66 → $85), never cut."""
+    return FigureText(figure_forms(usd_per_hour, 2, money=True))
+
+
 def row_cells(node: NodeView, verdict: VerdictView, now: float) -> tuple[Text, ...]:
     style = SEVERITY_STYLE.get(verdict.severity, "")
     age = None if verdict.since is None else max(now - verdict.since, 0.0)
@@ -63,7 +72,7 @@ def row_cells(node: NodeView, verdict: VerdictView, now: float) -> tuple[Text, .
         inert(node.name, max_len=64),
         inert(verdict.kind, style, max_len=24),
         Text(fmt_age(age), justify="right"),
-        Text(fmt_usd(verdict.usd_per_hour_at_stake), justify="right"),
+        stake_cell(verdict.usd_per_hour_at_stake),
         inert(verdict.detail, max_len=300),
     )
 
@@ -76,7 +85,7 @@ def group_cells(group: VerdictGroupView, now: float) -> tuple[Text, ...]:
         inert(group_label(group), "bold"),
         inert(group.kind, style, max_len=24),
         Text(fmt_age(age), justify="right"),
-        Text(fmt_usd(group.usd_per_hour_at_stake), justify="right"),
+        stake_cell(group.usd_per_hour_at_stake),
         inert(group.summary, max_len=300),
     )
 
@@ -97,7 +106,7 @@ def spot_cells(spot: SharedBlindSpotView) -> tuple[Text, ...]:
         inert(spot_label(spot), "bold"),
         inert("blind", style),
         Text("", justify="right"),
-        Text(fmt_usd(None), justify="right"),
+        stake_cell(None),
         inert(spot.note, max_len=300),
     )
 
@@ -167,7 +176,7 @@ class HuntList(RowTable):
     ]
 
     def __init__(self, **kwargs: object) -> None:
-        super().__init__([(key, label, None) for key, label in COLUMNS], **kwargs)  # type: ignore[arg-type]
+        super().__init__(COLUMNS, fit_to_width=True, flex="detail", **kwargs)  # type: ignore[arg-type]
         self._opens: dict[str, str] = {}  # row key → the node Enter opens
         self.pairs: dict[str, tuple[NodeView, VerdictView]] = {}  # single-verdict rows
         self.groups: dict[str, VerdictGroupView] = {}  # mass-event rows

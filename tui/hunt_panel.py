@@ -86,6 +86,9 @@ class HuntPanel(Vertical):
         if spots:
             title = title.replace("all clear", "no node verdict")
             title += f" · {spots} fleet-wide blind spot{'s' if spots != 1 else ''}"
+        hidden = self.hunt.hidden_columns
+        if hidden:  # left out whole at this width: the detail line below says them
+            title += f" · {', '.join(hidden)} in the line below"
         if title != self._shown_title:  # setting a title repaints the panel, even the same one
             self._shown_title = title
             self.border_title = title

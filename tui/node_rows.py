@@ -18,6 +18,7 @@ from infertop.monitor.format import (
     fmt_pct,
     fmt_power_w,
     fmt_rate_gbps,
+    fmt_si,
     fmt_usd,
 )
 from infertop.monitor.snapshot import EngineView, GpuView, HostView, NicView, NodeView
@@ -137,10 +138,9 @@ def port_errors_per_s(nic: NicView) -> float | None:
 def _count_rate(value: float | None) -> str:
     if value is None:
         return UNKNOWN
-    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if value >= scale:
-            return f"{value / scale:.3g}{suffix}"
-    return f"{value:.3g}" if value < 10 else f"{value:.0f}"
+    if value == 0:
+        return "0"
+    return fmt_si(value) if value < 10 else fmt_si(value, digits=0)
 
 
 def rate_pair_cell(first: float | None, second: float | None) -> Text:

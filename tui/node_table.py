@@ -31,7 +31,7 @@ class NodeTable(RowTable):
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__([(c.key, c.label, c.width, c.priority, c.justify) for c in COLUMNS],
-                         frozen=1, fit_to_width=True, **kwargs)
+                         frozen=1, fit_to_width=True, **kwargs)  # type: ignore[arg-type]
         self._sorted_by: SortSpec | None = None
         self._name_widths: dict[str, int] = {}  # node name → its cell's width
 

@@ -129,6 +129,7 @@ class OverviewScreen(FrameScreen):
                 self.fleet_map.cell_count if self.map_shown else self.table.row_count),
             sort_label=self.sort.label,
             alerts=self.frames.alerts,
+            hidden=() if self.map_shown else self.table.hidden_columns,
         )
 
     def rerender(self) -> None:

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from infertop.monitor.format import fmt_latency, fmt_num, fmt_rate_gbps
+from infertop.monitor.format import fmt_latency, fmt_num, fmt_rate_gbps, fmt_si
 from infertop.monitor.snapshot import PdEndView, PdPathView, Snapshot
 from infertop.tui.columns import GREY, TROUBLE, WARN
 from infertop.tui.text import inert
 
 
 def _per_s(value: float | None) -> str:
-    return "—" if value is None else f"{value:.3g}/s"
+    return "—" if value is None else fmt_si(value, "/s")
 
 
 def end_line(label: str, end: PdEndView | None) -> Text:

@@ -16,8 +16,11 @@ clicking a column's header posts `HeaderClicked`.
 
 Fit: the first `frozen` columns never scroll away sideways (←/→ scroll the rest). With
 `fit_to_width`, columns that do not fit the widget are left out, lowest `priority`
-first, so nothing is cut by the screen's edge. A right-justified cell (a number) never
-loses characters: its column widens to hold it (and may then be left out whole).
+first, so nothing is cut by the screen's edge (`hidden_columns` names them), and a
+`flex` column (text) takes the room left, cut with "…". A figure (`FigureText`) wider
+than its column is written shorter by the one rule (`monitor.format.fit_forms`:
+fewer decimals, SI prefixes), never cut; a right-justified cell (a number) never loses
+characters: its column widens to hold its shortest form (and may then be left out whole).
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from infertop.monitor.format import fit_forms
+
 Cells = tuple[Text, ...]
 RowMaker = Callable[[], Sequence[Text]]  # makes a row's cells when the row is drawn
 T = TypeVar("T")
@@ -46,6 +51,31 @@ Signature = tuple[tuple[object, ...], ...]
 GAP = 1  # blank cells between columns
 _NO_CELL = Text()
 _PLAIN = Style.null()
+
+
+class FigureText(Text):
+    """A figure's cell: its text is the most precise form (`forms[0]`); a narrower column
+    draws the most precise form that fits (`monitor.format.figure_forms`)."""
+
+    def __init__(self, forms: Sequence[str], style: str | Style = "") -> None:
+        super().__init__(forms[0], style=style, justify="right", no_wrap=True)
+        self.forms = tuple(forms)
+
+    @property
+    def shortest(self) -> int:
+        return min(len(form) for form in self.forms)
+
+    def fitted(self, width: int) -> Text:
+        """This figure in `width` cells by the one rule (its shortest form if none fits)."""
+        form = fit_forms(self.forms, width) or min(self.forms, key=len)
+        text = Text(form, style=self.style, justify="right", no_wrap=True)
+        for span in self.spans:  # a style over the whole figure keeps covering it
+            if span.start == 0 and span.end >= len(self.plain):
+                text.stylize(span.style)
+        return text
+
+
+FLEX_MIN = 12  # a flex column narrower than this is left out rather than shown as "…"
 
 
 @dataclass(frozen=True)
@@ -174,12 +204,16 @@ class RowTable(ScrollView, can_focus=True):
         *,
         frozen: int = 0,
         fit_to_width: bool = False,
+        flex: str | None = None,
         **kwargs: object,
     ) -> None:
         """`columns`: (key, label, width[, priority[, justify]]); a width of None fits the content.
-        `frozen`: how many leading columns stay put when the rest scroll sideways."""
+        `frozen`: how many leading columns stay put when the rest scroll sideways.
+        `flex`: the key of a text column that takes the room the others leave (with
+        `fit_to_width`), its cells cut with "…"."""
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.columns = [Column(*c) for c in columns]
+        self.flex = None if flex is None else [c.key for c in self.columns].index(flex)
         self.frozen = frozen
         self.fit_to_width = fit_to_width
         self._visible = list(range(len(self.columns)))
@@ -273,8 +307,9 @@ class RowTable(ScrollView, can_focus=True):
             width = self.columns[i].width
             if width is None or cell.justify != "right":
                 continue
-            if cell.cell_len > max(width, self._grown.get(i, 0)):
-                self._grown[i] = cell.cell_len
+            need = cell.shortest if isinstance(cell, FigureText) else cell.cell_len
+            if need > max(width, self._grown.get(i, 0)):
+                self._grown[i] = need
                 grew = True
         return grew
 
@@ -335,6 +370,12 @@ class RowTable(ScrollView, can_focus=True):
         """The keys of the columns shown, left to right."""
         return [self.columns[i].key for i in self._visible]
 
+    @property
+    def hidden_columns(self) -> list[str]:
+        """The labels of the columns left out at this width, left to right."""
+        shown = set(self._visible)
+        return [c.label for i, c in enumerate(self.columns) if i not in shown]
+
     def clear(self) -> None:
         self._pending.clear()
         self._cells.clear()
@@ -361,11 +402,14 @@ class RowTable(ScrollView, can_focus=True):
             if column.width is not None:
                 self._widths[i] = max(column.width, self._grown.get(i, 0), label)
                 continue
-            widest = self._width_hints.get(i) if self._pending else None
-            if widest is None:
-                widest = max((cells[i].cell_len for cells in self._cells.values() if i < len(cells)),
-                             default=0)
-            self._widths[i] = max(label, widest)
+            self._widths[i] = max(label, self._content_width(i))
+
+    def _content_width(self, i: int) -> int:
+        widest = self._width_hints.get(i) if self._pending else None
+        if widest is None:
+            widest = max((cells[i].cell_len for cells in self._cells.values() if i < len(cells)),
+                         default=0)
+        return max(widest, len(self._label(self.columns[i])))
 
     def _choose_columns(self) -> None:
         """Every column, or with `fit_to_width` those that fit, dropping the lowest
@@ -377,8 +421,19 @@ class RowTable(ScrollView, can_focus=True):
                 (i for i in shown if i >= self.frozen),
                 key=lambda i: (self.columns[i].priority, -i),
             )
+            if self.flex is not None:
+                # the flex column asks only for its least; it takes what is left after
+                self._widths[self.flex] = min(self._widths[self.flex], FLEX_MIN)
             while droppable and self._width_of(shown) > room:
                 shown.remove(droppable.pop(0))
+            if self.flex is not None and self.flex in shown:
+                others = [i for i in shown if i != self.flex]
+                left = room - self._width_of(others) - GAP
+                widest = self._content_width(self.flex)
+                if left < min(FLEX_MIN, widest):
+                    shown.remove(self.flex)
+                else:
+                    self._widths[self.flex] = min(left, widest)
         self._visible = shown
 
     def _width_of(self, indices: Sequence[int]) -> int:
@@ -579,6 +634,8 @@ class RowTable(ScrollView, can_focus=True):
         if hit is not None:
             return hit
         console = self.app.console
+        if isinstance(cell, FigureText) and cell.cell_len > width:
+            cell = cell.fitted(width)  # shorter by the one rule, never cut
         plain = cell.plain
         spare = width - cell.cell_len
         segments: list[Segment]

@@ -16,6 +16,7 @@ from typing import Any
 from infertop.collectors.bounds import counter_trust
 from infertop.collectors.rates import step_doubt
 from infertop.collectors.sample import NodeSample
+from infertop.monitor.format import fmt_si
 from infertop.monitor.record import checks as check
 
 MAX_TALLY_NOTES = 8  # distinct (node, counter) notes kept on the session
@@ -121,7 +122,7 @@ class CounterTally:
             if span_s < 0 or (trust is not None and value > trust.max_per_s * span_s):
                 if (node, name) in self.doubts or len(self.doubts) < MAX_TALLY_NOTES:
                     self.doubts[(node, name)] = (
-                        f"{node} {name} {value:.3g} could not have been counted since its "
+                        f"{node} {name} {fmt_si(value)} could not have been counted since its "
                         "counters began: not counted whole"
                     )
                 return None

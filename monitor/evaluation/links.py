@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from infertop.layouts.model import NodeConfig, Thresholds
 from infertop.monitor.evaluation.conditions import LINK_STARVED, Condition
+from infertop.monitor.format import fmt_si
 from infertop.monitor.snapshot import GpuView, NicView, NodeView, Severity
 
 FABRIC_KINDS = ("infiniband", "roce", "npu-roce")
@@ -79,7 +80,7 @@ def _port_reasons(nic: NicView, expected: bool) -> tuple[list[str], bool]:
         elif up and nic.slow:
             reasons.append(f"{label} at {nic.speed_gbps:g} of {nic.expected_gbps:g} Gb/s")
     if (expected or nic.kind in FABRIC_KINDS) and up is not False and nic.errors_per_s:
-        reasons.append(f"{nic.name} errors rising ({nic.errors_per_s:.3g}/s)")
+        reasons.append(f"{nic.name} errors rising ({fmt_si(nic.errors_per_s, '/s')})")
     return reasons, severe
 
 
@@ -125,12 +126,12 @@ def congestion_evidence(nic: NicView, th: Thresholds) -> list[str]:
     found = []
     pause = _known_sum(nic.rx_pause_per_s, nic.tx_pause_per_s)
     if pause is not None and pause > th.link_pause_per_s:
-        found.append(f"pause {pause:.3g}/s")
+        found.append(f"pause {fmt_si(pause, '/s')}")
     cnp = _known_sum(nic.cnp_sent_per_s, nic.cnp_handled_per_s)
     if cnp is not None and cnp > th.link_cnp_per_s:
-        found.append(f"CNP {cnp:.3g}/s")
+        found.append(f"CNP {fmt_si(cnp, '/s')}")
     if nic.xmit_wait_per_s is not None and nic.xmit_wait_per_s > th.link_xmit_wait_per_s:
-        found.append(f"xmit_wait {nic.xmit_wait_per_s:.3g}/s")
+        found.append(f"xmit_wait {fmt_si(nic.xmit_wait_per_s, '/s')}")
     return found
 
 

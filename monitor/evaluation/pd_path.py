@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from infertop.layouts.model import Thresholds
 from infertop.monitor.evaluation.latency import merge, percentile
 from infertop.monitor.evaluation.links import congestion_evidence, reads_congestion
+from infertop.monitor.format import fmt_si
 from infertop.monitor.snapshot import NicView, NodeView, PdEndView, PdPathView
 
 PREFILL, DECODE = "prefill", "decode"
@@ -88,7 +89,7 @@ def _kv(nodes: Sequence[NodeView]) -> tuple[float | None, float | None, float | 
 
 
 def _gbs(bytes_per_s: float | None) -> str:
-    return "—" if bytes_per_s is None else f"{bytes_per_s * 8 / 1e9:.3g} Gb/s"
+    return "—" if bytes_per_s is None else fmt_si(bytes_per_s * 8 / 1e9, " Gb/s")
 
 
 def path_view(prefill: Sequence[NodeView], decode: Sequence[NodeView], th: Thresholds,
@@ -131,10 +132,10 @@ def path_view(prefill: Sequence[NodeView], decode: Sequence[NodeView], th: Thres
     if congested:
         parts.append(f"congested — {'; '.join(congested_ports) or 'near line rate'}")
     if failures:
-        parts.append(f"{failures:.3g} failed transfers/s")
+        parts.append(f"{fmt_si(failures)} failed transfers/s")
     expired = _sum([n.engine.kv_transfer_expired_per_s for n in (*prefill, *decode) if n.engine is not None])
     if expired:
-        parts.append(f"{expired:.3g} expired requests/s")
+        parts.append(f"{fmt_si(expired)} expired requests/s")
     return PdPathView(
         prefill_pool=prefill_pool, decode_pool=decode_pool,
         kv_bytes_per_s=None if above else rate,

@@ -212,7 +212,7 @@ def test_the_node_screen_port_rows_show_pause_and_cnp_rates(tmp_path: Path) -> N
     keys = [key for key, _, _ in NIC_COLUMNS]
     rows = {n.name: nic_row(n) for node in snap.nodes if node.name == "d1" for n in node.nics}
     # eth2: 2,000 pause frames/s received, 1,000 sent; mlx5_0: 500 CNPs/s sent, none handled
-    assert rows["eth2"][keys.index("pause")].plain == "2k/1k"
+    assert rows["eth2"][keys.index("pause")].plain == "2.0k/1.0k"
     assert rows["eth2"][keys.index("cnp")].plain == "—"  # the netdev has no hw_counters: unknown
     assert rows["mlx5_0"][keys.index("cnp")].plain == "500/0"
     assert rows["mlx5_0"][keys.index("pause")].plain == "—"

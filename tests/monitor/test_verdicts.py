@@ -234,7 +234,7 @@ def test_xmit_wait_rising_while_gpus_wait() -> None:
     lay = layout(nics=IB4[:2])
     nics = [ib("mlx5_0", xmit_wait_per_s=5e4), ib("mlx5_1")]
     assert conditions(node(nics=nics, gpus=gpus(util=20.0)), lay)["link-starved"] == (
-        "mlx5_0 congested (xmit_wait 5e+04/s) while GPUs wait (mean util 20 %); evidence: congestion counters"
+        "mlx5_0 congested (xmit_wait 50.0k/s) while GPUs wait (mean util 20 %); evidence: congestion counters"
     )
     assert conditions(node(nics=nics), lay) == {}
 
@@ -264,7 +264,7 @@ def test_npu_roce_ports() -> None:
     ports[1] = ports[1].model_copy(update={"state": "down"})
     ports[3] = ports[3].model_copy(update={"errors_per_s": 12.0})
     detail = conditions(node(gpus=npus, nics=ports), layout())["link-starved"]
-    assert detail == "NPU 1 port eth1 down; eth3 errors rising (12/s); NPU 2 has 5 of 7 HCCS links up"
+    assert detail == "NPU 1 port eth1 down; eth3 errors rising (12.0/s); NPU 2 has 5 of 7 HCCS links up"
 
 
 def test_reason_stays_one_line() -> None:

@@ -38,7 +38,7 @@ async def test_e_on_a_straggler_opens_its_ranked_evidence() -> None:
         text = app.screen.text.plain  # type: ignore[attr-defined]
         lines = [line for line in text.splitlines() if line.strip()]
         first = next(i for i, line in enumerate(lines) if line.startswith("GPUs power-capped"))
-        assert lines[first].split() == ["GPUs", "power-capped", "1", "GPUs", "0", "GPUs", "100", "%"]
+        assert lines[first].split() == ["GPUs", "power-capped", "1", "0", "100", "%"]  # "1", not "1 GPUs"
         assert lines[first + 1].split() == ["slowest", "SM", "clock", "1,110", "MHz", "1,965", "MHz", "44", "%"]
         assert lines[first + 2].startswith("NIC errors")
         await pilot.press("escape")

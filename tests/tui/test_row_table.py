@@ -7,6 +7,7 @@ from textual.app import App, ComposeResult
 from textual.geometry import Region
 
 from infertop.tui.row_table import RowTable, fit_cell
+from tests.support.tui_helpers import screen_text
 
 
 class _App(App[None]):
@@ -176,3 +177,36 @@ async def test_the_cursor_row_and_the_row_it_left_are_repainted() -> None:
         await pilot.press("down")
         await pilot.pause()
         assert cursor not in backgrounds(1) and backgrounds(2) == {cursor}
+
+
+class _FlexApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield RowTable([("name", "NAME", None, 100), ("usd", "$/H", 5, 90, "right"),
+                        ("since", "FOR", 3, 20, "right"), ("note", "NOTE", None, 10)],
+                       fit_to_width=True, flex="note", id="t")
+
+
+async def test_a_narrow_table_shortens_figures_drops_columns_whole_and_cuts_text_with_an_ellipsis() -> None:
+    from infertop.monitor.format import figure_forms
+    from infertop.tui.row_table import FigureText
+
+    app = _FlexApp()
+    async with app.run_test(size=(40, 6)) as pilot:
+        table = app.query_one(RowTable)
+        table.sync([("a", [Text("decode-03"), FigureText(figure_forms(84.66, 2, money=True)),
+                           Text("5s", justify="right"), Text("mlx5_1 down; mlx5_2 down; traffic piled")])])
+        await pilot.pause()
+        line = screen_text(app).splitlines()[1]
+        # "$84.66" does not fit the column of 5: written "$84.7", never "$8"
+        assert "$84.7" in line and "$84.66" not in line
+        assert line.rstrip().endswith("…") and "mlx5_1 down" in line  # the note takes what is left
+        assert table.hidden_columns == []
+        await pilot.resize_terminal(22, 6)
+        await pilot.pause()
+        # no room for the note (less than its least): gone whole, and said
+        assert table.hidden_columns == ["NOTE"]
+        assert "…" not in screen_text(app)
+        await pilot.resize_terminal(18, 6)
+        await pilot.pause()
+        assert table.hidden_columns == ["FOR", "NOTE"]
+        assert "$84.7" in screen_text(app)
