@@ -272,6 +272,14 @@ class Thresholds(_Strict):
     throttle_on_power_cap: bool = False
     # a median of fewer role nodes than this is too thin to call anyone a straggler
     straggler_min_nodes: Annotated[int, Field(ge=3)] = 3
+    # acceptance-drop: draft acceptance under this share of its pool's median (same role,
+    # drafting method and draft length) or of its own last hour's (docs/verdicts.md)
+    acceptance_drop_ratio: Annotated[float, Field(gt=0, lt=1)] = 0.8
+    # a node drafting fewer tokens than this per second is not judged (too few to mean much)
+    acceptance_min_draft_tokens_per_s: NonNegFloat = 1.0
+    # its own level counts once its history covers this long, over at most the span
+    acceptance_own_min_s: NonNegFloat = 300.0
+    acceptance_own_span_s: Annotated[float, Field(gt=0, le=86400)] = 3600.0
     stale_intervals: PositiveFloat = 2.0
     unreachable_intervals: PositiveFloat = 5.0
     # an engine log with no parsed line for this long while the GPUs are busy gets a note

@@ -218,6 +218,9 @@ class VerdictView(_View):
     held_s: float | None = None  # how long a pending condition has held so far
     # a straggler's evidence against its pool, most telling first (straggler_evidence.py)
     evidence: list[EvidenceView] = Field(default_factory=list)
+    # the figure the verdict rests on, over time (an acceptance drop: the node's draft
+    # acceptance over its recent history); None where the verdict has none
+    trend: TrendView | None = None
 
 
 class EvidenceView(_View):
@@ -230,6 +233,22 @@ class EvidenceView(_View):
     # how far the value sits from the median in the direction that would slow a rank,
     # relative to the median (0: not off; 1: twice as bad); None: not comparable
     off: float | None = None
+
+
+class TrendPointView(_View):
+    at: float  # unix s (JSON: ISO 8601)
+    value: float | None = None
+
+
+class TrendView(_View):
+    """A verdict's figure over time, oldest first, with what it is held against."""
+
+    figure: str  # "draft acceptance"
+    unit: str = ""  # "%"
+    step_s: float | None = None  # one point per this many seconds at most
+    points: list[TrendPointView] = Field(default_factory=list)
+    reference: float | None = None  # the level it is judged against (the pool's median)
+    reference_label: str = ""  # "pool median"
 
 
 class CoverageGap(_View):

@@ -1,7 +1,9 @@
-"""A straggler's evidence, ranked, each figure beside its pool's median (issue 35).
+"""A verdict's evidence, ranked, each figure beside its pool's median (issue 35), and the
+figure it rests on over time where the verdict carries one (an acceptance drop, issue 43).
 
-Opened with `e` on a straggler row of the hunt list; Esc closes it. Draws what the
-snapshot's verdict carries (`VerdictView.evidence`): the judging was done by the monitor.
+Opened with `e` on a hunt-list row whose verdict has evidence; Esc closes it. Draws what
+the snapshot's verdict carries (`VerdictView.evidence`, `.trend`): the judging was done by
+the monitor.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from infertop.monitor.format import UNKNOWN
-from infertop.monitor.snapshot import EvidenceView, NodeView, VerdictView
+from infertop.monitor.snapshot import EvidenceView, NodeView, TrendView, VerdictView
+from infertop.tui.sparkline import sparkline
 from infertop.tui.text import inert
 
 
@@ -31,7 +34,7 @@ def _figure(value: float | None, unit: str, figure: str = "") -> str:
 
 def evidence_text(node: NodeView, verdict: VerdictView) -> Text:
     out = Text()
-    out.append("straggler evidence: ", "bold")
+    out.append(f"{verdict.kind} evidence: ", "bold")
     out.append_text(inert(node.name, "bold", max_len=64))
     out.append("\n")
     out.append_text(inert(verdict.detail, max_len=400))
@@ -39,7 +42,44 @@ def evidence_text(node: NodeView, verdict: VerdictView) -> Text:
     out.append(f"{'figure':<32}{'this node':>14}{'pool median':>14}  off\n", "bold")
     for e in verdict.evidence:
         out.append_text(_line(e))
+    if verdict.trend is not None and verdict.trend.points:
+        out.append("\n")
+        out.append_text(trend_text(verdict.trend))
     out.append("\nEsc: back", "grey50")
+    return out
+
+
+TREND_CELLS = 60
+
+
+def _trend_value(value: float | None, unit: str) -> str:
+    if value is None:
+        return UNKNOWN
+    return f"{value * 100:.0f} %" if unit == "%" else f"{value:,.3g} {unit}".rstrip()
+
+
+def trend_text(trend: TrendView) -> Text:
+    """The figure over time as a sparkline on a 0-based scale, with its range and the
+    level it is held against."""
+    points = trend.points[-TREND_CELLS:]
+    values = [p.value for p in points]
+    known = [v for v in values if v is not None]
+    top = max([*known, trend.reference or 0.0, 1e-9])
+    out = Text()
+    minutes = (points[-1].at - points[0].at) / 60.0 if len(points) > 1 else 0.0
+    out.append(f"{trend.figure} over the last {minutes:.0f} min", "bold")
+    if trend.step_s:
+        out.append(f" (one point per {trend.step_s:.0f} s)", "grey50")
+    out.append("\n")
+    out.append(sparkline(values, len(values), 0.0, top), "cyan")
+    out.append(f"  0–{_trend_value(top, trend.unit)}\n", "grey50")
+    first, last = (known[0], known[-1]) if known else (None, None)
+    lowest = min(known) if known else None
+    out.append(f"from {_trend_value(first, trend.unit)} to {_trend_value(last, trend.unit)}"
+               f", lowest {_trend_value(lowest, trend.unit)}")
+    if trend.reference is not None:
+        out.append(f"; {trend.reference_label or 'reference'} {_trend_value(trend.reference, trend.unit)}")
+    out.append("\n")
     return out
 
 

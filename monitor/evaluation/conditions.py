@@ -24,7 +24,7 @@ from infertop.collectors.rates import total
 from infertop.layouts.model import SloConfig, Thresholds
 from infertop.monitor.evaluation.activity import work_pct
 from infertop.monitor.evaluation.clock_events import POWER_CAP, THROTTLE_MASK, throttle_names
-from infertop.monitor.snapshot import NodeView, Severity
+from infertop.monitor.snapshot import EvidenceView, NodeView, Severity, TrendView
 
 IDLE = "idle"
 LINK_STARVED = "link-starved"
@@ -36,10 +36,11 @@ BLIND = "blind"
 BUSY_WAITING = "busy-waiting"  # util high, real activity low (monitor/evaluation/rank_findings.py)
 STRAY_PROCESS = "stray-process"  # a GPU held by a process not the engine (gpu_holders.py)
 CONFIG_DRIFT = "config-drift"  # monitor/evaluation/config_drift.py
+ACCEPTANCE_DROP = "acceptance-drop"  # draft acceptance well below its pool's or its own (acceptance.py)
 STATUS_KINDS = ("stale", "unreachable", "error")
 HEALTH_KINDS = (
     IDLE, LINK_STARVED, STRAGGLER, THROTTLED, GPU_ERROR, SLO, BLIND,
-    BUSY_WAITING, STRAY_PROCESS, CONFIG_DRIFT,
+    BUSY_WAITING, STRAY_PROCESS, CONFIG_DRIFT, ACCEPTANCE_DROP,
 )
 
 SEVERITY_RANK: dict[str, int] = {"critical": 0, "warning": 1, "info": 2}
@@ -53,6 +54,9 @@ class Condition:
     usd_per_hour_at_stake: float | None = None
     # when the evidence itself dates the condition (a status: the last good sample)
     since: float | None = None
+    # figures beside the pool's, and the judged figure over time, where the kind has them
+    evidence: tuple[EvidenceView, ...] = ()
+    trend: TrendView | None = None
 
 
 def accel_label(kind: str) -> str:

@@ -16,6 +16,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from infertop.layouts.model import Layout, NodeConfig, SloConfig, Thresholds
+from infertop.monitor.evaluation.acceptance import (
+    AcceptanceHistory,
+    DraftPools,
+    acceptance_drop_condition,
+    draft_pools,
+    record_history,
+)
 from infertop.monitor.evaluation.conditions import (
     HEALTH_KINDS,
     IDLE,
@@ -54,10 +61,12 @@ def node_conditions(
     now: float,
     ecc_baseline: Mapping[int, int] | None = None,
     slo: SloConfig | None = None,
+    drafting: tuple[DraftPools, AcceptanceHistory] | None = None,
 ) -> list[Condition]:
     """Every condition true of `node` now. A node that is not `ok` yields only its status:
     its figures are old, and what they say is no longer evidence. `pools`: `role_pools`
-    of every node this tick (computed once, not per node)."""
+    of every node this tick (computed once, not per node); `drafting`: the tick's
+    `draft_pools` and the tracker's acceptance history (None: acceptance not judged)."""
     status = status_condition(node, now)
     if status is not None:
         return [status]
@@ -73,6 +82,7 @@ def node_conditions(
         busy_waiting_condition(node, th),
         stray_process_condition(node),
         config_drift_condition(node),
+        None if drafting is None else acceptance_drop_condition(node, *drafting, th, now),
     ]
     return [c for c in found if c is not None]
 
@@ -135,6 +145,8 @@ class VerdictTracker:
     def __init__(self) -> None:
         self._tracks: dict[tuple[str, str], _Track] = {}
         self._ecc_baseline: dict[str, dict[int, int]] = {}
+        #: each node's draft acceptance over its last hour (the acceptance-drop verdict)
+        self.acceptance = AcceptanceHistory()
         #: also show conditions still within their hold time, marked `pending` — for a
         #: one-shot snapshot whose window can be shorter than the hold (never the TUI)
         self.report_pending = False
@@ -186,6 +198,8 @@ class VerdictTracker:
             usd_per_hour_at_stake=c.usd_per_hour_at_stake,
             pending=now is not None,
             held_s=None if now is None else max(0.0, now - track.seen_at),
+            evidence=list(c.evidence),
+            trend=c.trend,
         )
 
     def apply(self, nodes: Sequence[NodeView], layout: Layout, now: float) -> list[NodeView]:
@@ -197,9 +211,12 @@ class VerdictTracker:
             del self._tracks[key]
         out = []
         pools = role_pools(nodes)
+        record_history(nodes, self.acceptance, th, now)
+        drafting = (draft_pools(nodes, th), self.acceptance)
         for node in nodes:
             baseline = self._update_ecc(node)
-            found = node_conditions(node, pools, configs.get(node.name), th, now, baseline, layout.slo)
+            found = node_conditions(node, pools, configs.get(node.name), th, now, baseline, layout.slo,
+                                    drafting)
             conds = {c.kind: c for c in found}
             ok = node.status == "ok"
             for kind in STATUS_KINDS:
