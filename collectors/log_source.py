@@ -1,9 +1,9 @@
 """The log source: an engine's log on this machine, followed like the probe follows it.
 
-A node with `local = true` and `engine.log` has its engine figures read from that file
-by the same `LogWatch` the SSH probe runs on remote nodes (collectors/probe/logs.py), so
-local and remote logs are parsed by one code path. `log_watch_config` is also what the
-SSH source sends to the probe: plain JSON, no code.
+A local node's `engine.log` (collectors/routing.py gives it to this source) has its engine
+figures read from that file by the same `LogWatch` the SSH probe runs on remote nodes
+(collectors/probe/logs.py), so local and remote logs are parsed by one code path.
+`log_watch_config` is also what the SSH source sends to the probe: plain JSON, no code.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from infertop.collectors.probe.logs import LogWatch
+from infertop.collectors.routing import route_layout
 from infertop.collectors.sample import EngineSample, NodeSample
 from infertop.collectors.source import PollingSource
 from infertop.layouts.model import EngineConfig, Layout
@@ -94,11 +95,12 @@ class LogSource(PollingSource):
 
 
 def local_log_sources(layout: Layout) -> list[LogSource]:
-    """A log source for every local node whose engine names a log file."""
+    """A log source for every node whose engine log collectors/routing.py gives to `log`
+    (a local node's log file or command)."""
     sources = []
-    for node in layout.nodes:
-        if node.local and node.engine is not None and node.name is not None:
-            config = log_watch_config(node.engine, layout)
-            if config is not None:
-                sources.append(LogSource(node.name, config, layout.cluster.interval_s))
+    for route in route_layout(layout).read_by("log"):
+        assert route.node.engine is not None
+        config = log_watch_config(route.node.engine, layout)
+        assert config is not None  # the route names a log only where the engine has one
+        sources.append(LogSource(route.name, config, layout.cluster.interval_s))
     return sources

@@ -37,6 +37,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from infertop.collectors import prom_rules, promql
+from infertop.collectors.routing import route_layout
 from infertop.collectors.safe_text import inert_text, redact_url
 from infertop.collectors.sample import NodeSample
 from infertop.collectors.scrape import latency_every_rounds
@@ -625,23 +626,16 @@ def history_samples(
 
 
 def prom_source_for(layout: Layout) -> PromSource | None:
-    """The layout's Prometheus source: every node no other source reads, plus discovered ones.
-
-    A node with `local`, `ssh`, `metrics` or an engine URL/log is read directly; the rest
-    of the cluster (often all of it) comes from Prometheus.
-    """
+    """The layout's Prometheus source: the nodes whose series collectors/routing.py gives
+    to PromQL (those no other source reads), plus discovered ones."""
     config = layout.prometheus
     if config is None:
         return None
-    names = [
-        n.name
-        for n in layout.nodes
-        if n.name is not None
-        and not (n.local or n.ssh or n.metrics or (n.engine and (n.engine.url or n.engine.log)))
-    ]
-    if not names and not config.discover:
+    routing = route_layout(layout)
+    mine = [route.node for route in routing.read_by("prom")]
+    names = [route.name for route in routing.read_by("prom")]
+    if not names and not routing.discover:
         return None
-    mine = [n for n in layout.nodes if n.name in names]
     gpus = [n.gpus for n in mine if n.gpus is not None]
     return PromSource(
         config,

@@ -40,6 +40,7 @@ from infertop.collectors.profiles import (
     engine_sample_from_exposition,
     resolve_profile,
 )
+from infertop.collectors.routing import route_layout
 from infertop.collectors.safe_text import redact_url
 from infertop.collectors.sample import EngineSample, GpuSample, NicSample, NodeSample, PageKind, PageOutcome
 from infertop.collectors.source import PollingSource
@@ -429,8 +430,8 @@ class ScrapeSource(PollingSource):
 
 
 def scrape_targets(layout: Layout) -> dict[str, list[Endpoint]]:
-    """Node → endpoints, for every node read over HTTP directly: it has `metrics` or an
-    engine URL, and neither `ssh` (its probe reads the node) nor `local`.
+    """Node → endpoints, for every node whose engine page or exporter pages the scrape
+    source reads (collectors/routing.py decides which those are).
 
     An unknown engine profile, or a custom profile the layout got wrong, is a
     `LayoutError` naming the field (exit 2), not a node error at run time.
@@ -442,18 +443,18 @@ def scrape_targets(layout: Layout) -> dict[str, list[Endpoint]]:
         except ProfileError as exc:
             raise LayoutError(path, f"profiles.{exc.field}", exc.problem) from None
     targets: dict[str, list[Endpoint]] = {}
-    for i, node in enumerate(layout.nodes):
-        if node.name is None or node.ssh or node.local:
-            continue
+    for route in route_layout(layout).read_by("scrape"):
+        node = route.node
         endpoints: list[Endpoint] = []
-        if node.engine is not None and node.engine.url:
+        if route.reads("engine_page", "scrape"):
+            assert node.engine is not None and node.engine.url is not None
             try:
                 profile = resolve_profile(node.engine.profile, layout.profiles)
             except ProfileError as exc:
-                raise LayoutError(path, f"nodes[{i}].engine.profile", exc.problem) from None
+                raise LayoutError(path, f"nodes[{route.index}].engine.profile", exc.problem) from None
             endpoints.append(Endpoint(node.engine.url, profile))
-        keep = frozenset(n.name for n in node.nics)
-        endpoints += [Endpoint(url, keep_nics=keep) for url in node.metrics]
-        if endpoints:
-            targets[node.name] = endpoints
+        if route.reads("exporter_pages", "scrape"):
+            keep = frozenset(n.name for n in node.nics)
+            endpoints += [Endpoint(url, keep_nics=keep) for url in node.metrics]
+        targets[route.name] = endpoints
     return targets

@@ -36,6 +36,7 @@ from infertop.collectors.probe.bundle import BOOTSTRAP, bootstrap_payload
 from infertop.collectors.probe.engine import ENGINE_MAX_BYTES
 from infertop.collectors.probe.log_follower import LineSplitter
 from infertop.collectors.probe.schema import BadReading, parse_reading_line, reading_sample
+from infertop.collectors.routing import route_layout
 from infertop.collectors.safe_text import inert_text, redact_text, url_secrets
 from infertop.collectors.sample import EngineSample, NodeSample, PageOutcome
 from infertop.collectors.source import Emit, Source
@@ -556,26 +557,21 @@ def _engine_log_json(node: NodeConfig, layout: Layout) -> str | None:
 
 
 def ssh_source_for(layout: Layout) -> SshSource | None:
-    """One `SshSource` for every node with an `ssh` target (sharing one handshake bound).
-
-    The probe fetches a node's engine endpoint from the node's own side unless the layout
-    says `via_probe = false` (then the scrape source reads it directly).
-    """
+    """One `SshSource` for every node whose parts the probe reads (sharing one handshake
+    bound); which parts those are is collectors/routing.py's answer."""
     nodes: list[SshNode] = []
-    for node in layout.nodes:
-        if node.ssh is None or node.local or node.name is None:
-            continue
-        engine = node.engine
-        fetch = engine is not None and engine.url is not None and engine.via_probe is not False
+    for route in route_layout(layout).read_by("ssh"):
+        node, engine = route.node, route.node.engine
+        assert node.ssh is not None  # the probe reads only nodes with an ssh target
         nodes.append(
             SshNode(
-                name=node.name,
+                name=route.name,
                 target=node.ssh,
-                engine_url=engine.url if fetch and engine is not None else None,
+                engine_url=engine.url if engine is not None and route.reads("engine_page", "ssh") else None,
                 engine_profile=engine.profile if engine is not None else "vllm",
-                engine_log_json=_engine_log_json(node, layout),
-                # an npu-exporter in `metrics` covers the NPUs: no npu-smi on the node
-                npu_smi=not (node.accelerator == "npu" and node.metrics),
+                engine_log_json=_engine_log_json(node, layout) if route.reads("engine_log", "ssh") else None,
+                # NPUs an npu-exporter page reports: no npu-smi on the node
+                npu_smi=route.reads("accelerators", "ssh"),
                 keep_nics=tuple(n.name for n in node.nics),
             )
         )

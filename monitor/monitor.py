@@ -24,6 +24,7 @@ from infertop.collectors.loop_stalls import (
     release_meter,
 )
 from infertop.collectors.registry import build_sources
+from infertop.collectors.routing import route_layout
 from infertop.collectors.sample import NodeSample
 from infertop.collectors.source import RoundSource, Source
 from infertop.monitor.evaluation.cluster import evaluate_cluster, evaluate_nodes
@@ -90,6 +91,7 @@ class Monitor:
         # the monitor's own lateness (monitor.health): measured, shown, never blamed on nodes
         self.health = MonitorHealth(cluster_cfg.interval_s)
         self.stall_meter: LoopStallMeter | None = None
+        self._read_over_network: int | None = None  # for the advice when lagging
         if layout.prometheus is not None and layout.prometheus.discover:
             self._named = set(names)
             self.fleet.listeners.append(self._adopt_discovered)
@@ -267,8 +269,9 @@ class Monitor:
 
     def _advice(self) -> str:
         layout = self.layout
-        direct = sum(1 for n in layout.nodes if n.name is not None and (n.metrics or n.engine or n.ssh))
-        return suggestion(layout.cluster.interval_s, direct, layout.prometheus is not None)
+        if self._read_over_network is None:  # discovered nodes are PromQL's: the count holds
+            self._read_over_network = route_layout(layout).read_over_network()
+        return suggestion(layout.cluster.interval_s, self._read_over_network, layout.prometheus is not None)
 
     def _take_phase_marks(self, recorder: Recorder) -> None:
         """Phases marked by `infertop phase` (into the record) count from their instant.

@@ -229,11 +229,14 @@ steps = "{steps}"
 def test_registry_builds_one_scrape_source_for_http_nodes() -> None:
     layout = parse_layout(LAYOUT.format(profile="mine", steps="my_steps_total"), "x.toml")
     targets = scrape_targets(layout)
-    assert list(targets) == ["a"]  # b has ssh (its probe reads it), c has nothing to scrape
+    # b's probe reads its host, but its exporter page is a page (collectors/routing.py);
+    # c has nothing to scrape
+    assert list(targets) == ["a", "b"]
     assert [e.profile is not None for e in targets["a"]] == [True, False]
+    assert [(e.url, e.profile) for e in targets["b"]] == [("http://b:9400/metrics", None)]
     assert targets["a"][0].profile is not None and targets["a"][0].profile.name == "mine"
     sources = [s for s in build_sources(layout) if isinstance(s, ScrapeSource)]
-    assert len(sources) == 1 and sources[0].nodes == ["a"]
+    assert len(sources) == 1 and sources[0].nodes == ["a", "b"]
 
 
 def test_unknown_profile_is_a_layout_error_naming_the_field() -> None:
