@@ -17,11 +17,15 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 
 from infertop.collectors.sample import NodeSample
 from infertop.collectors.ssh import SshNode, SshSource
+from infertop.layouts.loader import parse_layout
 from infertop.layouts.model import SshOptions
+from infertop.monitor.monitor import Monitor
 from tests.support.netns import NetnsCluster, NsHost, QdiscUnavailable, missing_requirements
+from tests.support.vllm_page import VllmServer as SimulatedVllmPage
 from tests.support.waiting import until_async
 
 pytestmark = [pytest.mark.netns, pytest.mark.integration]
@@ -369,3 +373,69 @@ def _keygen(path: Path) -> None:
     import subprocess
 
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True, capture_output=True)
+
+
+async def test_an_ssh_node_whose_engine_page_is_read_directly(cluster: NetnsCluster) -> None:
+    """`via_probe = false` on an `ssh` node (issue 44): the probe reads the host, the scrape
+    source reads the engine page from here, and the node's snapshot has both. The layout
+    goes through the real routing (build_sources in the Monitor), the probe through sshd."""
+    engine = SimulatedVllmPage(engines=2)
+    served: list[float] = []
+
+    async def page(_request: web.Request) -> web.Response:
+        engine.advance(INTERVAL_S)
+        served.append(time.time())
+        return web.Response(text=engine.page(), content_type="text/plain")
+
+    app = web.Application()
+    app.router.add_get("/metrics", page)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    host = cluster.hosts[0]
+    layout = parse_layout(
+        f"""
+[cluster]
+interval_s = {INTERVAL_S}
+window_s = 3
+[ssh]
+config = "{cluster.ssh_config}"
+known_hosts = "{cluster.known_hosts}"
+python = "{PYTHON}"
+connect_timeout_s = 5.0
+[[nodes]]
+name = "{host.alias}"
+ssh = "{host.alias}"
+engine = {{ url = "http://127.0.0.1:{port}/metrics", via_probe = false }}
+""",
+        "direct.toml",
+    )
+    monitor = Monitor(layout)
+    assert sorted(s.kind for s in monitor.sources) == ["scrape", "ssh"]
+    await monitor.start(tick=False)
+    try:
+        state = monitor.state.nodes[host.alias]
+
+        def both_read() -> bool:
+            scraped = state.by_source.get("scrape", ())
+            probed = state.by_source.get("ssh", ())
+            return len(scraped) >= 3 and len(probed) >= 2
+
+        await until_async(both_read, 60.0, "samples from the probe and the scrape source",
+                          detail=lambda: {k: len(v) for k, v in state.by_source.items()})
+        probed = state.by_source["ssh"][-1]
+        assert probed.engine is None  # the probe was not asked for the page
+        assert {n.name for n in probed.nics or []} >= {"data0"}
+        snapshot = monitor.tick()
+        (node,) = snapshot.nodes
+        assert node.engine is not None and node.engine.source == "endpoint"
+        assert node.engine.requests_running is not None
+        assert node.host is not None and node.host.mem_total_bytes
+        assert "data0" in {n.name for n in node.nics}
+        assert sorted(node.sources) == ["scrape", "ssh"]
+        assert served  # the page was fetched from here, not from inside the namespace
+    finally:
+        await monitor.stop()
+        await runner.cleanup()
