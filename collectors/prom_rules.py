@@ -10,7 +10,11 @@ equal to `rules_yaml()`). The node is the `node` label where a series has one, e
 
 Alert rules: on the verdicts infertop's own exporter serves (`infertop_node_verdict`,
 `infertop_node_status`, `infertop_session_budget_used_ratio`; monitor/exporter.py) and
-on the scrape targets themselves (`up`), for Alertmanager to route.
+on the scrape targets themselves (`up`), for Alertmanager to route. Every verdict kind
+reaches a pager: the kinds with a rule of their own (`DEDICATED_KINDS`) and, for every
+other kind — today's and any added later — one rule over the verdict series that leaves
+those out (`InfertopVerdict`, its severity the verdict's own). A test walks the monitor's
+kinds against this file through promtool and a real Alertmanager.
 
     python -m infertop.collectors.prom_rules > docs/prometheus/infertop-rules.yml
 """
@@ -27,7 +31,15 @@ RULES_NODE_LABELS = ("node", "instance")
 RECORDED_PREFIX = "infertop_node:"
 TIERS = ("engine", "node", "gpu")
 
-# (alert, expr, for, severity, summary)
+# verdict kinds with an alert of their own below; every other kind is InfertopVerdict's
+# (`unreachable` is paged on infertop_node_status, which says the same)
+DEDICATED_KINDS = (
+    "idle", "link-starved", "straggler", "throttled", "blind", "acceptance-drop", "unreachable",
+)
+# the share of a pool's requests within the [slo] targets under which it pages
+GOODPUT_FLOOR = 0.9
+
+# (alert, expr, for, severity, summary); severity "": the series' own label is kept
 ALERTS: tuple[tuple[str, str, str, str, str], ...] = (
     ("InfertopNodeIdle", 'infertop_node_verdict{kind="idle"} == 1', "1m", "warning",
      "{{ $labels.node }}: GPUs paid for and idle"),
@@ -39,6 +51,16 @@ ALERTS: tuple[tuple[str, str, str, str, str], ...] = (
      "{{ $labels.node }}: a GPU is throttled"),
     ("InfertopNodeBlind", 'infertop_node_verdict{kind="blind"} == 1', "5m", "info",
      "{{ $labels.node }}: a part infertop should see is not reported"),
+    ("InfertopAcceptanceDrop", 'infertop_node_verdict{kind="acceptance-drop"} == 1', "2m", "warning",
+     "{{ $labels.node }}: draft acceptance well below its pool's or its own; decode capacity lost"),
+    ("InfertopVerdict",
+     'infertop_node_verdict{kind!~"' + "|".join(DEDICATED_KINDS) + '"} == 1', "2m", "",
+     "{{ $labels.node }}: {{ $labels.kind }}"),
+    ("InfertopGoodputFloor",
+     f"min by (role) (infertop_role_slo_ttft_attainment_ratio) < {GOODPUT_FLOOR} or "
+     f"min by (role) (infertop_role_slo_itl_attainment_ratio) < {GOODPUT_FLOOR}", "5m", "warning",
+     "the {{ $labels.role }} pool serves under " + f"{GOODPUT_FLOOR:.0%}"
+     + " of its requests within the SLO"),
     ("InfertopNodeUnreachable", 'infertop_node_status{status="unreachable"} == 1', "1m", "critical",
      "{{ $labels.node }}: no fresh sample"),
     ("InfertopSpendPastBudget", "infertop_session_budget_used_ratio >= 1", "0s", "critical",
@@ -84,15 +106,10 @@ def rules_yaml() -> str:
             lines += [f"      - record: {record}", f"        expr: {_q(expr)}"]
     lines += ["  - name: infertop-verdicts", "    rules:"]
     for alert, expr, hold, severity, summary in ALERTS:
-        lines += [
-            f"      - alert: {alert}",
-            f"        expr: {_q(expr)}",
-            f"        for: {hold}",
-            "        labels:",
-            f"          severity: {severity}",
-            "        annotations:",
-            f"          summary: {_q(summary)}",
-        ]
+        lines += [f"      - alert: {alert}", f"        expr: {_q(expr)}", f"        for: {hold}"]
+        if severity:
+            lines += ["        labels:", f"          severity: {severity}"]
+        lines += ["        annotations:", f"          summary: {_q(summary)}"]
     return "\n".join(lines) + "\n"
 
 
