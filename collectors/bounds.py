@@ -82,6 +82,7 @@ NIC_BOUNDS: Bounds = {
     "tx_pause_total": _COUNTER,
     "cnp_sent_total": _COUNTER,
     "cnp_handled_total": _COUNTER,
+    "ecn_marked_total": _COUNTER,
     "members_up": (0.0, 1024.0),
     "accelerator_index": (0.0, 1024.0),
 }
@@ -151,6 +152,7 @@ COUNTER_MAX_PER_S: Mapping[str, float] = {
     "tx_pause_total": 1e9,
     "cnp_sent_total": 1e9,  # at most one per packet
     "cnp_handled_total": 1e9,
+    "ecn_marked_total": 1e9,  # at most one per packet
     "nvlink_tx_bytes_total": 4e12,
     "nvlink_rx_bytes_total": 4e12,
 }

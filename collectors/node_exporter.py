@@ -56,6 +56,22 @@ ETHTOOL_PAUSE: dict[str, str] = {
 }
 
 
+# ECN-marked packets the netdev received: mlx5's software stat rx_ecn_mark (en_stats.c,
+# mlx5e_sw_stats), node_ethtool_received_ecn_mark through the ethtool collector. RoCE
+# packets bypass the netdev; their marks are hw_counters' np_ecn_marked_roce_packets,
+# which node_exporter does not serve (its infiniband collector reads counters/ only).
+ETHTOOL_ECN = "node_ethtool_received_ecn_mark"
+
+
+def _by_device(families: Exposition, name: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for labels, value in families.series(name):
+        dev = labels.get("device")
+        if dev:
+            out.setdefault(dev, value)
+    return out
+
+
 def _pause_by_device(families: Exposition) -> dict[str, tuple[float | None, float | None]]:
     """device → (rx, tx) pause frames, for each device with any pause stat."""
     stats: dict[str, dict[str, float]] = {}
@@ -173,6 +189,7 @@ def nic_samples_from_node_exporter(families: Exposition, keep: Container[str] = 
         for field, names in _NETDEV_ERRORS.items()
     }
     pause = _pause_by_device(families)
+    ecn = _by_device(families, ETHTOOL_ECN)
     # bond members are still found through every device's address (`info`, unfiltered)
     devices = sorted(d for d in {*rx, *tx, *up, *info, *slaves} if keeps_nic(d, keep))
     nics: list[NicSample] = []
@@ -213,6 +230,7 @@ def nic_samples_from_node_exporter(families: Exposition, keep: Container[str] = 
                 **{field: value(table) for field, table in netdev_errors.items()},
                 rx_pause_total=pause.get(dev, (None, None))[0],
                 tx_pause_total=pause.get(dev, (None, None))[1],
+                ecn_marked_total=ecn.get(dev),
             )
         )
     return nics + _ib_ports(families)
@@ -267,5 +285,5 @@ NODE_EXPORTER_WANTED: frozenset[str] = frozenset({
     "node_infiniband_port_transmit_wait_total", "node_infiniband_link_downed_total",
     "node_infiniband_symbol_error_total", "node_infiniband_physical_state_id",
     *(n for names in _NETDEV_ERRORS.values() for n in names), *_IB_ERRORS.values(),
-    *ETHTOOL_PAUSE,
+    *ETHTOOL_PAUSE, ETHTOOL_ECN,
 })

@@ -129,6 +129,9 @@ class NicSample(_Frozen):
     tx_pause_total: float | None = None
     cnp_sent_total: float | None = None
     cnp_handled_total: float | None = None
+    # ECN-marked packets received (mlx5 hw_counters np_ecn_marked_roce_packets on the RDMA
+    # port; the netdev's rx_ecn_mark in ethtool, node_ethtool_received_ecn_mark), a counter
+    ecn_marked_total: float | None = None
     # IB physical state ("link_up", "polling", "disabled", "link_error_recover", …)
     physical_state: str | None = None
     netdev: str | None = None  # the Ethernet device of an IB/RoCE port, when known

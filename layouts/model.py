@@ -267,6 +267,9 @@ class Thresholds(_Strict):
     # (sent + handled) per second on one port above these count as "rising"
     link_pause_per_s: NonNegFloat = 10.0
     link_cnp_per_s: NonNegFloat = 10.0
+    # `congested`: a port's congestion figure counts only above this × the median of the
+    # same figure on its role peers' ports (the fabric's baseline), besides the floors above
+    congestion_ratio: Annotated[float, Field(gt=1)] = 4.0
     # SwPowerCap alone is how a busy GPU normally runs (at its power limit): count it as
     # throttling only when asked, or every busy node of a real cluster reads "throttled"
     throttle_on_power_cap: bool = False

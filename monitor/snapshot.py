@@ -89,6 +89,7 @@ class NicView(_View):
     tx_pause_per_s: float | None = None
     cnp_sent_per_s: float | None = None
     cnp_handled_per_s: float | None = None
+    ecn_marked_per_s: float | None = None  # ECN-marked packets received per second
     physical_state: str | None = None
     members: list[str] | None = None
     members_up: int | None = None

@@ -53,6 +53,7 @@ NIC_COLUMNS: tuple[tuple[str, str, int | None], ...] = (
     # RoCE congestion: pause frames received / sent, CNPs sent / handled, per second
     ("pause", "PAUSE/S RX/TX", 13),
     ("cnp", "CNP/S SENT/HDL", 14),
+    ("ecn", "ECN/S", 7),  # ECN-marked packets received
     ("errors", "ERR/S", 7),
     ("bond", "BOND", None),
 )
@@ -184,6 +185,8 @@ def nic_row(nic: NicView) -> tuple[Text, ...]:
         _r(fmt_num(waits, 0), WARN if waits else ""),
         rate_pair_cell(nic.rx_pause_per_s, nic.tx_pause_per_s),
         rate_pair_cell(nic.cnp_sent_per_s, nic.cnp_handled_per_s),
+        _r(UNKNOWN, GREY) if nic.ecn_marked_per_s is None
+        else _r(_count_rate(nic.ecn_marked_per_s), WARN if nic.ecn_marked_per_s else ""),
         _r(fmt_num(errors, 1), WARN if errors else ""),
         bond,
     )

@@ -102,7 +102,10 @@ def read_net(root=SYS_NET, keep=(), ethtool=None):
         if all(e is not None for e in errors):
             nic["errors_total"] = sum(errors)
         if ethtool is not None and nic["kind"] == "ethernet":
-            rx_pause, tx_pause = pause_frames(ethtool.read(name))
+            stats = ethtool.read(name)
+            rx_pause, tx_pause = pause_frames(stats)
+            if stats and stats.get("rx_ecn_mark") is not None:
+                nic["ecn_marked_total"] = stats["rx_ecn_mark"]  # mlx5e_sw_stats
             if rx_pause is not None:
                 nic["rx_pause_total"] = rx_pause
             if tx_pause is not None:
@@ -189,6 +192,8 @@ def read_ib(root=SYS_IB):
                     # other drivers: unknown)
                     "cnp_sent_total": _read_int(os.path.join(base, "hw_counters", "np_cnp_sent")),
                     "cnp_handled_total": _read_int(os.path.join(base, "hw_counters", "rp_cnp_handled")),
+                    "ecn_marked_total": _read_int(
+                        os.path.join(base, "hw_counters", "np_ecn_marked_roce_packets")),
                     "netdev": netdevs[0] if netdevs else None,
                 }
             )

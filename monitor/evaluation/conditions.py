@@ -37,9 +37,10 @@ BUSY_WAITING = "busy-waiting"  # util high, real activity low (monitor/evaluatio
 STRAY_PROCESS = "stray-process"  # a GPU held by a process not the engine (gpu_holders.py)
 CONFIG_DRIFT = "config-drift"  # monitor/evaluation/config_drift.py
 ACCEPTANCE_DROP = "acceptance-drop"  # draft acceptance well below its pool's or its own (acceptance.py)
+CONGESTED = "congested"  # the node's own ports well above its pool's baseline (congestion.py)
 STATUS_KINDS = ("stale", "unreachable", "error")
 HEALTH_KINDS = (
-    IDLE, LINK_STARVED, STRAGGLER, THROTTLED, GPU_ERROR, SLO, BLIND,
+    IDLE, LINK_STARVED, CONGESTED, STRAGGLER, THROTTLED, GPU_ERROR, SLO, BLIND,
     BUSY_WAITING, STRAY_PROCESS, CONFIG_DRIFT, ACCEPTANCE_DROP,
 )
 

@@ -74,6 +74,7 @@ NIC_ERROR_RATES: dict[str, str] = {
     "tx_pause_total": "tx_pause_per_s",
     "cnp_sent_total": "cnp_sent_per_s",
     "cnp_handled_total": "cnp_handled_per_s",
+    "ecn_marked_total": "ecn_marked_per_s",
 }
 
 

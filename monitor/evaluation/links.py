@@ -4,7 +4,8 @@ Evidence, each named in the reason:
 - a port the layout expects is down or missing, or negotiated below its expected rate;
 - a bond runs on fewer members than it has;
 - one port carries nearly all the traffic of its kind while its peers idle;
-- a port runs near line rate, or its `port_xmit_wait` rises, while the node's GPUs wait;
+- a port runs near line rate while the node's GPUs wait (a port whose congestion
+  counters stand well above its pool's are the `congested` verdict's: congestion.py);
 - a GPU has fewer NVLinks (an NPU fewer HCCS links) up than its peers on the node;
 - an NPU's own RoCE port is down or counting errors.
 
@@ -16,7 +17,7 @@ not; a down one is not news.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from infertop.layouts.model import NodeConfig, Thresholds
 from infertop.monitor.evaluation.conditions import LINK_STARVED, Condition
@@ -120,38 +121,18 @@ def _pile_reasons(
     return reasons, named
 
 
-def congestion_evidence(nic: NicView, th: Thresholds) -> list[str]:
-    """What says the port is congested: RoCE pause frames or congestion notifications
-    rising, IB port_xmit_wait rising ("pause 1.2k/s"); empty when none rises."""
-    found = []
-    pause = _known_sum(nic.rx_pause_per_s, nic.tx_pause_per_s)
-    if pause is not None and pause > th.link_pause_per_s:
-        found.append(f"pause {fmt_si(pause, '/s')}")
-    cnp = _known_sum(nic.cnp_sent_per_s, nic.cnp_handled_per_s)
-    if cnp is not None and cnp > th.link_cnp_per_s:
-        found.append(f"CNP {fmt_si(cnp, '/s')}")
-    if nic.xmit_wait_per_s is not None and nic.xmit_wait_per_s > th.link_xmit_wait_per_s:
-        found.append(f"xmit_wait {fmt_si(nic.xmit_wait_per_s, '/s')}")
-    return found
-
-
 def reads_congestion(nic: NicView) -> bool:
     """The port's congestion counters are read at all (a quiet one is evidence too)."""
     return any(v is not None for v in (nic.rx_pause_per_s, nic.tx_pause_per_s, nic.cnp_sent_per_s,
                                        nic.cnp_handled_per_s, nic.xmit_wait_per_s))
 
 
-def _known_sum(*values: float | None) -> float | None:
-    known = [v for v in values if v is not None]
-    return sum(known) if known else None
-
-
 def _busy_reasons(
     ports: Sequence[NicView], node: NodeView, already: set[str], th: Thresholds
 ) -> list[str]:
-    """While the GPUs wait: a port whose congestion counters rise (pause frames,
-    congestion notifications, port_xmit_wait) — that evidence first, where read — or one
-    near line rate. Each reason says which evidence it used."""
+    """While the GPUs wait: a port near line rate. Congestion counters (pause frames,
+    congestion notifications, port_xmit_wait) are the `congested` verdict's evidence,
+    judged against the pool's baseline there; the reason says whether they were read."""
     utils = [g.util_pct for g in node.gpus if g.util_pct is not None]
     if not utils:
         return []
@@ -162,11 +143,6 @@ def _busy_reasons(
     reasons = []
     for nic in ports:
         if nic.name in already or nic.up is False or nic.kind == "loopback":
-            continue
-        evidence = congestion_evidence(nic, th)
-        if evidence:
-            reasons.append(f"{nic.name} congested ({', '.join(evidence)}) {waiting}; "
-                           "evidence: congestion counters")
             continue
         peak = _peak_bytes_per_s(nic)
         line = _line_gbps(nic)
@@ -192,7 +168,10 @@ def _chip_link_reasons(gpus: Sequence[GpuView]) -> list[str]:
     return reasons
 
 
-def link_condition(node: NodeView, config: NodeConfig | None, th: Thresholds) -> Condition | None:
+def link_condition(
+    node: NodeView, config: NodeConfig | None, th: Thresholds, skip: Collection[str] = ()
+) -> Condition | None:
+    """`skip`: ports the congested verdict names (their load is its evidence)."""
     listed = {n.name for n in config.nics} if config else set()
     kinds = _effective_kinds(node.nics, config)
 
@@ -212,7 +191,7 @@ def link_condition(node: NodeView, config: NodeConfig | None, th: Thresholds) ->
         severe = severe or port_severe
     pile, piled = _pile_reasons([p for p in ports if p.kind != "bond"], kinds, th)
     reasons += pile
-    reasons += _busy_reasons(ports, node, piled, th)
+    reasons += _busy_reasons(ports, node, piled | set(skip), th)
     reasons += _chip_link_reasons(node.gpus)
     if not reasons:
         return None

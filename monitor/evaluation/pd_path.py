@@ -10,9 +10,10 @@ For each pair of a prefill pool and a decode pool (roles "prefill" and "decode")
   RoCE pause frames and congestion notifications per second;
 - a KV rate above what the narrower end's ports can carry is flagged as a measurement
   problem, never shown as speed;
-- "congested" rests on the congestion counters (pause / CNP / xmit_wait rising on either
-  end) where they are read; where none is read, on the rate against the line — and the
-  view says which it used (`evidence`).
+- "congested" rests on the congestion counters (pause / CNP / ECN / xmit_wait) where they
+  are read: a port counts only well above its pool's baseline (congestion.py, the same
+  rule as the node's `congested` verdict), named with its node, worst first; where none
+  is read, on the rate against the line — and the view says which it used (`evidence`).
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from infertop.layouts.model import Thresholds
+from infertop.monitor.evaluation.congestion import CongestionPool, congestion_pool, port_findings, port_text
 from infertop.monitor.evaluation.latency import merge, percentile
-from infertop.monitor.evaluation.links import congestion_evidence, reads_congestion
+from infertop.monitor.evaluation.links import reads_congestion
 from infertop.monitor.format import fmt_si
 from infertop.monitor.snapshot import NicView, NodeView, PdEndView, PdPathView
 
@@ -53,10 +55,16 @@ def congestion_ports(node: NodeView) -> list[NicView]:
     return [n for n in node.nics if n.up is not False and n.kind not in ("loopback", "bond")]
 
 
-def end_view(nodes: Sequence[NodeView], th: Thresholds) -> PdEndView:
+def _congested_ports(nodes: Sequence[NodeView], pool: CongestionPool, th: Thresholds) -> list[str]:
+    """"decode-05/mlx5_0: xmit_wait 2M/s (pool 801/s)", worst first over the end's nodes."""
+    found = [(f.score, node.name, f) for node in nodes for f in port_findings(node, pool, th)]
+    found.sort(key=lambda t: (-t[0], t[1], t[2].port))
+    return [f"{name}/{port_text(f).replace(' ', ': ', 1)}" for _, name, f in found]
+
+
+def end_view(nodes: Sequence[NodeView], th: Thresholds, pool: CongestionPool | None = None) -> PdEndView:
     nics = [nic for node in nodes for nic in fabric_ports(node)]
-    ports = [(node, nic) for node in nodes for nic in congestion_ports(node)]
-    signals = [nic for _, nic in ports]
+    signals = [nic for node in nodes for nic in congestion_ports(node)]
     speeds = [nic.speed_gbps for nic in nics]
     line = None if not nics or any(s is None for s in speeds) else sum(s or 0.0 for s in speeds) * 1e9 / 8
     return PdEndView(
@@ -70,10 +78,7 @@ def end_view(nodes: Sequence[NodeView], th: Thresholds) -> PdEndView:
         tx_pause_per_s=_sum([n.tx_pause_per_s for n in signals]),
         cnp_sent_per_s=_sum([n.cnp_sent_per_s for n in signals]),
         cnp_handled_per_s=_sum([n.cnp_handled_per_s for n in signals]),
-        congested_ports=[
-            f"{node.name}/{nic.name}: {', '.join(found)}"
-            for node, nic in ports if (found := congestion_evidence(nic, th))
-        ],
+        congested_ports=_congested_ports(nodes, pool if pool is not None else congestion_pool(nodes), th),
     )
 
 
@@ -95,6 +100,7 @@ def _gbs(bytes_per_s: float | None) -> str:
 def path_view(prefill: Sequence[NodeView], decode: Sequence[NodeView], th: Thresholds,
               prefill_pool: str = PREFILL, decode_pool: str = DECODE) -> PdPathView:
     """One prefill → decode path from the answering nodes of its two pools."""
+    pool = congestion_pool([*prefill, *decode])
     rate, failures, mean_s = _kv(decode)
     counted_by: str | None = decode_pool if rate is not None else None
     if rate is None:
@@ -107,7 +113,7 @@ def path_view(prefill: Sequence[NodeView], decode: Sequence[NodeView], th: Thres
                if n.engine is not None and n.engine.window_latency_buckets]
     merged = merge(windows) if windows else None
     p50, p99 = percentile(merged, 0.5), percentile(merged, 0.99)
-    ends = end_view(prefill, th), end_view(decode, th)
+    ends = end_view(prefill, th, pool), end_view(decode, th, pool)
     lines = [e.line_rate_bytes_per_s for e in ends if e.line_rate_bytes_per_s is not None]
     narrow = min(lines) if lines else None
     above = None if rate is None or narrow is None else rate > narrow

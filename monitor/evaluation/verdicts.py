@@ -40,6 +40,12 @@ from infertop.monitor.evaluation.conditions import (
     throttled_condition,
 )
 from infertop.monitor.evaluation.config_drift import config_drift_condition
+from infertop.monitor.evaluation.congestion import (
+    CongestionPool,
+    congested_condition,
+    congested_ports,
+    congestion_pool,
+)
 from infertop.monitor.evaluation.gpu_holders import stray_process_condition
 from infertop.monitor.evaluation.links import link_condition
 from infertop.monitor.evaluation.rank_findings import (
@@ -62,17 +68,21 @@ def node_conditions(
     ecc_baseline: Mapping[int, int] | None = None,
     slo: SloConfig | None = None,
     drafting: tuple[DraftPools, AcceptanceHistory] | None = None,
+    congestion: CongestionPool | None = None,
 ) -> list[Condition]:
     """Every condition true of `node` now. A node that is not `ok` yields only its status:
     its figures are old, and what they say is no longer evidence. `pools`: `role_pools`
     of every node this tick (computed once, not per node); `drafting`: the tick's
-    `draft_pools` and the tracker's acceptance history (None: acceptance not judged)."""
+    `draft_pools` and the tracker's acceptance history (None: acceptance not judged);
+    `congestion`: the ports' baseline of every node this tick (`congestion_pool`)."""
     status = status_condition(node, now)
     if status is not None:
         return [status]
     found = [
         idle_condition(node, th),
-        link_condition(node, config, th),
+        # a port the congested verdict names is its evidence, not link-starved's too
+        link_condition(node, config, th, skip=congested_ports(node, congestion, th)),
+        congested_condition(node, congestion, th),
         name_straggler_rank(node, straggler_condition(node, pools.get(node.role), th))
         or rank_straggler_condition(node, th),
         throttled_condition(node, th),
@@ -213,10 +223,11 @@ class VerdictTracker:
         pools = role_pools(nodes)
         record_history(nodes, self.acceptance, th, now)
         drafting = (draft_pools(nodes, th), self.acceptance)
+        congestion = congestion_pool(nodes)
         for node in nodes:
             baseline = self._update_ecc(node)
             found = node_conditions(node, pools, configs.get(node.name), th, now, baseline, layout.slo,
-                                    drafting)
+                                    drafting, congestion)
             conds = {c.kind: c for c in found}
             ok = node.status == "ok"
             for kind in STATUS_KINDS:

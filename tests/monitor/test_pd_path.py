@@ -53,6 +53,16 @@ def test_node_exporter_pause_frames_are_summed_per_device() -> None:
     assert eth.tx_pause_total == nic.stats["tx_prio3_pause"] + nic.stats["tx_prio0_pause"] == 5_000
 
 
+def test_ecn_marks_are_read_from_ethtool_through_node_exporter_and_from_hw_counters(tmp_path: Path) -> None:
+    nic = RoceNode()
+    nic.advance(10.0, ecn_per_s=1000.0)
+    parts = parts_from_exporter(parse_exposition(nic.node_exporter_page(), "ne", wanted=EXPORTER_WANTED))
+    eth = {n.name: n for n in parts["nics"]}["eth2"]  # type: ignore[union-attr]
+    assert eth.ecn_marked_total == nic.stats["rx_ecn_mark"] == 1_000
+    (port,) = read_ib(str(nic.sysfs(tmp_path / "ib")))
+    assert port["ecn_marked_total"] == nic.hw_counters["np_ecn_marked_roce_packets"] == 10_000
+
+
 def test_node_exporter_reads_802_3_pause_where_no_priority_is_served() -> None:
     nic = RoceNode()
     nic.advance(10.0, pause_per_s=1000.0)
@@ -170,8 +180,11 @@ def test_the_congested_pair_shows_pause_and_cnp_on_both_ends(tmp_path: Path, pro
     assert path.kv_transfer_expired_per_s == pytest.approx(2 * 3 / STEP_S)
     assert path.kv_transfer_p50_s is not None and 0.3 <= path.kv_transfer_p50_s <= 0.5
     verdicts = {v.kind: v.detail for n in snap.nodes if n.name == "d1" for v in n.verdicts}
-    assert "evidence: congestion counters" in verdicts["link-starved"]
-    assert "pause" in verdicts["link-starved"]
+    # the node's own counters make the congested verdict (link-starved leaves them to it)
+    assert "link-starved" not in verdicts
+    assert "eth2 pause rx 2.0k/s (pool —)" in verdicts["congested"]
+    assert "mlx5_0 CNP sent 500.0/s (pool —)" in verdicts["congested"]
+    assert "KV transfers 0.4 s" in verdicts["congested"]
 
 
 def test_a_quiet_pair_is_not_congested_and_says_it_read_the_counters(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from infertop.layouts.model import Layout, NicExpectation, NodeConfig, Thresholds
 from infertop.monitor.evaluation.conditions import idle_condition, role_pools
+from infertop.monitor.evaluation.congestion import congestion_pool
 from infertop.monitor.evaluation.verdicts import VerdictTracker, hunt_order, node_conditions
 from infertop.monitor.snapshot import EngineView, GpuView, NicView, NodeView, VerdictView
 
@@ -57,7 +58,8 @@ def only(views: Sequence[NodeView], kind: str, name: str = "decode-01") -> Verdi
 def conditions(n: NodeView, lay: Layout, peers: Sequence[NodeView] | None = None) -> dict[str, str]:
     config = lay.node(n.name) if any(c.name == n.name for c in lay.nodes) else None
     pools = role_pools(peers or [n])
-    return {c.kind: c.detail for c in node_conditions(n, pools, config, lay.thresholds, 0.0)}
+    congestion = congestion_pool(peers or [n])
+    return {c.kind: c.detail for c in node_conditions(n, pools, config, lay.thresholds, 0.0, congestion=congestion)}
 
 
 # --------------------------------------------------------------------------- hold / clear
@@ -230,13 +232,13 @@ def test_near_line_rate_while_gpus_wait() -> None:
     assert conditions(busy, lay) == {}
 
 
-def test_xmit_wait_rising_while_gpus_wait() -> None:
+def test_xmit_wait_rising_is_congestion_not_starvation() -> None:
+    # congestion counters are the congested verdict's evidence, whether the GPUs wait or not
     lay = layout(nics=IB4[:2])
     nics = [ib("mlx5_0", xmit_wait_per_s=5e4), ib("mlx5_1")]
-    assert conditions(node(nics=nics, gpus=gpus(util=20.0)), lay)["link-starved"] == (
-        "mlx5_0 congested (xmit_wait 50.0k/s) while GPUs wait (mean util 20 %); evidence: congestion counters"
-    )
-    assert conditions(node(nics=nics), lay) == {}
+    for util in (20.0, 90.0):
+        assert conditions(node(nics=nics, gpus=gpus(util=util)), lay) == {
+            "congested": "mlx5_0 xmit_wait 50.0k/s (pool —)"}
 
 
 def test_bond_near_line_rate_while_gpus_wait() -> None:
