@@ -60,6 +60,30 @@ def test_results_become_samples() -> None:
     assert sample.gpus[1].mem_total_bytes is None  # free unknown → total unknown, not "used"
 
 
+def test_grouping_takes_every_shape_of_answer() -> None:
+    """group_instant's fast path (types tested by identity, one node's dict looked up once
+    per run of its series) groups as the plain reading would: nodes interleaved, sub-keys
+    of every arity, non-finite and non-numeric values unknown, malformed series passed over."""
+    grouped: promql.Grouped = {}
+    promql.group_instant("ib_rx", [
+        {"metric": {"infertop_node": "a", "device": "mlx5_0", "port": "1"}, "value": [1.0, "1"]},
+        {"metric": {"infertop_node": "b", "device": "mlx5_0", "port": "1"}, "value": [1.0, "+Inf"]},
+        {"metric": {"infertop_node": "a", "device": "mlx5_1"}, "value": (1.0, "2e3")},  # no port label
+        {"metric": {"infertop_node": "a", "device": "mlx5_2", "port": "1"}, "value": [1.0, "x"]},
+        {"metric": {"infertop_node": ""}, "value": [1.0, "1"]},  # empty node: not a node
+        {"metric": {"infertop_node": "a", "device": "mlx5_3", "port": "1"}, "value": [1.0]},  # no value
+        ["not", "a", "series"],
+    ], ("device", "port"), grouped)  # type: ignore[list-item]
+    promql.group_instant("load1", [{"metric": {"infertop_node": "b"}, "value": [1.0, "0.5"]}], (), grouped)
+    promql.group_instant("steps", [
+        {"metric": {"infertop_node": "b", "engine": "0", "dp_rank": "1", "x": "y"}, "value": [1.0, "3"]},
+    ], ("engine", "dp_rank", "x"), grouped)
+    assert grouped == {
+        "a": {"ib_rx": {("mlx5_0", "1"): 1.0, ("mlx5_1", ""): 2000.0, ("mlx5_2", "1"): None}},
+        "b": {"ib_rx": {("mlx5_0", "1"): None}, "load1": {(): 0.5}, "steps": {("0", "1", "y"): 3.0}},
+    }
+
+
 def test_ib_ports_named_like_the_probe() -> None:
     fig = {
         "ib_rx": {("mlx5_0", "1"): 4.0, ("mlx5_1", "1"): 1.0, ("mlx5_1", "2"): 2.0},
