@@ -406,13 +406,11 @@ def group_instant(key: str, result: Iterable[Mapping[str, Any]], by: Sequence[st
         if labels_key and len(per_key) >= _MAX_INFO_SERIES and sub not in per_key:
             continue
         try:
-            number_value: float | None = float(value[1])
+            number_value = float(value[1])
         except (TypeError, ValueError):
-            number_value = None
-        else:
-            if not isfinite(number_value):  # NaN, ±Inf: unknown
-                number_value = None
-        per_key[sub] = number_value
+            per_key[sub] = None
+            continue
+        per_key[sub] = number_value if isfinite(number_value) else None  # NaN, ±Inf: unknown
 
 
 def group_range(
