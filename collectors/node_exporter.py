@@ -13,6 +13,7 @@ from collections.abc import Container, Sequence
 
 from infertop.collectors.exposition import Exposition, clean_label, label_text
 from infertop.collectors.probe.ethtool_stats import pause_frames
+from infertop.collectors.probe.host import port_state
 from infertop.collectors.sample import NicKind, NicSample
 from infertop.collectors.virtual_nics import keeps_nic
 
@@ -181,6 +182,7 @@ def nic_samples_from_node_exporter(families: Exposition, keep: Container[str] = 
     up = _by_label(families, "node_network_up", "device")
     speed = _by_label(families, "node_network_speed_bytes", "device")
     info = _by_label(families, "node_network_info", "device")
+    carrier = _by_label(families, "node_network_carrier", "device")
     arp_type = _by_label(families, "node_network_protocol_type", "device")
     slaves = _by_label(families, "node_bonding_slaves", "master")
     active = _by_label(families, "node_bonding_active", "master")
@@ -204,9 +206,9 @@ def nic_samples_from_node_exporter(families: Exposition, keep: Container[str] = 
         else:
             kind = "ethernet"
         operstate = info.get(dev, ({}, 0.0))[0].get("operstate")
-        state: str | None = operstate.lower() if operstate else None
-        if state is None and dev in up:
-            state = "up" if up[dev][1] >= 1 else "down"
+        if not operstate and dev in up:  # no netclass info: node_network_up is operstate == up
+            operstate = "up" if up[dev][1] >= 1 else "down"
+        state = port_state(operstate, int(carrier[dev][1]) if dev in carrier else None)
         members: list[str] | None = None
         members_up: int | None = None
         if kind == "bond":
@@ -278,7 +280,7 @@ def node_parts(families: Exposition, keep_nics: Container[str] = ()) -> dict[str
 #: every sample name `node_parts` reads (a real node_exporter page has thousands of lines)
 NODE_EXPORTER_WANTED: frozenset[str] = frozenset({
     "node_network_receive_bytes_total", "node_network_transmit_bytes_total", "node_network_up",
-    "node_network_speed_bytes", "node_network_info", "node_network_protocol_type",
+    "node_network_speed_bytes", "node_network_info", "node_network_carrier", "node_network_protocol_type",
     "node_bonding_slaves", "node_bonding_active",
     "node_infiniband_state_id", "node_infiniband_rate_bytes_per_second",
     "node_infiniband_port_data_received_bytes_total", "node_infiniband_port_data_transmitted_bytes_total",

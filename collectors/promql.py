@@ -46,6 +46,7 @@ from infertop.collectors.engine_info import (
 )
 from infertop.collectors.histograms import LATENCY_HISTOGRAMS, SCOREBOARD_SCALARS
 from infertop.collectors.node_exporter import ib_physical_state
+from infertop.collectors.probe.host import port_state
 from infertop.collectors.profiles import ENGINE_LABELS, CustomProfiles, ProfileError, resolve_profile
 from infertop.collectors.prom_ranks import RANK_KEY, rank_samples, rank_subkeys
 from infertop.collectors.sample import (
@@ -307,6 +308,7 @@ class QueryBuilder:
             Query("node", "eth_tx", self.agg(
                 "sum", self.sel("node_network_transmit_bytes_total", real), eth)),
             Query("node", "eth_up", self.agg("max", self.sel("node_network_up", real), eth)),
+            Query("node", "eth_carrier", self.agg("max", self.sel("node_network_carrier", real), eth)),
             Query("node", "eth_speed", self.agg("max", self.sel("node_network_speed_bytes", real), eth)),
             Query("node", "ib_rx", self.agg(
                 "sum", self.sel("node_infiniband_port_data_received_bytes_total"), ib)),
@@ -437,6 +439,7 @@ SUBKEYS: dict[str, tuple[str, ...]] = {
     _ENGINE_STEPS_BY_ENGINE: ENGINE_LABELS,
     "util_pct": ("gpu", "modelName"),
     "eth_rx": ("device",), "eth_tx": ("device",), "eth_up": ("device",), "eth_speed": ("device",),
+    "eth_carrier": ("device",),
     "ib_rx": ("device", "port"), "ib_tx": ("device", "port"), "ib_state": ("device", "port"),
     "ib_rate": ("device", "port"), "ib_wait": ("device", "port"),
     **{k: ("device", "port") for k in ("ib_rx_errors", "ib_recoveries", "ib_integrity", "ib_phys")},
@@ -599,6 +602,16 @@ def gpu_sample(node: str, taken_at: float, fig: Mapping[str, Mapping[tuple[str, 
     return NodeSample(node=node, source=source, taken_at=taken_at, gpus=gpus, unseen=unseen, **extra)
 
 
+def _eth_state(up: float | None, carrier: float | None) -> str | None:
+    """node_network_up is operstate == "up"; 0 with a carrier is a port whose driver
+    reports no operstate (loopback, tun: `unknown`), not a down one (probe.host.port_state)."""
+    if up is None:
+        return None
+    if up >= 1:
+        return "up"
+    return port_state("unknown", int(carrier)) if carrier is not None and carrier >= 1 else "down"
+
+
 def node_sample(node: str, taken_at: float, fig: Mapping[str, Mapping[tuple[str, ...], float | None]],
                 source: str, extra: Mapping[str, Any] = _NONE) -> NodeSample | None:
     nics: list[NicSample] = []
@@ -608,7 +621,7 @@ def node_sample(node: str, taken_at: float, fig: Mapping[str, Mapping[tuple[str,
         speed = (fig.get("eth_speed") or {}).get(sub)
         nics.append(NicSample(
             name=sub[0], kind="ethernet",
-            state=None if up is None else ("up" if up >= 1 else "down"),
+            state=_eth_state(up, (fig.get("eth_carrier") or {}).get(sub)),
             speed_gbps=speed * 8 / 1e9 if speed else None,
             rx_bytes_total=eth.get(sub), tx_bytes_total=(fig.get("eth_tx") or {}).get(sub),
             rx_errors_total=(fig.get("eth_rx_errors") or {}).get(sub),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages that the integration tests start for real:
 # OpenSSH server (ssh source), tmux (smoke test of the real binary), Prometheus,
-# VictoriaMetrics and Alertmanager (prom source, rules, `demo --via`), iproute2 (network namespaces, veth, tc), chromium (the browser view). Idempotent;
+# VictoriaMetrics and Alertmanager (prom source, rules, `demo --via`), node_exporter, iproute2 (network namespaces, veth, tc), chromium (the browser view). Idempotent;
 # skips what is present.
 set -euo pipefail
 need=()
@@ -12,6 +12,8 @@ command -v prometheus >/dev/null 2>&1 || [ -x /usr/bin/prometheus ] || need+=(pr
 command -v victoria-metrics >/dev/null 2>&1 || [ -x /usr/bin/victoria-metrics ] || need+=(victoria-metrics)
 command -v prometheus-alertmanager >/dev/null 2>&1 || [ -x /usr/bin/prometheus-alertmanager ] \
   || need+=(prometheus-alertmanager)
+# a real node_exporter (Debian's) for port state against an exporter nobody here wrote
+[ -x /usr/bin/prometheus-node-exporter ] || need+=(prometheus-node-exporter)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v tc >/dev/null 2>&1 || need+=(iproute2)
 # the browser test of `infertop serve` (Playwright drives Debian's chromium)

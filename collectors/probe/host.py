@@ -43,6 +43,33 @@ def _read(path, default=None):
     return b"".join(chunks).decode("utf-8", "replace").strip()
 
 
+def port_state(operstate, carrier):
+    """A port's state from all the kernel says of it: `operstate`, and `carrier` (1 link,
+    0 none, None unreadable: a down interface answers EINVAL).
+
+    The one rule for every reader (this probe's sysfs, a node_exporter page, PromQL).
+    `unknown` is what a driver that reports no state says — loopback, tun and many virtual
+    NICs, carrying traffic all the while (Documentation/networking/operstates.rst) — so it
+    is not `down`: with a carrier it is `unknown_up` (up), with none `down`, and with no
+    carrier reading either, not reported (None), never a fault.
+    """
+    if operstate is None:
+        return None
+    state = operstate.strip().lower()
+    if state != "unknown":
+        return state or None
+    if carrier is None:
+        return None
+    return "unknown_up" if carrier >= 1 else "down"
+
+
+def _state(base):
+    operstate = _read(os.path.join(base, "operstate"))
+    # carrier only where operstate leaves it open: one read more for loopback, not for all
+    unknown = operstate is not None and operstate.strip().lower() == "unknown"
+    return port_state(operstate, _read_int(os.path.join(base, "carrier")) if unknown else None)
+
+
 def _read_int(path):
     text = _read(path)
     if text is None:
@@ -90,7 +117,7 @@ def read_net(root=SYS_NET, keep=(), ethtool=None):
         nic = {
             "name": name,
             "kind": _net_kind(name, root),
-            "state": _read(os.path.join(base, "operstate")),
+            "state": _state(base),
             # speed is Mbit/s; -1 or unreadable when the link is down or virtual
             "speed_gbps": speed / 1000.0 if speed is not None and speed > 0 else None,
             "rx_bytes_total": _read_int(os.path.join(base, "statistics", "rx_bytes")),

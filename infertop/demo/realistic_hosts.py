@@ -254,6 +254,12 @@ def _steady_families(devices: dict[str, tuple[str, str, int, float | None]]) -> 
             "gauge",
             [(f'device="{dev}"', 1 if state == "up" else 0) for dev, (_, state, _, _) in devices.items()],
         ),
+        family_text(  # as node_exporter: none for a down device (its carrier answers EINVAL)
+            "node_network_carrier",
+            "Network device property: carrier.",
+            "gauge",
+            [(f'device="{dev}"', 1) for dev, (_, state, _, _) in devices.items() if state != "down"],
+        ),
         family_text(
             "node_scrape_collector_duration_seconds",
             "node_exporter: Duration of a collector scrape.",

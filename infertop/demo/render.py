@@ -275,5 +275,12 @@ def node_exporter_page(node: SimNode, now: float) -> str:
     out.append("# TYPE node_network_up gauge")
     for dev, (_, state, _, _) in netdevs.items():
         out.append(f'node_network_up{{device="{dev}"}} {1 if state == "up" else 0}')
+    # as node_exporter: carrier 1 where the link is there (loopback's `unknown` too), no
+    # series for a down device (its carrier file answers EINVAL)
+    out.append("# HELP node_network_carrier Network device property: carrier.")
+    out.append("# TYPE node_network_carrier gauge")
+    for dev, (_, state, _, _) in netdevs.items():
+        if state != "down":
+            out.append(f'node_network_carrier{{device="{dev}"}} 1')
     out.append(ethtool_families(node, now))  # pause frames (pd_trouble.py)
     return "\n".join(out) + "\n"
