@@ -188,6 +188,9 @@ class SessionConfig(_Strict):
     # current rate is projected to that instant and set against the budget
     reservation_end: dt.datetime | None = None
     duration_h: Annotated[float, Field(gt=0, le=24 * 366)] | None = None
+    # whether the hardware is still billed once the reservation has ended (the provider
+    # keeps charging until it is handed back): by default the bill stops at the end
+    billed_after_end: bool = False
 
     @field_validator("reservation_start", "reservation_end")
     @classmethod

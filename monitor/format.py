@@ -249,3 +249,37 @@ def fmt_si(value: float | None, unit: str = "", digits: int = 1) -> str:
         return f"{sign}{magnitude:.{digits}f}{unit}"
     scaled, prefix = _scaled(magnitude)
     return f"{sign}{scaled:.1f}{prefix}{unit}" if scaled < 100 else f"{sign}{scaled:.0f}{prefix}{unit}"
+
+def fmt_lapse(seconds: float) -> str:
+    """A stretch of time in the words a sentence uses: "40 s", "4 min", "23 h", "2.5 d"."""
+    if seconds < 90:
+        return f"{max(round(seconds), 1)} s"
+    if seconds < 90 * 60:
+        return f"{round(seconds / 60)} min"
+    if seconds < 48 * 3600:
+        return f"{round(seconds / 3600)} h"
+    return f"{seconds / 86400:.1f} d"
+
+
+def stretch_words(s: SessionView) -> str | None:
+    """Which stretch the session's $/unit figures ($/1M, $/request, spend ÷ API) cover,
+    said where it is not the whole reservation: "over the last 4 min watched"."""
+    if s.reservation_starts_in_s is not None:
+        return f"reservation starts in {fmt_lapse(s.reservation_starts_in_s)}: nothing billed yet"
+    if s.usd_per_million_span != "watched":
+        return None
+    if s.span_s is None:
+        return "waiting for every engine's next reading to count over"
+    return f"over the last {fmt_lapse(s.span_s)} watched"
+
+
+def reservation_words(s: SessionView) -> str | None:
+    """The reservation's edges in words, where one has been passed or not yet reached."""
+    if s.reservation_starts_in_s is not None:
+        lapse = fmt_lapse(s.reservation_starts_in_s)
+        return f"reservation starts in {lapse} ({fmt_clock(s.started_at)}): nothing billed before"
+    if s.reservation_ended:
+        billed = ("the layout says the hardware is billed on after it"
+                  if s.billed_after_end else "nothing billed after it (billed_after_end = false)")
+        return f"the reservation ended at {fmt_clock(s.reservation_end)}: {billed}"
+    return None

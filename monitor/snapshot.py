@@ -532,6 +532,15 @@ class SessionView(_View):
     # "watched": counted from when infertop first read them (tokens_since), not before
     usd_per_million_span: str | None = None
     span_spend_usd: float | None = None  # spend over that same stretch (what $/1M divides)
+    # the stretch's end: the newest moment every engine had been read to (ISO 8601, UTC),
+    # and its length, s (None until it has one)
+    tokens_until: str | None = None
+    span_s: float | None = None
+    # the reservation's edges: seconds until it starts (None once it has), whether it has
+    # ended (None without an end), and whether the layout bills the hardware past the end
+    reservation_starts_in_s: float | None = None
+    reservation_ended: bool | None = None
+    billed_after_end: bool | None = None
     # output tokens/s the whole cluster must sustain to cost no more than the API's output
     # price in the current price window: cluster $/h ÷ (API $ per output token × 3600)
     breakeven_output_tokens_per_s: float | None = None

@@ -18,7 +18,14 @@ from textual.widgets.option_list import Option
 
 from infertop.monitor.evaluation.money import api_output_tokens_for
 from infertop.monitor.evaluation.phases import PHASES
-from infertop.monitor.format import fmt_clock, fmt_num, fmt_span, fmt_usd
+from infertop.monitor.format import (
+    fmt_clock,
+    fmt_num,
+    fmt_span,
+    fmt_usd,
+    reservation_words,
+    stretch_words,
+)
 from infertop.monitor.snapshot import RollupView, SessionView, Snapshot
 from infertop.tui.history import SpendHistory
 from infertop.tui.panels import register_panel
@@ -102,8 +109,13 @@ def session_lines(s: SessionView, history: SpendHistory, chart_width: int = 40,
             ("  at the current $/h", "grey70"),
             (holds, "green" if s.budget_holds else "bold red"),
         ))
+    edge = reservation_words(s)
+    if edge is not None:
+        lines.append(Text(edge, style="yellow"))
+    stretch = stretch_words(s)
     lines.append(Text.assemble(
         ("$/1M tok ", "grey70"), fmt_usd(s.usd_per_million_output_tokens, 3),
+        *(((f" {stretch}", "yellow"),) if stretch is not None and s.reservation_starts_in_s is None else ()),
         ("  now ", "grey70"), fmt_usd(s.usd_per_million_output_tokens_now, 3),
         ("  $/request ", "grey70"), fmt_usd(s.usd_per_request, 4),
         ("  $/task ", "grey70"), fmt_usd(s.usd_per_acceptable_task, 4),
@@ -139,12 +151,12 @@ def session_lines(s: SessionView, history: SpendHistory, chart_width: int = 40,
         lines.append(Text.assemble(("note ", "grey70"), inert(s.api_cache_note, "grey50", 120)))
     if s.usd_per_million_span == "watched":
         # the engines' counters began before the reservation (or do not say when): the
-        # token figures cover only the stretch since infertop first read them
+        # token figures cover only the stretch since infertop had read every engine
         lines.append(Text.assemble(
             ("note ", "grey70"),
-            (f"tokens counted since {fmt_clock(s.tokens_since)}: $/1M, $/request and spend ÷ API "
-             f"set them against the {fmt_usd(s.span_spend_usd)} spent since, not the whole "
-             f"{fmt_usd(s.spend_usd)}", "yellow"),
+            (f"tokens counted from {fmt_clock(s.tokens_since)}: $/1M, $/request and spend ÷ API "
+             f"set them against the {fmt_usd(s.span_spend_usd)} spent over the same stretch, "
+             f"not the whole {fmt_usd(s.spend_usd)}", "yellow"),
         ))
     for note in s.notes[:2]:  # counter steps the ledger left out: tokens would be wrong
         lines.append(Text.assemble(("note ", "grey70"), inert(note, "yellow", 120)))

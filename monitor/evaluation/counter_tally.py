@@ -44,6 +44,8 @@ class TokenDeltas:
     requests_finished: float | None = None
     # nodes whose engine counters were read for the first time since the last drain
     first_sights: list[FirstSight] = field(default_factory=list)
+    # every reading since the last drain, with the counted increases it brings the sums to
+    readings: list[Reading] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,32 @@ class FirstSight:
     seen_at: float
     born_at: float | None
     values: Mapping[str, float]
+    source: str = ""
+    as_of: float | None = None  # the time the counters describe (`reading_as_of`)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One reading of a (node, source)'s engine counters: the reset-aware increases counted
+    since it was first read (`counted`), as of the time the counters describe."""
+
+    node: str
+    source: str
+    as_of: float
+    counted: Mapping[str, float]
+
+
+AS_OF_MAX_AGE_S = 3600.0
+
+
+def reading_as_of(sample: NodeSample) -> float:
+    """The time a sample's counters describe: a log's, the stamp of its newest throughput
+    line (they move one line at a time, every ten seconds or so, and cover the stretch up to
+    it); else when it was taken (a backend's own stamp, for PromQL)."""
+    stamp = sample.engine.log_stats_line_at if sample.engine is not None else None
+    if stamp is not None and sample.taken_at - AS_OF_MAX_AGE_S <= stamp <= sample.taken_at:
+        return stamp
+    return sample.taken_at
 
 
 def _add(a: float | None, b: float | None) -> float | None:
@@ -80,6 +108,9 @@ class CounterTally:
         self.doubts: dict[tuple[str, str], str] = {}
         self.first_sights: list[FirstSight] = []
         self.seen_nodes: set[str] = set()  # nodes whose counters were read at least once
+        # per (node, source): the increases counted since it was first read, and its readings
+        self.counted: dict[tuple[str, str], dict[str, float]] = {}
+        self.readings: list[Reading] = []
 
     def observe(self, sample: NodeSample) -> None:
         engine = sample.engine
@@ -91,11 +122,14 @@ class CounterTally:
             if values:
                 self.seen_nodes.add(sample.node)
                 born = self._plausible_birth(sample.node, sample.taken_at, engine.counters_started_at, values)
-                self.first_sights.append(FirstSight(sample.node, sample.taken_at, born, values))
+                self.first_sights.append(FirstSight(
+                    sample.node, sample.taken_at, born, values, sample.source, reading_as_of(sample)
+                ))
         last = self.last.setdefault(key, {})
         pending = self.pending.setdefault(key, {})
         prev_at = self.heard_at.get(key)
         self.heard_at[key] = sample.taken_at
+        counted = self.counted.setdefault(key, {})
         for name in TALLIED:
             value = getattr(engine, name)
             if value is None:
@@ -103,11 +137,16 @@ class CounterTally:
             prev = last.get(name)
             last[name] = value
             if prev is None:
+                counted.setdefault(name, 0.0)  # the counters it has: a cache counter or none
                 continue
             if prev_at is not None and not self._trusted(key, name, prev_at, prev, sample.taken_at, value):
                 continue
             # a counter that went down restarted from zero: it counted `value` since
-            pending[name] = pending.get(name, 0.0) + (value - prev if value >= prev else value)
+            step = value - prev if value >= prev else value
+            pending[name] = pending.get(name, 0.0) + step
+            counted[name] = counted.get(name, 0.0) + step
+        if sample.node in self.seen_nodes:
+            self.readings.append(Reading(sample.node, sample.source, reading_as_of(sample), dict(counted)))
 
     def _plausible_birth(
         self, node: str, seen_at: float, born_at: float | None, values: Mapping[str, float]
@@ -168,13 +207,15 @@ class CounterTally:
                 out.prompt_tokens_without_cache_figure += prompt
         self.pending = {}
         out.first_sights, self.first_sights = self.first_sights, []
+        out.readings, self.readings = self.readings, []
         return out
 
     # a resumed session continues from the counters it last saw, so the tokens produced
     # while infertop was down are still counted (a restarted engine reads as a reset)
     def to_state(self) -> list[dict[str, Any]]:
         return [
-            {"node": n, "source": s, "at": self.heard_at.get((n, s)), "last": v}
+            {"node": n, "source": s, "at": self.heard_at.get((n, s)), "last": v,
+             "counted": self.counted.get((n, s), {})}
             for (n, s), v in self.last.items()
         ]
 
@@ -182,7 +223,7 @@ class CounterTally:
         """Rows from `to_state`, read back from a record: raises BadValue on a bad one."""
         for i, row in enumerate(check.sequence(rows, "tally", check.MAX_TALLY_ROWS)):
             where = f"tally[{i}]"
-            row = check.mapping(row, where, 4)
+            row = check.mapping(row, where, 5)
             key = (check.text(row.get("node"), f"{where}.node"),
                    check.text(row.get("source"), f"{where}.source"))
             last = check.mapping(row.get("last"), f"{where}.last", len(TALLIED))
@@ -194,6 +235,11 @@ class CounterTally:
             }
             if self.last[key]:
                 self.seen_nodes.add(key[0])
+            counted = check.mapping(row.get("counted", {}), f"{where}.counted", len(TALLIED))
+            self.counted[key] = {
+                check.choice(k, f"{where}.counted", TALLIED): check.count(v, f"{where}.counted.{k}")
+                for k, v in counted.items()
+            }
             at = check.optional(check.time_s)(row.get("at"), f"{where}.at")
             if at is not None:
                 self.heard_at[key] = at

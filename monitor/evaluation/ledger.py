@@ -13,11 +13,14 @@ make (a rise faster than `collectors.bounds.COUNTER_MAX_PER_S`, a counter going 
 within a minute of its last reset) is not counted, and the session says so in its notes.
 
 Figures that set spend against tokens ($/1M, $/request, the API-equivalent and spend ÷ API)
-take both over one stretch (`SpanSums`): the whole reservation when every engine's counters
-began within it (their `_created` sample or process start says so: what they held at first
-sight is this reservation's, counted whole), else the stretch since infertop first read the
-last of them. Energy (GPU total-energy counters, `energy.py`) is counted over watched
-stretches only; in owned mode it replaces the power gauge's estimate in the spend.
+take both over one stretch, decided in one place (`stretch.choose_stretch`) and read for
+every engine and the bill alike off their curves (`stretch.StretchCounts`): the whole
+reservation when every engine's counters began within it, else from the moment infertop
+had read every engine, to the newest moment every engine has been read to. Nothing is
+billed before the reservation starts, nor after it ends unless the layout says the
+hardware is billed on (`[session] billed_after_end`). Energy (GPU total-energy counters,
+`energy.py`) is counted over watched stretches only; in owned mode it replaces the power
+gauge's estimate in the spend.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from infertop.monitor.evaluation.money import (
     usd_per_million_at_rate,
 )
 from infertop.monitor.evaluation.phases import PHASES
+from infertop.monitor.evaluation.stretch import StretchCounts, StretchSums
 from infertop.monitor.record import checks as check
 from infertop.monitor.snapshot import PhaseSpend, SessionView
 
@@ -87,41 +91,6 @@ def energy_usd_per_kwh(layout: Layout) -> float | None:
 def _finite(value: float | None) -> float | None:
     # a NaN or infinite figure from a broken source must not poison an exact sum forever
     return value if value is not None and math.isfinite(value) else None
-
-
-@dataclass
-class SpanSums:
-    """Token figures since `start`, and the spend over that same stretch: what the
-    session's $/1M, $/request, API-equivalent and spend ÷ API ratio are made of."""
-
-    start: float  # unix seconds; the reservation start when the tokens cover all of it
-    spend_usd: Decimal = ZERO
-    output_tokens: float = 0.0
-    prompt_tokens: float = 0.0
-    prompt_cached_tokens: float = 0.0
-    requests_finished: float = 0.0
-    api_usd: Decimal = ZERO
-
-    def to_state(self) -> dict[str, Any]:
-        return {
-            "start": self.start, "spend_usd": str(self.spend_usd), "api_usd": str(self.api_usd),
-            "output_tokens": self.output_tokens, "prompt_tokens": self.prompt_tokens,
-            "prompt_cached_tokens": self.prompt_cached_tokens,
-            "requests_finished": self.requests_finished,
-        }
-
-    @classmethod
-    def from_state(cls, value: object, started_at: float) -> SpanSums:
-        row = check.mapping(value, "span", 7)
-        return cls(
-            start=check.near(check.time_s(row.get("start"), "span.start"), started_at, "span.start"),
-            spend_usd=check.amount(row.get("spend_usd"), "span.spend_usd"),
-            api_usd=check.amount(row.get("api_usd"), "span.api_usd"),
-            output_tokens=check.count(row.get("output_tokens"), "span.output_tokens"),
-            prompt_tokens=check.count(row.get("prompt_tokens"), "span.prompt_tokens"),
-            prompt_cached_tokens=check.count(row.get("prompt_cached_tokens"), "span.prompt_cached_tokens"),
-            requests_finished=check.count(row.get("requests_finished"), "span.requests_finished"),
-        )
 
 
 @dataclass
@@ -183,7 +152,10 @@ class SessionLedger:
     marks: list[tuple[float, str]] = field(default_factory=list)
     tally: CounterTally = field(default_factory=CounterTally)
     resumed: bool = False  # set when restored from a record: the next stretch was unwatched
-    span: SpanSums | None = None  # None until tokens are first read
+    billed_after_end: bool = False  # the layout's word: the hardware is billed past the end
+    spend_at_end_usd: Decimal | None = None  # the spend when the reservation ended
+    # the engines' counts and the spend, over the one stretch the $/unit figures cover
+    counts: StretchCounts = field(default_factory=lambda: StretchCounts(0.0))
     energy: EnergyTally = field(default_factory=EnergyTally)
     energy_j: float = 0.0  # GPU energy over the watched stretches
     energy_known: bool = False
@@ -191,6 +163,10 @@ class SessionLedger:
     paired_output_tokens: float = 0.0  # output tokens since then
     energy_usd_per_kwh: float | None = None  # owned: PUE × $/kWh
     energy_nodes: set[str] = field(default_factory=set)  # energy counted as of the last tick
+
+    def __post_init__(self) -> None:
+        self.counts.reservation_start = self.started_at
+        self.counts.prices = self.prices
 
     @classmethod
     def for_layout(cls, layout: Layout, now: float) -> SessionLedger:
@@ -204,6 +180,7 @@ class SessionLedger:
             acceptable_tasks=layout.session.acceptable_tasks,
             prices=layout.pricing.api,
             energy_usd_per_kwh=energy_usd_per_kwh(layout),
+            billed_after_end=layout.session.billed_after_end,
         )
 
     # ------------------------------------------------------------------ phases
@@ -243,19 +220,26 @@ class SessionLedger:
         """Charge the time since the previous tick (or since the start) at the current rate."""
         now = tick.now
         watched = self.last_at is not None and not self.resumed
-        since = self.started_at if self.last_at is None else self.last_at
-        since = min(since, now)
-        seconds = now - since
+        # billed from the reservation start (nothing before it) to its end, or on past it
+        # where the layout says the hardware is still billed
+        until = now if self.ends_at is None or self.billed_after_end else min(now, self.ends_at)
+        since = max(self.started_at if self.last_at is None else self.last_at, self.started_at)
+        since = min(since, until)
+        seconds = until - since
         rate = _finite(tick.cost_per_hour_usd)
         idle = _finite(tick.idle_fraction)
         idle_rate = _finite(tick.idle_cost_per_hour_usd)
         if idle_rate is None and idle is not None and rate is not None:
             idle_rate = idle * rate
-        for phase, piece_s in self._phase_pieces(since, now):
+        for phase, piece_s in self._phase_pieces(since, until):
             self.seconds_by_phase[phase] = self.seconds_by_phase.get(phase, 0.0) + piece_s
             if rate is not None:
                 cost = charge(rate, piece_s)
                 self.spend_by_phase[phase] = self.spend_by_phase.get(phase, ZERO) + cost
+        while self.pending_marks and self.pending_marks[0][0] <= now:  # marks past the bill
+            self.phase = self.pending_marks.pop(0)[1]
+        if rate is not None and self.ends_at is not None and since < self.ends_at <= until:
+            self.spend_at_end_usd = self.spend_usd + charge(rate, self.ends_at - since)
         if rate is not None:
             cost = charge(rate, seconds)
             self.spend_usd += cost
@@ -275,10 +259,17 @@ class SessionLedger:
             )
         if not watched:
             self.unwatched_s += seconds
-        if self.span is not None and rate is not None:
-            self.span.spend_usd += charge(rate, seconds)
-        restarted = self._first_sights(now, tick.deltas.first_sights)
-        self._count_tokens(since, now, tick.deltas, into_span=not restarted)
+        if now >= self.started_at:  # tokens before the reservation are none of its
+            self._first_sights(tick.deltas.first_sights)
+            self._count_tokens(since, now, tick.deltas)
+        # the stretch never starts before the reservation: readings before it only tell
+        # what the counters held at its start
+        for sight in tick.deltas.first_sights:
+            self.counts.first_sight(sight.node, sight.source,
+                                    sight.seen_at if sight.as_of is None else sight.as_of,
+                                    sight.born_at, sight.values)
+        for reading in tick.deltas.readings:
+            self.counts.reading(reading.node, reading.source, reading.as_of, reading.counted)
         # joules per output token: energy and tokens over the same stretch, from the tick
         # after the GPUs' energy was first read (NVML reads it every few ticks, so the
         # ticks that bring an energy increase are not the only ones that made tokens)
@@ -295,6 +286,7 @@ class SessionLedger:
             gauge_w = {n: w for n, w in tick.counted_gpu_power_w.items() if n in self.energy_nodes}
             self._owned_energy(seconds, by_node, gauge_w)
         self.energy_nodes = set(tick.counted_gpu_power_w)
+        self.counts.spent(until, self.spend_usd)
         self.last_at = now
         self.resumed = False
         self.ticks += 1
@@ -304,21 +296,12 @@ class SessionLedger:
         self.extras_cost_per_hour_usd = _finite(tick.extras_cost_per_hour_usd)
         self.accepted_tokens_per_s = _finite(tick.accepted_tokens_per_s)
 
-    def _first_sights(self, now: float, sights: list[FirstSight]) -> bool:
-        """The span rule: token figures and the spend they are set against cover one
-        stretch. Counters that began within this reservation hold only its tokens: they
-        are counted whole, and the stretch stays the reservation. Counters that began
-        before it (or do not say when) hold tokens of no known stretch: counting starts
-        at their first reading, and the stretch starts again from this tick (whose counter
-        increases, from readings before it, stay out of it). True when it started again."""
-        born_within = [
-            s for s in sights if s.born_at is not None and s.born_at >= self.started_at
-        ]
-        restart = len(born_within) < len(sights)
-        for sight in born_within:
-            assert sight.born_at is not None
-            if not restart:
-                self._reservation_span()
+    def _first_sights(self, sights: list[FirstSight]) -> None:
+        """The session's totals: counters that began within this reservation hold only its
+        tokens, counted whole (produced evenly between their birth and this reading)."""
+        for sight in sights:
+            if sight.born_at is None or sight.born_at < self.started_at:
+                continue
             v = sight.values
             prompt = _finite(v.get("prompt_tokens_total"))
             cached = _finite(v.get("prompt_cached_tokens_total"))
@@ -329,13 +312,7 @@ class SessionLedger:
                 prompt_tokens_without_cache_figure=(prompt or 0.0) if cached is None else 0.0,
                 requests_finished=_finite(v.get("requests_finished_total")),
             )
-            # produced evenly between the counters' birth and this reading
-            self._count_tokens(
-                min(sight.born_at, sight.seen_at), sight.seen_at, backfill, into_span=not restart
-            )
-        if restart:
-            self.span = SpanSums(start=now)
-        return restart
+            self._count_tokens(min(sight.born_at, sight.seen_at), sight.seen_at, backfill)
 
     def _owned_energy(
         self, seconds: float, joules: Mapping[str, float], gauge_w: Mapping[str, float | None]
@@ -356,14 +333,8 @@ class SessionLedger:
             self.spend_usd += adjust
             self.spend_by_node[node] = self.spend_by_node.get(node, ZERO) + adjust
             self.spend_by_phase[self.phase] = self.spend_by_phase.get(self.phase, ZERO) + adjust
-            if self.span is not None:
-                self.span.spend_usd += adjust
 
-    def _reservation_span(self) -> None:
-        if self.span is None:
-            self.span = SpanSums(start=self.started_at, spend_usd=self.spend_usd)
-
-    def _count_tokens(self, since: float, now: float, d: TokenDeltas, into_span: bool = True) -> None:
+    def _count_tokens(self, since: float, now: float, d: TokenDeltas) -> None:
         # a NaN or infinite increase (a bug upstream) must not stick in the sums forever
         d = TokenDeltas(
             output_tokens=_finite(d.output_tokens),
@@ -393,20 +364,14 @@ class SessionLedger:
         self.api_output_usd += Decimal(cost.output_usd)
         self.api_input_cache_hit_usd += Decimal(cost.input_cache_hit_usd)
         self.api_input_cache_miss_usd += Decimal(cost.input_cache_miss_usd)
-        if not into_span or (d.output_tokens is None and d.requests_finished is None and not prompt):
-            return
-        # tokens with no first reading before them (given directly): the whole reservation
-        self._reservation_span()
-        assert self.span is not None
-        self.span.output_tokens += d.output_tokens or 0.0
-        self.span.prompt_tokens += prompt
-        self.span.prompt_cached_tokens += d.prompt_cached_tokens or 0.0
-        self.span.requests_finished += d.requests_finished or 0.0
-        self.span.api_usd += (
-            Decimal(cost.output_usd) + Decimal(cost.input_cache_hit_usd) + Decimal(cost.input_cache_miss_usd)
-        )
 
     # ------------------------------------------------------------------ figures
+
+    def stretch_sums(self, now: float) -> StretchSums | None:
+        """Counts and spend over the one stretch the $/unit figures cover; it ends at the
+        reservation end when the bill does."""
+        cap = None if self.ends_at is None or self.billed_after_end else self.ends_at
+        return self.counts.sums(now, cap)
 
     @property
     def api_equivalent_usd(self) -> Decimal:
@@ -426,14 +391,18 @@ class SessionLedger:
 
     def view(self, now: float, record_path: str | None = None) -> SessionView:
         spend = float(self.spend_usd) if self.priced else None
-        # every token figure, and the spend set against it, over the same stretch (`span`)
-        span = self.span
-        span_spend = float(span.spend_usd) if span is not None and self.priced else None
-        tokens = span.output_tokens if span is not None and self.tokens_known else None
-        requests = span.requests_finished if span is not None and self.requests_known else None
-        api = float(span.api_usd) if span is not None and self.tokens_known else None
+        # every token figure, and the spend set against it, over the one stretch
+        span = self.stretch_sums(now)
+        measured = span is not None and span.end is not None
+        counted = span.counts if span is not None else {}
+        spent = span.spend_usd if span is not None and measured else None
+        span_spend = float(spent) if spent is not None and self.priced else None
+        tokens = counted.get("output_tokens") if measured and self.tokens_known else None
+        requests = counted.get("requests_finished") if measured and self.requests_known else None
+        api = counted.get("api_usd") if measured and self.tokens_known else None
         energy_kwh = self.energy_j / J_PER_KWH if self.energy_known else None
-        budget = budget_figures(spend, self.budget_usd, self.cost_per_hour_usd, now, self.ends_at)
+        budget = budget_figures(spend, self.budget_usd, self.cost_per_hour_usd, now, self.ends_at,
+                                None if self.spend_at_end_usd is None else float(self.spend_at_end_usd))
         return SessionView(
             started_at=_iso(self.started_at),
             elapsed_s=max(now - self.started_at, 0.0),
@@ -455,10 +424,13 @@ class SessionLedger:
             usd_per_acceptable_task=usd_per(spend, self.acceptable_tasks),
             api_break_even_ratio=break_even_ratio(span_spend, api),
             tokens_since=None if span is None else _iso(span.start),
-            usd_per_million_span=None if span is None else (
-                "reservation" if span.start <= self.started_at else "watched"
-            ),
+            tokens_until=None if span is None or span.end is None else _iso(span.end),
+            span_s=None if span is None or span.end is None else span.seconds,
+            usd_per_million_span=None if span is None else span.kind,
             span_spend_usd=span_spend,
+            reservation_starts_in_s=self.started_at - now if now < self.started_at else None,
+            reservation_ended=None if self.ends_at is None else now >= self.ends_at,
+            billed_after_end=self.billed_after_end if self.ends_at is not None else None,
             budget_used_fraction=budget.used_fraction,
             budget_exhausted_in_s=budget.exhausted_in_s,
             budget_alert=budget.alert,
@@ -473,9 +445,9 @@ class SessionLedger:
             price_window=price_window(now),
             price_window_flips_at=_iso(next_flip(now)),
             api_output_usd_per_million=output_price_per_million(now, self.prices),
-            prompt_tokens=span.prompt_tokens if span is not None and self.tokens_known else None,
+            prompt_tokens=counted.get("prompt_tokens") if measured and self.tokens_known else None,
             prompt_cached_tokens=(
-                span.prompt_cached_tokens if span is not None and self.tokens_known else None
+                counted.get("prompt_cached_tokens") if measured and self.tokens_known else None
             ),
             api_prices=describe(self.prices),
             api_cache_note=self.cache_note(),
@@ -509,7 +481,7 @@ class SessionLedger:
         "idle_fraction", "idle_cost_per_hour_usd", "extras_cost_per_hour_usd",
         "accepted_tokens_per_s", "tokens_known", "requests_known", "priced",
         "unwatched_s", "ticks", "energy_j", "energy_known", "energy_watched",
-        "paired_output_tokens", "energy_usd_per_kwh",
+        "paired_output_tokens", "energy_usd_per_kwh", "billed_after_end",
     )
     # Decimal sums, stored as strings so that no digit is lost on the way through JSON
     _MONEY = (
@@ -528,7 +500,8 @@ class SessionLedger:
         state["pending_marks"] = [list(m) for m in self.pending_marks]
         state["marks"] = [list(m) for m in self.marks]
         state["tally"] = self.tally.to_state()
-        state["span"] = None if self.span is None else self.span.to_state()
+        state["stretch"] = self.counts.to_state()
+        state["spend_at_end_usd"] = None if self.spend_at_end_usd is None else str(self.spend_at_end_usd)
         return state
 
     # how each scalar of the state is checked when read back (started_at: see from_state)
@@ -558,6 +531,7 @@ class SessionLedger:
         "energy_watched": check.flag,
         "paired_output_tokens": check.count,
         "energy_usd_per_kwh": check.optional(check.usd),
+        "billed_after_end": check.flag,
     }
 
     @classmethod
@@ -615,14 +589,11 @@ class SessionLedger:
         # energy counters are read afresh after a restart (their gap is not counted), so the
         # tokens of the gap, which the engine counters do cover, must not be paired with them
         ledger.energy_watched = False
-        if state.get("span") is not None:
-            ledger.span = SpanSums.from_state(state["span"], start)
-        elif ledger.tokens_known:  # a record from before spans: its tokens, as they were
-            ledger.span = SpanSums(
-                start=start, spend_usd=ledger.spend_usd, output_tokens=ledger.output_tokens,
-                prompt_tokens=ledger.prompt_tokens, prompt_cached_tokens=ledger.prompt_cached_tokens,
-                requests_finished=ledger.requests_finished, api_usd=ledger.api_equivalent_usd,
-            )
+        if state.get("stretch") is not None:
+            ledger.counts = StretchCounts.from_state(state["stretch"], start, prices)
+        # else a record from before stretches: counting starts again from the next readings
+        at_end = state.get("spend_at_end_usd")
+        ledger.spend_at_end_usd = None if at_end is None else check.amount(at_end, "spend_at_end_usd")
         return ledger
 
     @staticmethod

@@ -156,9 +156,10 @@ def budget_status(
     The alert is "80%" from 80 % used and "100%" once spent; seconds left is unknown once
     spent (nothing runs out any more: the budget is passed) and when nothing is charged.
     """
-    if spend is None or budget is None or budget <= 0:
+    if spend is None or budget is None or budget < 0:
         return None, None, None
-    used = spend / budget
+    # a budget of $0 is a budget: any spend (and none) has reached it
+    used = spend / budget if budget > 0 else 1.0
     alert = next((label for level, label in BUDGET_ALERTS if used >= level), None)
     if used >= 1.0 or not cost_per_hour_usd:
         return used, None, alert
@@ -166,13 +167,15 @@ def budget_status(
 
 
 def projected_spend_usd(
-    spend: float | None, cost_per_hour_usd: float | None, now: float, ends_at: float | None
+    spend: float | None, cost_per_hour_usd: float | None, now: float, ends_at: float | None,
+    spend_at_end: float | None = None,
 ) -> float | None:
-    """The session's total at the reservation end if the current $/h holds until then."""
+    """The session's total at the reservation end if the current $/h holds until then;
+    once it has ended, what was spent by the end (`spend_at_end`)."""
     if spend is None or ends_at is None:
         return None
     if now >= ends_at:
-        return spend  # the reservation is over: what was spent is the total
+        return spend if spend_at_end is None else spend_at_end
     if cost_per_hour_usd is None:
         return None
     return spend + cost_per_hour_usd * (ends_at - now) / 3600.0
@@ -181,7 +184,7 @@ def projected_spend_usd(
 def budget_label(spend: float | None, budget: float | None) -> str | None:
     """The budget in words. The share is rounded down, so that 99.6 % reads "99%" and
     never "100%" before the budget is reached; past it the words say by how much."""
-    if spend is None or budget is None or budget <= 0:
+    if spend is None or budget is None or budget < 0:
         return None
     if spend > budget:
         return f"over by {fmt_usd(spend - budget)} of {fmt_usd(budget, 0)}"
@@ -196,9 +199,10 @@ def budget_figures(
     cost_per_hour_usd: float | None,
     now: float,
     ends_at: float | None = None,
+    spend_at_end: float | None = None,
 ) -> BudgetFigures:
     used, left_s, alert = budget_status(spend, budget, cost_per_hour_usd)
-    projected = projected_spend_usd(spend, cost_per_hour_usd, now, ends_at)
+    projected = projected_spend_usd(spend, cost_per_hour_usd, now, ends_at, spend_at_end)
     over = spend - budget if spend is not None and budget is not None and spend > budget else None
     return BudgetFigures(
         used_fraction=used,

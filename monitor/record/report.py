@@ -23,7 +23,7 @@ from infertop.collectors.safe_text import inert_text
 from infertop.monitor.evaluation.api_price import describe
 from infertop.monitor.evaluation.ledger import CLUSTER_ROW, ZERO
 from infertop.monitor.evaluation.money import usd_per
-from infertop.monitor.format import fmt_num, fmt_pct, fmt_span, fmt_usd
+from infertop.monitor.format import fmt_num, fmt_pct, fmt_span, fmt_usd, reservation_words, stretch_words
 from infertop.monitor.record.incidents import Incident, Scan, scan
 from infertop.monitor.record.recording import Recording, TickRow
 from infertop.monitor.record.report_scoreboard import (
@@ -280,10 +280,14 @@ def _pricing_line(rec: Recording) -> str:
 
 def _span_words(s: SessionView) -> str:
     """Which stretch the token figures (and $/1M, API-equivalent) cover."""
+    until = f" to {s.tokens_until}" if s.tokens_until else ""
+    if s.reservation_starts_in_s is not None:
+        return stretch_words(s) or "—"
     if s.usd_per_million_span == "reservation":
-        return "the whole reservation (the engines' counters began within it)"
+        return f"the whole reservation{until} (the engines' counters began within it)"
     if s.usd_per_million_span == "watched":
-        return f"since {s.tokens_since} (spend over it: {fmt_usd(s.span_spend_usd)})"
+        words = stretch_words(s) or "watched"
+        return f"{words}: from {s.tokens_since}{until} (spend over it: {fmt_usd(s.span_spend_usd)})"
     return "—"
 
 
@@ -296,6 +300,7 @@ def _money_lines(s: SessionView | None, tasks: int | None) -> list[tuple[str, st
         ("idle spend", fmt_usd(s.idle_spend_usd)),
         ("cost per hour (last)", fmt_usd(s.cost_per_hour_usd)),
         ("elapsed since reservation start", fmt_span(s.elapsed_s, precise=True)),
+        *((("reservation", edge),) if (edge := reservation_words(s)) is not None else ()),
         ("charged but not watched", fmt_span(s.unwatched_s, precise=True)),
         ("token figures cover", _span_words(s)),
         ("accepted output tokens", fmt_num(s.accepted_tokens, 0)),

@@ -258,6 +258,7 @@ class SessionStore:
         ledger.budget_usd = layout.session.budget_usd
         ledger.acceptable_tasks = layout.session.acceptable_tasks
         ledger.ends_at = reservation_end(layout, ledger.started_at)
+        ledger.billed_after_end = layout.session.billed_after_end
         ledger.energy_usd_per_kwh = energy_usd_per_kwh(layout)
         ledger.resumed = True  # the stretch since the last tick was not watched
         conn = _connect(path)

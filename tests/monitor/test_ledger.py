@@ -121,11 +121,16 @@ def test_tally_one_source_per_node_and_cache_split() -> None:
 
 def test_tokens_api_equivalent_and_per_unit_figures() -> None:
     ledger = SessionLedger(started_at=SATURDAY, budget_usd=1000.0)
-    ledger.advance(TickFigures(now=SATURDAY, cost_per_hour_usd=120.0))
-    deltas = TokenDeltas(output_tokens=2e6, prompt_tokens=1e6, prompt_cached_tokens=5e5,
-                         requests_finished=400)
+    # the engine's counters read at the reservation start and an hour later
+    ledger.tally.observe(engine_sample("d1", SATURDAY, 0.0, 0.0, 0.0, 0.0))
+    ledger.advance(TickFigures(now=SATURDAY, cost_per_hour_usd=120.0, deltas=ledger.tally.drain()))
+    ledger.tally.observe(engine_sample("d1", SATURDAY + H, 2e6, 1e6, 5e5, 400.0))
+    deltas = ledger.tally.drain()
+    assert (deltas.output_tokens, deltas.prompt_tokens, deltas.prompt_cached_tokens,
+            deltas.requests_finished) == (2e6, 1e6, 5e5, 400)
     ledger.advance(TickFigures(now=SATURDAY + H, cost_per_hour_usd=120.0, deltas=deltas))
     view = ledger.view(SATURDAY + H)
+    assert view.usd_per_million_span == "reservation" and view.span_s == H
     assert view.spend_usd == pytest.approx(120.0, abs=EPS)
     assert view.accepted_tokens == 2e6
     assert view.usd_per_million_output_tokens == pytest.approx(60.0, abs=EPS)

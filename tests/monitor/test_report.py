@@ -13,6 +13,7 @@ import pytest
 from infertop.cli.main import main
 from infertop.collectors.sample import EngineSample, GpuSample, NodeSample
 from infertop.layouts import load_layout
+from infertop.monitor.format import fmt_lapse
 from infertop.monitor.monitor import Monitor
 from infertop.monitor.record.recording import Recording, TickRow
 from infertop.monitor.record.report import nice_range, split_by_hour
@@ -116,7 +117,9 @@ def test_report_totals_equal_the_live_session(tmp_path: Path, capsys: pytest.Cap
     # the engine does not say since when it counts: tokens are set against the spend since
     # infertop first read them, and the report says so
     assert live.session.tokens_since is not None
-    assert f"| token figures cover | since {live.session.tokens_since} (spend over it: $" in md
+    assert live.session.span_s is not None
+    assert (f"| token figures cover | over the last {fmt_lapse(live.session.span_s)} watched: "
+            f"from {live.session.tokens_since} to {live.session.tokens_until} (spend over it: $") in md
     assert "\x1b" not in md  # hostile text from the layout is inert
     svg = ET.fromstring((out / "spend.svg").read_text())
     assert len(svg.findall("{http://www.w3.org/2000/svg}polyline")) == 2

@@ -58,13 +58,17 @@ def test_panel_says_how_long_the_phase_has_run() -> None:
 def test_panel_says_which_stretch_the_token_figures_cover() -> None:
     s = FrozenFeed(specs(), ticks=4).frames[-1].session.model_copy(update={
         "usd_per_million_span": "watched", "tokens_since": "2027-01-15T07:59:30+00:00",
-        "span_spend_usd": 0.25,
+        "span_spend_usd": 0.25, "span_s": 240.0,
     })
     text = "\n".join(line.plain for line in session_lines(s, SpendHistory(), 10))
-    assert "tokens counted since 2027-01-15 07:59 UTC" in text
-    assert f"against the $0.25 spent since, not the whole ${s.spend_usd:,.2f}" in text
+    assert "tokens counted from 2027-01-15 07:59 UTC" in text
+    assert f"against the $0.25 spent over the same stretch, not the whole ${s.spend_usd:,.2f}" in text
+    # the $/1M line itself says which stretch it covers (issue 45)
+    per_million = next(line for line in text.splitlines() if line.startswith("$/1M tok"))
+    assert "over the last 4 min watched" in per_million
     whole = s.model_copy(update={"usd_per_million_span": "reservation"})
-    assert "tokens counted since" not in "\n".join(line.plain for line in session_lines(whole, SpendHistory(), 10))
+    text = "\n".join(line.plain for line in session_lines(whole, SpendHistory(), 10))
+    assert "tokens counted from" not in text and "watched" not in text
 
 
 async def test_session_panel_in_the_overview() -> None:
