@@ -46,7 +46,9 @@ ZEROS: Vector = (0.0,) * len(QUANTITIES)
 # line every ten seconds) holds the stretch's end back no more: it left, or stopped
 HOLD_MIN_S = 60.0
 HOLD_GAPS = 3.0
-KEEP_S = 300.0  # readings kept behind the stretch's end, to read values between them
+# readings kept behind the stretch's end, to read values between them (an engine that
+# joins behind the end, a backend answering late, needs the others' values there)
+KEEP_S = 120.0
 MAX_POINTS = 4096  # per engine: a bound, whatever the cadence
 
 _COUNTER = {
@@ -304,7 +306,8 @@ class StretchCounts:
                 base = count.at(stretch.start)
             value = count.at(end)
             if base is None or value is None:
-                continue
+                # its readings there are gone: unknown, not a sum without it
+                return StretchSums(stretch.kind, stretch.start, None, None, {})
             for i, (a, b) in enumerate(zip(base, value, strict=True)):
                 total[i] += b - a
         spend_end = self._spend_at(end)
