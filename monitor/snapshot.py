@@ -178,6 +178,11 @@ class EngineView(_View):
     # the node's data-parallel engines, each with the figures above over the same window
     # (monitor/evaluation/engine_ranks.py); None where the page tells no engines apart
     ranks: list[EngineRankView] | None = None
+    # where `ranks` is known, `decode_steps_per_s` is the slowest busy rank's (it paces the
+    # expert-parallel step; engine_ranks.node_steps_per_s): that rank's label when the ranks
+    # differ ("engine 5 (GPU 5)"), and the fastest engine's counted steps/s, the old figure
+    slowest_rank: str | None = None
+    fastest_rank_steps_per_s: float | None = None
 
 
 class EngineRankView(_View):

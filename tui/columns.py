@@ -46,6 +46,23 @@ def figure_cell(value: float | None, digits: int = 1, unit: str = "", money: boo
     return FigureText(figure_forms(value, digits, unit, money))
 
 
+def slowest_rank_short(node: NodeView) -> str | None:
+    """"e5": the rank the monitor named as pacing the node's steps/s, where it named one."""
+    e = node.engine
+    if e is None or e.slowest_rank is None:
+        return None
+    rank = next((r for r in e.ranks or () if r.label == e.slowest_rank), None)
+    return f"e{rank.dp_rank}" if rank is not None and rank.dp_rank is not None else None
+
+
+def steps_cell(node: NodeView) -> Text:
+    """The node's decode steps/s (its slowest busy rank's, where ranks are known) with that
+    rank beside it ("16.1 e5"); a narrow column drops the rank before shortening the figure."""
+    forms = figure_forms(_engine("decode_steps_per_s")(node), 1)
+    rank = slowest_rank_short(node)
+    return FigureText(tuple(f"{f} {rank}" for f in forms) + forms if rank else forms)
+
+
 def name_cell(node: NodeView) -> Text:
     return inert(node.name, max_len=64)
 
@@ -159,8 +176,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("idle", "IDLE", 5, idle_cell, lambda n: n.idle_fraction, priority=87),
     Column("util", "UTIL", 5, lambda n: _cell(fmt_num(n.gpu_util_pct, 0, "%")), lambda n: n.gpu_util_pct,
            descending=False, priority=80),
-    Column("steps", "STEPS/S", 8, lambda n: figure_cell(_engine("decode_steps_per_s")(n), 1),
-           _engine("decode_steps_per_s"), descending=False, priority=78),
+    Column("steps", "STEPS/S", 8, steps_cell, _engine("decode_steps_per_s"), descending=False, priority=78),
     Column("tokens", "TOK/S", 8, lambda n: figure_cell(_engine("accepted_tokens_per_s")(n), 0),
            _engine("accepted_tokens_per_s"), descending=False, priority=76),
     Column("links", "LINKS", 13, links_cell, _links_value, descending=False, priority=74, justify="left"),

@@ -235,6 +235,10 @@ def engine_text(
     profile = inert(engine.profile or UNKNOWN, max_len=24).plain
     out.append(f"{source} ({profile}), figures {fmt_age(engine.age_s)} old{window_span(engine)}\n", GREY)
     _pair(out, "decode steps/s", fmt_num(engine.decode_steps_per_s, 1))
+    if engine.slowest_rank is not None:
+        # the monitor's one definition: the slowest busy rank paces the node's step
+        out.append(f"slowest {inert(engine.slowest_rank, max_len=40).plain}, "
+                   f"fastest {fmt_num(engine.fastest_rank_steps_per_s, 1)}  ", "yellow")
     out.append(sparkline(steps_history, SPARK_WIDTH * 2, 0.0, steps_top), "cyan")
     if steps_top is not None:
         out.append(f" 0–{fmt_num(steps_top, 1)}", GREY)

@@ -3,12 +3,17 @@
 The collectors hand every rank's series to `EngineSample.ranks` (collectors.engine_ranks);
 here each rank gets the very figures the node gets (`figures.engine_view`) over the same
 window: steps/s, running / waiting, KV use, acceptance, tokens/s, latency percentiles.
-The node's own figures stay what they were: the roll-up of its ranks' counters, read from
-the page's totals (the same numbers, summed once).
+The node's own figures stay the roll-up of its ranks' counters, read from the page's
+totals (the same numbers, summed once) — all but its decode steps/s: under expert
+parallelism every rank waits for the slowest, so where the ranks are known the node's
+`decode_steps_per_s` is its slowest busy rank's, named beside it (`slowest_rank`), by
+one rule (`node_steps_per_s`) that every view and sort reads through the snapshot.
 
 Which GPUs a rank runs on: from the page's own labels where it says (SGLang's `tp_rank`,
 taken modulo the node's GPUs), else from the layout's tensor-parallel size (engine k in
-rank order holds GPUs k·tp … k·tp+tp−1), else unknown.
+rank order holds GPUs k·tp … k·tp+tp−1), else, where the node's GPUs divide evenly among
+its engines, that share (vLLM's data-parallel launcher gives local rank k the k-th slice
+of the visible GPUs), else unknown.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from infertop.layouts.model import Layout, NodeConfig
 from infertop.monitor.evaluation.figures import ENGINE_RATE_FIELDS, engine_view
 from infertop.monitor.evaluation.window_rates import Values, WindowRates
 from infertop.monitor.snapshot import EngineRankView, EngineView
+
+LOCKSTEP_SPREAD = 0.05  # ranks within 5 % of each other's steps/s step in lockstep
 
 # the engine figures a rank carries: those of EngineRankView it shares with EngineView
 POSITION_FIELD = position_key(0)[1]
@@ -67,9 +74,9 @@ def tensor_parallel_size(config: NodeConfig | None, layout: Layout) -> int | Non
 
 
 def rank_gpus(
-    rank: EngineRankSample, position: int, node_gpus: int | None, tp: int | None
+    rank: EngineRankSample, position: int, node_gpus: int | None, tp: int | None, engines: int = 0
 ) -> tuple[list[int] | None, str | None]:
-    """(node-local GPU indices, where they came from) of one rank."""
+    """(node-local GPU indices, where they came from) of one rank of `engines`."""
     if rank.tp_ranks:
         gpus = sorted({t % node_gpus for t in rank.tp_ranks}) if node_gpus else list(rank.tp_ranks)
         return gpus, "labels"
@@ -78,6 +85,9 @@ def rank_gpus(
         if node_gpus is not None and first + tp > node_gpus:
             return None, None  # more engines than the layout's GPUs hold: unknown, not a guess
         return list(range(first, first + tp)), "layout"
+    if engines and node_gpus and node_gpus % engines == 0:
+        share = node_gpus // engines
+        return list(range(position * share, position * share + share)), "gpus/engines"
     return None, None
 
 
@@ -123,7 +133,7 @@ def rank_views(
         view = engine_view(window, now, cast(WindowRates, _RankRates(rates, rank.key)))
         if view is None:
             continue
-        gpus, gpus_from = rank_gpus(rank, position, node_gpus, tp)
+        gpus, gpus_from = rank_gpus(rank, position, node_gpus, tp, len(engines[-1].engine.ranks))
         figures = {f: getattr(view, f) for f in RANK_FIGURES}
         views.append(EngineRankView.model_construct(
             **figures, key=rank.key, dp_rank=rank.dp_rank, gpus=gpus, gpus_from=gpus_from,
@@ -132,12 +142,44 @@ def rank_views(
     return views or None
 
 
+def _busy(rank: EngineRankView) -> bool:
+    """Serving requests: in lockstep an engine without any steps with dummy batches that
+    vLLM and SGLang do not count, so its own steps/s says nothing of the group's pace."""
+    return bool(rank.requests_running) and rank.decode_steps_per_s is not None
+
+
+def node_steps_per_s(
+    ranks: Sequence[EngineRankView], counted: float | None
+) -> tuple[float | None, EngineRankView | None]:
+    """(the node's decode steps/s, the rank named beside it) — the one definition.
+
+    Under expert parallelism every rank of the step waits for the slowest, so the node
+    steps at its slowest busy rank's pace: that is its figure, and that rank is named when
+    the ranks differ by more than 5 % (in lockstep they read alike: none is named).
+    Without a busy rank, `counted` (the fastest engine's counted steps: `figures.decode_steps_per_s`)."""
+    busy = [r for r in ranks if _busy(r)]
+    if not busy:
+        return counted, None
+    slowest = min(busy, key=lambda r: r.decode_steps_per_s or 0.0)
+    fastest = max(r.decode_steps_per_s or 0.0 for r in busy)
+    low = slowest.decode_steps_per_s or 0.0
+    spread = (fastest - low) / fastest if fastest > 0 else 0.0
+    return low, slowest if len(busy) >= 2 and spread > LOCKSTEP_SPREAD else None
+
+
 def with_ranks(
     engine: EngineView | None, samples: Sequence[NodeSample], now: float, node_gpus: int | None,
     tp: int | None, rates: WindowRates | None = None,
 ) -> EngineView | None:
-    """The node's engine view with its ranks added (unchanged where it has none)."""
+    """The node's engine view with its ranks added (unchanged where it has none), its
+    decode steps/s by `node_steps_per_s`."""
     if engine is None:
         return None
     ranks = rank_views(samples, now, node_gpus, tp, rates)
-    return engine if ranks is None else engine.model_copy(update={"ranks": ranks})
+    if ranks is None:
+        return engine
+    steps, slowest = node_steps_per_s(ranks, engine.decode_steps_per_s)
+    return engine.model_copy(update={
+        "ranks": ranks, "decode_steps_per_s": steps, "fastest_rank_steps_per_s": engine.decode_steps_per_s,
+        "slowest_rank": slowest.label if slowest is not None else None,
+    })

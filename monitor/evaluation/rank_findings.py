@@ -24,9 +24,8 @@ from infertop.monitor.evaluation.conditions import (
     accel_label,
     engine_busy,
 )
+from infertop.monitor.evaluation.engine_ranks import LOCKSTEP_SPREAD
 from infertop.monitor.snapshot import EngineRankView, GpuView, NodeView
-
-LOCKSTEP_SPREAD = 0.05  # ranks within 5 % of each other's steps/s step in lockstep
 
 
 def _ranks(node: NodeView) -> list[EngineRankView]:

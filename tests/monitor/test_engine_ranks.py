@@ -11,7 +11,7 @@ import pytest
 
 from infertop.collectors.profiles import engine_sample_from_text
 from infertop.collectors.sample import EngineSample, NodeSample
-from infertop.monitor.evaluation.engine_ranks import gpu_span, rank_views
+from infertop.monitor.evaluation.engine_ranks import gpu_span, node_steps_per_s, rank_views
 from infertop.monitor.evaluation.figures import engine_view
 from infertop.monitor.snapshot import EngineRankView, EngineView
 from tests.support.sglang_page import SglangServer
@@ -108,8 +108,14 @@ def test_sglang_dp_attention_ranks_name_their_gpus_from_tp_rank() -> None:
 
 def test_gpus_unknown_without_labels_or_layout_and_past_the_node() -> None:
     _, samples, _ = _vllm_window()
-    unknown = rank_views(samples, now=1000.0 + DT, node_gpus=8, tp=None)
+    # 8 engines on 6 GPUs: no even share, no labels, no layout — unknown, not guessed
+    unknown = rank_views(samples, now=1000.0 + DT, node_gpus=6, tp=None)
     assert unknown is not None and all(r.gpus is None and r.label == f"engine {r.dp_rank}" for r in unknown)
+    # 8 engines on 16 GPUs: vLLM's DP launcher gives local rank k the k-th pair
+    shared = rank_views(samples, now=1000.0 + DT, node_gpus=16, tp=None)
+    assert shared is not None
+    assert [(r.gpus, r.gpus_from) for r in shared] == [([2 * k, 2 * k + 1], "gpus/engines") for k in range(8)]
+    assert shared[3].label == "engine 3 (GPUs 6–7)"
     # 8 engines of TP 2 do not fit 8 GPUs: the ones past the node are unknown, not wrapped
     past = rank_views(samples, now=1000.0 + DT, node_gpus=8, tp=2)
     assert past is not None
@@ -137,3 +143,27 @@ def test_a_page_without_engine_labels_has_no_ranks() -> None:
     text = "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 3\n"
     sample = engine_sample_from_text(text, "vllm")
     assert isinstance(sample, EngineSample) and sample.ranks is None
+
+
+def _rank(dp: int, steps: float | None, running: float = 8.0) -> EngineRankView:
+    return EngineRankView(key=f"engine={dp}", dp_rank=dp, gpus=[dp], label=f"engine {dp} (GPU {dp})",
+                          decode_steps_per_s=steps, requests_running=running)
+
+
+@pytest.mark.parametrize(("steps", "running", "figure", "named"), [
+    # issue 46: rank 5 at 16/s while its 7 peers step at 40/s — the node steps at 16
+    ([40.0] * 5 + [16.1] + [40.0] * 2, [8.0] * 8, 16.1, "engine 5 (GPU 5)"),
+    # lockstep (within 5 %): the slowest's figure, no rank named
+    ([40.0, 39.5, 40.2, 39.9], [8.0] * 4, 39.5, None),
+    # an idle rank (nothing running) steps with uncounted dummy batches: not the pace
+    ([40.0, 0.0, 40.0, 40.0], [8.0, 0.0, 8.0, 8.0], 40.0, None),
+    # no busy rank: the fastest engine's counted steps (the figure handed in)
+    ([0.0, 0.0], [0.0, 0.0], 12.0, None),
+])
+def test_the_node_steps_at_its_slowest_busy_ranks_pace(
+    steps: list[float], running: list[float], figure: float, named: str | None
+) -> None:
+    ranks = [_rank(i, s, r) for i, (s, r) in enumerate(zip(steps, running, strict=True))]
+    value, slowest = node_steps_per_s(ranks, counted=12.0)
+    assert value == figure
+    assert (slowest.label if slowest is not None else None) == named
