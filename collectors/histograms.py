@@ -97,10 +97,12 @@ def wanted_names() -> frozenset[str]:
 
 
 # A page writes the same few bound texts ("0.005", "+Inf") for every engine and every
-# histogram, round after round: each text is converted once. Bounded, as the texts come
-# from the page.
+# histogram, round after round: each text is converted once, and every sample shares its
+# float (the prom source's answers too, collectors/promql.py: ~24 bytes a bucket a sample).
+# Bounded, as the texts come from the page.
 @functools.lru_cache(maxsize=1024)
-def _bound(raw: str) -> float | None:
+def bucket_bound(raw: str) -> float | None:
+    """A bucket's `le` text → its bound; None when not a number (NaN included)."""
     try:
         value = float(raw)
     except ValueError:
@@ -115,7 +117,7 @@ def summed_buckets(index: Exposition, base: str) -> Buckets | None:
     get = by_le.get
     for labels, value in index.series(f"{base}_bucket"):
         raw = labels.get("le")
-        le = None if raw is None else _bound(raw)
+        le = None if raw is None else bucket_bound(raw)
         if le is None or value < 0:
             return None
         by_le[le] = get(le, 0.0) + value

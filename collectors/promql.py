@@ -44,7 +44,7 @@ from infertop.collectors.engine_info import (
     settings_from_labels,
     settings_from_values,
 )
-from infertop.collectors.histograms import LATENCY_HISTOGRAMS, SCOREBOARD_SCALARS
+from infertop.collectors.histograms import LATENCY_HISTOGRAMS, SCOREBOARD_SCALARS, bucket_bound
 from infertop.collectors.node_exporter import ib_physical_state
 from infertop.collectors.probe.host import port_state
 from infertop.collectors.profiles import ENGINE_LABELS, CustomProfiles, ProfileError, resolve_profile
@@ -543,11 +543,8 @@ def _buckets(by_le: Mapping[tuple[str, ...], float | None]) -> tuple[tuple[float
     count is known, a +Inf bucket is there and counts never fall as the bound rises."""
     rows = []
     for (le_text, *_), count in by_le.items():
-        try:
-            le = float(le_text)
-        except ValueError:
-            return None
-        if count is None or math.isnan(le):
+        le = bucket_bound(le_text)  # cached: the same few texts on every node and round
+        if count is None or le is None:
             return None
         rows.append((le, count))
     rows.sort()

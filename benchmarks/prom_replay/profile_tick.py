@@ -1,7 +1,9 @@
 """One process, no real-time pacing: the prom source's poll against the replay server and
 Monitor.tick, under cProfile (or timed by parts), so where a tick's CPU goes is seen.
 
-    python -m benchmarks.prom_replay.profile_tick NODES [TICKS] [--profile OUT.pstats]
+    python -m benchmarks.prom_replay.profile_tick NODES [TICKS] [--profile OUT.pstats] [--memory]
+
+`--memory`: after the ticks, the bytes each part of the monitor holds a node.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from benchmarks.prom_replay.server import Replay
 from infertop.demo.backends import free_port
 
 
-async def _ticks(layout_path: Path, ticks: int, interval_s: float, profile: cProfile.Profile | None) -> None:
+async def _ticks(layout_path: Path, ticks: int, interval_s: float, profile: cProfile.Profile | None,
+                 parts: bool = False) -> None:
     from infertop.layouts.loader import load_layout
     from infertop.monitor.channel.protocol import encode_snapshot
     from infertop.monitor.monitor import Monitor
@@ -59,12 +62,67 @@ async def _ticks(layout_path: Path, ticks: int, interval_s: float, profile: cPro
               flush=True)
         t[0] += interval_s
     await source.close()  # type: ignore[attr-defined]
+    if parts:
+        _memory_by_part(monitor, encoded)
+
+
+def deep_size(obj: object, seen: set[int]) -> int:
+    """Bytes held by `obj` and everything it reaches that `seen` has not counted yet
+    (shared objects are counted once, where first met)."""
+    size = 0
+    stack = [obj]
+    while stack:
+        o = stack.pop()
+        if id(o) in seen or o is None or isinstance(o, type):
+            continue
+        seen.add(id(o))
+        size += sys.getsizeof(o)
+        if isinstance(o, dict):
+            stack.extend(o.keys())
+            stack.extend(o.values())
+        elif isinstance(o, list | tuple | set | frozenset) or type(o).__name__ == "deque":
+            stack.extend(o)  # type: ignore[arg-type]
+        elif hasattr(o, "__dict__"):
+            stack.append(vars(o))
+            extra = getattr(o, "__pydantic_extra__", None)
+            if extra:
+                stack.append(extra)
+        elif hasattr(o, "__slots__"):
+            stack.extend(getattr(o, name) for name in o.__slots__ if hasattr(o, name))  # type: ignore[attr-defined]
+    return size
+
+
+def _memory_by_part(monitor: object, encoded: bytes) -> None:
+    """KiB a node held by each part of the monitor, measured by walking it (deep size)."""
+    import gc
+
+    gc.collect()
+    nodes = len(monitor.state.nodes)  # type: ignore[attr-defined]
+    seen: set[int] = set()
+    parts = [
+        ("history rings (samples kept per node)", monitor.state),  # type: ignore[attr-defined]
+        ("rate cache (window rates)", monitor.rates),  # type: ignore[attr-defined]
+        ("the snapshot (node views, cluster, session)", monitor.latest),  # type: ignore[attr-defined]
+        ("verdict tracker", monitor.verdicts),  # type: ignore[attr-defined]
+        ("timeline", monitor.timeline),  # type: ignore[attr-defined]
+        ("ledger", monitor.ledger),  # type: ignore[attr-defined]
+        ("prom source (namer, last stamps)", monitor.sources[0]),  # type: ignore[attr-defined]
+    ]
+    total = 0
+    for name, part in parts:
+        size = deep_size(part, seen)
+        total += size
+        print(f"memory: {name}: {size / nodes / 1024:.1f} KiB a node ({size / 2**20:.1f} MiB)")
+    print(f"memory: encoded snapshot: {len(encoded) / nodes / 1024:.1f} KiB a node")
+    print(f"memory: walked in all: {total / nodes / 1024:.1f} KiB a node; RSS {rss_bytes() / 2**20:.0f} MiB "
+          f"({rss_bytes() / nodes / 1024:.0f} KiB a node, the interpreter and libraries included)")
 
 
 def main() -> int:
     nodes = int(sys.argv[1])
     ticks = int(sys.argv[2]) if len(sys.argv) > 2 and not sys.argv[2].startswith("-") else 6
     out = sys.argv[sys.argv.index("--profile") + 1] if "--profile" in sys.argv else None
+    parts = "--memory" in sys.argv
     port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "benchmarks.prom_replay.server", str(nodes), str(port)],
                               stdout=subprocess.PIPE)
@@ -76,7 +134,7 @@ def main() -> int:
             path = Path(tmp) / "layout.toml"
             path.write_text(layout_for(replay, nodes, f"http://127.0.0.1:{port}"))
             profile = cProfile.Profile() if out else None
-            asyncio.run(_ticks(path, ticks, replay.interval_s, profile))
+            asyncio.run(_ticks(path, ticks, replay.interval_s, profile, parts))
             if profile is not None and out:
                 profile.dump_stats(out)
     finally:
