@@ -20,6 +20,10 @@ decode-07, decode-09):
 - stray_process: a decode node whose GPU 3 is also held by a leftover evaluation run
   (18 GiB, not the engine); no exporter carries processes, so the demo serves this node
   over SSH in the probe's own reading format (infertop/demo/ssh_node.py);
+- acceptance_collapse: a decode node whose drafter stops agreeing with its target
+  (`COLLAPSE_START_S` after the demo starts, for `COLLAPSE_FOR_S`, again every
+  `COLLAPSE_EVERY_S`): its draft acceptance falls from ~0.7 to ~0.3, at every position,
+  while its steps/s stay — its tokens/s fall, the decode capacity it pays for is lost;
 - every `restart_every_s` (default 180 s) one engine restarts (its counters drop to
   0), rotating over the untroubled nodes in order.
 """
@@ -47,7 +51,13 @@ TROUBLE: dict[str, tuple[str, int]] = {
     "idle": ("prefill", 2),
     "straggler": ("decode", 7),
     "stray_process": ("decode", 9),
+    "acceptance_collapse": ("decode", 4),
 }
+# the acceptance collapse: when (seconds since the demo started) and how deep
+COLLAPSE_START_S = 60.0
+COLLAPSE_FOR_S = 150.0
+COLLAPSE_EVERY_S = 420.0
+COLLAPSED_ACCEPTANCE = 0.3
 PORTS_DOWN = ("mlx5_1", "mlx5_2")
 # on the link-starved node, two GPUs spin in the all-to-all waiting for the network: util
 # ~99 %, SM activity ~1.5 % — busy but waiting (issue 35)
@@ -191,6 +201,8 @@ class SimNode:
             steps *= STRAGGLER_RATIO
         acceptance = self.base_acceptance + 0.05 * math.sin(2 * math.pi * t / 61.0 + self.phase)
         acceptance = min(0.8, max(0.6, acceptance + rng.gauss(0, 0.015)))
+        if self.collapsed(t):
+            acceptance = max(0.05, COLLAPSED_ACCEPTANCE + rng.gauss(0, 0.015))
         running = round(56 + 8 * math.sin(2 * math.pi * t / 37.0 + self.phase))
         return Gauges(
             running=running,
@@ -200,6 +212,12 @@ class SimNode:
             steps_per_s=max(steps, 1.0),
             acceptance=acceptance,
         )
+
+    def collapsed(self, t: float) -> bool:
+        """The acceptance-collapse node's drafter disagrees with its target `t` s in."""
+        if self.plan.trouble != "acceptance_collapse" or t < COLLAPSE_START_S:
+            return False
+        return (t - COLLAPSE_START_S) % COLLAPSE_EVERY_S < COLLAPSE_FOR_S
 
     def _integrate(self, g: Gauges, dt: float) -> None:
         e = self.engine

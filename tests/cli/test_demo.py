@@ -46,7 +46,7 @@ def test_pools_are_about_a_quarter_prefill() -> None:
 
 def test_trouble_is_deterministic_and_documented() -> None:
     assert trouble_nodes(16) == {"ports_down": "decode-03", "idle": "prefill-02", "straggler": "decode-07",
-                                 "stray_process": "decode-09"}
+                                 "stray_process": "decode-09", "acceptance_collapse": "decode-04"}
     # a cluster too small for a straggler or an idle prefill node simply has none
     assert trouble_nodes(4) == {"ports_down": "decode-03"}
     names = [p.name for p in plan_cluster(1024)]

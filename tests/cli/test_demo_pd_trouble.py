@@ -24,10 +24,12 @@ STEP_S = 10.0
 RESTART_EVERY_S = 60.0
 
 
-def run_demo(ticks: int) -> tuple[SimCluster, list[Snapshot]]:
+def run_demo(ticks: int, step_s: float = STEP_S, window_s: float = 3 * STEP_S) -> tuple[SimCluster, list[Snapshot]]:
+    """The demo's cluster of 8 through its realistic pages, the real parsers and the monitor,
+    one tick every `step_s` of simulated time."""
     cluster = SimCluster(8, started_at=T0, restart_every_s=RESTART_EVERY_S)
     layout = Layout.model_validate({
-        "cluster": ClusterConfig(name="demo", interval_s=STEP_S, window_s=3 * STEP_S),
+        "cluster": ClusterConfig(name="demo", interval_s=step_s, window_s=window_s),
         "pricing": PricingConfig(gpu_hour_usd=2.5),
         "thresholds": {"hold_s": 10, "clear_s": 10},
         "nodes": [NodeConfig(name=p.name, role=p.role, gpus=8) for p in cluster.plans],  # type: ignore[arg-type]
@@ -35,7 +37,7 @@ def run_demo(ticks: int) -> tuple[SimCluster, list[Snapshot]]:
     monitor = Monitor(layout, sources=[], clock=lambda: T0)
     snaps = []
     for i in range(1, ticks + 1):
-        now = T0 + i * STEP_S
+        now = T0 + i * step_s
         for name, node in cluster.nodes.items():
             engine = engine_sample_from_text(realistic.engine_page(node, now), "vllm")
             host = realistic_hosts.collected_node_exporter_page(node, now, INFERTOP_COLLECTORS)

@@ -59,6 +59,11 @@ def test_demo_trouble_gives_exactly_the_right_verdicts(tmp_path: Path) -> None:
     for name in congested:
         assert [v["kind"] for v in nodes[name]["verdicts"]] == ["congested"], name
         got[name] = []
+    # the scripted acceptance collapse begins COLLAPSE_START_S in: whether this window
+    # reaches it is timing (a loaded machine starts the demo slowly)
+    collapsing = trouble.get("acceptance_collapse")
+    if collapsing is not None and got.get(collapsing) == ["acceptance-drop"]:
+        expected[collapsing] = ["acceptance-drop"]
     assert got == expected
 
     def detail(node: str, kind: str) -> str:
