@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from infertop.layouts.model import MAX_INTERVAL_S
+from infertop.layouts.model import MAX_INTERVAL_S, MAX_WINDOW_S
 
 
 def positive_float(text: str) -> float:
@@ -24,6 +24,14 @@ def interval_s(text: str) -> float:
     value = positive_float(text)
     if value > MAX_INTERVAL_S:
         raise argparse.ArgumentTypeError(f"{text!r} is longer than {MAX_INTERVAL_S:.0f} s")
+    return value
+
+
+def window_s(text: str) -> float:
+    """A window to collect over: as `positive_float`, at most the layout's `window_s` bound."""
+    value = positive_float(text)
+    if value > MAX_WINDOW_S:
+        raise argparse.ArgumentTypeError(f"{text!r} is longer than {MAX_WINDOW_S:.0f} s")
     return value
 
 

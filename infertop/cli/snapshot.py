@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from infertop.cli.argtypes import positive_float
+from infertop.cli.argtypes import window_s
 from infertop.cli.common import EXIT_FAIL, EXIT_OK, add_layout_arg, layout_of, say
 from infertop.monitor.snapshot import Snapshot
 from infertop.monitor.stopping import Stop, run_stoppable
@@ -21,7 +21,7 @@ _SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_layout_arg(p)
     p.add_argument(
-        "--window", type=positive_float, default=None, metavar="S",
+        "--window", type=window_s, default=None, metavar="S",
         help="seconds to collect before the snapshot (default: the layout's window_s)",
     )
     p.add_argument("--json", action="store_true", help="print infertop.snapshot/1 JSON")

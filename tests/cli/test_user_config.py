@@ -60,6 +60,8 @@ def test_top_level_interval_flag(tmp_path: Path) -> None:
         # `snapshot --interval inf` polled once and then waited for ever
         (["snapshot", "--interval", "inf"], "argument --interval: 'inf' must be a finite number"),
         (["snapshot", "--interval", "1e9"], "argument --interval: '1e9' is longer than 3600 s"),
+        # `snapshot --window 1e9` was taken and blocked: capped as the layout's window_s is
+        (["snapshot", "--window", "1e9"], "argument --window: '1e9' is longer than 86400 s"),
         (["record", "--duration", "inf"], "argument --duration: 'inf' must be a finite number"),
     ],
 )
