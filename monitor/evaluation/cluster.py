@@ -35,7 +35,12 @@ from infertop.monitor.evaluation.link_summary import gpu_sums, links_view, nic_t
 from infertop.monitor.evaluation.logs import log_silence_note
 from infertop.monitor.evaluation.money import cluster_cost_per_hour_usd, node_cost_per_hour_usd
 from infertop.monitor.evaluation.reference_points import reference_points
-from infertop.monitor.evaluation.scoreboard import pool_scoreboard, slo_attainment
+from infertop.monitor.evaluation.scoreboard import (
+    gpu_count_note,
+    gpus_at_work,
+    pool_scoreboard,
+    slo_attainment,
+)
 from infertop.monitor.evaluation.shared_gaps import mark_shared, shared_blind_spots
 from infertop.monitor.evaluation.window_rates import Extract, RateCache, WindowRates
 from infertop.monitor.snapshot import ClusterView, NodeView, ReferencePointView, RollupView
@@ -80,8 +85,12 @@ def evaluate_node(
     for sample in latest:
         notes.extend(n for n in sample.notes if n not in notes)
     engine = engine_view(engine_samples, now, engine_rates)
-    gpu_count = config.gpus if config is not None and config.gpus else (len(gpus) or None)
+    declared = config.gpus if config is not None else None
+    gpu_count = gpus_at_work(declared, len(gpus)) or None
     engine = per_gpu_and_user(engine, gpu_count)
+    mismatch = gpu_count_note(declared, len(gpus))
+    if mismatch is not None:
+        notes.append(mismatch)
     engine = with_ranks(engine, engine_samples, now, gpu_count, tensor_parallel_size(config, layout),
                         rates("engine_ranks", rank_counters, engine_samples))
     if engine is not None and engine.window_latency_buckets:
@@ -139,7 +148,7 @@ def rollup(nodes: Sequence[NodeView], layout: Layout, *, whole_cluster: bool) ->
     counted = [n for n in nodes if n.status == "ok"]
     engines = [n.engine for n in counted if n.engine is not None]
     all_gpus = [g for n in counted for g in n.gpus]
-    gpu_count = sum(n.gpus_expected if n.gpus_expected is not None else len(n.gpus) for n in nodes)
+    gpu_count = sum(gpus_at_work(n.gpus_expected, len(n.gpus)) for n in nodes)
     # a pool's acceptance weights each node by the tokens it produces, so that a busy node
     # counts for more than an idle one; an unweighted mean when nobody produced tokens
     weighted = [

@@ -72,6 +72,23 @@ def pool_windows(nodes: Sequence[NodeView]) -> dict[str, tuple[tuple[float, floa
     return out
 
 
+def gpus_at_work(declared: int | None, answering: int) -> int:
+    """The GPUs a node's per-GPU figures divide by: those the layout declares, or more
+    where more answer (a node declared `gpus = 0` whose 8 GPUs make tokens divides by 8:
+    the tokens were made by GPUs, whatever the layout bills). The one rule for every
+    per-GPU figure of a node and a pool."""
+    return max(declared or 0, answering)
+
+
+def gpu_count_note(declared: int | None, answering: int) -> str | None:
+    """The finding when more GPUs answer than the layout declares (fewer is the GPU-error
+    verdict's "6 of 8 visible")."""
+    if declared is None or answering <= declared:
+        return None
+    return (f"{answering} GPUs answer where the layout declares {declared}: per-GPU figures "
+            f"divide by {answering}; the bill counts the {declared} declared")
+
+
 def pool_scoreboard(
     nodes: Sequence[NodeView], ttft_target_s: float | None = None, itl_target_s: float | None = None
 ) -> dict[str, Any]:
@@ -93,7 +110,7 @@ def pool_scoreboard(
     )
     out["preemptions_per_s"] = total(e.preemptions_per_s for e in engines)
     out["kv_transfer_bytes_per_s"] = total(e.kv_transfer_bytes_per_s for e in engines)
-    gpus = sum(n.gpus_expected if n.gpus_expected is not None else len(n.gpus) for n in nodes)
+    gpus = sum(gpus_at_work(n.gpus_expected, len(n.gpus)) for n in nodes)
     tokens = total(e.accepted_tokens_per_s for e in engines)
     full = total(e.full_acceptance_tokens_per_s for e in engines)
     out["output_tokens_per_s_per_gpu"] = tokens / gpus if tokens is not None and gpus else None
