@@ -239,6 +239,9 @@ class EvidenceView(_View):
     # how far the value sits from the median in the direction that would slow a rank,
     # relative to the median (0: not off; 1: twice as bad); None: not comparable
     off: float | None = None
+    # a figure that is no number (an engine setting): the node's and the pool's, as text
+    value_text: str | None = None
+    median_text: str | None = None
 
 
 class TrendPointView(_View):

@@ -1,7 +1,8 @@
 """A verdict's evidence, ranked, each figure beside its pool's median (issue 35), and the
 figure it rests on over time where the verdict carries one (an acceptance drop, issue 43).
 
-Opened with `e` on a hunt-list row whose verdict has evidence; Esc closes it. Draws what
+Opened with `e` on a hunt-list row (or on a node's row: its worst verdict), every kind;
+a verdict without figures says its reason is the whole evidence. Esc closes it. Draws what
 the snapshot's verdict carries (`VerdictView.evidence`, `.trend`): the judging was done by
 the monitor.
 """
@@ -39,7 +40,11 @@ def evidence_text(node: NodeView, verdict: VerdictView) -> Text:
     out.append("\n")
     out.append_text(inert(verdict.detail, max_len=400))
     out.append("\n\n")
-    out.append(f"{'figure':<32}{'this node':>14}{'pool median':>14}  off\n", "bold")
+    if verdict.evidence:
+        out.append(f"{'figure':<32}{'this node':>14}{'pool median':>14}  off\n", "bold")
+    else:
+        out.append("no figures to set beside the pool for this verdict: the line above is the whole "
+                   "evidence\n", "grey50")
     for e in verdict.evidence:
         out.append_text(_line(e))
     if verdict.trend is not None and verdict.trend.points:
@@ -88,7 +93,11 @@ def _line(e: EvidenceView) -> Text:
     # the monitor ranked them; a figure it found off is marked, the rest plain
     style = "yellow" if e.off else ""
     value, median = _figure(e.value, e.unit, e.figure), _figure(e.median, e.unit, e.figure)
-    return Text(f"{e.figure:<32}{value:>14}{median:>14}  {off}\n", style=style)
+    if e.value_text is not None or e.median_text is not None:  # a setting, not a number
+        value, median = (inert(t or UNKNOWN, max_len=24).plain for t in (e.value_text, e.median_text))
+        style = "yellow"
+    figure = inert(e.figure, max_len=60).plain
+    return Text(f"{figure:<32}{value:>14}{median:>14}  {off}\n", style=style)
 
 
 class EvidenceScreen(ModalScreen[None]):

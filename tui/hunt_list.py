@@ -161,8 +161,7 @@ def detail_text(node: NodeView, verdict: VerdictView, now: float) -> Text:
         out.append(f" · {fmt_usd(verdict.usd_per_hour_at_stake)}/h at stake", "grey70")
     out.append("\n")
     out.append(inert(verdict.detail, max_len=2000))
-    if verdict.evidence:
-        out.append("  (e: evidence against the pool)", "grey50")
+    out.append("  (e: evidence against the pool)" if verdict.evidence else "  (e: evidence)", "grey50")
     return out
 
 
@@ -171,7 +170,7 @@ class HuntList(RowTable):
 
     BINDINGS = [
         Binding("enter", "select_cursor", "Open node", show=True),
-        # a straggler's ranked evidence (issue 35); the detail line says when it is there
+        # the row's verdict, its figures beside the pool's (every kind, issue 46)
         Binding("e", "evidence", "Evidence", show=False),
     ]
 
@@ -243,7 +242,7 @@ class HuntList(RowTable):
     def action_evidence(self) -> None:
         row = self.current_key()
         pair = None if row is None else self.pairs.get(row)
-        if pair is not None and pair[1].evidence:
+        if pair is not None:
             from infertop.tui.evidence_screen import EvidenceScreen  # only when asked for
 
             self.app.push_screen(EvidenceScreen(*pair))

@@ -43,6 +43,8 @@ class OverviewScreen(FrameScreen):
                 tooltip="Sort by severity, then $/h at stake"),
         Binding("f", "toggle_map", "Fleet map", show=False,
                 tooltip="The fleet map (a cell per node, grouped) or the node table"),
+        Binding("e", "evidence", "Evidence", show=False,
+                tooltip="The evidence of the verdict under the cursor (the node's worst one)"),
         Binding("w", "toggle_wide", "All columns", show=False,
                 tooltip="All columns (←/→ scroll; NODE stays) or those that fit"),
         # Textual's own focus keys, said here so that the help lists them
@@ -249,6 +251,21 @@ class OverviewScreen(FrameScreen):
 
     def on_fleet_map_node_chosen(self, event: FleetMap.NodeChosen) -> None:
         self.post_message(OpenNode(event.key))
+
+    def action_evidence(self) -> None:
+        """The node under the cursor: its worst verdict's evidence (the hunt list's own `e`
+        opens the verdict of its row)."""
+        key = self.table.current_key() if not self.map_shown else self.fleet_map.current_key()
+        node = next((n for n in self.snapshot.nodes if n.name == key), None) if self.snapshot else None
+        if node is None:
+            return
+        verdict = next((v for v in node.verdicts if not v.pending), None)
+        if verdict is None:
+            self.notify(f"{node.name}: no verdict to show evidence for", timeout=3)
+            return
+        from infertop.tui.evidence_screen import EvidenceScreen  # only when asked for
+
+        self.app.push_screen(EvidenceScreen(node, verdict))
 
     def on_row_table_row_selected(self, event: RowTable.RowSelected) -> None:
         if event.table is self.table:

@@ -11,7 +11,8 @@ Money at stake (the hunt list's second sort key):
 - blind: none. What cannot be seen has no known price; the hunt list puts it after the
   warnings whose money is known.
 - straggler: in expert parallelism every rank waits for the slowest, so the whole role
-  pool runs at the straggler's pace: pool $/h × (1 − its steps/s ÷ the median).
+  pool runs at the straggler's pace: pool $/h × (1 − its steps/s ÷ the median) — also for
+  a rank slow within its node (rank_findings.py). `STAKE_RULES` says each kind's in words.
 """
 
 from __future__ import annotations
@@ -43,6 +44,28 @@ HEALTH_KINDS = (
     IDLE, LINK_STARVED, CONGESTED, STRAGGLER, THROTTLED, GPU_ERROR, SLO, BLIND,
     BUSY_WAITING, STRAY_PROCESS, CONFIG_DRIFT, ACCEPTANCE_DROP,
 )
+
+# Each kind's $/h at stake as docs/verdicts.md's table states it, word for word (a test
+# holds the table to this and each condition's figure to the formula).
+NODE_STAKE = "the node's $/h"
+STAKE_RULES: dict[str, str] = {
+    IDLE: NODE_STAKE,
+    LINK_STARVED: NODE_STAKE,
+    CONGESTED: NODE_STAKE,
+    STRAGGLER: ("the role pool's $/h × (1 − ratio), ratio = its steps/s ÷ the median (a rank slow within "
+                "its node: ÷ the median of the node's busy ranks): under lockstep expert parallelism the "
+                "whole group waits for the slowest"),
+    THROTTLED: "the node's $/h × throttled GPUs ÷ its GPUs",
+    GPU_ERROR: NODE_STAKE,
+    BUSY_WAITING: "the node's $/h × busy-but-waiting GPUs ÷ its GPUs",
+    STRAY_PROCESS: "the node's $/h × GPUs held by another process ÷ its GPUs",
+    CONFIG_DRIFT: "—",
+    ACCEPTANCE_DROP: ("the node's $/h × the share of its decode capacity lost (a rank: × its share of the "
+                      "node's GPUs)"),
+    SLO: "—",
+    BLIND: "none (unknown)",
+    **dict.fromkeys(STATUS_KINDS, NODE_STAKE),
+}
 
 SEVERITY_RANK: dict[str, int] = {"critical": 0, "warning": 1, "info": 2}
 

@@ -214,7 +214,8 @@ def congested_condition(node: NodeView, pool: CongestionPool | None, th: Thresho
     missing = unread(node)
     if missing:
         reason += f"; not read here: {', '.join(missing)}"
-    return Condition(CONGESTED, reason, "warning", node.cost_per_hour_usd)
+    return Condition(CONGESTED, reason, "warning", node.cost_per_hour_usd,
+                     evidence=tuple(congestion_evidence_rows(node, pool, th)))
 
 
 def congested_ports(node: NodeView, pool: CongestionPool | None, th: Thresholds) -> set[str]:

@@ -70,8 +70,12 @@ def rank_name(node: NodeView, rank: EngineRankView) -> str:
     return f"{node.name} {rank.label}"
 
 
-def rank_straggler_condition(node: NodeView, th: Thresholds) -> Condition | None:
-    """One rank of the node well below the median of the node's busy ranks."""
+def rank_straggler_condition(
+    node: NodeView, th: Thresholds, pool_cost_per_hour_usd: float | None = None
+) -> Condition | None:
+    """One rank of the node well below the median of the node's busy ranks. Its stake is
+    the straggler's: under lockstep expert parallelism the whole group waits for it, so
+    the role pool's $/h × (1 − ratio) (`pool_cost_per_hour_usd`; None: unknown)."""
     if node.status != "ok" or not engine_busy(node):
         return None
     busy = [r for r in _ranks(node) if _busy(r) and r.decode_steps_per_s is not None]
@@ -82,13 +86,12 @@ def rank_straggler_condition(node: NodeView, th: Thresholds) -> Condition | None
     mine = slowest.decode_steps_per_s or 0.0
     if median <= 0 or mine / median >= th.straggler_ratio:
         return None
-    cost = node.cost_per_hour_usd
-    share = (1 - mine / median) * (len(slowest.gpus) / len(node.gpus) if slowest.gpus and node.gpus else 1.0)
+    cost = pool_cost_per_hour_usd
     return Condition(
         STRAGGLER,
         f"{rank_name(node, slowest)}: {mine:.1f} decode steps/s, {mine / median * 100:.0f} % of the "
         f"median of the node's {len(busy)} busy engines ({median:.1f})",
-        "warning", cost * share if cost is not None else None,
+        "warning", cost * (1 - mine / median) if cost is not None else None,
     )
 
 

@@ -14,7 +14,8 @@ import statistics
 from collections.abc import Callable, Sequence
 
 from infertop.monitor.evaluation.clock_events import POWER_CAP, THROTTLE_MASK
-from infertop.monitor.evaluation.conditions import STRAGGLER, engine_busy
+from infertop.monitor.evaluation.conditions import engine_busy
+from infertop.monitor.evaluation.engine_ranks import gpu_span
 from infertop.monitor.evaluation.rank_findings import straggling_rank
 from infertop.monitor.snapshot import EvidenceView, GpuView, NodeView
 
@@ -41,8 +42,11 @@ def _mean(values: Sequence[float | None]) -> float | None:
 
 
 def _count(gpus: Sequence[GpuView], test: Callable[[GpuView], bool | None]) -> float | None:
+    """The share of `gpus` (percent) for which `test` holds: a rank's one GPU and a peer
+    node's eight compare as shares, never as counts ("1 vs 8" read as fewer)."""
     seen = [test(g) for g in gpus]
-    return float(sum(1 for s in seen if s)) if any(s is not None for s in seen) else None
+    known = [s for s in seen if s is not None]
+    return 100.0 * sum(1 for s in known if s) / len(known) if known else None
 
 
 def _bits(mask: int) -> Callable[[GpuView], bool | None]:
@@ -66,18 +70,21 @@ FIGURES: tuple[tuple[str, str, str, Figure], ...] = (
     ("decode steps/s", "/s", "low",
      lambda n, _: n.engine.decode_steps_per_s if n.engine is not None else None),
     ("slowest SM clock", "MHz", "low", lambda n, gs: _min([g.sm_clock_mhz for g in gs])),
-    ("GPUs power-capped", "GPUs", "high", lambda n, gs: _count(gs, _bits(POWER_CAP))),
-    ("GPUs throttled (clock events)", "GPUs", "high", lambda n, gs: _count(gs, _bits(THROTTLE_MASK))),
+    ("GPUs power-capped", "% of GPUs", "high", lambda n, gs: _count(gs, _bits(POWER_CAP))),
+    ("GPUs throttled (clock events)", "% of GPUs", "high", lambda n, gs: _count(gs, _bits(THROTTLE_MASK))),
     ("lowest GPU power", "W", "low", lambda n, gs: _min([g.power_w for g in gs])),
     ("hottest GPU", "°C", "high", lambda n, gs: _max([g.temp_c for g in gs])),
     ("SM activity (mean)", "%", "high", lambda n, gs: _mean([g.sm_active_pct for g in gs])),
-    ("GPUs with an XID", "GPUs", "high", lambda n, gs: _count(gs, lambda g: None if g.xid_last is None
-                                                             else g.xid_last != 0)),
+    ("GPUs with an XID", "% of GPUs", "high", lambda n, gs: _count(gs, lambda g: None if g.xid_last is None
+                                                                  else g.xid_last != 0)),
     ("uncorrected ECC errors", "", "high",
      lambda n, gs: (lambda v: float(sum(v)) if v else None)(_known([g.ecc_uncorrected_total for g in gs]))),
     ("NVLink links down", "links", "high", _nvlink_down),
     ("NIC errors", "/s", "high", _nic_errors),
 )
+
+
+NODE_FIGURES = ("decode steps/s", "NIC errors")  # the node's, not its rank's GPUs'
 
 
 def _off(value: float | None, median: float | None, worse: str) -> float | None:
@@ -93,6 +100,8 @@ def straggler_evidence(node: NodeView, pool: Sequence[NodeView]) -> list[Evidenc
     rank = straggling_rank(node)
     mine = [g for g in node.gpus if rank.gpus and g.index in rank.gpus] if rank is not None and rank.gpus \
         else list(node.gpus)
+    # the rows read off the named rank's GPUs say which ("GPU 5: slowest SM clock")
+    where = f"{gpu_span(rank.gpus)}: " if rank is not None and rank.gpus else ""
     out = []
     for figure, unit, worse, read in FIGURES:
         value = read(node, mine)
@@ -101,21 +110,7 @@ def straggler_evidence(node: NodeView, pool: Sequence[NodeView]) -> list[Evidenc
         if value is None and median is None:
             continue
         off = _off(value, median, worse)
-        out.append(EvidenceView(figure=figure, unit=unit, value=value, median=median, off=off))
+        named = f"{where}{figure}" if where and figure not in NODE_FIGURES else figure
+        out.append(EvidenceView(figure=named, unit=unit, value=value, median=median, off=off))
     out.sort(key=lambda e: -(e.off if e.off is not None else -1.0))
-    return out
-
-
-def with_straggler_evidence(nodes: Sequence[NodeView]) -> list[NodeView]:
-    """The nodes, each straggler verdict carrying its ranked evidence."""
-    out = []
-    for node in nodes:
-        if not any(v.kind == STRAGGLER for v in node.verdicts):
-            out.append(node)
-            continue
-        pool = [n for n in nodes if n.role == node.role]
-        evidence = straggler_evidence(node, pool)
-        verdicts = [v.model_copy(update={"evidence": evidence}) if v.kind == STRAGGLER else v
-                    for v in node.verdicts]
-        out.append(node.model_copy(update={"verdicts": verdicts}))
     return out

@@ -53,10 +53,15 @@ from infertop.monitor.evaluation.rank_findings import (
     name_straggler_rank,
     rank_straggler_condition,
 )
-from infertop.monitor.evaluation.straggler_evidence import with_straggler_evidence
+from infertop.monitor.evaluation.verdict_evidence import with_evidence
 from infertop.monitor.snapshot import NodeView, VerdictView
 
 ALL_KINDS = STATUS_KINDS + HEALTH_KINDS
+
+
+def _pool_cost(pools: Mapping[str, RolePool], role: str) -> float | None:
+    pool = pools.get(role)
+    return pool.cost_per_hour_usd if pool is not None else None
 
 
 def node_conditions(
@@ -84,7 +89,7 @@ def node_conditions(
         link_condition(node, config, th, skip=congested_ports(node, congestion, th)),
         congested_condition(node, congestion, th),
         name_straggler_rank(node, straggler_condition(node, pools.get(node.role), th))
-        or rank_straggler_condition(node, th),
+        or rank_straggler_condition(node, th, _pool_cost(pools, node.role)),
         throttled_condition(node, th),
         gpu_error_condition(node, ecc_baseline or {}),
         slo_condition(node, slo),
@@ -250,4 +255,4 @@ class VerdictTracker:
             ]
             verdicts.sort(key=verdict_sort_key)
             out.append(node.model_copy(update={"verdicts": verdicts}))
-        return with_straggler_evidence(out)
+        return with_evidence(out, th)

@@ -83,9 +83,10 @@ def test_demo_trouble_gives_exactly_the_right_verdicts(tmp_path: Path) -> None:
     assert f"; slowest rank {trouble['straggler']} {rank} " in straggler, straggler
     # … and its evidence (key `e`) puts the power cap first, beside the pool's median
     evidence = next(v for v in nodes[trouble["straggler"]]["verdicts"] if v["kind"] == "straggler")["evidence"]
-    assert evidence[0]["figure"] == "GPUs power-capped", evidence
-    assert evidence[0]["value"] == 1 and evidence[0]["median"] == 0
-    power = next(e for e in evidence if e["figure"] == "lowest GPU power")
+    # read off the slow rank's GPU (8 engines on 8 GPUs: engine 5 on GPU 5), named in each row
+    assert evidence[0]["figure"] == f"GPU {POWER_CAPPED_GPU}: GPUs power-capped", evidence
+    assert evidence[0]["value"] == 100 and evidence[0]["median"] == 0  # % of the GPUs in question
+    power = next(e for e in evidence if e["figure"] == f"GPU {POWER_CAPPED_GPU}: lowest GPU power")
     assert power["value"] < 0.7 * power["median"]
     stray = detail(trouble["stray_process"], "stray-process")
     assert stray == f"not the engine — GPU {STRAY_GPU} held by pid {STRAY_PID} ({STRAY_USER}) {STRAY_COMMAND}: 18.0 GiB"

@@ -59,7 +59,8 @@ def test_the_straggler_verdict_carries_ranked_evidence_with_the_pool_median() ->
     order = [e.figure for e in verdict.evidence]
     # the scripted cause leads: one GPU power-capped where the pool has none, its clock far down
     assert order[:2] == ["GPUs power-capped", "GPUs throttled (clock events)"]
-    assert evidence["GPUs power-capped"].value == 1.0
+    # shares, not counts: one of the node's 4 GPUs, none of the pool's
+    assert evidence["GPUs power-capped"].value == 25.0 and evidence["GPUs power-capped"].unit == "% of GPUs"
     assert evidence["GPUs power-capped"].median == 0.0
     assert evidence["slowest SM clock"].value == 1110.0 and evidence["slowest SM clock"].median == 1965.0
     assert evidence["slowest SM clock"].off == pytest.approx((1965.0 - 1110.0) / 1965.0)
@@ -68,5 +69,5 @@ def test_the_straggler_verdict_carries_ranked_evidence_with_the_pool_median() ->
     # figures that are not off rank below those that are
     assert evidence["GPUs with an XID"].off == 0.0 and order.index("GPUs with an XID") > order.index("decode steps/s")
     assert evidence["NIC errors"].value == 0.0
-    # only the straggler's verdict carries evidence
-    assert all(not v.evidence for n in snapshot.nodes if n.name != STRAGGLER for v in n.verdicts)
+    # only the straggler has a verdict
+    assert all(not n.verdicts for n in snapshot.nodes if n.name != STRAGGLER)

@@ -25,11 +25,14 @@ async def test_e_on_a_straggler_opens_its_ranked_evidence() -> None:
         table.show(frame)
         await pilot.pause()
         table.focus()
-        # on the idle row, `e` does nothing: it has no evidence
+        # on the idle row, `e` opens too (every kind, issue 46): a verdict without figures
+        # says its line is the whole evidence
         table.move_cursor(row=table.entries.index(("decode-01", "idle")))
         await pilot.press("e")
-        await pilot.pause()
-        assert not isinstance(app.screen, EvidenceScreen)
+        await wait_for(pilot, lambda: isinstance(app.screen, EvidenceScreen))
+        assert "the line above is the whole evidence" in app.screen.text.plain  # type: ignore[attr-defined]
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, EvidenceScreen))
         table.move_cursor(row=table.entries.index(("decode-03", "straggler")))
         node, shown = table.pairs[table.current_key()]  # type: ignore[index]
         assert "(e: evidence against the pool)" in detail_text(node, shown, 0.0).plain
