@@ -383,8 +383,10 @@ def write_report(rec: Recording, out_dir: Path, acceptable_tasks: int | None = N
     written.append(timeline)
 
     md = out_dir / "report.md"
+    recorded_s = rec.ticks[-1].at - rec.ticks[0].at if rec.ticks else None
     md.write_text(
-        _markdown(rec, session, acceptable_tasks, hour_rows, found, scoreboard_markdown(points, last),
+        _markdown(rec, session, acceptable_tasks, hour_rows, found,
+                  scoreboard_markdown(points, last, recorded_s),
                   timeline_markdown(events)),
         encoding="utf-8",
     )

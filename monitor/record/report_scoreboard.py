@@ -123,7 +123,28 @@ def _latency_row(label: str, r: RollupView) -> str:
     return f"| {label} | " + " | ".join(cells) + " |"
 
 
-def scoreboard_markdown(points: Sequence[LivePoint], last: Snapshot | None) -> list[str]:
+def latency_blank_reason(last: Snapshot, recorded_s: float | None) -> str | None:
+    """Why every pool's latency cells are blank, when they are: the window is longer than
+    the record (its engines' buckets were not read twice within one), and what the nodes
+    say (the live TUI's scoreboard shows the same notes on their rows)."""
+    pools = [*last.cluster.roles.values(), last.cluster.total]
+    if any(getattr(r, f"{name}_{p}_s") is not None for r in pools for name, _ in LATENCIES
+           for p in ("p50", "p99")):
+        return None
+    reasons = []
+    if recorded_s is not None and recorded_s < last.window_s:
+        reasons.append(f"the window ({fmt_num(last.window_s, 0)} s) is longer than the record "
+                       f"({fmt_num(recorded_s, 1)} s)")
+    notes = sorted({n.engine.latency_note for n in last.nodes
+                    if n.engine is not None and n.engine.latency_note})
+    reasons += [inert_text(note, 80) for note in notes[:3]]
+    if not reasons:
+        reasons.append("no engine reported latency histograms")
+    return "Latency is blank: " + "; ".join(reasons) + "."
+
+
+def scoreboard_markdown(points: Sequence[LivePoint], last: Snapshot | None,
+                        recorded_s: float | None = None) -> list[str]:
     lines = ["## Scoreboard", ""]
     if last is None:
         return [*lines, "No readable snapshot.", ""]
@@ -151,6 +172,9 @@ def scoreboard_markdown(points: Sequence[LivePoint], last: Snapshot | None) -> l
               f"| pool | {head} |", "|---" * (1 + 2 * len(LATENCIES)) + "|"]
     pools = {**{f"{role} pool": v for role, v in last.cluster.roles.items()}, "cluster": last.cluster.total}
     lines += [_latency_row(inert_text(label, 40), r) for label, r in pools.items()]
+    blank = latency_blank_reason(last, recorded_s)
+    if blank is not None:
+        lines += ["", blank]
     lines += ["", "| pool | prefix-cache hit | preemptions/s | KV transfer |", "|---|---|---|---|"]
     lines += [f"| {inert_text(label, 40)} | {fmt_pct(r.prefix_cache_hit_rate, 1)} "
               f"| {fmt_num(r.preemptions_per_s, 2)} | {fmt_rate_gbps(r.kv_transfer_bytes_per_s)} |"

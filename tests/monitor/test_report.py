@@ -286,3 +286,19 @@ def test_nice_range_fits_the_data(low: float, high: float) -> None:
     bottom, top, step = nice_range(low, high)
     assert bottom <= low and top >= high and step > 0
     assert (top - bottom) <= 3 * max(high - low, abs(high) * 0.1, 1.0)  # fits: no $0 floor under $20k
+
+
+def test_a_blank_latency_table_says_why(tmp_path: Path) -> None:
+    """A record shorter than the window (issue 45): the pools' latency cells are blank, and
+    the report says why, as the live TUI's scoreboard does on the nodes' rows."""
+    path, _ = record_session(tmp_path, 1)
+    out = tmp_path / "out"
+    assert main(["report", str(path), "--out", str(out)]) == 0
+    section = (out / "report.md").read_text().split("## Scoreboard", 1)[1]
+    assert ("Latency is blank: the window (150 s) is longer than the record (0.0 s); "
+            "no latency reading in this window.") in section
+    # a record with its latency: no such line
+    (tmp_path / "long").mkdir()
+    path, _ = record_session(tmp_path / "long", 30)
+    assert main(["report", str(path), "--out", str(tmp_path / "out2")]) == 0
+    assert "Latency is blank" not in (tmp_path / "out2" / "report.md").read_text()
