@@ -430,6 +430,16 @@ class RollupView(_View):
     output_tokens_per_s_per_gpu: float | None = None
     full_acceptance_tokens_per_s_per_gpu: float | None = None
     output_tokens_per_s_per_user: float | None = None
+    # goodput (monitor/evaluation/goodput.py): the window's share within every [slo] target,
+    # as bounds (equal where no bucket straddles a target), what widens them, and $/1M
+    # output tokens now, plain and counting only the good ones (low: at the share's high
+    # bound; high: at its low bound, None where that is 0)
+    goodput_share_low: float | None = None
+    goodput_share_high: float | None = None
+    goodput_note: str | None = None
+    usd_per_million_output_tokens_now: float | None = None
+    usd_per_million_good_tokens_low: float | None = None
+    usd_per_million_good_tokens_high: float | None = None
     slo_ttft_attainment: float | None = None
     slo_itl_attainment: float | None = None
     # additions: the figures above (all but cost and GPUs, which count every node: a node
@@ -531,6 +541,12 @@ class SessionView(_View):
     # $/h ÷ accepted tokens/h right now: the marginal cost, meaningful even when the session
     # figure above is inflated by spend from before infertop started counting tokens
     usd_per_million_output_tokens_now: float | None = None
+    # the whole cluster's goodput now, as on ClusterView.total (its $/h, every request)
+    goodput_share_low: float | None = None
+    goodput_share_high: float | None = None
+    goodput_note: str | None = None
+    usd_per_million_good_tokens_low: float | None = None
+    usd_per_million_good_tokens_high: float | None = None
     # counter steps the ledger did not count, and why (an engine no engine could be)
     notes: list[str] = Field(default_factory=list)
     # scoreboard money (docs/money.md, docs/snapshot.md); the span rule: token figures, $/1M,

@@ -121,6 +121,9 @@ def session_lines(s: SessionView, history: SpendHistory, chart_width: int = 40,
         ("  $/task ", "grey70"), fmt_usd(s.usd_per_acceptable_task, 4),
         ("  tokens ", "grey70"), fmt_num(s.accepted_tokens, 0),
     ))
+    good = goodput_line(s)
+    if good is not None:
+        lines.append(good)
     ratio = s.api_break_even_ratio
     verdict = "" if ratio is None else ("  cheaper than the API" if ratio < 1 else "  dearer than the API")
     lines.append(Text.assemble(
@@ -234,3 +237,23 @@ class PhasePicker(ModalScreen[str | None]):
 
 
 register_panel(SessionPanel)
+
+
+def _range(low: str, high: str) -> str:
+    return low if low == high else f"{low}–{high}"
+
+
+def goodput_line(s: SessionView) -> Text | None:
+    """Within the [slo] targets now: the share (a range where a bucket straddles a target)
+    and $/1M good tokens beside the plain $/1M now; None without [slo] figures."""
+    if s.goodput_share_low is None or s.goodput_share_high is None:
+        return None
+    share = _range(f"{s.goodput_share_low * 100:.1f}", f"{s.goodput_share_high * 100:.1f}") + " %"
+    high = s.usd_per_million_good_tokens_high
+    dearest = fmt_usd(high, 3) if high is not None else "no bound"
+    cost = _range(fmt_usd(s.usd_per_million_good_tokens_low, 3), dearest)
+    line = Text.assemble(("within SLO ", "grey70"), (share, "bold"), ("  $/1M good tok ", "grey70"), cost,
+                         ("  plain ", "grey70"), fmt_usd(s.usd_per_million_output_tokens_now, 3))
+    if s.goodput_note:
+        line.append(f"  ({s.goodput_note})", "yellow")
+    return line

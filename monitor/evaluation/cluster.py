@@ -31,6 +31,7 @@ from infertop.monitor.evaluation.figures import (
     part_window,
     per_gpu_and_user,
 )
+from infertop.monitor.evaluation.goodput import cost_fields
 from infertop.monitor.evaluation.link_summary import gpu_sums, links_view, nic_traffic
 from infertop.monitor.evaluation.logs import log_silence_note
 from infertop.monitor.evaluation.money import cluster_cost_per_hour_usd, node_cost_per_hour_usd
@@ -167,6 +168,8 @@ def rollup(nodes: Sequence[NodeView], layout: Layout, *, whole_cluster: bool) ->
         cost = cluster_cost_per_hour_usd(node_costs, layout.pricing) if nodes else None
     else:
         cost = total(node_costs)  # extras are billed to the cluster, not to a role
+    scoreboard = pool_scoreboard(nodes, layout.slo.ttft_p99_s, layout.slo.itl_p99_s)
+    tokens = total(e.accepted_tokens_per_s for e in engines)
     return RollupView(
         nodes=len(nodes),
         gpus=gpu_count,
@@ -181,7 +184,8 @@ def rollup(nodes: Sequence[NodeView], layout: Layout, *, whole_cluster: bool) ->
         idle_fraction=mean(n.idle_fraction for n in counted),
         nodes_counted=len(counted),
         nodes_expected=len(nodes),
-        **pool_scoreboard(nodes, layout.slo.ttft_p99_s, layout.slo.itl_p99_s),
+        **scoreboard,
+        **cost_fields(cost, tokens, scoreboard["goodput_share_low"], scoreboard["goodput_share_high"]),
     )
 
 

@@ -12,15 +12,22 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from infertop.collectors.rates import ratio, total
+from infertop.monitor.evaluation.goodput import goodput, share_fields
 from infertop.monitor.evaluation.latency import LATENCIES, PERCENTILES, merge, percentile, share_within
 from infertop.monitor.snapshot import ClusterView, NodeView, RollupView, SessionView
 
+# the whole cluster's goodput now (monitor/evaluation/goodput.py), the session's too
+GOODPUT_FIELDS = (
+    "goodput_share_low", "goodput_share_high", "goodput_note", "usd_per_million_good_tokens_low",
+    "usd_per_million_good_tokens_high",
+)
 # the pool whose point is compared with the decode reference points, in order of choice
 LIVE_POINT_ROLES = ("decode", "mixed")
 # SessionView fields that come from the roll-ups, not from the ledger
 LIVE_POINT_FIELDS = (
     "output_tokens_per_s_per_gpu", "output_tokens_per_s_per_user",
     "full_acceptance_tokens_per_s_per_gpu", "live_point_pool", "ttft_pool", "itl_pool",
+    *GOODPUT_FIELDS,
 )
 # where a disaggregated cluster makes its first tokens; asked before the live pool
 FIRST_TOKEN_ROLES = ("prefill",)
@@ -108,6 +115,7 @@ def pool_scoreboard(
     out["prefix_cache_hit_rate"] = (
         sum(r * w for r, w in weighted) / weight if weight > 0 else None
     )
+    out.update(share_fields(goodput(windows.get("ttft"), windows.get("itl"), ttft_target_s, itl_target_s)))
     out["preemptions_per_s"] = total(e.preemptions_per_s for e in engines)
     out["kv_transfer_bytes_per_s"] = total(e.kv_transfer_bytes_per_s for e in engines)
     gpus = sum(gpus_at_work(n.gpus_expected, len(n.gpus)) for n in nodes)
@@ -163,4 +171,6 @@ def with_live_point(session: SessionView, cluster: ClusterView) -> SessionView:
             "full_acceptance_tokens_per_s_per_gpu": pool.full_acceptance_tokens_per_s_per_gpu,
             "live_point_pool": role,
         }
+    # goodput and the cost of a good token now: the whole cluster's (every request, its $/h)
+    update |= {f: getattr(cluster.total, f) for f in GOODPUT_FIELDS}
     return session.model_copy(update=update)
