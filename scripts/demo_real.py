@@ -38,14 +38,14 @@ from tests.support.engine_stand_in import StandInEngine  # noqa: E402
 from tests.support.paths import infertop_bin  # noqa: E402  (the repo root on the path first)
 from tests.support.vllm_fixture import build_tiny_model  # noqa: E402
 from tests.support.vllm_load import Load  # noqa: E402
-from tests.support.vllm_server import NGRAM, VllmServer  # noqa: E402
+from tests.support.vllm_server import NGRAM, RealVllmServer  # noqa: E402
 from tests.support.vllm_venv import VenvUnavailable, ensure_vllm_venv  # noqa: E402
 
 LAYOUT_WAIT_S = 120.0
 REAL_NODES = ("real-vllm", "real-vllm-log")
 
 
-def real_nodes(server: VllmServer) -> str:
+def real_nodes(server: RealVllmServer) -> str:
     """The layout's lines for the two nodes that read the real engine (one GPU each: the
     demo prices nodes per GPU; this one has none to read, which its GPU panel says)."""
     return (
@@ -97,7 +97,7 @@ def main() -> int:
     for signum in (signal.SIGHUP, signal.SIGTERM):
         signal.signal(signum, _leave)
     work = Path(tempfile.mkdtemp(prefix="infertop-demo-real-"))
-    server: VllmServer | StandInEngine
+    server: RealVllmServer | StandInEngine
     if args.stand_in:
         server = StandInEngine(work).start()
     else:
@@ -108,7 +108,7 @@ def main() -> int:
             return 2
         print(f"demo-real: building the tiny model and starting vLLM (~1 min) in {work}", file=sys.stderr)
         build_tiny_model(python, "vllm_tiny_model.py", work / "model")
-        server = VllmServer(python, work / "model", work / "vllm.log", name="tiny", speculative=NGRAM).start()
+        server = RealVllmServer(python, work / "model", work / "vllm.log", name="tiny", speculative=NGRAM).start()
     served: subprocess.Popen[bytes] | None = None
     monitor: subprocess.Popen[bytes] | None = None
     load: Load | None = None

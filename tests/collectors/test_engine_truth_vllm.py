@@ -9,12 +9,12 @@ from infertop.collectors.profiles import engine_sample_from_text
 from infertop.collectors.sample import EngineSample, NodeSample
 from infertop.monitor.evaluation.figures import engine_view
 from infertop.monitor.snapshot import EngineView
-from tests.support.vllm_page import VllmServer
+from tests.support.vllm_page import SimulatedVllmPage
 
 DT = 10.0
 
 
-def _window(server: VllmServer, **advance: object) -> tuple[EngineSample, EngineSample, EngineView]:
+def _window(server: SimulatedVllmPage, **advance: object) -> tuple[EngineSample, EngineSample, EngineView]:
     before = engine_sample_from_text(server.page(), "vllm")
     server.advance(DT, **advance)  # type: ignore[arg-type]
     after = engine_sample_from_text(server.page(), "vllm")
@@ -27,7 +27,7 @@ def _window(server: VllmServer, **advance: object) -> tuple[EngineSample, Engine
 
 def test_cached_prompt_tokens_count_kv_arriving_from_the_prefill_pool() -> None:
     # a disaggregated decode node: 90 % of its prompt KV arrives over the KV connector
-    server = VllmServer(engines=4, external_share=0.9)
+    server = SimulatedVllmPage(engines=4, external_share=0.9)
     server.advance(20.0)
     sample = engine_sample_from_text(server.page(), "vllm")
     cached = sum(e.local_cache_hit + e.external_kv_transfer for e in server.engines)
@@ -37,7 +37,7 @@ def test_cached_prompt_tokens_count_kv_arriving_from_the_prefill_pool() -> None:
 
 
 def test_finished_requests_are_stop_and_length_aborts_apart() -> None:
-    server = VllmServer(engines=8, seed=3)
+    server = SimulatedVllmPage(engines=8, seed=3)
     server.advance(30.0)
     before = [dict(e.finished) for e in server.engines]
     _, _, view = _window(server)
@@ -52,7 +52,7 @@ def test_decode_steps_are_the_lockstep_rate_with_idle_engines() -> None:
     # vLLM observes its step histogram only for steps with output: with 2 of 8 wide-EP
     # engines idle the mean count moves at the lockstep rate × 6/8; the figure is the
     # fastest engine's rate, the group's (docs/engines.md)
-    server = VllmServer(engines=8)
+    server = SimulatedVllmPage(engines=8)
     server.advance(10.0)
     _, _, view = _window(server, steps_per_s=30.0)
     assert view.decode_steps_per_s == pytest.approx(30.0, rel=0.02)
@@ -64,7 +64,7 @@ def test_decode_steps_are_the_lockstep_rate_with_idle_engines() -> None:
 
 
 def test_page_has_no_removed_names_and_kv_use_is_read() -> None:
-    server = VllmServer(engines=2)
+    server = SimulatedVllmPage(engines=2)
     server.advance(5.0)
     text = server.page()
     assert "vllm:gpu_cache_usage_perc" not in text

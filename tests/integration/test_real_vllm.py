@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.support.vllm_fixture import real_vllm  # noqa: F401 (the fixture)
-from tests.support.vllm_server import VllmServer
+from tests.support.vllm_server import RealVllmServer
 from tests.support.vllm_truth import Run, Truth, drive, reading_span_s, truth_from_pages, window_pages
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
@@ -57,7 +57,7 @@ def stats_of(lines: list[tuple[float, str]]) -> tuple[list[float], int, int]:
 
 
 @pytest.fixture(scope="module")
-def run(real_vllm: VllmServer, tmp_path_factory: pytest.TempPathFactory) -> Run:  # noqa: F811
+def run(real_vllm: RealVllmServer, tmp_path_factory: pytest.TempPathFactory) -> Run:  # noqa: F811
     return drive(real_vllm, tmp_path_factory.mktemp("real-vllm-run"), INTERVAL_S, WINDOW_S)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.vllm_fixture import real_vllm_mtp  # noqa: F401 (the fixture)
-from tests.support.vllm_server import VllmServer
+from tests.support.vllm_server import RealVllmServer
 from tests.support.vllm_truth import Run, drive, reading_span_s, truth_from_pages, window_pages
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
@@ -18,7 +18,7 @@ INTERVAL_S, WINDOW_S = 2.0, 10.0
 
 
 @pytest.fixture(scope="module")
-def run(real_vllm_mtp: VllmServer, tmp_path_factory: pytest.TempPathFactory) -> Run:  # noqa: F811
+def run(real_vllm_mtp: RealVllmServer, tmp_path_factory: pytest.TempPathFactory) -> Run:  # noqa: F811
     return drive(real_vllm_mtp, tmp_path_factory.mktemp("real-vllm-mtp"), INTERVAL_S, WINDOW_S)
 
 

@@ -25,7 +25,7 @@ from infertop.layouts.loader import parse_layout
 from infertop.layouts.model import SshOptions
 from infertop.monitor.monitor import Monitor
 from tests.support.netns import NetnsCluster, NsHost, QdiscUnavailable, missing_requirements
-from tests.support.vllm_page import VllmServer as SimulatedVllmPage
+from tests.support.vllm_page import SimulatedVllmPage
 from tests.support.waiting import until_async
 
 pytestmark = [pytest.mark.netns, pytest.mark.integration]

@@ -64,7 +64,7 @@ while True:
 
 
 class StandInEngine:
-    """What `scripts/demo_real.py` asks of its engine (`VllmServer`'s: start, wait_ready,
+    """What `scripts/demo_real.py` asks of its engine (`RealVllmServer`'s: start, wait_ready,
     base_url, log_path, name, stop), with none of vLLM."""
 
     def __init__(self, work: Path, name: str = "tiny") -> None:

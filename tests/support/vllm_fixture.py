@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.vllm_server import MTP, NGRAM, VllmServer
+from tests.support.vllm_server import MTP, NGRAM, RealVllmServer
 from tests.support.vllm_venv import VenvUnavailable, ensure_vllm_venv
 
 HERE = Path(__file__).resolve().parent
@@ -32,7 +32,7 @@ def _why_not_here() -> str | None:
 
 
 def _serve(tmp_path_factory: pytest.TempPathFactory, builder: str, name: str,
-           speculative: dict | None) -> Iterator[VllmServer]:
+           speculative: dict | None) -> Iterator[RealVllmServer]:
     why = _why_not_here()
     if why is not None:
         pytest.skip(why)
@@ -56,12 +56,12 @@ def _serve(tmp_path_factory: pytest.TempPathFactory, builder: str, name: str,
 STARTS = 2
 
 
-def _started(python: Path, model: Path, log: Path, name: str, speculative: dict | None) -> VllmServer:
+def _started(python: Path, model: Path, log: Path, name: str, speculative: dict | None) -> RealVllmServer:
     """A vLLM server up and answering /health; a start whose process exited before that
     is tried again (its log kept beside, as vllm.log.crashed-N)."""
     start = 1
     while True:
-        server = VllmServer(python, model, log, name=name, speculative=speculative).start()
+        server = RealVllmServer(python, model, log, name=name, speculative=speculative).start()
         try:
             server.wait_ready()
             return server
@@ -86,13 +86,13 @@ def build_tiny_model(python: Path, builder: str, model: Path) -> None:
 
 
 @pytest.fixture(scope="session")
-def real_vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
+def real_vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealVllmServer]:
     """A tiny Llama with n-gram (prompt lookup) drafting: many steps draft nothing."""
     yield from _serve(tmp_path_factory, "vllm_tiny_model.py", "tiny", NGRAM)
 
 
 @pytest.fixture(scope="session")
-def real_vllm_mtp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
+def real_vllm_mtp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealVllmServer]:
     """A tiny DeepseekV3 (MLA + MoE) with one MTP layer and MTP drafting: every decode
     step drafts, as on DeepInfer."""
     yield from _serve(tmp_path_factory, "vllm_tiny_deepseek.py", "tinyds", MTP)

@@ -30,7 +30,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-class VllmServer:
+class RealVllmServer:
     def __init__(self, python: Path, model_dir: Path, log_path: Path, name: str = "tiny",
                  speculative: dict | None = None) -> None:
         self.python = python
@@ -42,7 +42,7 @@ class VllmServer:
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> VllmServer:
+    def start(self) -> RealVllmServer:
         env = {
             **os.environ,
             "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB

@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.paths import infertop_bin
 from tests.support.vllm_load import Load, LoadCounts, MetricsRelay, Page
-from tests.support.vllm_server import VllmServer
+from tests.support.vllm_server import RealVllmServer
 from tests.support.waiting import until
 
 WARM_REQUESTS_PER_CLIENT = 2  # answers the load has had per client (on average) before the window opens
@@ -222,7 +222,7 @@ def window_spans(snapshot: dict[str, Any]) -> dict[str, float | None]:
             for node in snapshot["nodes"] if node["name"] in edges and node.get("engine")}
 
 
-def drive(server: VllmServer, work: Path, interval_s: float, window_s: float) -> Run:
+def drive(server: RealVllmServer, work: Path, interval_s: float, window_s: float) -> Run:
     """`infertop snapshot --json` over one window of a bounded load: node "scraped" reads
     the engine's /metrics through a recording relay, node "logged" (local) its log."""
     started = time.monotonic()
