@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from infertop.collectors.cadence import delay_to_boundary
 from infertop.collectors.sample import NodeSample
 from infertop.collectors.source import PollingSource
+from tests.support.waiting import until_async
 
 
 @pytest.mark.parametrize(
@@ -66,8 +67,7 @@ async def test_a_round_a_little_late_reads_again_at_once(late_share: float, catc
     source = _SlowOnce(interval, slow_s=(1 + late_share) * interval)
     running = asyncio.create_task(source.run(lambda sample: None))
     try:
-        while len(source.starts) < 4:
-            await asyncio.sleep(0.02)
+        await until_async(lambda: len(source.starts) >= 4, 30, "four polls", every_s=0.02)
     finally:
         running.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -416,7 +416,9 @@ async def test_a_cancelled_poll_takes_its_reads_with_it_and_opens_nothing_after_
     with contextlib.suppress(asyncio.CancelledError):
         await poll
     await source.close()
-    await asyncio.sleep(0.3)
-    left = [t.get_name() for t in asyncio.all_tasks() if t.get_name().startswith("scrape:") and not t.done()]
-    assert left == []
+
+    def left() -> list[str]:
+        return [t.get_name() for t in asyncio.all_tasks() if t.get_name().startswith("scrape:") and not t.done()]
+
+    await until_async(lambda: left() == [], 20, "every read to end", detail=left)
     assert source._session is None  # nothing opened after the close

@@ -101,16 +101,13 @@ async def test_a_socket_feed_receives_the_monitors_snapshots_and_marks_phases(se
 
         assert ticked.session.phase != "warmup"
         feed.mark_phase("warmup")
-        await asyncio.sleep(0.2)
-        assert served.monitor.tick().session.phase == "warmup"
-        await asyncio.sleep(0.2)
-        assert published[-1].session.phase == "warmup"
+        await until_async(lambda: served.monitor.tick().session.phase == "warmup", 20, "the mark in a tick")
+        await until_async(lambda: published[-1].session.phase == "warmup", 20, "the marked frame")
         with pytest.raises(ValueError, match="unknown phase"):
             feed.mark_phase("lunch")
     finally:
         await feed.stop()
-    await asyncio.sleep(0.1)
-    assert served.server.viewers == 0
+    await until_async(lambda: served.server.viewers == 0, 20, "the viewer to be gone")
 
 
 async def test_one_shot_commands_info_mark_and_stop(served: Served) -> None:
@@ -136,7 +133,7 @@ async def test_a_viewer_that_never_reads_skips_frames_and_never_slows_the_monito
     _reader, writer = await asyncio.open_unix_connection(str(path))
     writer.write(b'{"type":"subscribe"}\n')
     await writer.drain()
-    await asyncio.sleep(0.1)
+    await until_async(lambda: served.server.viewers == 1, 20, "the subscription")
     frame_bytes = len(snapshot_line(encode_snapshot(served.monitor.tick())))
     took: list[float] = []
     for _ in range(60):
@@ -153,8 +150,7 @@ async def test_a_viewer_that_never_reads_skips_frames_and_never_slows_the_monito
     published: list[Snapshot] = []
     feed = SocketFeed(served.monitor.layout, path)
     await feed.connect(published.append)
-    await asyncio.sleep(0.3)
-    assert published and published[-1] == served.monitor.latest
+    await until_async(lambda: published and published[-1] == served.monitor.latest, 20, "the newest frame")
     await feed.stop()
     writer.close()
     assert max(took) < 1.0
