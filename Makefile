@@ -8,7 +8,7 @@ LOCK := requirements/lock.txt
 # LOCKED=0 (make test-latest) resolves the newest releases pyproject.toml allows instead
 LOCKED ?= 1
 
-.PHONY: demo demo-real test test-latest lock bench bench-scale bench-scale-live lint typecheck imports pytest system-deps clean venv
+.PHONY: demo demo-real check test test-latest lock bench bench-scale bench-scale-live lint typecheck imports pytest system-deps clean venv
 
 # dev venv: everything from the lock (no resolution), then infertop itself, editable, built with
 # the locked setuptools (no build isolation: nothing unlocked is fetched)
@@ -72,6 +72,12 @@ pytest: $(STAMP)
 	$(BIN)/pytest -q --durations=15 -n $(PYTEST_WORKERS)
 
 test: $(STAMP) system-deps lint typecheck imports pytest
+
+# The fast loop: lint, types, import contracts and the tests that start no server (nor a
+# process, sshd, a namespace or an app: tests/conftest.py marks those `server`, and a few
+# long in-process ones `slow`). No system packages step. `make test` stays the whole suite.
+check: $(STAMP) lint typecheck imports
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) -m "not server and not slow"
 
 # A look ahead, not part of CI: the whole suite on the newest releases pyproject.toml allows,
 # in a venv of its own, so a breaking release is seen here before users meet it. What it
