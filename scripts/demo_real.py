@@ -108,7 +108,9 @@ def main() -> int:
             return 2
         print(f"demo-real: building the tiny model and starting vLLM (~1 min) in {work}", file=sys.stderr)
         build_tiny_model(python, "vllm_tiny_model.py", work / "model")
-        server = RealVllmServer(python, work / "model", work / "vllm.log", name="tiny", speculative=NGRAM).start()
+        server = RealVllmServer(
+            python, work / "model", work / "vllm.log", name="tiny", speculative=NGRAM
+        ).start()
     served: subprocess.Popen[bytes] | None = None
     monitor: subprocess.Popen[bytes] | None = None
     load: Load | None = None
