@@ -32,7 +32,7 @@ from decimal import Decimal
 from typing import Any
 
 from infertop.layouts.model import ApiPriceTable
-from infertop.monitor.evaluation.api_price import BUNDLED, api_cost
+from infertop.monitor.evaluation.api_price import BUNDLED, api_cost, next_flip
 from infertop.monitor.record import checks as check
 
 # what a stretch counts, in this order (a Vector)
@@ -49,6 +49,7 @@ HOLD_GAPS = 3.0
 # readings kept behind the stretch's end, to read values between them (an engine that
 # joins behind the end, a backend answering late, needs the others' values there)
 KEEP_S = 120.0
+PRUNE_EVERY = 32  # ticks between prunings (each drops what the last 32 ticks left behind)
 MAX_POINTS = 4096  # per engine: a bound, whatever the cadence
 
 _COUNTER = {
@@ -134,6 +135,7 @@ class NodeCount:
     source: str
     start: NodeStart
     points: list[tuple[float, Vector]] = field(default_factory=list)  # (as of, cumulative)
+    times: list[float] = field(default_factory=list)  # the points' times, for bisect
     last_values: dict[str, float] = field(default_factory=dict)  # the tally's counted sums
     gap_s: float | None = None
 
@@ -148,7 +150,7 @@ class NodeCount:
         pts = self.points
         if t >= pts[-1][0]:
             return pts[-1][1]
-        i = bisect.bisect_right(pts, t, key=lambda p: p[0])
+        i = bisect.bisect_right(self.times, t)
         if i > 0:
             return _lerp(t, pts[i - 1], pts[i])
         born = self.start.born_at
@@ -169,14 +171,15 @@ class NodeCount:
         if pts:
             self.gap_s = as_of - pts[-1][0]
         pts.append((as_of, vector))
+        self.times.append(as_of)
         if len(pts) > MAX_POINTS:
-            del pts[: len(pts) - MAX_POINTS]
+            del pts[: len(pts) - MAX_POINTS], self.times[: len(self.times) - MAX_POINTS]
 
     def prune(self, before: float) -> None:
         """Drop readings no value after `before` needs (one at or before it stays)."""
-        i = bisect.bisect_right(self.points, before, key=lambda p: p[0]) - 1
+        i = bisect.bisect_right(self.times, before) - 1
         if i > 0:
-            del self.points[:i]
+            del self.points[:i], self.times[:i]
 
 
 @dataclass(frozen=True)
@@ -207,6 +210,9 @@ class StretchCounts:
     based_on: Stretch | None = None
     bases: dict[str, Vector] = field(default_factory=dict)
     spend_base: Decimal | None = None
+    # the API's per-token prices over [from, to) of one price window: (from, to, prices)
+    _unit_prices: tuple[float, float, tuple[float, float, float]] | None = None
+    _since_prune: int = 0
 
     # ------------------------------------------------------------------ intake
 
@@ -252,11 +258,27 @@ class StretchCounts:
         if not cached:
             delta[2] = 0.0
             delta[3] = delta[1]
-        cost = api_cost(min(t0, t1), t1, delta[0], delta[1], delta[2] if cached else None, self.prices)
-        delta[5] = cost.output_usd + cost.input_cache_hit_usd + cost.input_cache_miss_usd
+        out_usd, hit_usd, miss_usd = self._per_token(min(t0, t1), t1)
+        hit = min(delta[2], delta[1]) if cached else 0.0
+        delta[5] = delta[0] * out_usd + hit * hit_usd + (delta[1] - hit) * miss_usd
         for i, d in enumerate(delta):
             out[i] += d
         return tuple(out)
+
+    def _per_token(self, t0: float, t1: float) -> tuple[float, float, float]:
+        """The API's $ per output, cache-hit and cache-miss token for tokens made evenly
+        over [t0, t1] (`api_cost`'s blend), kept while the stretches stay in one window:
+        readings come every second, the window flips a few times a day."""
+        cached = self._unit_prices
+        if cached is not None and cached[0] <= t0 and t1 < cached[1]:
+            return cached[2]
+        unit = api_cost(t0, t1, 1.0, 1.0, 1.0, self.prices)
+        miss = api_cost(t0, t1, 0.0, 1.0, None, self.prices)
+        prices = (unit.output_usd, unit.input_cache_hit_usd, miss.input_cache_miss_usd)
+        flip = next_flip(t0)
+        if t1 < flip:  # within one window: the same prices until it flips
+            self._unit_prices = (t0, flip, prices)
+        return prices
 
     def spent(self, at: float, spend_usd: Decimal) -> None:
         """The ledger's cumulative spend after a tick at `at`."""
@@ -315,6 +337,10 @@ class StretchCounts:
         return StretchSums(stretch.kind, stretch.start, end, spend, dict(zip(QUANTITIES, total, strict=True)))
 
     def _prune(self, stretch: Stretch, end: float | None) -> None:
+        self._since_prune += 1
+        if self._since_prune < PRUNE_EVERY:
+            return
+        self._since_prune = 0
         keep_from = (end if end is not None else stretch.start) - KEEP_S
         if len(self.bases) < len(self.nodes):
             keep_from = min(keep_from, stretch.start)
@@ -364,6 +390,7 @@ class StretchCounts:
             }
             for point in check.sequence(item.get("points"), f"{where}.points", 2):
                 count.points.append(_point(point, f"{where}.points"))
+                count.times.append(count.points[-1][0])
             if not count.points:
                 raise check.BadValue(f"{where}.points: empty")
             out.nodes[name] = count
