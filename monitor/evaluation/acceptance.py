@@ -296,9 +296,9 @@ def acceptance_drop_condition(
     if mine.dropped:
         detail = f"draft acceptance {_pct(mine.acceptance)}" + _levels_text(mine, len(peers), how)
         money, stake = _money_text(mine, node.cost_per_hour_usd, 1.0)
-        worst = _worst_rank(node, pool, history, th, now)
-        if worst is not None:
-            detail += f"; lowest rank {node.name} {worst[0].label} {_pct(worst[1].acceptance)}"
+        apart = _rank_apart(node, th)
+        if apart is not None:
+            detail += f"; lowest rank {node.name} {apart.label} {_pct(apart.draft_acceptance)}"
         return Condition(ACCEPTANCE_DROP, detail + money, "warning", stake,
                          evidence=_evidence(node, peers, mine), trend=trend)
     worst = _worst_rank(node, pool, history, th, now)
@@ -311,6 +311,19 @@ def acceptance_drop_condition(
     money, stake = _money_text(judged_rank, node.cost_per_hour_usd, share)
     return Condition(ACCEPTANCE_DROP, detail + money, "warning", stake,
                      evidence=_evidence(node, peers, judged_rank, rank), trend=trend)
+
+
+def _rank_apart(node: NodeView, th: Thresholds) -> EngineRankView | None:
+    """The node's lowest-accepting rank where it stands apart from the node's other ranks
+    (under the ratio × their median); None where the ranks fell together."""
+    ranks = [r for r in ((node.engine.ranks if node.engine is not None else None) or ())
+             if r.draft_acceptance is not None]
+    if len(ranks) < 2:
+        return None
+    worst = min(ranks, key=lambda r: r.draft_acceptance or 0.0)
+    others = _median(r.draft_acceptance for r in ranks if r is not worst)
+    assert worst.draft_acceptance is not None
+    return worst if others and worst.draft_acceptance < th.acceptance_drop_ratio * others else None
 
 
 def _worst_rank(

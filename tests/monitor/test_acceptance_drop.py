@@ -220,3 +220,17 @@ def test_one_rank_below_the_pool_is_named_and_priced_at_its_share_of_the_node() 
     assert verdict.detail.startswith("d3 engine 3: draft acceptance 20 % vs pool median")
     # the rank's own stake: 1 of 4 engines, no GPU map: the node's price (share unknown → whole)
     assert verdict.usd_per_hour_at_stake is not None and 0 < verdict.usd_per_hour_at_stake < NODE_USD_PER_H
+
+
+def test_a_node_whose_ranks_fell_together_names_no_rank_and_one_apart_is_named() -> None:
+    monitor = Monitor(parse_layout(layout(3)), sources=[], clock=lambda: T0)
+    healthy = [wander(0), wander(1), wander(2), wander(3)]
+    together = [lambda t: 0.3, lambda t: 0.31, lambda t: 0.3, lambda t: 0.32]
+    last = run(monitor, {"d1": healthy, "d2": healthy, "d3": together}, 40.0)
+    [detail] = drops(nodes(last)["d3"])
+    assert "lowest rank" not in detail
+    monitor = Monitor(parse_layout(layout(3)), sources=[], clock=lambda: T0)
+    apart = [lambda t: 0.3, lambda t: 0.3, lambda t: 0.3, lambda t: 0.05]
+    last = run(monitor, {"d1": healthy, "d2": healthy, "d3": apart}, 40.0)
+    [detail] = drops(nodes(last)["d3"])
+    assert "; lowest rank d3 engine 3 5 %" in detail
