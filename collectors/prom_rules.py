@@ -56,9 +56,9 @@ ALERTS: tuple[tuple[str, str, str, str, str], ...] = (
     ("InfertopVerdict",
      'infertop_node_verdict{kind!~"' + "|".join(DEDICATED_KINDS) + '"} == 1', "2m", "",
      "{{ $labels.node }}: {{ $labels.kind }}"),
+    # the share's high bound: paged only when even the most a straddling bucket allows is short
     ("InfertopGoodputFloor",
-     f"min by (role) (infertop_role_slo_ttft_attainment_ratio) < {GOODPUT_FLOOR} or "
-     f"min by (role) (infertop_role_slo_itl_attainment_ratio) < {GOODPUT_FLOOR}", "5m", "warning",
+     f"infertop_role_goodput_share_high_ratio < {GOODPUT_FLOOR}", "5m", "warning",
      "the {{ $labels.role }} pool serves under " + f"{GOODPUT_FLOOR:.0%}"
      + " of its requests within the SLO"),
     ("InfertopNodeUnreachable", 'infertop_node_status{status="unreachable"} == 1', "1m", "critical",

@@ -119,6 +119,18 @@ _SCOREBOARD = (
 )
 _NODE_ENGINE = (*_NODE_ENGINE, *((s, t, lambda e, f=f: getattr(e, f)) for s, t, f in _SCOREBOARD))
 _ROLLUP = (*_ROLLUP, *((s, t, lambda r, f=f: getattr(r, f)) for s, t, f in _SCOREBOARD))
+# goodput (monitor/evaluation/goodput.py): the share within every [slo] target, as bounds
+_GOODPUT = (
+    ("goodput_share_low_ratio", "Share of the window's requests within every [slo] target, at least",
+     "goodput_share_low"),
+    ("goodput_share_high_ratio", "Share of the window's requests within every [slo] target, at most",
+     "goodput_share_high"),
+    ("usd_per_million_good_tokens_low", "USD per 1M good output tokens now (share at its high bound)",
+     "usd_per_million_good_tokens_low"),
+    ("usd_per_million_good_tokens_high", "USD per 1M good output tokens now (share at its low bound)",
+     "usd_per_million_good_tokens_high"),
+)
+_ROLLUP = (*_ROLLUP, *((s, t, lambda r, f=f: getattr(r, f)) for s, t, f in _GOODPUT))
 _SESSION = (*_SESSION, *(
     (s, t, lambda x, f=f: getattr(x, f)) for s, t, f in _SCOREBOARD if f in (
         "output_tokens_per_s_per_gpu", "output_tokens_per_s_per_user",

@@ -170,3 +170,24 @@ def test_every_kind_reaches_alertmanager_once(tmp_path: Path) -> None:
     seen = by_node()
     for kind in ALL_KINDS:
         assert seen[node_name(kind)] == {expected_alert(kind)}, kind
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="Debian package prometheus not installed")
+def test_promtool_the_goodput_floor_pages_only_when_even_the_high_bound_is_short(tmp_path: Path) -> None:
+    summary = _summary("InfertopGoodputFloor", "").replace("{{ $labels.role }}", "decode")
+    unit = tmp_path / "goodput_test.yml"
+    unit.write_text(json.dumps({"rule_files": [str(RULES)], "evaluation_interval": "1m", "tests": [{
+        "interval": "1m",
+        "input_series": [
+            {"series": 'infertop_role_goodput_share_high_ratio{role="decode"}', "values": "0.85x15"},
+            {"series": 'infertop_role_goodput_share_low_ratio{role="decode"}', "values": "0.5x15"},
+            # a straddling bucket: maybe 80 %, maybe 95 % — no page on a guess
+            {"series": 'infertop_role_goodput_share_high_ratio{role="prefill"}', "values": "0.95x15"},
+            {"series": 'infertop_role_goodput_share_low_ratio{role="prefill"}', "values": "0.8x15"},
+        ],
+        "alert_rule_test": [{"eval_time": "10m", "alertname": "InfertopGoodputFloor", "exp_alerts": [{
+            "exp_labels": {"role": "decode", "severity": "warning"},
+            "exp_annotations": {"summary": summary}}]}],
+    }]}))
+    proc = subprocess.run(["promtool", "test", "rules", str(unit)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
