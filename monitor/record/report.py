@@ -305,6 +305,7 @@ def _money_lines(s: SessionView | None, tasks: int | None) -> list[tuple[str, st
         ("token figures cover", _span_words(s)),
         ("accepted output tokens", fmt_num(s.accepted_tokens, 0)),
         ("$ per 1M accepted output tokens", fmt_usd(s.usd_per_million_output_tokens, 4)),
+        *_goodput_lines(s),
         ("finished requests", fmt_num(s.requests_finished, 0)),
         ("$ per finished request", fmt_usd(s.usd_per_request, 4)),
         ("$ per acceptable task", fmt_usd(per_task, 4)),
@@ -314,6 +315,25 @@ def _money_lines(s: SessionView | None, tasks: int | None) -> list[tuple[str, st
         ("budget used", s.budget_label or fmt_pct(s.budget_used_fraction, 1)),
         ("projected spend at the reservation end", fmt_usd(s.projected_spend_usd)),
     ]
+
+
+def _goodput_lines(s: SessionView) -> list[tuple[str, str]]:
+    """The last frame's goodput (docs/money.md#the-cost-of-a-good-token): a range where a
+    histogram bucket straddles a target, with the reason; nothing without [slo] figures."""
+    if s.goodput_share_low is None or s.goodput_share_high is None:
+        return []
+    low, high = fmt_pct(s.goodput_share_low, 1), fmt_pct(s.goodput_share_high, 1)
+    cheap = fmt_usd(s.usd_per_million_good_tokens_low, 4)
+    dear = fmt_usd(s.usd_per_million_good_tokens_high, 4) if s.usd_per_million_good_tokens_high is not None \
+        else "no bound"
+    out = [
+        ("within the SLO targets (last window)", low if low == high else f"{low}–{high}"),
+        ("$ per 1M good output tokens (last window)", cheap if cheap == dear else f"{cheap}–{dear}"),
+        ("$ per 1M output tokens (last window)", fmt_usd(s.usd_per_million_output_tokens_now, 4)),
+    ]
+    if s.goodput_note:
+        out.append(("goodput bounds", clean(s.goodput_note)))
+    return out
 
 
 def write_report(rec: Recording, out_dir: Path, acceptable_tasks: int | None = None) -> list[Path]:

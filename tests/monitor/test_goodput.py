@@ -104,3 +104,14 @@ def test_a_target_on_a_bucket_bound_is_exact() -> None:
     assert pool.goodput_note is None
     line = goodput_line(snapshot.session)
     assert line is not None and line.plain.startswith("within SLO 80.0 %  $/1M good tok $6.250  plain $5.000")
+
+
+def test_the_report_carries_the_last_windows_goodput() -> None:
+    from infertop.monitor.record.report import _money_lines
+
+    session = run(0.3).tick(1.8e9 + 10).session
+    lines = dict(_money_lines(session, None))
+    assert lines["within the SLO targets (last window)"] == "80.0%–95.0%"
+    assert lines["$ per 1M good output tokens (last window)"] == "$5.2632–$6.2500"
+    assert lines["$ per 1M output tokens (last window)"] == "$5.0000"
+    assert "inside the bucket 250 ms–500 ms" in lines["goodput bounds"]
