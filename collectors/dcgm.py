@@ -29,6 +29,9 @@ _DCGM_GAUGES: dict[str, tuple[tuple[str, ...], float]] = {
     "dram_active_pct": (("DCGM_FI_PROF_DRAM_ACTIVE",), 100.0),
 }
 _DCGM_ACTIVITY_FIELDS = ("sm_active_pct", "sm_occupancy_pct", "tensor_active_pct", "dram_active_pct")
+# GpuSample field → its profiling field (a 0–1 ratio): the prom source asks for the same
+ACTIVITY_METRICS = {f: _DCGM_GAUGES[f][0][0] for f in _DCGM_ACTIVITY_FIELDS}
+ACTIVITY_FACTOR = _DCGM_GAUGES["sm_active_pct"][1]  # ratio → percent
 _DCGM_UTIL_RATIO = "DCGM_FI_DEV_GPU_UTIL_RATIO"  # newer builds: 0–1 instead of %
 _DCGM_XID = ("DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_XID_ERROR")
 _DCGM_CLOCK_REASONS = ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")

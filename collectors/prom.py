@@ -19,6 +19,7 @@ on a cross-host redirect, but carry a custom `header_name` such as `X-Api-Key` a
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import logging
 import math
@@ -37,11 +38,12 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from infertop.collectors import prom_rules, promql
+from infertop.collectors.loop_stalls import wire_timeout
 from infertop.collectors.routing import route_layout
 from infertop.collectors.safe_text import inert_text, redact_url
 from infertop.collectors.sample import NodeSample
 from infertop.collectors.scrape import latency_every_rounds
-from infertop.collectors.source import Emit, PollingSource
+from infertop.collectors.source import BackendState, Emit, PollingSource
 from infertop.layouts.model import Layout, PrometheusConfig
 
 log = logging.getLogger(__name__)
@@ -62,8 +64,6 @@ MAX_WORKERS = 8
 BACKFILL_WORKERS = 2
 # how often the source looks again for infertop's recorded series (collectors/prom_rules.py)
 RECORDED_RECHECK_S = 300.0
-# a node shown when Prometheus cannot be reached and no node is known yet (discover mode)
-PLACEHOLDER_NODE = "prometheus"
 
 
 class PromSetupError(ValueError):
@@ -171,6 +171,35 @@ class NodeNamer:
         return name
 
 
+class Backend:
+    """One PromQL endpoint the source reads: a Prometheus, one shard of a sharded fleet, or
+    a global layer (federation, Thanos, Mimir, VictoriaMetrics cluster). Its own client,
+    recorded series, delay, and whether it answered; the nodes it answered for."""
+
+    def __init__(self, url: str):
+        self.url = url.rstrip("/")
+        self.shown_url = redact_url(self.url)
+        self.name = f"prometheus {self.shown_url}"
+        self.client: PrometheusConnect | None = None
+        # infertop's recorded series this server has (collectors/prom_rules.py)
+        self.recorded: set[str] = set()
+        self.recorded_at: float | None = None
+        self.behind_s: float | None = None  # its newest sample's age, last round it answered
+        self.error: str | None = None  # why it did not answer the last round
+        self.down_since: float | None = None
+        self.nodes: set[str] = set()  # the nodes it answered for, last round it answered
+        self.note: str | None = None  # said on it: duplicate series found and collapsed
+        self.checked = False  # looked for duplicate series once
+
+    def answered(self) -> None:
+        self.error = self.down_since = None
+
+    def failed(self, message: str, at: float) -> None:
+        if self.error is None:
+            self.down_since = at
+        self.error = message
+
+
 class PromSource(PollingSource):
     kind = "prom"
 
@@ -193,8 +222,10 @@ class PromSource(PollingSource):
         window, which bounds how rarely the latency histograms may be read."""
         super().__init__(nodes, interval_s, timeout_s=config.timeout_s + 1.0)
         self.config = config
-        self.url = config.url.rstrip("/")
-        self.shown_url = redact_url(self.url)
+        # queried concurrently, their answers merged by node (each node from the one that
+        # holds its newest scrape): shards, pools, or a global layer beside them
+        self.backends = [Backend(u) for u in config.urls]
+        self.shown_url = ", ".join(b.shown_url for b in self.backends)
         self.history = history
         self.clock = clock
         labels = config.node_label if isinstance(config.node_label, list) else [config.node_label]
@@ -204,7 +235,9 @@ class PromSource(PollingSource):
             selector=config.selector,
             engine_metrics=promql.profile_metrics(profile_names, profiles),
             engine_matchers=promql.profile_matchers(profile_names, profiles),
+            replica_labels=config.replica_labels,
         )
+
         self.namer = NodeNamer(nodes, config.discover)
         self._node_set = set(self.nodes)
         self.keep_s = keep_s
@@ -213,45 +246,54 @@ class PromSource(PollingSource):
         # so a live query never queues behind one
         self._history_executor = ThreadPoolExecutor(BACKFILL_WORKERS, thread_name_prefix="prom-backfill")
         self._backfill_task: asyncio.Task[int] | None = None
-        self._client: PrometheusConnect | None = None
+        self._headers: dict[str, str] | None = None
+        self._setup_error: str | None = None
+        self._owner: dict[str, Backend] = {}  # node → the backend that answered for it last
         self._last_at: dict[tuple[str, str], float] = {}  # (node, tier) → newest scrape time sent
         self._seen_tiers: dict[str, set[str]] = {}
         self._gpus_seen = expected_gpus or 0
         self.window_s = window_s
         self._latency_series_seen = 0  # bucket series the latency queries answered last time
         self._ticks = 0
-        # how far the newest sample Prometheus held trailed the wall clock, last round
+        # how far the newest sample the backends held trailed the wall clock, last round
         self.behind_s: float | None = None
         # infertop's recording rules: a query whose text is the rule's own is read from
         # the recorded series when the server has it (collectors/prom_rules.py)
         self._rule_exprs = {
             (q.tier, q.key): q.promql for t in prom_rules.TIERS for q in prom_rules.builder().tier(t)
         }
-        self._recorded: set[str] = set()
-        self._recorded_at: float | None = None
 
     # ------------------------------------------------------------------ client
 
-    def _connect(self) -> PrometheusConnect:
-        if self._client is None:
-            headers = auth_headers(self.config)
+    def _connect(self, backend: Backend | None = None) -> PrometheusConnect:
+        """The backend's client (the first backend's by default). Raises PromSetupError
+        when the credentials' setup is bad (the same for every backend)."""
+        backend = backend or self.backends[0]
+        if backend.client is None:
+            if self._headers is None:
+                self._headers = auth_headers(self.config)
             session = requests.Session()
             # no redirect is followed (TooManyRedirects at the first): the auth header
             # must never reach another origin
             session.max_redirects = 0
             session.verify = self.config.ca_file or self.config.verify_tls
             # no retries inside a tick (the next tick is the retry), and a pool as wide as
-            # the concurrent queries so connections are reused, not discarded
+            # the threads that may ask at once (live queries and the backfill's), so
+            # connections are reused, never discarded (urllib3 warned "Connection pool is
+            # full" on every snapshot when the backfill's threads came on top)
             adapter = HTTPAdapter(
                 # read=False: a read timeout surfaces as itself, not as a "connection error"
-                max_retries=Retry(total=0, read=False, redirect=2), pool_maxsize=MAX_WORKERS
+                max_retries=Retry(total=0, read=False, redirect=2),
+                pool_maxsize=MAX_WORKERS + BACKFILL_WORKERS,
             )
             # requests takes a float timeout; the client's hints say int
             timeout: Any = self.config.timeout_s
-            client = PrometheusConnect(url=self.url, headers=headers or {}, session=session, timeout=timeout)
-            session.mount(self.url, adapter)
-            self._client = client
-        return self._client
+            client = PrometheusConnect(
+                url=backend.url, headers=self._headers or {}, session=session, timeout=timeout
+            )
+            session.mount(backend.url, adapter)
+            backend.client = client
+        return backend.client
 
     async def _call(
         self, fn: Callable[..., Any], *args: Any, executor: ThreadPoolExecutor | None = None
@@ -259,9 +301,9 @@ class PromSource(PollingSource):
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(executor or self._executor, partial(fn, *args))
 
-    async def _instant(self, query: promql.Query, at: float) -> promql.Grouped:
+    async def _instant(self, backend: Backend, query: promql.Query, at: float) -> promql.Grouped:
         """One query, its result grouped by node in the worker thread (off the event loop)."""
-        client = self._connect()
+        client = self._connect(backend)
 
         def fetch() -> promql.Grouped:
             result = client.custom_query(query.promql, {"time": f"{at:.3f}"})
@@ -273,10 +315,10 @@ class PromSource(PollingSource):
         return grouped
 
     async def _range(
-        self, query: promql.Query, start: float, end: float, step: float
+        self, backend: Backend, query: promql.Query, start: float, end: float, step: float
     ) -> dict[str, dict[tuple[str, ...], dict[float, float | None]]]:
         """One range query, grouped by node in the worker thread (off the event loop)."""
-        client = self._connect()
+        client = self._connect(backend)
         timeout: Any = self.config.timeout_s * 4  # a range query returns far more
 
         def fetch() -> dict[str, dict[tuple[str, ...], dict[float, float | None]]]:
@@ -288,11 +330,31 @@ class PromSource(PollingSource):
 
         return await self._call(fetch, executor=self._history_executor)  # type: ignore[no-any-return]
 
-    def backend_delay(self) -> tuple[str, float] | None:
-        return None if self.behind_s is None else (f"prometheus {self.shown_url}", self.behind_s)
+    def backend_states(self) -> list[BackendState]:
+        """Each backend as of the last round. While one is down, the nodes it served (and,
+        with several, those no backend has answered for yet: they may be its) are its
+        to say, not stale or unreachable on their own."""
+        single = len(self.backends) == 1
+        unowned = frozenset(n for n in self.nodes if n not in self._owner)
+        out = []
+        for b in self.backends:
+            nodes = frozenset(self.nodes) if single else (
+                frozenset(b.nodes) | (unowned if b.error else frozenset()))
+            out.append(BackendState(
+                name=b.name, behind_s=b.behind_s, error=b.error, since=b.down_since, nodes=nodes,
+                role="backend" if single else "shard", note=b.note,
+            ))
+        return out
 
     def error_text(self, exc: BaseException) -> str:
-        return f"prometheus {self.shown_url}: {describe_error(exc, self.config.timeout_s)}"
+        return describe_error(exc, self.config.timeout_s)
+
+    def timed_out(self) -> list[NodeSample]:
+        # every backend's round is bounded below this; a poll past it is the source's
+        # own trouble, said on the backends (their nodes unknown), never on each node
+        for b in self.backends:
+            b.failed(f"timed out after {self.timeout_s:g} s", self.clock())
+        return []
 
     # ------------------------------------------------------------------ polling
 
@@ -325,17 +387,17 @@ class PromSource(PollingSource):
     def rank_latency(self) -> bool:
         return len(self.nodes) <= RANK_LATENCY_MAX_NODES
 
-    async def _look_for_recorded(self, now: float) -> None:
+    async def _look_for_recorded(self, backend: Backend, now: float) -> None:
         """Which of infertop's recorded series the server has now (two small asks, now
         and then): their names from the metric names the server knows (its index, no
         samples read), kept for the tiers whose recorded `timestamp` series is current. One instant
         query over every recorded series selects ~130 series a node: past 300k (~2,300
         nodes) VictoriaMetrics refuses it (-search.maxUniqueTimeseries) and at 4,096
         nodes the rules were never read (benchmarks/bench_prom.py)."""
-        if self._recorded_at is not None and now - self._recorded_at < RECORDED_RECHECK_S:
+        if backend.recorded_at is not None and now - backend.recorded_at < RECORDED_RECHECK_S:
             return
-        self._recorded_at = now
-        client = self._connect()
+        backend.recorded_at = now
+        client = self._connect(backend)
         prefix = prom_rules.RECORDED_PREFIX
         stamps = f'count by (__name__) ({{__name__=~"{prefix}({"|".join(prom_rules.TIERS)})_timestamp"}})'
         try:
@@ -349,12 +411,14 @@ class PromSource(PollingSource):
         stamped = {r.get("metric", {}).get("__name__") for r in current if isinstance(r, dict)}
         tiers = tuple(f"{prefix}{t}_" for t in prom_rules.TIERS if f"{prefix}{t}_timestamp" in stamped)
         kept = [n for n in names or () if isinstance(n, str) and n.startswith(tiers)] if tiers else []
-        self._recorded = set(kept)
+        backend.recorded = set(kept)
 
-    def queries(self, tier: str, latency: bool = True) -> list[promql.Query]:
-        """The tier's queries, each read from its recorded series when the server has it
-        and the rule computes exactly this query (the same node labels and metric names).
-        `latency`: the latency histograms too (per engine only up to RANK_LATENCY_MAX_NODES)."""
+    def queries(self, tier: str, latency: bool = True, backend: Backend | None = None) -> list[promql.Query]:
+        """The tier's queries, each read from its recorded series when the server (the
+        first backend by default) has it and the rule computes exactly this query (the
+        same node labels and metric names). `latency`: the latency histograms too (per
+        engine only up to RANK_LATENCY_MAX_NODES)."""
+        recorded = (backend or self.backends[0]).recorded
         out = []
         for q in self.builder.tier(tier):
             if promql.is_latency(q) and not latency:
@@ -362,7 +426,7 @@ class PromSource(PollingSource):
             if promql.is_rank_latency(q) and not self.rank_latency():
                 continue
             name = prom_rules.recorded_name(q)
-            if name in self._recorded and self._rule_exprs.get((q.tier, q.key)) == q.promql:
+            if name in recorded and self._rule_exprs.get((q.tier, q.key)) == q.promql:
                 q = promql.Query(q.tier, q.key, name)
             out.append(q)
         return out
@@ -375,10 +439,66 @@ class PromSource(PollingSource):
         try:
             self._connect()
         except PromSetupError as exc:
-            return self._errors(self.error_text(exc))
-        await self._look_for_recorded(now)
-        queries = [q for t in tiers for q in self.queries(t, latency)]
-        results = await self._consistent_round(queries, now)
+            for b in self.backends:
+                b.failed(str(exc), now)
+            return []
+        rounds = await asyncio.gather(*(self._backend_round(b, tiers, latency, now) for b in self.backends))
+        grouped: dict[str, promql.Grouped] = {t: {} for t in tiers}
+        behind_of: dict[str, float | None] = {}  # node label value → its backend's delay
+        stamp_of: dict[tuple[str, str], float] = {}
+        owner_of: dict[str, Backend] = {}
+        answered: set[str] = set()
+        notes: list[str] = []
+        for backend, result in zip(self.backends, rounds, strict=True):
+            if result is None:
+                continue
+            by_tier, failed_tiers = result
+            several = len(self.backends) > 1
+            notes += [f"{tier} queries{f' ({backend.shown_url})' if several else ''}: {msg}"
+                      for tier, msg in failed_tiers.items()]
+            answered |= set(by_tier) - set(failed_tiers)
+            for tier, per_node in by_tier.items():
+                into = grouped[tier]
+                for value, fig in per_node.items():
+                    # a node two backends hold (a shard and the global layer, overlapping
+                    # shards): the newest scrape wins, whole (never a figure from each)
+                    stamp = promql.single(fig, "timestamp") or -math.inf
+                    if value in into and stamp <= stamp_of.get((tier, value), -math.inf):
+                        continue
+                    into[value] = fig
+                    stamp_of[(tier, value)] = stamp
+                    behind_of[value] = backend.behind_s
+                    owner_of[value] = backend
+        live = [b for b, r in zip(self.backends, rounds, strict=True) if r is not None]
+        self.behind_s = min((b.behind_s for b in live if b.behind_s is not None), default=None)
+        samples = self._build(grouped, answered, now, notes, behind_of)
+        for b in live:
+            b.nodes = set()
+        for value, backend in owner_of.items():
+            node = self.namer(value)
+            if node is not None:
+                backend.nodes.add(node)
+                self._owner[node] = backend
+        samples += self._missing(grouped, answered)
+        self._start_backfill()
+        return samples
+
+    async def _backend_round(
+        self, backend: Backend, tiers: list[str], latency: bool, now: float
+    ) -> tuple[dict[str, promql.Grouped], dict[str, str]] | None:
+        """One backend's answers to the round (tier → grouped figures, and the tiers that
+        failed with why), or None when it did not answer at all: it is then down, said on
+        the backend. Bounded by the query timeout, measured on the wire."""
+        try:
+            async with wire_timeout(self.config.timeout_s):
+                await self._look_for_recorded(backend, now)
+                if not backend.checked:  # first: the first figures must not be doubled
+                    await self._look_for_duplicates(backend, now)
+                queries = [q for t in tiers for q in self.queries(t, latency, backend)]
+                results = await self._consistent_round(backend, queries, now)
+        except TimeoutError:
+            backend.failed(f"timed out after {self.config.timeout_s:g} s", now)
+            return None
         failures = [r for r in results if isinstance(r, BaseException)]
         for failure in failures:
             if isinstance(failure, asyncio.CancelledError):
@@ -386,7 +506,10 @@ class PromSource(PollingSource):
         if len(failures) == len(results):
             # the credentials message wins: it is the one the user can act on
             worst = next((f for f in failures if "credentials" in describe_error(f, 0)), failures[0])
-            return self._errors(self.error_text(worst))
+            log.debug("prom backend %s failed", backend.shown_url, exc_info=worst)
+            backend.failed(self.error_text(worst), now)
+            return None
+        backend.answered()
         grouped: dict[str, promql.Grouped] = {t: {} for t in tiers}
         failed_tiers: dict[str, str] = {}
         for q, r in zip(queries, results, strict=True):
@@ -397,17 +520,40 @@ class PromSource(PollingSource):
             into = grouped[q.tier]
             for node, figures in r.items():
                 into.setdefault(node, {}).update(figures)
-        notes = [f"{tier} queries: {msg}" for tier, msg in failed_tiers.items()]
         if latency and "engine" not in failed_tiers:
             self._latency_series_seen = sum(
                 len(by_sub) for fig in grouped["engine"].values()
                 for key, by_sub in fig.items() if promql.is_latency_key(key)
             )
-        self.behind_s = backend_behind_s(grouped, now)
-        samples = self._build(grouped, {t for t in tiers if t not in failed_tiers}, now, notes)
-        samples += self._missing(grouped, set(tiers) - set(failed_tiers))
-        self._start_backfill()
-        return samples
+        backend.behind_s = backend_behind_s(grouped, now)
+        if backend.checked:  # a job added later: found after the round, collapsed from the next
+            await self._look_for_duplicates(backend, now)
+        return grouped, failed_tiers
+
+    async def _look_for_duplicates(self, backend: Backend, at: float) -> None:
+        """Targets scraped twice (a second job over the same nodes): every counter-derived
+        figure would be their sum, twice the truth. One small query a round; once found,
+        the copies are collapsed by that label from the next round on (the `max` of the
+        copies: equal but for their scrape phase) and the backend says so. Only `job`
+        is looked for unasked: series identical in every other label, instance included,
+        are one target read twice. Other replica labels are the layout's to name."""
+        if "job" in self.builder.replica_labels:
+            return
+        try:
+            query = promql.Query("check", "duplicates", self.builder.duplicates("job"))
+            found = await self._instant(backend, query, at)
+        except Exception as exc:  # the round says whether the backend answers; this waits
+            log.debug("prom: looking for duplicate series failed", exc_info=exc)
+            return
+        backend.checked = True
+        if not found:
+            return
+        nodes = len(found)
+        self.builder = dataclasses.replace(self.builder, replica_labels=(*self.builder.replica_labels, "job"))
+        backend.note = (
+            f"{nodes} node{'s' if nodes != 1 else ''}' targets scraped by more than one job: copies "
+            'collapsed (their max, never their sum); replica_label = ["job"] in [prometheus] says so'
+        )
 
     def _start_backfill(self) -> None:
         """After the first live round: the history, fetched beside live polling and merged
@@ -419,7 +565,7 @@ class PromSource(PollingSource):
         loop = asyncio.get_running_loop()
         self._backfill_task = loop.create_task(self.backfill(emit), name="prom:backfill")
 
-    async def _consistent_round(self, queries: list[promql.Query], now: float) -> list[Any]:
+    async def _consistent_round(self, backend: Backend, queries: list[promql.Query], now: float) -> list[Any]:
         """Every query's answer (or exception), all as of one instant: the newest scrape
         the tiers' `timestamp` queries find at `now`; then every query (those too) at that
         instant. Asked at `now`, a scrape that becomes visible while the round runs would
@@ -428,7 +574,8 @@ class PromSource(PollingSource):
         Prometheus commits a scrape mid-round), and a counter stamped with one scrape but
         read from another gives a rate off by a whole scrape interval."""
         stamp_queries = [q for q in queries if q.key == "timestamp"]
-        first = await asyncio.gather(*(self._instant(q, now) for q in stamp_queries), return_exceptions=True)
+        first = await asyncio.gather(*(self._instant(backend, q, now) for q in stamp_queries),
+                                     return_exceptions=True)
         newest = max(
             (stamp for r in first if isinstance(r, dict) for fig in r.values()
              if (stamp := promql.single(fig, "timestamp")) is not None),
@@ -441,11 +588,7 @@ class PromSource(PollingSource):
             return [failed.get(q.tier, next(iter(failed.values()))) for q in queries]
         # a scrape stamped at `newest` is in; a later one is not (and never past now)
         at = now if newest is None else min(newest + 0.001, now)
-        return await asyncio.gather(*(self._instant(q, at) for q in queries), return_exceptions=True)
-
-    def _errors(self, message: str) -> list[NodeSample]:
-        nodes = self.nodes or [PLACEHOLDER_NODE]
-        return [self.error_sample(n, message) for n in nodes]
+        return await asyncio.gather(*(self._instant(backend, q, at) for q in queries), return_exceptions=True)
 
     def _adopt(self, value: str) -> str | None:
         name = self.namer(value)
@@ -455,12 +598,19 @@ class PromSource(PollingSource):
         return name
 
     def _build(
-        self, grouped: dict[str, promql.Grouped], tiers: set[str], now: float, notes: list[str]
+        self, grouped: dict[str, promql.Grouped], tiers: set[str], now: float, notes: list[str],
+        behind_of: dict[str, float | None] | None = None,
     ) -> list[NodeSample]:
+        """Samples of the answered `tiers`. `behind_of`: node label value → the delay of
+        the backend that answered for it (default: the round's, `behind_s`)."""
         out: list[NodeSample] = []
-        extra: dict[str, Any] = {"backend_behind_s": self.behind_s}
-        if notes:
-            extra["notes"] = notes
+        extras: dict[float | None, dict[str, Any]] = {}
+
+        def extra_for(behind: float | None) -> dict[str, Any]:
+            extra = extras.get(behind)
+            if extra is None:
+                extra = extras[behind] = {"backend_behind_s": behind, **({"notes": notes} if notes else {})}
+            return extra
         for tier in sorted(tiers):
             if tier == "gpu":
                 self._gpus_seen = sum(len(f.get("util_pct") or {}) for f in grouped[tier].values())
@@ -474,7 +624,8 @@ class PromSource(PollingSource):
                 key = (node, tier)
                 if taken_at <= self._last_at.get(key, -math.inf):
                     continue  # Prometheus has not scraped it again since the last tick
-                own = self._node_extra(extra, taken_at, now)
+                behind = self.behind_s if behind_of is None else behind_of.get(value)
+                own = self._node_extra(extra_for(behind), taken_at, now)
                 sample = promql.BUILDERS[tier](node, taken_at, fig, f"prom:{tier}", own)
                 if sample is None:
                     continue
@@ -491,7 +642,7 @@ class PromSource(PollingSource):
         crossed the stale threshold of 2 intervals (seen: 3 of 16 demo nodes stale through
         Prometheus at a 2 s scrape and interval). Capped at one interval past the backend's
         delay: a target the backend no longer scrapes still ages into stale / unreachable."""
-        behind = self.behind_s
+        behind = extra.get("backend_behind_s")
         if behind is None:
             return extra
         own = min(max(read_at - taken_at, behind), behind + self.interval_s)
@@ -500,11 +651,17 @@ class PromSource(PollingSource):
         return {**extra, "backend_behind_s": own}
 
     def _missing(self, grouped: dict[str, promql.Grouped], tiers: set[str]) -> list[NodeSample]:
-        """Error samples for nodes that Prometheus returned nothing for in any tier asked."""
+        """Error samples for nodes that no backend returned anything for in any tier asked.
+        Not for a node whose backend is down (or, with several, one no backend has
+        answered for while one is down: it may be that one's): the backend says it."""
         present = {self.namer(v) for t in tiers for v in grouped.get(t, {})}
+        some_down = any(b.error for b in self.backends)
         out = []
         for node in self.nodes:
-            if node in present or node == PLACEHOLDER_NODE:
+            if node in present:
+                continue
+            owner = self._owner.get(node)
+            if (owner is not None and owner.error) or (owner is None and some_down):
                 continue
             seen = self._seen_tiers.get(node)
             if seen is None:
@@ -514,7 +671,8 @@ class PromSource(PollingSource):
                     " (check node_label, selector)"
                 )
             elif seen & tiers:
-                msg = f"prometheus {self.shown_url}: no fresh series for {node} (scrape targets down?)"
+                where = owner.shown_url if owner is not None else self.shown_url
+                msg = f"prometheus {where}: no fresh series for {node} (scrape targets down?)"
             else:
                 continue  # only its GPU tier exists, and that was not asked this tick
             out.append(self.error_sample(node, msg))
@@ -539,24 +697,10 @@ class PromSource(PollingSource):
         # info gauges are not history (their labels are read live); nor the latency buckets
         # where they are read only every few ticks: their history is the largest answer
         latency = self.latency_every() == 1
-        queries = [q for t in tiers for q in self.queries(t, latency)
-                   if not q.key.startswith(promql.LABELS_KEY)]
-        try:
-            self._connect()
-            results = await asyncio.gather(*(self._range(q, start, end, step) for q in queries))
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # live polling reports it; a failed backfill only loses history
-            log.info("prom backfill skipped: %s", self.error_text(exc))
-            return 0
-        by_tier: dict[str, dict[str, Any]] = {t: {} for t in tiers}
-        for q, r in zip(queries, results, strict=True):
-            by_tier[q.tier][q.key] = r
-        stamps = [keys.get("timestamp", {}) for keys in by_tier.values()]
-        nodes = {value: self._adopt(value) for per_node in stamps for value in per_node}
-        built: list[NodeSample] = await self._call(
-            partial(history_samples, by_tier, nodes), executor=self._history_executor
-        )
+        built: list[NodeSample] = []
+        for backend in self.backends:  # one at a time: the backfill's threads are few
+            built += await self._backfill_from(backend, tiers, latency, start, end, step)
+        built.sort(key=lambda s: s.taken_at)  # a node two backends hold: sent once (below)
         sent = 0
         for sample in built:  # oldest first
             key = (sample.node, sample.source.removeprefix("prom:"))
@@ -572,14 +716,38 @@ class PromSource(PollingSource):
             sent += 1
         return sent
 
+    async def _backfill_from(
+        self, backend: Backend, tiers: list[str], latency: bool, start: float, end: float, step: float
+    ) -> list[NodeSample]:
+        queries = [q for t in tiers for q in self.queries(t, latency, backend)
+                   if not q.key.startswith(promql.LABELS_KEY)]
+        try:
+            self._connect(backend)
+            results = await asyncio.gather(*(self._range(backend, q, start, end, step) for q in queries))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # live polling reports it; a failed backfill only loses history
+            log.info("prom backfill from %s skipped: %s", backend.shown_url, self.error_text(exc))
+            return []
+        by_tier: dict[str, dict[str, Any]] = {t: {} for t in tiers}
+        for q, r in zip(queries, results, strict=True):
+            by_tier[q.tier][q.key] = r
+        stamps = [keys.get("timestamp", {}) for keys in by_tier.values()]
+        nodes = {value: self._adopt(value) for per_node in stamps for value in per_node}
+        built: list[NodeSample] = await self._call(
+            partial(history_samples, by_tier, nodes), executor=self._history_executor
+        )
+        return built
+
     async def run(self, emit: Emit) -> None:
         await super().run(emit)  # the backfill starts after the first live round
 
     async def close(self) -> None:
         if self._backfill_task is not None and not self._backfill_task.done():
             self._backfill_task.cancel()
-        if self._client is not None:
-            self._client.close()
+        for backend in self.backends:
+            if backend.client is not None:
+                backend.client.close()
         self._executor.shutdown(wait=False, cancel_futures=True)
         self._history_executor.shutdown(wait=False, cancel_futures=True)
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from infertop.collectors.bounds import whole
-from infertop.collectors.dcgm import NVLINK_TOTAL_BYTES_PER_UNIT
+from infertop.collectors.dcgm import ACTIVITY_FACTOR, ACTIVITY_METRICS, NVLINK_TOTAL_BYTES_PER_UNIT
 from infertop.collectors.draft_positions import (
     PER_POSITION_NAMES,
     POSITION_FIELD,
@@ -193,10 +193,23 @@ class QueryBuilder:
     selector: str | None = None
     engine_metrics: Mapping[str, tuple[str, ...]] = field(default_factory=profile_metrics)
     engine_matchers: Mapping[tuple[str, str], str] = field(default_factory=profile_matchers)
+    # labels in which copies of one series differ (HA replicas, two jobs scraping the same
+    # targets): every series is read as the `max` of its copies, never their sum
+    replica_labels: tuple[str, ...] = ()
 
-    def sel(self, metric: str, extra: str = "") -> str:
+    def sel(self, metric: str, extra: str = "", raw: bool = False) -> str:
+        """`metric` with the selector's matchers and `extra`, its copies collapsed (unless
+        `raw`: inside `timestamp()`, which must see the series' own samples)."""
         matchers = ", ".join(m for m in (self.selector, extra) if m)
-        return f"{metric}{{{matchers}}}" if matchers else metric
+        expr = f"{metric}{{{matchers}}}" if matchers else metric
+        if self.replica_labels and not raw:
+            return f"max without ({', '.join(self.replica_labels)}) ({expr})"
+        return expr
+
+    def duplicates(self, label: str) -> str:
+        """The scrape targets that come more than once, differing only in `label` (each
+        target's `up` series: one a target and job)."""
+        return self.with_node(f"count without ({label}) ({self.sel('up', raw=True)}) > 1")
 
     def with_node(self, expr: str) -> str:
         """Add `infertop_node` from the node labels; the first label listed wins."""
@@ -207,7 +220,7 @@ class QueryBuilder:
         return out
 
     def _alts(self, names: Sequence[str], extra: str = "", wrap: str = "") -> str:
-        parts = [f"{wrap}({self.sel(n, extra)})" if wrap else self.sel(n, extra) for n in names]
+        parts = [f"{wrap}({self.sel(n, extra, raw=True)})" if wrap else self.sel(n, extra) for n in names]
         return parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"
 
     def agg(self, op: str, expr: str, by: Sequence[str] = ()) -> str:
@@ -282,6 +295,10 @@ class QueryBuilder:
             Query("gpu", "mem_used_mib", self.agg("max", self.sel("DCGM_FI_DEV_FB_USED"), by)),
             # total = used + free, added here: a binary operator on the server costs more
             Query("gpu", "mem_free_mib", self.agg("max", self.sel("DCGM_FI_DEV_FB_FREE"), by)),
+            # the framebuffer the driver keeps: part of the total, as the direct read counts it
+            # (collectors.dcgm); FB_TOTAL, where collected, is the total itself
+            Query("gpu", "mem_reserved_mib", self.agg("max", self.sel("DCGM_FI_DEV_FB_RESERVED"), by)),
+            Query("gpu", "mem_total_mib", self.agg("max", self.sel("DCGM_FI_DEV_FB_TOTAL"), by)),
             Query("gpu", "power_w", self.agg("max", self.sel("DCGM_FI_DEV_POWER_USAGE"), by)),
             Query("gpu", "temp_c", self.agg("max", self.sel("DCGM_FI_DEV_GPU_TEMP"), by)),
             Query("gpu", "sm_clock_mhz", self.agg("max", self.sel("DCGM_FI_DEV_SM_CLOCK"), by)),
@@ -296,6 +313,10 @@ class QueryBuilder:
                 ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")), by)),
             Query("gpu", "ecc_dbe", self.agg("max", self._alts(
                 ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL")), by)),
+            # profiling (DCP) ratios: real compute activity beside util, the idle verdict's
+            # basis where a GPU reports it (monitor/evaluation/activity.py)
+            *(Query("gpu", key, self.agg("max", self.sel(metric), by))
+              for key, metric in ACTIVITY_METRICS.items()),
             Query("gpu", "timestamp", self.agg(
                 "max", self._alts(("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_UTIL_RATIO"), wrap="timestamp"))),
         ]
@@ -445,7 +466,8 @@ SUBKEYS: dict[str, tuple[str, ...]] = {
     **{k: ("device", "port") for k in ("ib_rx_errors", "ib_recoveries", "ib_integrity", "ib_phys")},
     **{k: ("device",) for k in ("eth_rx_errors", "eth_tx_errors", "eth_rx_drops", "eth_tx_drops")},
 }
-_GPU_KEYS = ("mem_used_mib", "mem_free_mib", "power_w", "temp_c", "sm_clock_mhz", "xid_last",
+_GPU_KEYS = ("mem_used_mib", "mem_free_mib", "mem_reserved_mib", "mem_total_mib", *ACTIVITY_METRICS,
+             "power_w", "temp_c", "sm_clock_mhz", "xid_last",
              "energy_mj_total", "nvlink_total", "clock_event_reasons", "ecc_dbe")
 
 
@@ -576,7 +598,11 @@ def gpu_sample(node: str, taken_at: float, fig: Mapping[str, Mapping[tuple[str, 
         except ValueError:
             continue
         used, free = f.get("mem_used_mib"), f.get("mem_free_mib")
-        total = None if used is None or free is None else used + free
+        total = f.get("mem_total_mib")
+        if total is None and used is not None and free is not None:
+            total = used + free + (f.get("mem_reserved_mib") or 0.0)
+        activity = {key: None if (v := f.get(key)) is None else v * ACTIVITY_FACTOR
+                    for key in ACTIVITY_METRICS}
         energy = f.get("energy_mj_total")
         gpus.append(GpuSample(
             index=index, name=names.get(gpu), util_pct=f.get("util_pct"),
@@ -589,6 +615,8 @@ def gpu_sample(node: str, taken_at: float, fig: Mapping[str, Mapping[tuple[str, 
             else f["nvlink_total"] * NVLINK_TOTAL_BYTES_PER_UNIT,  # type: ignore[operator]
             clock_event_reasons=_int(f.get("clock_event_reasons")),
             ecc_uncorrected_total=_int(f.get("ecc_dbe")),
+            activity_source="dcgm" if any(v is not None for v in activity.values()) else None,
+            **activity,
         ))
     if not gpus:
         return None

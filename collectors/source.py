@@ -13,6 +13,7 @@ import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from infertop.collectors.cadence import delay_to_boundary
 from infertop.collectors.loop_stalls import wire_timeout
@@ -23,6 +24,23 @@ Emit = Callable[[NodeSample], None]
 # reads again at once (see PollingSource.run)
 CATCH_UP_SHARE = 0.4
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BackendState:
+    """A metrics backend a source reads nodes through, as it stood at the last round: said
+    once for the cluster (Snapshot.backends), never blamed on the nodes it serves."""
+
+    name: str  # "prometheus http://prom:9090" (credentials never shown)
+    behind_s: float | None = None  # how far its newest sample trailed the wall clock
+    error: str | None = None  # why it did not answer the last round; None: it answered
+    since: float | None = None  # unix time it stopped answering (with `error`)
+    # the nodes only it can show: while it is down they are unknown, not stale or unreachable
+    nodes: frozenset[str] = frozenset()
+    # the word its nodes get while it is down: "backend down", or "shard down" where a
+    # layout names several backends
+    role: str = "backend"
+    note: str | None = None  # something else worth a line (restarted, reloaded, duplicates)
 
 
 class Source(ABC):
@@ -44,11 +62,10 @@ class Source(ABC):
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections. Called once after `run` is cancelled."""
 
-    def backend_delay(self) -> tuple[str, float] | None:
-        """A metrics backend's own delay, said once for the cluster: (the backend as
-        shown, seconds its newest sample trailed the wall clock at the last round).
-        None for a source that reads the nodes themselves."""
-        return None
+    def backend_states(self) -> list[BackendState]:
+        """The metrics backends this source reads through, as of its last round (empty for
+        a source that reads the nodes themselves)."""
+        return []
 
     def stall_spans_wall(self, since: float) -> list[tuple[float, float]]:
         """Wall-clock spans since `since` in which a process of this source other than the
@@ -94,6 +111,12 @@ class PollingSource(RoundSource):
     async def poll(self) -> Sequence[NodeSample]:
         """One reading of every node this source covers."""
 
+    def timed_out(self) -> list[NodeSample]:
+        """What a poll that ran past `timeout_s` says: an error on every node it reads (a
+        source reading through a backend says it on the backend instead)."""
+        message = f"{self.kind}: timed out after {self.timeout_s:g} s"
+        return [self.error_sample(n, message) for n in self.nodes]
+
     async def run(self, emit: Emit) -> None:
         self.emit_early = emit
         while True:
@@ -108,10 +131,7 @@ class PollingSource(RoundSource):
                 async with wire_timeout(self.timeout_s):
                     samples = await poll
             except TimeoutError:
-                samples = [
-                    self.error_sample(n, f"{self.kind}: timed out after {self.timeout_s:g} s")
-                    for n in self.nodes
-                ]
+                samples = self.timed_out()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a broken source must not take the app down

@@ -466,8 +466,16 @@ _PROM_MATCHER = r'\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(?:=|!=|=~|!~)\s*"(?:[^"\\]|\\.)*"
 _PROM_SELECTOR = re.compile(rf"(?:{_PROM_MATCHER})(?:,{_PROM_MATCHER})*,?\s*")
 
 
+def _check_labels(value: str | list[str]) -> None:
+    for label in [value] if isinstance(value, str) else value:
+        if not _PROM_LABEL.fullmatch(label):
+            raise ValueError(f"{label!r} is not a Prometheus label name")
+
+
 class PrometheusConfig(_Strict):
-    url: str
+    # one PromQL endpoint, or several (one per shard or pool, a global layer): queried
+    # concurrently, their answers merged by node
+    url: str | list[str]
     # the label naming a node; a list = first present wins (e.g. ["Hostname", "instance"])
     node_label: str | list[str] = "instance"
     strip_port: bool = True  # "decode-01:9400" → "decode-01"
@@ -484,21 +492,43 @@ class PrometheusConfig(_Strict):
     backfill_s: NonNegFloat = 300.0  # history pulled by range queries on start (0 = none)
     # refresh per-GPU series every N ticks (None: automatic, by cluster size)
     gpu_detail_every: Annotated[int, Field(ge=1, le=1000)] | None = None
+    # labels in which copies of one series differ (HA replicas, a second job scraping the
+    # same targets): copies are collapsed into one, as Thanos' --query.replica-label does
+    replica_label: str | list[str] = Field(default_factory=list)
 
     @field_validator("url")
     @classmethod
-    def _url(cls, value: str) -> str:
+    def _url(cls, value: str | list[str]) -> str | list[str]:
+        if isinstance(value, list):
+            if not value:
+                raise ValueError("give at least one url")
+            checked = [check_http_url(u) for u in value]
+            if len({u.rstrip("/") for u in checked}) != len(checked):
+                raise ValueError("a url is listed twice")
+            return checked
         return check_http_url(value)
+
+    @property
+    def urls(self) -> list[str]:
+        return self.url if isinstance(self.url, list) else [self.url]
 
     @field_validator("node_label")
     @classmethod
     def _labels(cls, value: str | list[str]) -> str | list[str]:
-        for label in [value] if isinstance(value, str) else value:
-            if not _PROM_LABEL.fullmatch(label):
-                raise ValueError(f"{label!r} is not a Prometheus label name")
+        _check_labels(value)
         if isinstance(value, list) and not value:
             raise ValueError("give at least one label")
         return value
+
+    @field_validator("replica_label")
+    @classmethod
+    def _replica_labels(cls, value: str | list[str]) -> str | list[str]:
+        _check_labels(value)
+        return value
+
+    @property
+    def replica_labels(self) -> tuple[str, ...]:
+        return (self.replica_label,) if isinstance(self.replica_label, str) else tuple(self.replica_label)
 
     @field_validator("selector")
     @classmethod

@@ -29,7 +29,7 @@ from infertop.monitor.snapshot import (
     Snapshot,
 )
 
-STATUSES = ("ok", "stale", "unreachable", "error")
+STATUSES = ("ok", "stale", "unreachable", "error", "unknown")
 
 # (metric suffix, help, how to read it off a node) — engine figures
 _NODE_ENGINE: tuple[tuple[str, str, Callable[[EngineView], float | None]], ...] = (
@@ -303,10 +303,14 @@ def snapshot_families(snapshot: Snapshot) -> Iterator[GaugeMetricFamily | InfoMe
     behind = GaugeMetricFamily("infertop_backend_behind_seconds",
                                "How far the metrics backend's newest sample trailed the wall clock",
                                labels=["backend"])
+    up = GaugeMetricFamily("infertop_backend_up", "1 while the metrics backend answers, 0 while it is down",
+                           labels=["backend"])
     for backend in snapshot.backends:
         if backend.behind_s is not None:
             behind.add_metric([backend.name], backend.behind_s)
+        up.add_metric([backend.name], 1.0 if backend.status == "ok" else 0.0)
     yield behind
+    yield up
     yield from _pd_families(snapshot.pd_paths)
     yield from _port_families(snapshot.nodes)
     pools = {"all": snapshot.cluster.total, **snapshot.cluster.roles}
@@ -346,5 +350,5 @@ def metric_names() -> set[str]:
     names |= {f"infertop_pd_end_{s}" for s, _, _ in _PD_END}
     names |= {f"infertop_port_{s}" for s, _, _ in _PORT}
     names |= {f"infertop_monitor_{s}" for s, _, _ in _monitor_figures(MonitorHealthView())}
-    names.add("infertop_backend_behind_seconds")
+    names |= {"infertop_backend_behind_seconds", "infertop_backend_up"}
     return names

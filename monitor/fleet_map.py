@@ -26,6 +26,8 @@ def node_map_state(node: NodeView) -> MapState:
     """One state for a node: a status that is not ok says it all (its figures are old or
     missing, so its verdicts are too); else its worst established verdict, where `blind`
     (unknown is never healthy) ranks under a warning that is known trouble."""
+    if node.status == "unknown":  # unseen: its backend is down (unknown is never healthy)
+        return "blind"
     if node.status != "ok":
         return node.status
     worst: MapState = "ok"

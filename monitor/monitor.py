@@ -45,7 +45,8 @@ from infertop.monitor.health import MonitorHealth, suggestion
 if TYPE_CHECKING:
     from infertop.monitor.record.store import Recorder
 from infertop.layouts.model import Layout, NodeConfig
-from infertop.monitor.snapshot import BackendView, Snapshot
+from infertop.monitor.evaluation.backends import backend_view, unseen_nodes
+from infertop.monitor.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 Listener = Callable[[Snapshot], None]
@@ -213,7 +214,8 @@ class Monitor:
         if meter is not None:
             spans += meter.spans_wall(now - KEEP_S)
         stalls = StallTimeline(spans) if spans or meter is not None else None
-        nodes = evaluate_nodes(self.state, layout, now, self.rates, stalls)
+        backends = [b for source in self.sources for b in source.backend_states()]
+        nodes = evaluate_nodes(self.state, layout, now, self.rates, stalls, unseen_nodes(backends))
         nodes = self.verdicts.apply(nodes, layout, now)
         cluster = evaluate_cluster(nodes, layout)
         # before the window buckets go: the path's transfer percentiles are made of them
@@ -251,9 +253,7 @@ class Monitor:
             nodes=nodes,
             monitor=self.health.view(meter, sum(n.monitor_late for n in nodes), self._advice()),
             verdict_groups=verdict_groups(nodes, layout.cluster.interval_s),
-            backends=[BackendView(name=name, behind_s=behind)
-                      for source in self.sources if (delay := source.backend_delay()) is not None
-                      for name, behind in [delay]],
+            backends=[backend_view(b) for b in backends],
             timeline=self.timeline.update(nodes, session, now),
             pd_paths=paths,
         )

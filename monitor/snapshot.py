@@ -18,7 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 from infertop.collectors.sample import GpuProcess, port_is_up
 
 SCHEMA = "infertop.snapshot/1"
-NodeStatus = Literal["ok", "stale", "unreachable", "error"]
+# "unknown": the node cannot be seen because the metrics backend (or shard) it is read
+# through is down; said once on the backend (Snapshot.backends), never the node's fault
+NodeStatus = Literal["ok", "stale", "unreachable", "error", "unknown"]
 Severity = Literal["info", "warning", "critical"]
 ClockEventLevel = Literal["none", "warning", "critical"]
 
@@ -636,15 +638,27 @@ class BackendView(_View):
 
     name: str  # "prometheus http://prom:9090" (credentials never shown)
     behind_s: float | None = None  # how far its newest sample trailed the wall clock, last round
+    # additions
+    status: Literal["ok", "down"] = "ok"  # down: it did not answer the last round
+    error: str | None = None  # why it is down ("connection refused", "timed out after 5 s")
+    since: float | None = None  # unix seconds it went down (JSON: ISO 8601)
+    role: Literal["backend", "shard"] = "backend"  # shard: one of several the layout names
+    nodes: int = 0  # nodes only it shows: "unknown" while it is down
+    detail: str | None = None  # something else worth a line (duplicate series, a restart)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def note(self) -> str | None:
-        """The one line every viewer shows when the backend is far enough behind to matter
-        (a scrape interval or two is normal); None otherwise."""
-        if self.behind_s is None or self.behind_s < BACKEND_BEHIND_SAID_S:
-            return None
-        return f"{self.name}: its newest sample is {self.behind_s:.0f} s old (nodes are judged against it)"
+        """The one line every viewer shows when the backend is down, far enough behind to
+        matter (a scrape interval or two is normal), or has something to say; else None."""
+        if self.status == "down":
+            which = "shard" if self.role == "shard" else "backend"
+            unseen = f": {self.nodes} node{'s' if self.nodes != 1 else ''} unknown" if self.nodes else ""
+            return f"{which} down — {self.name}: {self.error or 'no answer'}{unseen}"
+        if self.behind_s is not None and self.behind_s >= BACKEND_BEHIND_SAID_S:
+            old = f"{self.behind_s:.0f} s old"
+            return f"{self.name}: its newest sample is {old} (nodes are judged against it)"
+        return f"{self.name}: {self.detail}" if self.detail else None
 
 
 class Snapshot(_View):

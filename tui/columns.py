@@ -33,7 +33,7 @@ from infertop.tui.text import inert
 GREY = "grey50"
 WARN = "yellow"
 TROUBLE = "bold red"
-STATUS_ORDER = {"error": 0, "unreachable": 1, "stale": 2, "ok": 3}
+STATUS_ORDER = {"error": 0, "unreachable": 1, "stale": 2, "unknown": 3, "ok": 4}
 SEVERITY_STYLE = {"critical": TROUBLE, "warning": WARN, "info": "cyan"}
 
 
@@ -75,6 +75,8 @@ def status_cell(node: NodeView) -> Text:
         return _cell(f"stale {age}", GREY, "left")
     if node.status == "unreachable":
         return _cell(f"UNREACH {age}", TROUBLE, "left")
+    if node.status == "unknown":  # its backend is down: said once in the header
+        return _cell(f"unknown {age}", GREY, "left")
     return _cell("ERROR", TROUBLE, "left")
 
 
@@ -194,7 +196,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("tx", "NET TX", 10, lambda n: _cell(fmt_rate_gbps(_tx(n))), _tx, descending=False, priority=39),
 )
 COLUMN_KEYS = tuple(c.key for c in COLUMNS)
-_GREYED = ("stale", "unreachable")
+_GREYED = ("stale", "unreachable", "unknown")
 
 
 def render_row(node: NodeView) -> tuple[Text, ...]:

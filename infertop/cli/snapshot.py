@@ -29,7 +29,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--fail-on", choices=("warning", "critical"), default=None,
         help=f"exit {EXIT_VERDICT} when a node has a verdict at least this severe "
         "(a node in error or unreachable is critical), or the cluster a blind spot every node "
-        "shares (a warning); pending verdicts do not count",
+        "shares (a warning), or a metrics backend is down (critical, once); pending verdicts "
+        "do not count",
     )
 
 
@@ -47,6 +48,9 @@ def failing_verdicts(snapshot: Snapshot, level: str) -> list[str]:
         f"cluster: blind on {spot.nodes} node{'s' if spot.nodes != 1 else ''}"
         for spot in snapshot.cluster.shared_blind_spots
         if _SEVERITY_RANK.get(spot.severity, 0) >= floor
+    ] + [
+        # a backend down is critical once, on the backend: its nodes are unknown, not failing
+        f"{b.role} {b.name}: down" for b in snapshot.backends if b.status == "down"
     ]
 
 

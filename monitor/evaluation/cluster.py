@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from infertop.collectors.bounds import counter_trust
 from infertop.collectors.fleet import FleetState, NodeState
@@ -54,12 +54,14 @@ def evaluate_node(
     now: float,
     cache: RateCache | None = None,
     stalls: StallTimeline | None = None,
+    unseen_because: str | None = None,
 ) -> NodeView:
     """`cache`: rates kept from the previous tick (the same figures, derived cheaper).
-    `stalls`: when the monitor's loop stood still, wall clock (see `node_status`)."""
+    `stalls`: when the monitor's loop stood still, wall clock (see `node_status`).
+    `unseen_because`: the down backend that alone shows this node (its status unknown)."""
     window = layout.cluster.window_s
     interval = layout.cluster.interval_s
-    status, age = node_status(state, now, interval, layout.thresholds, stalls)
+    status, age = node_status(state, now, interval, layout.thresholds, stalls, unseen_because)
     gpu_samples = part_window(state, "gpus", now, window)
     nic_samples = part_window(state, "nics", now, window)
     engine_samples = part_window(state, "engine", now, window)
@@ -110,7 +112,7 @@ def evaluate_node(
         name=state.name,
         role=config.role if config else "mixed",
         status=status,
-        error=state.error if status != "ok" else None,
+        error=unseen_because if status == "unknown" else state.error if status != "ok" else None,
         cost_per_hour_usd=cost,
         idle_fraction=idle_fraction(
             gpu_samples,
@@ -195,10 +197,13 @@ def evaluate_nodes(
     now: float,
     cache: RateCache | None = None,
     stalls: StallTimeline | None = None,
+    unseen: Mapping[str, str] | None = None,
 ) -> list[NodeView]:
     """`cache`: kept by the caller from tick to tick (`Monitor` does) to derive each
     tick's rates from the last tick's instead of from the whole window. `stalls`: when
-    the monitor's own loop stood still (wall clock; see `figures.node_status`)."""
+    the monitor's own loop stood still (wall clock; see `figures.node_status`).
+    `unseen`: node → the down backend that alone shows it (monitor.evaluation.backends)."""
+    unseen = unseen or {}
     configs = {n.name: n for n in layout.nodes}
     order = [n.name for n in layout.nodes if n.name is not None]
     order += sorted(name for name in state.nodes if name not in configs)
@@ -206,7 +211,8 @@ def evaluate_nodes(
     if cache is not None:
         cache.forget_except(set(order))
     nodes = [
-        evaluate_node(state.nodes[name], configs.get(name), layout, now, cache, stalls) for name in order
+        evaluate_node(state.nodes[name], configs.get(name), layout, now, cache, stalls, unseen.get(name))
+        for name in order
     ]
     # a blind spot every peer shares is the cluster's finding, not each node's; drift is
     # judged against the pool, so once every node's view is made

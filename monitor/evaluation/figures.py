@@ -481,8 +481,13 @@ def node_status(
     interval_s: float,
     thresholds: Thresholds,
     stalls: StallTimeline | None = None,
+    unseen_because: str | None = None,
 ) -> tuple[NodeStatus, float | None]:
-    """ok / stale / unreachable / error, and the age of the newest good sample.
+    """ok / stale / unreachable / error / unknown, and the age of the newest good sample.
+
+    `unseen_because`: the node can be seen only through a metrics backend that is down
+    (monitor.evaluation.backends): not fresh, it is `unknown`, the backend's finding,
+    never stale, unreachable or in error on its own.
 
     The rule for a late monitor: a sample's age counts only the time the monitor was
     running. Time its own event loop stood still (`stalls`, measured by
@@ -496,6 +501,17 @@ def node_status(
     """
     ok_at = state.last_ok_at
     age = None if ok_at is None else max(now - ok_at, 0.0)
+    status, age = _own_status(state, now, interval_s, thresholds, stalls, age)
+    if status != "ok" and unseen_because is not None:
+        return "unknown", age
+    return status, age
+
+
+def _own_status(
+    state: NodeState, now: float, interval_s: float, thresholds: Thresholds,
+    stalls: StallTimeline | None, age: float | None,
+) -> tuple[NodeStatus, float | None]:
+    ok_at = state.last_ok_at
     if age is None or ok_at is None:
         # never heard from: an error if a source said why, else still connecting (stale)
         return ("error" if state.last_error is not None else "stale"), None

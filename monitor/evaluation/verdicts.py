@@ -83,6 +83,8 @@ def node_conditions(
     status = status_condition(node, now)
     if status is not None:
         return [status]
+    if node.status == "unknown":  # its figures are old and its backend says why: nothing to judge
+        return []
     found = [
         idle_condition(node, th),
         # a port the congested verdict names is its evidence, not link-starved's too

@@ -32,7 +32,7 @@ def test_a_source_reads_recorded_series_only_for_its_own_queries() -> None:
     other = PromSource(PrometheusConfig(url="http://prom:9090", node_label="Hostname"), ["a"], 2.0)
     for source in (same, other):
         assert not [q for q in source.queries("engine") if q.promql.startswith("infertop_node:")]
-        source._recorded = {prom_rules.recorded_name(q) for t in prom_rules.TIERS for q in source.builder.tier(t)}
+        source.backends[0].recorded = {prom_rules.recorded_name(q) for t in prom_rules.TIERS for q in source.builder.tier(t)}
     assert all(q.promql.startswith("infertop_node:") for t in prom_rules.TIERS for q in same.queries(t))
     # another node label: the recorded series group other nodes, the raw queries are read
     assert not [q for t in prom_rules.TIERS for q in other.queries(t) if q.promql.startswith("infertop_node:")]

@@ -250,3 +250,15 @@ def test_scoreboard_queries_and_their_results() -> None:
     assert sample is not None and sample.engine is not None
     assert sample.engine.preemptions_total == 3.0
     assert sample.engine.latency_buckets == {"itl": ((0.025, 10.0), (0.05, 90.0), (float("inf"), 100.0))}
+
+
+def test_copies_are_collapsed_by_the_replica_labels_but_not_inside_timestamp() -> None:
+    b = promql.QueryBuilder(replica_labels=("job", "replica"), selector='cluster="a"')
+    assert b.sel("up") == 'max without (job, replica) (up{cluster="a"})'
+    assert b.sel("up", raw=True) == 'up{cluster="a"}'
+    stamp = next(q for q in b.gpu() if q.key == "timestamp")
+    # timestamp() of an aggregation is the evaluation time, not the scrape's
+    assert "timestamp(DCGM_FI_DEV_GPU_UTIL{" in stamp.promql and "max without (job" not in stamp.promql
+    power = next(q for q in b.gpu() if q.key == "power_w")
+    assert 'max without (job, replica) (DCGM_FI_DEV_POWER_USAGE{cluster="a"})' in power.promql
+    assert promql.QueryBuilder().sel("up") == "up"

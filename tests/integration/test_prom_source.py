@@ -12,6 +12,7 @@ import pytest
 from aiohttp import ClientSession, web
 
 import infertop.collectors.prom as prom_module
+from infertop.cli.snapshot import failing_verdicts
 from infertop.collectors.prom import PromSource
 from infertop.collectors.sample import NodeSample
 from infertop.layouts import parse_layout
@@ -141,8 +142,12 @@ async def test_figures_equal_the_exporters_rates(prom: PrometheusServer) -> None
         gpu3 = node.gpus[3]
         assert (gpu3.util_pct, gpu3.power_w, gpu3.temp_c, gpu3.sm_clock_mhz) == (84.0, 615.5, 63.0, 1980.0)
         assert gpu3.mem_used_bytes == 70003 * 1024 * 1024
-        assert gpu3.mem_total_bytes == (70003 + 11000) * 1024 * 1024
+        # used + free + the driver's reserve, as the direct read counts it
+        assert gpu3.mem_total_bytes == (70003 + 11000 + 512) * 1024 * 1024
         assert gpu3.name == "NVIDIA H200"
+        # dcgm-exporter's profiling fields: real activity beside util, the idle verdict's basis
+        assert gpu3.sm_active_pct == pytest.approx(61.0) and gpu3.tensor_active_pct == pytest.approx(40.0)
+        assert node.idle_basis == "sm_active"
         [eth0] = node.nics  # the loopback device is filtered out on the server
         assert eth0.name == "eth0" and eth0.state == "up" and eth0.speed_gbps == pytest.approx(400.0)
         assert eth0.rx_bytes_per_s == pytest.approx(5e9, rel=rel)
@@ -210,6 +215,9 @@ async def test_one_target_down_leaves_the_others_alone(
 
 
 async def test_prometheus_stopped_then_restarted(tmp_path: Path, sim_nodes: list[SimNode]) -> None:
+    """A backend down is one finding, on the backend: its nodes are unknown (never
+    unreachable or in error on their own), `--fail-on critical` names it once; restarted,
+    every node comes back by itself."""
     server = PrometheusServer(tmp_path, [n.target() for n in sim_nodes[:2]])
     server.start()
     server.wait_for_series("vllm:generation_tokens_total", 2)
@@ -221,23 +229,33 @@ async def test_prometheus_stopped_then_restarted(tmp_path: Path, sim_nodes: list
         await until_async(lambda: by_name(monitor.tick())["decode-01"].status == "ok", 30, "decode-01 ok",
                           every_s=0.25)
         server.stop()
-        def all_in_error() -> bool:
-            nodes = by_name(monitor.tick())
-            return all(nodes[n].status != "ok" and nodes[n].error is not None for n in NODES)
+        await until_async(lambda: all(by_name(monitor.tick())[n].status != "ok" for n in NODES), 30,
+                          "every node to notice Prometheus gone", every_s=0.25)
+        # past the unreachable threshold (8 intervals): still unknown, never unreachable
+        def past_unreachable() -> bool:
+            return all((by_name(monitor.tick())[n].age_s or 0) > 9.0 for n in NODES)
 
-        await until_async(all_in_error, 30, "every node to notice Prometheus gone", every_s=0.25)
-        nodes = by_name(monitor.tick())
+        await until_async(past_unreachable, 30, "every node's age past unreachable", every_s=0.5)
+        snapshot = monitor.tick()
+        nodes = by_name(snapshot)
         for name in NODES:
-            assert nodes[name].status != "ok"
-            assert nodes[name].error == f"prometheus {server.url}: connection refused"
+            assert nodes[name].status == "unknown", nodes[name]
+            assert nodes[name].error == f"backend down: prometheus {server.url}: connection refused"
+            assert nodes[name].verdicts == []
             assert nodes[name].engine is not None and nodes[name].age_s is not None
         assert nodes["here"].status == "ok"
+        [backend] = snapshot.backends
+        assert (backend.status, backend.error, backend.nodes) == ("down", "connection refused", len(NODES))
+        assert backend.note == f"backend down — prometheus {server.url}: connection refused: 2 nodes unknown"
+        assert failing_verdicts(snapshot, "critical") == [f"backend prometheus {server.url}: down"]
         server.start()  # same port, same data: recovery needs no user action
         with contextlib.suppress(AssertionError):  # asserted below, with the nodes
             await until_async(lambda: all(by_name(monitor.tick())[n].status == "ok" for n in NODES), 20,
                               "recovery", every_s=0.5)
-        nodes = by_name(monitor.tick())
+        snapshot = monitor.tick()
+        nodes = by_name(snapshot)
         assert all(nodes[n].status == "ok" and nodes[n].error is None for n in NODES), nodes
+        assert [b.status for b in snapshot.backends] == ["ok"]
     finally:
         await monitor.stop()
         server.stop()
@@ -277,22 +295,27 @@ async def test_bad_token_is_a_clear_error(prom: PrometheusServer, monkeypatch: p
         layout = parse_layout(layout_text(url, 'token_env = "PROM_TEST_TOKEN"'))
         assert layout.prometheus is not None
 
+        said: list[str | None] = []  # the backend's error after each poll
+
         async def one_poll() -> list[NodeSample]:
             source = PromSource(layout.prometheus, list(NODES), 1.0)  # type: ignore[arg-type]
             try:
-                return list(await source.poll())
+                samples = list(await source.poll())
+                [backend] = source.backend_states()
+                assert backend.nodes == set(NODES)
+                said.append(backend.error)
+                return samples
             finally:
                 await source.close()
 
         monkeypatch.delenv("PROM_TEST_TOKEN", raising=False)
         missing = await one_poll()
-        assert {s.error for s in missing} == {
-            f"prometheus {url}: environment variable PROM_TEST_TOKEN (token_env) is not set"
-        }
+        assert missing == [] and said == [
+            "environment variable PROM_TEST_TOKEN (token_env) is not set"
+        ]
         monkeypatch.setenv("PROM_TEST_TOKEN", "wrong-" + secret)
         rejected = await one_poll()
-        assert [s.node for s in rejected] == list(NODES)
-        assert {s.error for s in rejected} == {f"prometheus {url}: rejected the credentials (HTTP 401)"}
+        assert rejected == [] and said[-1] == "rejected the credentials (HTTP 401)"
         monkeypatch.setenv("PROM_TEST_TOKEN", secret)
         accepted = await one_poll()
         assert accepted and all(s.ok for s in accepted)
@@ -301,8 +324,7 @@ async def test_bad_token_is_a_clear_error(prom: PrometheusServer, monkeypatch: p
         token_file.write_text(secret + "\n")
         layout = parse_layout(layout_text(url, f'token_file = "{token_file}"'))
         assert all(s.ok for s in await one_poll())
-        for sample in (*missing, *rejected):
-            assert secret not in (sample.error or "")
+        assert not [e for e in said if e is not None and secret in e]
     finally:
         await runner.cleanup()
 
@@ -315,7 +337,9 @@ async def test_slow_prometheus_times_out(prom: PrometheusServer, monkeypatch: py
         source = PromSource(layout.prometheus, list(NODES), 1.0)  # type: ignore[arg-type]
         try:
             samples = await source.poll()  # the proxy answers after 3 s: far too late
-            assert {s.error for s in samples} == {f"prometheus {url}: timed out after 0.5 s"}
+            assert samples == []  # said on the backend, not on each node
+            [backend] = source.backend_states()
+            assert backend.error == "timed out after 0.5 s" and backend.nodes == set(NODES)
         finally:
             await source.close()
     finally:
@@ -377,8 +401,10 @@ async def test_prom_equals_the_scrape_source_for_the_same_nodes(
         assert eb.decode_steps_per_s == pytest.approx(SimRates().steps_per_s, rel=0.05)
         for field in ("decode_steps_per_s", "accepted_tokens_per_s", "full_acceptance_tokens_per_s"):
             assert getattr(ea, field) == pytest.approx(getattr(eb, field), rel=0.05), field
-        assert [g.util_pct for g in a[name].gpus] == [g.util_pct for g in b[name].gpus]
-        assert [g.mem_total_bytes for g in a[name].gpus] == [g.mem_total_bytes for g in b[name].gpus]
+        for gpu_field in ("util_pct", "mem_total_bytes", "sm_active_pct", "sm_occupancy_pct",
+                          "tensor_active_pct", "dram_active_pct"):
+            assert [getattr(g, gpu_field) for g in a[name].gpus] == [getattr(g, gpu_field) for g in b[name].gpus]
+        assert a[name].idle_basis == b[name].idle_basis == "sm_active"
         assert a[name].cost_per_hour_usd == b[name].cost_per_hour_usd
 
 

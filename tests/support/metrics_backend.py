@@ -38,15 +38,16 @@ class Target:
     labels: dict[str, str] = field(default_factory=dict)
 
 
-def scrape_config(targets: Sequence[Target], interval: str, honor_labels: bool) -> dict[str, Any]:
-    """The scrape part both Prometheus and VictoriaMetrics read (JSON is YAML)."""
+def scrape_config(targets: Sequence[Target], interval: str, honor_labels: bool, jobs: int = 1) -> dict[str, Any]:
+    """The scrape part both Prometheus and VictoriaMetrics read (JSON is YAML). `jobs` > 1:
+    as many jobs scraping the same targets (an overlapping job: every series twice)."""
     return {
         "global": {"scrape_interval": interval, "scrape_timeout": interval},
         "scrape_configs": [{
-            "job_name": "infertop-test",
+            "job_name": "infertop-test" + (f"-{j}" if j else ""),
             "honor_labels": honor_labels,
             "static_configs": [{"targets": [t.address], "labels": t.labels} for t in targets],
-        }],
+        } for j in range(jobs)],
     }
 
 
@@ -119,6 +120,7 @@ class ScrapingBackend(BackendProcess):
         self.targets = list(targets)
         self.scrape_interval = scrape_interval
         self.honor_labels = honor_labels
+        self.jobs = 1  # more: overlapping jobs scraping the same targets
 
     def scrape_config(self) -> dict[str, Any]:
-        return scrape_config(self.targets, self.scrape_interval, self.honor_labels)
+        return scrape_config(self.targets, self.scrape_interval, self.honor_labels, self.jobs)

@@ -11,6 +11,7 @@ that a test knows the exact rate every source should derive.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import shutil
 import threading
@@ -36,6 +37,12 @@ PROMETHEUS_BIN = shutil.which("prometheus") or "/usr/bin/prometheus"
 __all__ = ["PrometheusServer", "SimNode", "SimRates", "Target", "free_port", "prometheus_available", "wait_until"]
 
 
+def hashmod(value: str, modulus: int) -> int:
+    """Prometheus' `hashmod` relabel action: the MD5 of the value, its last 8 bytes as a
+    big-endian integer, modulo `modulus` (model/relabel/relabel.go)."""
+    return int.from_bytes(hashlib.md5(value.encode()).digest()[8:], "big") % modulus
+
+
 def prometheus_available() -> bool:
     return Path(PROMETHEUS_BIN).exists()
 
@@ -52,13 +59,34 @@ class PrometheusServer(ScrapingBackend):
         honor_labels: bool = False,
         rule_files: Sequence[Path] = (),
         alertmanagers: Sequence[str] = (),
+        shard: tuple[int, int] | None = None,
+        federate: Sequence[str] = (),
     ):
+        """`shard` (i, n): scrape only the targets whose address hashes to i of n (`hashmod`
+        relabelling, as a sharded fleet splits its scrapes). `federate`: host:port of other
+        Prometheus servers whose series this one pulls from their /federate (a global layer)."""
         super().__init__(workdir, targets, scrape_interval, honor_labels)
         self.rule_files = list(rule_files)
         self.alertmanagers = list(alertmanagers)  # host:port of each
+        self.shard = shard
+        self.federate = list(federate)
 
     def write_config(self) -> Path:
         config = self.scrape_config()
+        if self.shard is not None:
+            index, count = self.shard
+            for job in config["scrape_configs"]:
+                job["relabel_configs"] = [
+                    {"source_labels": ["__address__"], "modulus": count, "target_label": "__tmp_hash",
+                     "action": "hashmod"},
+                    {"source_labels": ["__tmp_hash"], "regex": str(index), "action": "keep"},
+                ]
+        if self.federate:
+            config["scrape_configs"].append({
+                "job_name": "federate", "honor_labels": True, "metrics_path": "/federate",
+                "params": {"match[]": ['{job=~"infertop-test.*"}']},
+                "static_configs": [{"targets": self.federate}],
+            })
         config["global"]["evaluation_interval"] = self.scrape_interval
         if self.rule_files:
             config["rule_files"] = [str(f) for f in self.rule_files]
@@ -157,6 +185,12 @@ class SimNodeCollector(Collector):
             "DCGM_FI_DEV_POWER_USAGE": lambda i: r.power_w + i,
             "DCGM_FI_DEV_FB_USED": lambda i: 70000.0 + i,
             "DCGM_FI_DEV_FB_FREE": lambda i: 11000.0,
+            "DCGM_FI_DEV_FB_RESERVED": lambda i: 512.0,
+            # profiling (DCP) ratios: SM activity 0.64 - i/100, tensor 0.4, DRAM 0.3, occupancy 0.2
+            "DCGM_FI_PROF_SM_ACTIVE": lambda i: 0.64 - i / 100.0,
+            "DCGM_FI_PROF_SM_OCCUPANCY": lambda i: 0.2,
+            "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": lambda i: 0.4,
+            "DCGM_FI_PROF_DRAM_ACTIVE": lambda i: 0.3,
             "DCGM_FI_DEV_GPU_TEMP": lambda i: 60.0 + i,
             "DCGM_FI_DEV_SM_CLOCK": lambda i: 1980.0,
         }

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import shutil
+import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
-from tests.support.metrics_backend import BackendProcess, ScrapingBackend, Target, free_port
+from tests.support.metrics_backend import BackendProcess, ScrapingBackend, Target, free_port, scrape_config
 
 VICTORIA_BIN = shutil.which("victoria-metrics") or "/usr/bin/victoria-metrics"
 VMALERT_BIN = shutil.which("vmalert") or "/usr/bin/vmalert"
@@ -52,6 +53,55 @@ class VmAlert(BackendProcess):
             f"-notifier.url=http://127.0.0.1:{free_port()}",
             "-loggerLevel=WARN",
         ]
+
+
+VMAGENT_BIN = shutil.which("vmagent") or "/usr/bin/vmagent"
+
+
+def vmagent_available() -> bool:
+    return Path(VMAGENT_BIN).exists()
+
+
+class VmAgent(BackendProcess):
+    """vmagent scraping `targets` into `write_to` (remote write). `member` (i, n): one of n
+    vmagents in cluster mode, each scraping its share of the targets."""
+
+    name = "vmagent"
+    health_path = "/health"
+
+    def __init__(self, workdir: Path, targets: Sequence[Target], write_to: str,
+                 member: tuple[int, int] | None = None, scrape_interval: str = "1s"):
+        super().__init__(workdir)
+        self.name = f"vmagent-{member[0] if member else 0}"
+        self.log_path = workdir / f"{self.name}.log"
+        self.targets = list(targets)
+        self.write_to = write_to
+        self.member = member
+        self.scrape_interval = scrape_interval
+
+    def command(self) -> list[str]:
+        config = self.workdir / f"{self.name}.yml"
+        config.write_text(json.dumps(scrape_config(self.targets, self.scrape_interval, False), indent=2))
+        cluster = [] if self.member is None else [
+            f"-promscrape.cluster.membersCount={self.member[1]}", f"-promscrape.cluster.memberNum={self.member[0]}",
+        ]
+        return [
+            VMAGENT_BIN,
+            f"-promscrape.config={config}",
+            *cluster,
+            f"-remoteWrite.url={self.write_to}/api/v1/write",
+            f"-remoteWrite.tmpDataPath={self.workdir / (self.name + '-buffer')}",
+            "-remoteWrite.flushInterval=200ms",
+            f"-httpListenAddr=127.0.0.1:{self.port}",
+            "-loggerLevel=WARN",
+        ]
+
+
+    def active_targets(self) -> list[dict[str, object]]:
+        """The targets this member scrapes (its /api/v1/targets)."""
+        with urllib.request.urlopen(f"{self.url}/api/v1/targets", timeout=5) as resp:
+            targets: list[dict[str, object]] = json.load(resp)["data"]["activeTargets"]
+        return targets
 
 
 class VictoriaMetricsServer(ScrapingBackend):
