@@ -93,12 +93,13 @@ def test_demo_via_a_backend_finds_exactly_the_scripted_trouble(via: str, tmp_pat
     drifted = next(p.name for p in plan_cluster(NODES) if (p.role, p.ordinal) == DRIFTED)
     expected[drifted] = ["config-drift"]
     got = {name: sorted(v["kind"] for v in n["verdicts"] if not v["pending"]) for name, n in nodes.items()}
-    # the scripted congested P→D link (pd_trouble.py) is link-starved on its prefill end once
-    # its pause-frame rate has held: whether that falls inside the window is timing
-    # (as in test_verdicts_demo.py; seen here under load)
+    # the scripted congested P→D pair (pd_trouble.py): congested on both ends, as read
+    # directly, established or (whether its hold falls inside this 10 s window is timing)
+    # still pending
     for plan in plan_cluster(NODES):
-        if plan.role == "prefill" and (plan.role, plan.ordinal) in CONGESTED and got.get(plan.name) == ["link-starved"]:
-            expected[plan.name] = ["link-starved"]
+        if (plan.role, plan.ordinal) in CONGESTED:
+            assert [v["kind"] for v in nodes[plan.name]["verdicts"]] == ["congested"], plan.name
+            got[plan.name] = []
     # the scripted acceptance collapse begins COLLAPSE_START_S in: whether this window
     # reaches it is timing (a loaded machine starts the demo slowly)
     collapsing = trouble.get("acceptance_collapse")
