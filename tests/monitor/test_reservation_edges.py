@@ -83,3 +83,18 @@ def test_a_zero_budget_is_a_budget() -> None:
     assert (s.budget_label or "").startswith("over by $") and s.budget_label.endswith("of $0")
     assert s.budget_used_fraction == 1.0 and s.budget_alert == "100%"
     assert s.budget_holds is None  # no end: nothing projected
+
+
+def test_the_report_says_the_edges_not_a_false_claim() -> None:
+    """A start still to come: the report's money table says so, not "the engines' counters
+    began within it" (they began a day before it); a past end: it says the bill stopped."""
+    from infertop.monitor.record.report import _money_lines
+
+    ahead = dict(_money_lines(watch(f'reservation_start = "{iso(NOW + 23 * H)}"', born=NOW - 86_400.0), None))
+    assert ahead["token figures cover"] == "reservation starts in 23 h: nothing billed yet"
+    assert ahead["reservation"].startswith("reservation starts in 23 h")
+    assert "began within it" not in " ".join(ahead.values())
+    ended = dict(_money_lines(watch(
+        f'reservation_start = "{iso(NOW - 68 * 60)}"\nreservation_end = "{iso(NOW - 28 * 60)}"'), None))
+    assert "ended at 2026-11-28 16:00 UTC: nothing billed after it" in ended["reservation"]
+    assert ended["projected spend at the reservation end"] == "$451.50"
