@@ -367,6 +367,8 @@ class NodeView(_View):
     error: str | None = None
     cost_per_hour_usd: float | None = None
     idle_fraction: float | None = None
+    # when its engine last restarted, while that is marked (monitor/evaluation/restart_marks.py)
+    restarted_at: float | None = None
     verdicts: list[VerdictView] = Field(default_factory=list)
     gpus: list[GpuView] = Field(default_factory=list)
     nics: list[NicView] = Field(default_factory=list)

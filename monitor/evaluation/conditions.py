@@ -39,6 +39,7 @@ STRAY_PROCESS = "stray-process"  # a GPU held by a process not the engine (gpu_h
 CONFIG_DRIFT = "config-drift"  # monitor/evaluation/config_drift.py
 ACCEPTANCE_DROP = "acceptance-drop"  # draft acceptance well below its pool's or its own (acceptance.py)
 CONGESTED = "congested"  # the node's own ports well above its pool's baseline (congestion.py)
+RESTARTED = "restarted"  # info: its engine restarted lately (restart_marks.py; no hold)
 STATUS_KINDS = ("stale", "unreachable", "error")
 HEALTH_KINDS = (
     IDLE, LINK_STARVED, CONGESTED, STRAGGLER, THROTTLED, GPU_ERROR, SLO, BLIND,
@@ -64,6 +65,7 @@ STAKE_RULES: dict[str, str] = {
                       "node's GPUs)"),
     SLO: "—",
     BLIND: "none (unknown)",
+    RESTARTED: "—",
     **dict.fromkeys(STATUS_KINDS, NODE_STAKE),
 }
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from infertop.collectors.sample import ENGINE_COUNTER_FIELDS, EngineSample, NodeSample
-from infertop.monitor.evaluation.conditions import STATUS_KINDS
+from infertop.monitor.evaluation.conditions import RESTARTED, STATUS_KINDS
 from infertop.monitor.snapshot import NodeView, SessionView, TimelineEventView
 
 MAX_EVENTS = 200
@@ -122,7 +122,8 @@ class TimelineTracker:
     def _verdict_events(self, nodes: Sequence[NodeView], now: float) -> None:
         current = {
             (n.name, v.kind): (v.since, v.detail)
-            for n in nodes for v in n.verdicts if not v.pending
+            # a restart mark is the timeline's own restart event, not news again
+            for n in nodes for v in n.verdicts if not v.pending and v.kind != RESTARTED
         }
         previous = self._verdicts or {}
         # a node that does not answer keeps its established verdicts, hidden (the

@@ -11,6 +11,9 @@ from tests.support.issue46_cluster import (
     DECODE,
     DRIFT_NODE,
     GPU_HOUR_USD,
+    RESTART_AT_TICK,
+    RESTART_NODE,
+    START,
     GPUS,
     SLOW_NODE,
     STORM_NODE,
@@ -23,6 +26,7 @@ EXPECTED = {
     SLOW_NODE: {"straggler", "throttled"},  # the slow rank, and the throttled GPU it runs on
     WAITING_NODE: {"busy-waiting"},
     DRIFT_NODE: {"config-drift"},
+    RESTART_NODE: {"restarted"},  # an info mark on the row and in the hunt list, no fault
 }
 
 
@@ -115,3 +119,18 @@ def test_busy_waiting_and_drift_name_their_gpus_and_setting(frames: list[Snapsho
     drift = _rows(nodes[DRIFT_NODE], "config-drift")
     assert (drift["setting cache.block_size"].value_text, drift["setting cache.block_size"].median_text) == (
         "32", "64 (5 of 6)")
+
+
+def test_the_restart_is_marked_where_its_dip_shows(frames: list[Snapshot]) -> None:
+    for tick, frame in enumerate(frames):
+        dec1 = _nodes(frame)[RESTART_NODE]
+        marks = [v for v in dec1.verdicts if v.kind == "restarted"]
+        if tick < RESTART_AT_TICK:
+            assert not marks and dec1.restarted_at is None
+            continue
+        (mark,) = marks
+        assert mark.severity == "info" and mark.since == dec1.restarted_at == START + RESTART_AT_TICK
+        assert mark.detail.startswith("engine restarted: steps_total fell")
+    # the timeline tells the restart once, not again as a verdict onset
+    said = [e for e in frames[-1].timeline if e.node == RESTART_NODE]
+    assert [e.kind for e in said] == ["restart"]

@@ -89,7 +89,10 @@ class SimNode:
                 "# TYPE vllm:cache_config_info gauge"]
         info += [f'vllm:cache_config_info{{block_size="{block}",cache_dtype="fp8_e4m3",engine="{i}",'
                  f'enable_prefix_caching="True"}} 1.0' for i in range(GPUS)]
-        return self.engine.page() + "\n".join(info) + "\n"
+        # the fixture renders a fresh registry per page, whose `_created` stamps are the
+        # test's wall clock, not a process start: left out, a restart is the counters' fall
+        page = "".join(line for line in self.engine.page().splitlines(keepends=True) if "_created" not in line)
+        return page + "\n".join(info) + "\n"
 
     def dcgm(self) -> str:
         gpus = []
