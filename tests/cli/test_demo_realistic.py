@@ -72,6 +72,10 @@ def test_engine_page_is_real_size_and_tells_the_same_truth(node: str) -> None:
             elif isinstance(want, float):
                 # both pages print counters to 0.1 (sums to 1e-6): split in those units
                 assert have == pytest.approx(want, abs=0.05 * ENGINES + 1e-6, rel=1e-9), field
+            elif isinstance(want, tuple) and want and isinstance(want[0], float):
+                # a counter per draft position, each summed like the counters above
+                assert have is not None and len(have) == len(want), field
+                assert list(have) == pytest.approx(list(want), abs=0.05 * ENGINES + 1e-6, rel=1e-9), field
             else:
                 assert have == want, field
         assert text.count("\n") >= 2800 and len(text) > 250_000
