@@ -242,3 +242,17 @@ def test_port_counter_keys_are_the_same_objects_every_sample() -> None:
                            ("eth0", "rx_bytes_total"), ("eth0", "rx_errors_total")]
     assert all(a is b for a, b in zip(first, second, strict=True))
     assert second[("mlx5_0", "tx_bytes_total")] == 4e9
+
+
+def test_a_window_slid_by_several_samples_is_found_by_identity() -> None:
+    """The window's new first sample found further in (several samples arrived at once), and
+    not found at all (nothing kept: recomputed), without comparing samples field by field."""
+    from infertop.monitor.evaluation.window_rates import _slid_by
+
+    samples = [NodeSample(node="n", source="s", taken_at=float(t)) for t in range(5)]
+    assert _slid_by(samples[:4], samples[2:5]) == 2
+    assert _slid_by(samples[:4], samples[3:5]) == 3
+    twin = samples[2].model_copy()  # equal, not the same object: recomputed, never wrong
+    assert _slid_by(samples[:4], [twin, samples[3]]) is None
+    assert _slid_by(samples[:2], samples[4:]) is None
+    assert _slid_by(samples[:3], [samples[1], samples[0]]) is None  # begins with old[1:], then differs
