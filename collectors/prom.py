@@ -62,6 +62,10 @@ LATENCY_SERIES_PER_TICK = 40_000
 RANK_LATENCY_MAX_NODES = 128
 MAX_WORKERS = 8
 BACKFILL_WORKERS = 2
+# after a backend comes back (down, restarted, reloaded): how long its nodes not scraped
+# since are waiting for it, not stale — at least this, or this many intervals
+SETTLE_MIN_S = 30.0
+SETTLE_INTERVALS = 5
 # how often the source looks again for infertop's recorded series (collectors/prom_rules.py)
 RECORDED_RECHECK_S = 300.0
 
@@ -190,14 +194,55 @@ class Backend:
         self.nodes: set[str] = set()  # the nodes it answered for, last round it answered
         self.note: str | None = None  # said on it: duplicate series found and collapsed
         self.checked = False  # looked for duplicate series once
+        self.session: requests.Session | None = None
+        # back after being down, restarted or its config reloaded: when, and which; its
+        # nodes not scraped since are waiting for it, not stale (SETTLE_S at most)
+        self.resumed_at: float | None = None  # nodes with no scrape since this wait for it
+        self.back_at: float | None = None  # when it came back
+        self.resumed_why = ""
+        self.runtime: tuple[str, str] | None = None  # (startTime, lastConfigTime) it said last
 
-    def answered(self) -> None:
+    def answered(self, at: float) -> None:
+        if self.error is not None and self.down_since is not None:
+            # its nodes not scraped since it went away wait for it
+            self.resume(self.down_since, at, f"back after {at - self.down_since:.0f} s down")
         self.error = self.down_since = None
+
+    def resume(self, waiting_since: float, at: float, why: str) -> None:
+        self.resumed_at, self.back_at, self.resumed_why = waiting_since, at, why
+
+    def saw_runtime(self, started: str, configured: str, at: float) -> None:
+        """A Prometheus' start and last config load times (/api/v1/status/runtimeinfo):
+        a change since the last round is a restart or a reload (its scrape loops start
+        again, up to an interval apart: its targets' newest samples age meanwhile). On the
+        first read, one lately (a `snapshot` taken seconds after a reload) counts too."""
+        before, self.runtime = self.runtime, (started, configured)
+        if before == self.runtime:
+            return
+        restarted = before is None or started != before[0]
+        if before is None:  # the newer of the two, however long ago (settle_s decides)
+            times = [t for t in (_rfc3339(started), _rfc3339(configured)) if t is not None]
+            when = max(times, default=None)
+            restarted = when is not None and when == _rfc3339(started)
+        else:
+            when = _rfc3339(started if restarted else configured)
+        if when is None:
+            return
+        when = min(when, at)
+        self.resume(when, when, "restarted" if restarted else "config reloaded")
 
     def failed(self, message: str, at: float) -> None:
         if self.error is None:
             self.down_since = at
         self.error = message
+
+
+def _rfc3339(text: str) -> float | None:
+    """Prometheus' time text ("2026-12-07T18:00:00.123456789Z") → unix seconds; None if not one."""
+    try:
+        return dt.datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        return None
 
 
 class PromSource(PollingSource):
@@ -293,6 +338,7 @@ class PromSource(PollingSource):
             )
             session.mount(backend.url, adapter)
             backend.client = client
+            backend.session = session
         return backend.client
 
     async def _call(
@@ -337,14 +383,30 @@ class PromSource(PollingSource):
         single = len(self.backends) == 1
         unowned = frozenset(n for n in self.nodes if n not in self._owner)
         out = []
+        now = self.clock()
         for b in self.backends:
             nodes = frozenset(self.nodes) if single else (
                 frozenset(b.nodes) | (unowned if b.error else frozenset()))
+            waiting, settling = frozenset[str](), None
+            back, since = b.back_at, b.resumed_at
+            if b.error is None and back is not None and since is not None and now - back <= self.settle_s():
+                waiting = frozenset(n for n in nodes if self._newest_at(n) < since)
+                if waiting:
+                    settling = f"{b.resumed_why} {now - back:.0f} s ago"
             out.append(BackendState(
                 name=b.name, behind_s=b.behind_s, error=b.error, since=b.down_since, nodes=nodes,
-                role="backend" if single else "shard", note=b.note,
+                role="backend" if single else "shard", note=b.note, settling=settling, waiting=waiting,
             ))
         return out
+
+    def settle_s(self) -> float:
+        """How long after a backend came back its nodes not scraped since wait for it
+        (unknown) before they are judged on their own again: a scrape loop restarts within
+        an interval; a node still silent after this is the node's."""
+        return max(SETTLE_MIN_S, SETTLE_INTERVALS * self.interval_s)
+
+    def _newest_at(self, node: str) -> float:
+        return max((self._last_at.get((node, t), -math.inf) for t in prom_rules.TIERS), default=-math.inf)
 
     def error_text(self, exc: BaseException) -> str:
         return describe_error(exc, self.config.timeout_s)
@@ -495,7 +557,9 @@ class PromSource(PollingSource):
                 if not backend.checked:  # first: the first figures must not be doubled
                     await self._look_for_duplicates(backend, now)
                 queries = [q for t in tiers for q in self.queries(t, latency, backend)]
-                results = await self._consistent_round(backend, queries, now)
+                results, _ = await asyncio.gather(
+                    self._consistent_round(backend, queries, now), self._look_at_runtime(backend, now)
+                )
         except TimeoutError:
             backend.failed(f"timed out after {self.config.timeout_s:g} s", now)
             return None
@@ -509,7 +573,7 @@ class PromSource(PollingSource):
             log.debug("prom backend %s failed", backend.shown_url, exc_info=worst)
             backend.failed(self.error_text(worst), now)
             return None
-        backend.answered()
+        backend.answered(now)
         grouped: dict[str, promql.Grouped] = {t: {} for t in tiers}
         failed_tiers: dict[str, str] = {}
         for q, r in zip(queries, results, strict=True):
@@ -529,6 +593,27 @@ class PromSource(PollingSource):
         if backend.checked:  # a job added later: found after the round, collapsed from the next
             await self._look_for_duplicates(backend, now)
         return grouped, failed_tiers
+
+    async def _look_at_runtime(self, backend: Backend, now: float) -> None:
+        """Whether the backend restarted or reloaded its config since the last round
+        (Prometheus says when; a backend without the page, VictoriaMetrics, is left be)."""
+        session = backend.session
+        if session is None:
+            return
+
+        def fetch() -> Any:
+            url = f"{backend.url}/api/v1/status/runtimeinfo"
+            response = session.get(url, headers=self._headers or {}, timeout=self.config.timeout_s)
+            return response.json() if response.status_code == 200 else None
+
+        try:
+            answer = await self._call(fetch)
+            data = answer.get("data") if isinstance(answer, dict) else None
+        except Exception as exc:  # the round says whether it answers; this is a detail
+            log.debug("prom: runtime info of %s failed", backend.shown_url, exc_info=exc)
+            return
+        if isinstance(data, dict):
+            backend.saw_runtime(str(data.get("startTime")), str(data.get("lastConfigTime")), now)
 
     async def _look_for_duplicates(self, backend: Backend, at: float) -> None:
         """Targets scraped twice (a second job over the same nodes): every counter-derived

@@ -40,7 +40,11 @@ class BackendState:
     # the word its nodes get while it is down: "backend down", or "shard down" where a
     # layout names several backends
     role: str = "backend"
-    note: str | None = None  # something else worth a line (restarted, reloaded, duplicates)
+    note: str | None = None  # something else worth a line (duplicate series collapsed)
+    # back lately ("back after 12 s down", "restarted 4 s ago", "config reloaded 3 s ago"),
+    # and its nodes not scraped since: unknown while they wait for it, not stale
+    settling: str | None = None
+    waiting: frozenset[str] = frozenset()
 
 
 class Source(ABC):

@@ -645,8 +645,10 @@ class BackendView(_View):
     error: str | None = None  # why it is down ("connection refused", "timed out after 5 s")
     since: float | None = None  # unix seconds it went down (JSON: ISO 8601)
     role: Literal["backend", "shard"] = "backend"  # shard: one of several the layout names
-    nodes: int = 0  # nodes only it shows: "unknown" while it is down
-    detail: str | None = None  # something else worth a line (duplicate series, a restart)
+    # nodes only it shows, "unknown" while it is down; or, back lately, those it has not
+    # scraped since (unknown while they wait for it)
+    nodes: int = 0
+    detail: str | None = None  # something else worth a line (back lately, duplicate series)
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -16,6 +16,10 @@ def unseen_nodes(backends: Iterable[BackendState]) -> dict[str, str]:
     out: dict[str, str] = {}
     for b in backends:
         if b.error is None:
+            if b.settling is not None:  # back lately: its nodes not scraped since wait for it
+                why = f"{b.role} {b.settling}: {b.name}: waiting for its next scrape"
+                for node in b.waiting:
+                    out.setdefault(node, why)
             continue
         why = f"{b.role} down: {b.name}: {b.error}"
         for node in b.nodes:
@@ -27,5 +31,14 @@ def backend_view(b: BackendState) -> BackendView:
     return BackendView(
         name=b.name, behind_s=b.behind_s, status="down" if b.error is not None else "ok",
         error=b.error, since=b.since, role="shard" if b.role == "shard" else "backend",
-        nodes=len(b.nodes) if b.error is not None else 0, detail=b.note,
+        nodes=len(b.nodes) if b.error is not None else len(b.waiting), detail=_detail(b),
     )
+
+
+def _detail(b: BackendState) -> str | None:
+    parts = [b.note] if b.note else []
+    if b.settling is not None and b.waiting:
+        n = len(b.waiting)
+        nodes = f"{n} node{'s' if n != 1 else ''}"
+        parts.insert(0, f"{b.settling}: {nodes} waiting for the next scrape (unknown)")
+    return "; ".join(parts) or None

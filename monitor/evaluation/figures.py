@@ -485,9 +485,10 @@ def node_status(
 ) -> tuple[NodeStatus, float | None]:
     """ok / stale / unreachable / error / unknown, and the age of the newest good sample.
 
-    `unseen_because`: the node can be seen only through a metrics backend that is down
-    (monitor.evaluation.backends): not fresh, it is `unknown`, the backend's finding,
-    never stale, unreachable or in error on its own.
+    `unseen_because`: the node can be seen only through a metrics backend that is down,
+    or came back lately and has not scraped it since (monitor.evaluation.backends): not
+    fresh, it is `unknown`, the backend's finding, never stale, unreachable or in error
+    on its own.
 
     The rule for a late monitor: a sample's age counts only the time the monitor was
     running. Time its own event loop stood still (`stalls`, measured by
