@@ -98,6 +98,8 @@ class NicView(_View):
     accelerator_index: int | None = None
     # judged by the evaluation against the layout's `link_rate_ratio` of the expected speed
     slow: bool | None = None  # None: speed or expectation unknown
+    # a byte rate read above the port's line rate: withheld (null), a measurement, not a speed
+    above_line_rate: bool | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -46,6 +46,14 @@ from infertop.monitor.evaluation.shared_gaps import mark_shared, shared_blind_sp
 from infertop.monitor.evaluation.window_rates import Extract, RateCache, WindowRates
 from infertop.monitor.snapshot import ClusterView, NodeView, ReferencePointView, RollupView
 
+SETTLE_SLACK = 0.9  # readings a hair under one interval apart (a poll's jitter) still count
+
+
+def settle_span_s(interval_s: float) -> float:
+    """How far apart a rate's first and last readings must be for it to be shown: one
+    interval (less the jitter of a poll). Until then its figure is "—": settling."""
+    return interval_s * SETTLE_SLACK
+
 
 def evaluate_node(
     state: NodeState,
@@ -70,8 +78,10 @@ def evaluate_node(
 
     def rates(part: str, extract: Extract, samples: list[NodeSample]) -> WindowRates:
         if cache is not None:
-            return cache.rates(name, part, extract, samples, counter_trust)
-        return WindowRates(extract, counter_trust).update(samples)
+            return cache.rates(name, part, extract, samples, counter_trust, settle_span_s(interval))
+        made = WindowRates(extract, counter_trust)
+        made.min_span_s = settle_span_s(interval)
+        return made.update(samples)
 
     gpu_rates = rates("gpus", gpu_counters, gpu_samples)
     nic_rates = rates("nics", nic_counters, nic_samples)

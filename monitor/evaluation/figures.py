@@ -222,6 +222,15 @@ def _slow(speed_gbps: float | None, expected_gbps: float | None, rate_ratio: flo
     return speed_gbps < expected_gbps * rate_ratio
 
 
+def _above_line(fields: dict[str, object], speed_gbps: float | None) -> list[str]:
+    """The byte-rate fields of a port that read above its line rate."""
+    if not speed_gbps:
+        return []
+    line = speed_gbps * 1e9 / 8
+    return [f for f in ("rx_bytes_per_s", "tx_bytes_per_s")
+            if isinstance(v := fields.get(f), float | int) and v > line]
+
+
 def nic_views(
     samples: Sequence[NodeSample],
     config: NodeConfig | None,
@@ -250,6 +259,11 @@ def nic_views(
         for counter, field in NIC_RATES:
             if getattr(nic, counter) is not None:
                 fields[field] = rates.rate((name, counter))
+        above = _above_line(fields, nic.speed_gbps)
+        if above:
+            # more than the port can carry is a measurement (a too-short interval, a
+            # counter read apart from its clock), never a speed: not drawn as one
+            fields.update({f: None for f in above}, above_line_rate=True)
         views.append(_NIC_BLANK.model_copy(update=fields))  # typed already: see TRUSTED_VIEWS
     seen = {nic.name for nic in latest.nics}
     for name, gbps in expected.items():

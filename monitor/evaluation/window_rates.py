@@ -112,6 +112,9 @@ class WindowRates:
         self._seq = 0  # sequence number of `_samples[0]`
         #: why a rate asked for since the last `update` is not trusted, by key
         self.doubts: dict[Hashable, str] = {}
+        #: a rate over readings spanning less than this is not yet a rate: still settling
+        #: (the first frames' few readings put every jitter in the clock into the figure)
+        self.min_span_s = 0.0
 
     def update(self, window: Sequence[NodeSample]) -> WindowRates:
         """Make the rates those over `window` (samples of one source, oldest first)."""
@@ -195,6 +198,8 @@ class WindowRates:
         """Per-second rate of one counter over the window; None when unknown or, with a
         `trust`, not trusted (`doubts` then says why)."""
         samples = self._samples
+        if len(samples) >= 2 and samples[-1].taken_at - samples[0].taken_at < self.min_span_s:
+            return None  # settling: shown "—" until the readings span one interval
         if not self._dense:
             return self._checked(key)
         i = self._index.get(key)
@@ -215,12 +220,14 @@ class RateCache:
 
     def rates(
         self, node: str, part: str, extract: Extract, window: Sequence[NodeSample],
-        trust: Trust | None = None,
+        trust: Trust | None = None, min_span_s: float = 0.0,
     ) -> WindowRates:
+        """`min_span_s`: the span of readings a rate needs (the layout's interval)."""
         key = (node, part)
         cached = self._by_part.get(key)
         if cached is None or cached._extract is not extract or cached._trust is not trust:
             cached = self._by_part[key] = WindowRates(extract, trust)
+        cached.min_span_s = min_span_s
         return cached.update(window)
 
     def sums(
