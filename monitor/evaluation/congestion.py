@@ -21,9 +21,10 @@ is told beside its pool's, and counters the node does not read are named once.
 
 from __future__ import annotations
 
-import statistics
+import bisect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 
 from infertop.layouts.model import Thresholds
 from infertop.monitor.evaluation.conditions import CONGESTED, Condition
@@ -87,15 +88,52 @@ def _figures(node: NodeView) -> dict[str, list[float]]:
 @dataclass(frozen=True)
 class CongestionPool:
     """Each answering node's port figures, by role, computed once a tick: a node's baseline
-    is the median over its peers' ports (itself left out)."""
+    is the median over its peers' ports (itself left out).
+
+    Every figure of a role is sorted once a tick (`_pooled`); a node's median is the middle
+    of that list with its own values left out, found by bisection. Gathering the peers'
+    values for each node and figure made a tick O(nodes²): at 1,250 nodes it took
+    Monitor.tick from ~4 s of CPU to ~21 s (benchmarks/prom_replay/profile_tick.py)."""
 
     by_node: Mapping[str, tuple[str, Mapping[str, list[float]]]]
+    _pooled: dict[tuple[str, str], list[float]] = dataclass_field(
+        default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for role, figs in self.by_node.values():
+            for name, values in figs.items():
+                self._pooled.setdefault((role, name), []).extend(values)
+        for values in self._pooled.values():
+            values.sort()
 
     def median(self, node: NodeView, field: str) -> float | None:
-        peers = [figs.get(field, ()) for name, (role, figs) in self.by_node.items()
-                 if role == node.role and name != node.name]
-        values = [v for vs in peers for v in vs]
-        return statistics.median(values) if values else None
+        pooled = self._pooled.get((node.role, field))
+        if not pooled:
+            return None
+        own = self.by_node.get(node.name)
+        mine = sorted(own[1].get(field, ())) if own is not None and own[0] == node.role else []
+        left = len(pooled) - len(mine)
+        if left <= 0:
+            return None
+        half = left // 2
+        if left % 2:
+            return _kth_without(pooled, mine, half)
+        # as statistics.median: the mean of the two middle values
+        return (_kth_without(pooled, mine, half - 1) + _kth_without(pooled, mine, half)) / 2
+
+
+def _kth_without(pooled: list[float], mine: list[float], k: int) -> float:
+    """The k-th smallest (from 0) of sorted `pooled` with the values of sorted `mine` (all
+    of them in `pooled`) left out: the first pooled value with k + 1 values kept at or below it."""
+    lo, hi = 0, len(pooled) - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        value = pooled[mid]
+        if bisect.bisect_right(pooled, value) - bisect.bisect_right(mine, value) >= k + 1:
+            hi = mid
+        else:
+            lo = mid + 1
+    return pooled[lo]
 
 
 def congestion_pool(nodes: Sequence[NodeView]) -> CongestionPool:
