@@ -3,7 +3,7 @@
 The demo's cluster (128 nodes, realistic pages: a vLLM page with 8 engines ~310 KB,
 dcgm-exporter ~46 KB, node_exporter ~75 KB) is served by its own process; this process
 reads every page a few rounds over kept-alive connections, first with
-`collectors.http_pages.PageClient` (what the scrape source uses for plain http), then
+`collectors.sources.http_pages.PageClient` (what the scrape source uses for plain http), then
 with an aiohttp session set up as the scrape source sets it up for https (what it used
 for every page before). Process CPU time per page, the body read whole and decoded.
 """
@@ -17,8 +17,8 @@ from collections.abc import Awaitable, Callable
 import aiohttp
 
 from benchmarks.common import Row, demo_serving
-from infertop.collectors.http_pages import ACCEPT_ENCODING, PageClient
-from infertop.collectors.scrape import ACCEPT, NO_CLIENT_TIMEOUT, scrape_targets
+from infertop.collectors.sources.http_pages import ACCEPT_ENCODING, PageClient
+from infertop.collectors.sources.scrape import ACCEPT, NO_CLIENT_TIMEOUT, scrape_targets
 from infertop.layouts import load_layout
 
 NODES = 128

@@ -50,7 +50,7 @@ MB = 1024 * 1024
 
 def child(ticks: int, every: int, nodes: int = NODES, at: tuple[int, ...] = ()) -> None:
     from benchmarks.synthetic import SimCluster, cluster_samples, demo_layout
-    from infertop.gctune import tune_gc
+    from infertop.collectors.process.gctune import tune_gc
     from infertop.monitor.monitor import Monitor
     from infertop.monitor.record.store import Recorder
     from infertop.tui.history import History

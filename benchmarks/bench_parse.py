@@ -2,7 +2,7 @@
 
 The exact path is what `parse_exposition(text, wanted=…)` did before issue 15: every
 line checked in Python, the wanted ones parsed by prometheus_client. The fast path
-(collectors/exposition_fast.py) must give the same result (checked here on every page
+(collectors/pages/exposition_fast.py) must give the same result (checked here on every page
 before timing) at least 5× faster. Pages: the bundled fixtures (tests/fixtures), the
 real-size vLLM page built through prometheus_client from vLLM's definitions, and the
 demo's realistic pages (infertop/demo/realistic.py). Timings are the best CPU time of
@@ -17,11 +17,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks.common import Row
-from infertop.collectors.exporters import EXPORTER_WANTED
-from infertop.collectors.exposition import parse_exposition, parse_exposition_exact
-from infertop.collectors.exposition_fast import parse_wanted_fast
-from infertop.collectors.profiles import BUNDLED_PROFILES, engine_sample_from_exposition
-from infertop.collectors.scrape import WHOLE_PAGE_EVERY, latency_every_rounds
+from infertop.collectors.pages.exporters import EXPORTER_WANTED
+from infertop.collectors.pages.exposition import parse_exposition, parse_exposition_exact
+from infertop.collectors.pages.exposition_fast import parse_wanted_fast
+from infertop.collectors.pages.profiles import BUNDLED_PROFILES, engine_sample_from_exposition
+from infertop.collectors.sources.scrape import WHOLE_PAGE_EVERY, latency_every_rounds
 from infertop.demo import realistic, realistic_hosts
 from infertop.demo.scenario import SimCluster
 
@@ -105,7 +105,7 @@ def run() -> list[Row]:
     exact_s = sum(by_name[w][0] for w in node_pages) * NODES / 1e3
     fast_s = sum(by_name[w][1] for w in node_pages) * NODES / 1e3
     skim_s = sum(by_name[w][2] for w in node_pages) * NODES / 1e3
-    # as collectors.scrape reads them: whole one round in WHOLE_PAGE_EVERY, skimmed on the others
+    # as collectors.sources.scrape reads them: whole one round in WHOLE_PAGE_EVERY, skimmed on the others
     mixed_s = (fast_s + (WHOLE_PAGE_EVERY - 1) * skim_s) / WHOLE_PAGE_EVERY
     rows.append(Row(
         f"parse CPU per second, {NODES} nodes × 3 realistic pages at 1 s: exact / fast path / "
@@ -122,7 +122,7 @@ def run() -> list[Row]:
 def latency_cadence_row() -> Row:
     """The demo's realistic engine page read into an EngineSample (parse + the
     profile's figures), with its latency buckets and without them, and on average at the
-    cadence the scrape source reads them (collectors.scrape.latency_every_rounds)."""
+    cadence the scrape source reads them (collectors.sources.scrape.latency_every_rounds)."""
     profile = BUNDLED_PROFILES["deepinfer"]
     node = SimCluster(16, started_at=time.time() - 600).nodes["decode-01"]
     text = realistic.engine_page(node, time.time())

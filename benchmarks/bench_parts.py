@@ -1,7 +1,7 @@
 """Reading parsed pages into samples: what a scrape does after `parse_exposition`.
 
 `bench_parse` times the parse; this times the step after it, on the demo's realistic
-pages (infertop/demo/realistic.py, realistic_hosts.py) parsed as `collectors.scrape`
+pages (infertop/demo/realistic.py, realistic_hosts.py) parsed as `collectors.sources.scrape`
 parses them: dcgm-exporter and node_exporter (the collectors the demo's layout asks
 for) into GPU and port samples (`parts_from_exporter`), the engine page into an
 `EngineSample` (`engine_sample_from_exposition`), with and without its latency buckets.
@@ -15,9 +15,9 @@ import time
 from collections.abc import Callable
 
 from benchmarks.common import Row
-from infertop.collectors.exporters import EXPORTER_WANTED, parts_from_exporter
-from infertop.collectors.exposition import Exposition, parse_exposition
-from infertop.collectors.profiles import BUNDLED_PROFILES, engine_sample_from_exposition
+from infertop.collectors.pages.exporters import EXPORTER_WANTED, parts_from_exporter
+from infertop.collectors.pages.exposition import Exposition, parse_exposition
+from infertop.collectors.pages.profiles import BUNDLED_PROFILES, engine_sample_from_exposition
 from infertop.demo import realistic, realistic_hosts
 from infertop.demo.node_collectors import INFERTOP_COLLECTORS, only_collectors
 from infertop.demo.scenario import IB_PORTS, SimCluster
@@ -70,7 +70,7 @@ def run() -> list[Row]:
     measured = measure()
     rows = [Row(f"read the parsed realistic {what} into samples (ms)", f"{ms:.3f}", "—", "info", COMMAND)
             for what, ms in measured.items()]
-    # at the scrape's cadence, latency buckets 1 round in 3 (collectors.scrape.latency_every_rounds)
+    # at the scrape's cadence, latency buckets 1 round in 3 (collectors.sources.scrape.latency_every_rounds)
     engine_ms = (measured["engine page with latency buckets"]
                  + 2 * measured["engine page without latency buckets"]) / 3
     per_node = measured["dcgm-exporter, 8 GPUs"] + measured["node_exporter, 36 interfaces"] + engine_ms

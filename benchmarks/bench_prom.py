@@ -9,7 +9,7 @@ series with its `instance` label (honor_labels), scraped every 5 s; the backend 
 the same machine, so its scraping, rule evaluation and query work compete for the same
 two cores as the client. Two ticks are measured: the full one (engine, node and per-GPU
 tiers) and the usual one (engine and node: past 4,096 GPUs the source asks for the
-per-GPU tier only every `gpu_detail_every` ticks, collectors/prom.py). Each is the
+per-GPU tier only every `gpu_detail_every` ticks, collectors/sources/prom.py). Each is the
 median of 3 after a warm-up, a fresh source each time (every node's samples built). The
 load average is written beside each figure: this machine is shared.
 
@@ -119,7 +119,7 @@ def serve(page: Page) -> ThreadingHTTPServer:
 async def measure(url: str, nodes: int, node_label: str | list[str], full: bool,
                   rounds: int = 3) -> tuple[float, float, bool]:
     """Median wall and client CPU of one tick; whether it read recorded series."""
-    from infertop.collectors.prom import PromSource
+    from infertop.collectors.sources.prom import PromSource
     from infertop.layouts.model import PrometheusConfig
 
     config = PrometheusConfig(url=url, backfill_s=0, gpu_detail_every=1 if full else 1000, timeout_s=60,

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from benchmarks.common import SCALE, Row, percentile, rss_bytes
 from benchmarks.prom_replay.server import Replay, synthetic_names
-from infertop.collectors.cadence import delay_to_boundary
+from infertop.collectors.sources.cadence import delay_to_boundary
 from infertop.demo.backends import free_port
 
 # `make bench` takes the 128-node point only; `make bench-scale` every size

@@ -19,10 +19,10 @@ import time
 from pathlib import Path
 
 from benchmarks.common import Row, demo_serving
-from infertop.collectors.exporters import EXPORTER_WANTED
-from infertop.collectors.exposition import parse_exposition
-from infertop.collectors.profiles import BUNDLED_PROFILES
-from infertop.collectors.scrape import ScrapeSource, scrape_targets
+from infertop.collectors.pages.exporters import EXPORTER_WANTED
+from infertop.collectors.pages.exposition import parse_exposition
+from infertop.collectors.pages.profiles import BUNDLED_PROFILES
+from infertop.collectors.sources.scrape import ScrapeSource, scrape_targets
 from infertop.demo.render import dcgm_page, engine_page, node_exporter_page
 from infertop.demo.scenario import SimCluster
 from infertop.layouts import load_layout

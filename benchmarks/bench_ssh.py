@@ -3,7 +3,7 @@
 For each size: build the namespace cluster (tests/support/netns.py, management links only), run
 one `SshSource` over all hosts, wait until every host streams, then for MEASURE_S seconds
 tick once a second at the instants `Monitor` ticks (half an interval after the probes'
-wall-clock reading instants, collectors.cadence) and record the age of the oldest
+wall-clock reading instants, collectors.sources.cadence) and record the age of the oldest
 "newest sample" across the fleet
 (the figure that says whether any node's view is stale) and this process's CPU share
 (the client: asyncio loop, asyncssh crypto, JSON and pydantic per line). The node side
@@ -28,10 +28,10 @@ import time
 from pathlib import Path
 
 from benchmarks.common import Row
-from infertop.collectors.cadence import TICK_PHASE, delay_to_boundary
 from infertop.collectors.probe.bundle import probe_script
 from infertop.collectors.sample import NodeSample
-from infertop.collectors.ssh import SshNode, SshSource
+from infertop.collectors.sources.cadence import TICK_PHASE, delay_to_boundary
+from infertop.collectors.sources.ssh import SshNode, SshSource
 from infertop.layouts.model import SshOptions
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -97,7 +97,7 @@ async def _fleet(size: int, workdir: Path) -> list[Row]:
             measuring[0] = True
             for _ in range(MEASURE_S):
                 # at the instants `Monitor` ticks: half an interval after the wall-clock
-                # boundaries the probes read at (collectors.cadence)
+                # boundaries the probes read at (collectors.sources.cadence)
                 await asyncio.sleep(delay_to_boundary(
                     INTERVAL_S, time.time(), offset_s=TICK_PHASE * INTERVAL_S, min_delay_s=0.2 * INTERVAL_S
                 ))

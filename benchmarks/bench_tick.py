@@ -23,7 +23,7 @@ import time
 
 from benchmarks.common import Row, percentile
 from benchmarks.synthetic import SimCluster, cluster_samples, demo_layout
-from infertop.gctune import GC_GEN0_THRESHOLD
+from infertop.collectors.process.gctune import GC_GEN0_THRESHOLD
 from infertop.monitor.monitor import Monitor
 
 NODES = 128
@@ -87,7 +87,7 @@ def scale_rows() -> list[Row]:
 
 
 def run() -> list[Row]:
-    default_ms, _ = _with_gc_threshold(700)  # Python's default, before infertop.gctune
+    default_ms, _ = _with_gc_threshold(700)  # Python's default, before infertop.collectors.process.gctune
     tick_ms, ingest_ms = _with_gc_threshold(GC_GEN0_THRESHOLD)  # as `infertop` runs
     median, p99 = statistics.median(tick_ms), percentile(tick_ms, 99)
     return [

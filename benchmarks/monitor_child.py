@@ -7,7 +7,7 @@ viewer). After the warm-up it measures, for MEASURE_S: its own CPU time, every t
 duration, every node's age (the newest sample's) and status at each tick, and which
 nodes were ever shown stale, unreachable or in error. `--exact` turns the parse fast
 path off (the exact path, as before issue 15); `--unpaced` leaves garbage collection to
-the thresholds (`infertop record` paces it: monitor.gc_pacing).
+the thresholds (`infertop record` paces it: collectors.process.gc_pacing).
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import infertop.collectors.exposition as exposition
-from infertop.collectors.source import PollingSource
-from infertop.gctune import tune_gc
+import infertop.collectors.pages.exposition as exposition
+from infertop.collectors.process.gc_pacing import PacedCollector
+from infertop.collectors.process.gctune import tune_gc
+from infertop.collectors.sources.source import PollingSource
 from infertop.layouts import load_layout
-from infertop.monitor.gc_pacing import PacedCollector
 from infertop.monitor.monitor import Monitor
 from infertop.monitor.snapshot import Snapshot
 

@@ -27,8 +27,8 @@ from benchmarks.common import demo_serving
 async def _record(layout_path: Path, rounds: int) -> dict[str, Any]:
     """`rounds` polls of each of the layout's sources, one after another as fast as they
     go (a shared machine cannot keep 1 s), restamped one second apart."""
-    from infertop.collectors.registry import build_sources
-    from infertop.collectors.source import PollingSource
+    from infertop.collectors.sources.registry import build_sources
+    from infertop.collectors.sources.source import PollingSource
     from infertop.layouts.loader import load_layout
 
     sources = [s for s in build_sources(load_layout(layout_path)) if isinstance(s, PollingSource)]

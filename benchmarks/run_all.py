@@ -15,8 +15,8 @@ import traceback
 from pathlib import Path
 
 from benchmarks.common import Row, machine
-from infertop.collectors import library_warnings
-from infertop.gctune import tune_gc
+from infertop.collectors.process import library_warnings
+from infertop.collectors.process.gctune import tune_gc
 
 BEGIN = "<!-- bench:begin -->"
 END = "<!-- bench:end -->"

@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 
 from infertop.collectors.sample import EngineSample, GpuSample, NicSample, NodeSample
-from infertop.collectors.source import PollingSource
+from infertop.collectors.sources.source import PollingSource
 from infertop.demo.scenario import (
     BOND_MEMBER_GBPS,
     ETH_GBPS,

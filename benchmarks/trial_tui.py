@@ -37,7 +37,7 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def _workers_cpu_s(pid: int) -> float:
-    """CPU seconds of a monitor's scrape workers (collectors.scrape_shards), if any."""
+    """CPU seconds of a monitor's scrape workers (collectors.sources.scrape_shards), if any."""
     total = 0.0
     for child in psutil.Process(pid).children(recursive=True):
         try:

@@ -42,8 +42,8 @@ from textual.screen import Screen  # noqa: E402
 
 import infertop.tui.app as tui_app  # noqa: E402
 from benchmarks.synthetic import SimSource, demo_layout  # noqa: E402
+from infertop.collectors.process.gctune import tune_gc  # noqa: E402
 from infertop.demo.scenario import SimCluster  # noqa: E402
-from infertop.gctune import tune_gc  # noqa: E402
 from infertop.layouts import load_layout  # noqa: E402
 from infertop.monitor.channel.client import SocketFeed  # noqa: E402
 from infertop.monitor.channel.paths import socket_path  # noqa: E402

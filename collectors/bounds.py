@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from infertop.collectors.exposition import clean_label
+from infertop.collectors.pages.exposition import clean_label
 from infertop.collectors.rates import CounterTrust
 from infertop.collectors.sample import EngineSample, HostSample, NodeSample
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from infertop.collectors.bounds import within_bounds
 from infertop.collectors.sample import NodeSample
-from infertop.collectors.source import Source
+from infertop.collectors.sources.source import Source
 
 log = logging.getLogger(__name__)
 STOP_TIMEOUT_S = 1.0  # for every source to stop and close (quitting takes at most 2 s)

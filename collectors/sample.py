@@ -185,7 +185,7 @@ class EngineSample(_Frozen):
     # engine id), where the source tells engines apart: the node's decode steps/s is the
     # fastest engine's (docs/engines.md); `steps_total` is their mean
     steps_by_engine_total: dict[str, float] | None = None
-    # scoreboard counters (collectors.histograms)
+    # scoreboard counters (collectors.pages.histograms)
     preemptions_total: float | None = None
     prefix_cache_queries_total: float | None = None  # tokens looked up (local cache)
     prefix_cache_hits_total: float | None = None  # tokens found (local cache)
@@ -216,7 +216,7 @@ class EngineSample(_Frozen):
     spec_accept_rate: float | None = None
     spec_accept_length: float | None = None
     # accepted draft tokens per draft position 0..k-1, cumulative (vLLM's
-    # spec_decode_num_accepted_tokens_per_pos, summed over engines: collectors.draft_positions)
+    # spec_decode_num_accepted_tokens_per_pos, summed over engines: collectors.pages.draft_positions)
     accepted_tokens_by_position_total: tuple[float, ...] | None = None
     # when the token counters began (unix s): their `_created` sample, else the process
     # start; a counter born after the reservation start counted only this reservation
@@ -229,11 +229,11 @@ class EngineSample(_Frozen):
     # the end of the span of the log's own clock its counters cover
     log_stats_line_at: float | None = None
     log_lines_skipped_total: int | None = None
-    # each data-parallel engine of the node on its own (collectors.engine_ranks), where the
+    # each data-parallel engine of the node on its own (collectors.pages.engine_ranks), where the
     # page tells engines apart; the fields above stay the node's roll-up
     ranks: list[EngineRankSample] | None = None
     # the engine's settings from its info gauges ("cache.block_size" → "16"; page text,
-    # bounded: collectors.engine_info) and its own health gauge (vllm:engine_healthy)
+    # bounded: collectors.pages.engine_info) and its own health gauge (vllm:engine_healthy)
     settings: dict[str, str] | None = None
     healthy: bool | None = None
 
@@ -344,7 +344,7 @@ class NodeSample(_Frozen):
     # VictoriaMetrics' -search.latencyOffset, or a Prometheus behind on its scrapes). The
     # node's age is judged past it: the backend's delay is the backend's, not the node's.
     # The prom source adds the target's place in the backend's scrape cycle (how far its
-    # scrape trailed the backend's newest, at most one interval: collectors/prom.py).
+    # scrape trailed the backend's newest, at most one interval: collectors/sources/prom.py).
     backend_behind_s: float | None = None
 
     @field_validator("notes")

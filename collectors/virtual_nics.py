@@ -4,7 +4,7 @@ A Kubernetes GPU host has a handful of real interfaces and dozens of virtual one
 per pod, the CNI's bridges and tunnels, docker0. They carry no traffic that is not also
 counted on a real port, they come and go with pods, and each one costs the monitor a
 NIC carried through evaluation, the record, the viewer channel and the screen. So no
-source reads them: node_exporter pages (collectors.node_exporter), the SSH probe and the
+source reads them: node_exporter pages (collectors.pages.node_exporter), the SSH probe and the
 local source (collectors.probe.host) ask `keeps_nic` for every device.
 
 A device the layout names as an expected port is always kept, whatever its name
@@ -40,7 +40,7 @@ VIRTUAL_NIC_PATTERNS: tuple[str, ...] = (
     r"tunl0", r"sit0", r"ip6tnl0", r"ip_vti0", r"ip6_vti0", r"gre0", r"gretap0", r"erspan0",
     r"ip6gre0", r"ip6erspan0",
 )
-# Python's syntax and PromQL's (RE2, anchored) alike: collectors.promql uses the same text
+# Python's syntax and PromQL's (RE2, anchored) alike: collectors.sources.promql uses the same text
 VIRTUAL_NIC_REGEX = "|".join(VIRTUAL_NIC_PATTERNS)
 _VIRTUAL_NIC = re.compile(VIRTUAL_NIC_REGEX)
 

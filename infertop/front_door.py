@@ -22,7 +22,7 @@ def _stopped_while_loading(signum: int, _frame: FrameType | None) -> None:
 
 
 def entry() -> NoReturn:
-    from infertop.collectors import library_warnings
+    from infertop.collectors.process import library_warnings
 
     library_warnings.install()
     signal.signal(signal.SIGTERM, _stopped_while_loading)

@@ -395,7 +395,7 @@ class SshOptions(_Strict):
     insecure_no_host_key_check: bool = False
     known_hosts: PathStr | None = None  # default: ~/.ssh/known_hosts (or the config's)
     # an ssh_config file (default: ~/.ssh/config); it can run commands (ProxyCommand,
-    # Match exec), so it must be the user's own, writable by no one else (collectors/ssh.py)
+    # Match exec), so it must be the user's own, writable by no one else (collectors/sources/ssh.py)
     config: PathStr | None = None
     identity_files: list[PathStr] = Field(default_factory=list)  # default: config / ~/.ssh/id_*
     # the node's interpreter for the probe

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from infertop.collectors.source import Source
+from infertop.collectors.sources.source import Source
 from infertop.layouts.model import Layout
 from infertop.monitor.snapshot import Snapshot
 

@@ -14,7 +14,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from infertop.collectors.loop_stalls import LoopStallMeter
+from infertop.collectors.process.loop_stalls import LoopStallMeter
 from infertop.monitor.snapshot import MonitorHealthView
 
 RECENT_S = 10.0  # what "lately" means: the warning stays this long after the last lateness

@@ -14,19 +14,19 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from infertop.collectors.cadence import TICK_LATEST_PHASE, TICK_PHASE, delay_to_boundary
 from infertop.collectors.fleet import Fleet, FleetState
-from infertop.collectors.loop_stalls import (
+from infertop.collectors.process.loop_stalls import (
     KEEP_S,
     LoopStallMeter,
     StallTimeline,
     acquire_meter,
     release_meter,
 )
-from infertop.collectors.registry import build_sources
-from infertop.collectors.routing import route_layout
 from infertop.collectors.sample import NodeSample
-from infertop.collectors.source import RoundSource, Source
+from infertop.collectors.sources.cadence import TICK_LATEST_PHASE, TICK_PHASE, delay_to_boundary
+from infertop.collectors.sources.registry import build_sources
+from infertop.collectors.sources.routing import route_layout
+from infertop.collectors.sources.source import RoundSource, Source
 from infertop.monitor.evaluation.cluster import evaluate_cluster, evaluate_nodes
 from infertop.monitor.evaluation.ledger import SessionLedger, TickFigures
 from infertop.monitor.evaluation.mass_events import verdict_groups
@@ -142,7 +142,7 @@ class Monitor:
                 self.fleet.listeners.remove(heard)
         self._safe_tick()
         # polls read at the same wall-clock instants as the ticks are spaced: a frame waits
-        # for their round (collectors.cadence)
+        # for their round (collectors.sources.cadence)
         timed = [s for s in self.sources if isinstance(s, RoundSource) and s.interval_s == interval]
         round_in = asyncio.Event()
 
@@ -210,7 +210,7 @@ class Monitor:
             self._take_phase_marks(self.recorder)
         meter = self.stall_meter
         # built once a tick: each node asks how long the monitor stood still since its
-        # sample; its scrape workers' stalls are the monitor's too (collectors.scrape_shards)
+        # sample; its scrape workers' stalls are the monitor's too (collectors.sources.scrape_shards)
         spans = [span for source in self.sources for span in source.stall_spans_wall(now - KEEP_S)]
         if meter is not None:
             spans += meter.spans_wall(now - KEEP_S)

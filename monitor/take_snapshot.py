@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
+from infertop.collectors.process.stopping import Stop
 from infertop.collectors.sample import NodeSample
-from infertop.collectors.source import Source
+from infertop.collectors.sources.source import Source
 from infertop.layouts.model import Layout
 from infertop.monitor.monitor import Monitor
 from infertop.monitor.snapshot import Snapshot
-from infertop.monitor.stopping import Stop
 
 FIRST_READING_POLL_S = 0.05  # how often the first reading is looked for
 

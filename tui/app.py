@@ -20,12 +20,12 @@ from textual.screen import Screen
 from textual.theme import BUILTIN_THEMES
 from textual.widget import Widget
 
+from infertop.collectors.process.gc_pacing import PacedCollector
+from infertop.collectors.process.stopping import SIGNALS, arm_watchdog, run_bounded
 from infertop.monitor.evaluation.phases import PHASES
 from infertop.monitor.feeds import EndingFeed, PhaseMarkingFeed, SnapshotFeed, can_mark_phase
 from infertop.monitor.format import inert_text
-from infertop.monitor.gc_pacing import PacedCollector
 from infertop.monitor.snapshot import Snapshot, TimelineEventView
-from infertop.monitor.stopping import SIGNALS, arm_watchdog, run_bounded
 from infertop.tui.alerts import Alerter, AlertSettings
 from infertop.tui.announcer import VerdictAnnouncer
 from infertop.tui.columns import SORTS, SortSpec
@@ -80,7 +80,7 @@ class InfertopApp(App[int]):
         self.frames_rendered = 0
         self.overview = OverviewScreen(self.frames, panels)
         self._feed_running = False
-        # garbage collected between frames, not while one is drawn (monitor.gc_pacing)
+        # garbage collected between frames, not while one is drawn (collectors.process.gc_pacing)
         self.collector = PacedCollector()
         # frames replaced by a newer one, let go once that one is on screen: freeing a
         # frame of 128 nodes (~20k objects) took 3-5 ms from drawing the next

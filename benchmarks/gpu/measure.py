@@ -42,9 +42,9 @@ sys.path.insert(0, str(ROOT))
 
 import pynvml  # noqa: E402
 
-from infertop.collectors.local import LocalSource  # noqa: E402
 from infertop.collectors.probe import main as probe  # noqa: E402
 from infertop.collectors.probe import nvidia_gpus as probe_gpus  # noqa: E402
+from infertop.collectors.sources.local import LocalSource  # noqa: E402
 
 RESULT: dict[str, Any] = {}
 

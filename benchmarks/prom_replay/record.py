@@ -24,7 +24,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
-from infertop.collectors.prom import prom_source_for
+from infertop.collectors.sources.prom import prom_source_for
 from infertop.demo.backends import free_port, start_backend
 from infertop.layouts.loader import load_layout
 

@@ -17,7 +17,7 @@ from infertop.collectors.safe_text import redact_text, redact_url, url_secrets
 
 ENGINE_MAX_BYTES = 2000000
 # the buckets that do travel: the latency histograms the scoreboard reads its percentiles
-# from (collectors/histograms.py LATENCY_HISTOGRAMS; a test holds the two equal)
+# from (collectors/pages/histograms.py LATENCY_HISTOGRAMS; a test holds the two equal)
 KEEP_BUCKETS = tuple(
     base + "_bucket"
     for base in (

@@ -170,7 +170,7 @@ def parse_bonding(text):
 _RATE = re.compile(r"([\d.]+)\s*Gb/sec")
 
 
-# …/ports/<n>/phys_state ids, named as collectors.node_exporter names node_exporter's
+# …/ports/<n>/phys_state ids, named as collectors.pages.node_exporter names node_exporter's
 _PHYS_STATES = {0: "no_change", 1: "sleep", 2: "polling", 3: "disabled", 4: "shift", 5: "link_up",
                 6: "link_error_recover", 7: "phytest"}
 

@@ -154,7 +154,7 @@ def run(config):
             if count and n >= count:
                 return 0
             # read at wall-clock multiples of the interval, as infertop's own sources do,
-            # so every node's reading describes the same moment (collectors/cadence.py); a
+            # so every node's reading describes the same moment (collectors/sources/cadence.py); a
             # slow tick (engine timeout) goes on at the next boundary, never in a burst
             delay = interval - time.time() % interval
             if delay < 0.05 * interval:

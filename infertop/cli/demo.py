@@ -30,6 +30,7 @@ from typing import IO, TYPE_CHECKING
 
 from infertop.cli.argtypes import positive_float, whole_number
 from infertop.cli.common import EXIT_OK, UsageError
+from infertop.collectors.process.stopping import Stop, run_stoppable, watch_parent
 from infertop.demo.backends import (
     BACKENDS,
     VIA_FULL_PACE_NODES,
@@ -46,7 +47,6 @@ from infertop.demo.page_sizes import PAGE_SIZES
 from infertop.demo.scenario import RESTART_EVERY_S, pool_sizes, trouble_nodes
 from infertop.layouts import LayoutError, load_layout
 from infertop.layouts.model import Layout
-from infertop.monitor.stopping import Stop, run_stoppable, watch_parent
 
 if TYPE_CHECKING:  # the demo server (aiohttp) loads when a demo runs, not with the CLI
     from infertop.demo.server import DemoServer

@@ -11,9 +11,9 @@ import argparse
 import ipaddress
 
 from infertop.cli.common import EXIT_OK, UsageError, add_layout_arg, layout_of, say
+from infertop.collectors.process.stopping import Stop, run_stoppable
 from infertop.collectors.safe_text import whole_number
 from infertop.layouts.model import Layout
-from infertop.monitor.stopping import Stop, run_stoppable
 
 NAME = "export"
 HELP = "serve infertop's derived figures as Prometheus metrics (headless)"

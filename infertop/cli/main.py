@@ -43,7 +43,7 @@ from infertop.cli.common import (
     inert_excepthook,
     say,
 )
-from infertop.collectors import library_warnings
+from infertop.collectors.process import library_warnings
 from infertop.layouts import LayoutError
 
 SUBCOMMANDS: tuple[ModuleType, ...] = (
@@ -101,8 +101,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def entry() -> NoReturn:
     """The program, once infertop.front_door has put the library-warnings gate in place."""
-    from infertop.gctune import tune_gc
-    from infertop.monitor.stopping import leave
+    from infertop.collectors.process.gctune import tune_gc
+    from infertop.collectors.process.stopping import leave
 
     tune_gc()  # a process of its own: long-running commands collect garbage less often
     sys.excepthook = inert_excepthook

@@ -24,14 +24,14 @@ from infertop.cli.common import (
     layout_of,
     say,
 )
+from infertop.collectors.process.gc_pacing import PacedCollector
+from infertop.collectors.process.stopping import Stop, run_stoppable, watch_parent
 from infertop.layouts.model import Layout
 from infertop.monitor.channel.client import MonitorUnavailable, call
 from infertop.monitor.channel.paths import MonitorBusy, MonitorLock, socket_path
 from infertop.monitor.channel.protocol import AskInfo, Info
 from infertop.monitor.format import fmt_usd
-from infertop.monitor.gc_pacing import PacedCollector
 from infertop.monitor.snapshot import Snapshot
-from infertop.monitor.stopping import Stop, run_stoppable, watch_parent
 
 NAME = "record"
 HELP = "record the session headless (no TUI): ledger and snapshots to SQLite, tick by tick"
@@ -137,7 +137,7 @@ async def _serve(
             say(tick_line(snapshot), sys.stdout)
 
         monitor.listeners.append(show)
-    # garbage collected after each tick, once the snapshot is out (monitor.gc_pacing);
+    # garbage collected after each tick, once the snapshot is out (collectors.process.gc_pacing);
     # this process is ours, so what it holds from now on for good is frozen out
     collector = PacedCollector(freeze=True)
     monitor.listeners.append(collector.after_frame)

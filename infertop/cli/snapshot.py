@@ -8,8 +8,8 @@ import sys
 
 from infertop.cli.argtypes import window_s
 from infertop.cli.common import EXIT_FAIL, EXIT_OK, add_layout_arg, layout_of, say
+from infertop.collectors.process.stopping import Stop, run_stoppable
 from infertop.monitor.snapshot import Snapshot
-from infertop.monitor.stopping import Stop, run_stoppable
 
 NAME = "snapshot"
 HELP = "one collection over a window, then exit"

@@ -15,7 +15,7 @@ from infertop.monitor.channel.protocol import Reply, StopMonitor
 
 NAME = "stop"
 HELP = "stop the monitor running for a layout (its session record closes)"
-STOP_WAIT_S = 15.0  # the monitor's own stop is bounded (monitor/stopping.py); this is slack
+STOP_WAIT_S = 15.0  # the monitor's own stop is bounded (collectors/process/stopping.py); this is slack
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

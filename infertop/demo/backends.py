@@ -5,7 +5,7 @@ The served cluster answers Prometheus' HTTP service discovery on each endpoint's
 `/targets` (infertop/demo/server.py): the backend scrapes every node's three pages from
 three `http_sd_configs`, the `node` and `role` labels attached there, and the monitor
 reads it all through the prom source (node_label = "node"). Prometheus also loads the
-shipped rules (collectors/prom_rules.py, written into the backend's folder).
+shipped rules (collectors/sources/prom_rules.py, written into the backend's folder).
 
 Past a few hundred nodes one machine holds the simulated cluster, the backend and the
 monitor only at a slower pace: `via_plan` says which (docs/large-clusters.md has the
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infertop.collectors.prom_rules import rules_yaml
+from infertop.collectors.sources.prom_rules import rules_yaml
 from infertop.demo.node_collectors import INFERTOP_COLLECTORS
 
 # the layout's interval and the backend's scrape interval: a backend holding 3 pages of
@@ -67,7 +67,7 @@ def via_plan(nodes: int, via: str) -> ViaPlan:
 
 
 def write_rules(path: Path) -> Path:
-    """infertop's rules (collectors/prom_rules.py) where the backend reads them."""
+    """infertop's rules (collectors/sources/prom_rules.py) where the backend reads them."""
     path.write_text(rules_yaml(), encoding="utf-8")
     return path
 

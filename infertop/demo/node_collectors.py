@@ -6,7 +6,7 @@ HTTP 400 ("Couldn't create filtered metrics handler: missing collector: NAME") f
 it does not know. Its own families stay: `node_scrape_collector_*` (rows of the chosen
 collectors only), `node_exporter_build_info`, and go_* / process_* / promhttp_*.
 
-infertop reads five collectors' families (collectors.exporters.EXPORTER_WANTED):
+infertop reads five collectors' families (collectors.pages.exporters.EXPORTER_WANTED):
 netdev (node_network_{receive,transmit}_*_total), netclass (node_network_info, _up,
 _speed_bytes, _protocol_type …), bonding (node_bonding_*) and infiniband
 (node_infiniband_*), and ethtool (node_ethtool_*: RoCE pause frames; opt-in upstream,

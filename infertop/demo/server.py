@@ -232,7 +232,7 @@ def layout_toml(server: DemoServer, now: float | None = None, via_url: str | Non
         f"gpu_hour_usd = {GPU_HOUR_USD}",
     ]
     if via_url is not None:
-        # the node labels of infertop's recording rules (collectors/prom_rules.py): the
+        # the node labels of infertop's recording rules (collectors/sources/prom_rules.py): the
         # source reads the recorded series where the backend has them
         lines += ["", "[prometheus]", f'url = "{via_url}"', 'node_label = ["node", "instance"]',
                   *([f"timeout_s = {prom_timeout_s!r}"] if prom_timeout_s is not None else [])]

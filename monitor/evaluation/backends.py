@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from infertop.collectors.source import BackendState
+from infertop.collectors.sources.source import BackendState
 from infertop.monitor.snapshot import BackendView
 
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from infertop.collectors.bounds import counter_trust
 from infertop.collectors.fleet import FleetState, NodeState
-from infertop.collectors.loop_stalls import StallTimeline
+from infertop.collectors.process.loop_stalls import StallTimeline
 from infertop.collectors.rates import mean, total
 from infertop.collectors.sample import NodeSample
 from infertop.layouts.model import Layout, NodeConfig

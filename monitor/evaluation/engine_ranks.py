@@ -1,6 +1,6 @@
 """Each data-parallel engine (rank) of a node, with the node's engine figures of its own.
 
-The collectors hand every rank's series to `EngineSample.ranks` (collectors.engine_ranks);
+The collectors hand every rank's series to `EngineSample.ranks` (collectors.pages.engine_ranks);
 here each rank gets the very figures the node gets (`figures.engine_view`) over the same
 window: steps/s, running / waiting, KV use, acceptance, tokens/s, latency percentiles.
 The node's own figures stay the roll-up of its ranks' counters, read from the page's
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import cast
 
-from infertop.collectors.draft_positions import position_key
+from infertop.collectors.pages.draft_positions import position_key
 from infertop.collectors.sample import EngineRankSample, NodeSample
 from infertop.layouts.model import Layout, NodeConfig
 from infertop.monitor.evaluation.figures import ENGINE_RATE_FIELDS, engine_view

@@ -15,9 +15,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from infertop.collectors.bounds import counter_trust
-from infertop.collectors.draft_positions import position_key
 from infertop.collectors.fleet import NodeState
-from infertop.collectors.loop_stalls import StallTimeline
+from infertop.collectors.pages.draft_positions import position_key
+from infertop.collectors.process.loop_stalls import StallTimeline
 from infertop.collectors.rates import ratio
 from infertop.collectors.sample import EngineSample, GpuSample, NicSample, NodeSample
 from infertop.layouts.model import NodeConfig, Thresholds
@@ -97,7 +97,7 @@ NIC_COUNTER_FIELDS = tuple(counter for counter, _ in NIC_RATES)
 def _port_keys(name: str) -> tuple[tuple[tuple[str, str], str], ...]:
     """(key, field) of each counter of the port `name`: the very same key tuples for every
     sample, instead of ~10k new ones a tick at 128 nodes, each kept in the rate windows and
-    scanned by the paced collector once (monitor/gc_pacing.py)."""
+    scanned by the paced collector once (collectors/process/gc_pacing.py)."""
     return tuple(((name, attr), attr) for attr in NIC_COUNTER_FIELDS)
 
 
@@ -115,7 +115,7 @@ ENGINE_RATE_FIELDS = (
     "steps_total", "drafts_total", "draft_tokens_total", "accepted_tokens_total",
     "generation_tokens_total", "prompt_tokens_total", "requests_finished_total",
     "requests_aborted_total",
-    # the scoreboard's (collectors/histograms.py)
+    # the scoreboard's (collectors/pages/histograms.py)
     "prompt_cached_tokens_total", "preemptions_total", "prefix_cache_queries_total",
     "prefix_cache_hits_total", "external_prefix_cache_queries_total",
     "external_prefix_cache_hits_total", "kv_transfer_bytes_total", "kv_transfer_failures_total",
@@ -506,7 +506,7 @@ def node_status(
 
     The rule for a late monitor: a sample's age counts only the time the monitor was
     running. Time its own event loop stood still (`stalls`, measured by
-    collectors.loop_stalls: a blocked callback, CPU starvation, a suspended process) is
+    collectors.process.loop_stalls: a blocked callback, CPU starvation, a suspended process) is
     taken off the age before it is compared with the stale / unreachable thresholds: a
     node cannot have been read while the reader did not run, and the monitor says it
     was late (Snapshot.monitor) instead of blaming the node. A dead node still goes

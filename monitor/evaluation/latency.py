@@ -37,7 +37,7 @@ def window_increase(series: Sequence[Buckets | None]) -> Buckets | None:
     cumulative buckets; None with fewer than two readings of the latest bucket set.
 
     Unknown readings (None) are passed over: the scrape source reads an engine's buckets
-    on some rounds only (`collectors.scrape.latency_every_rounds`), and a cumulative count
+    on some rounds only (`collectors.sources.scrape.latency_every_rounds`), and a cumulative count
     read before and after a gap still says what came in between. Readings of another
     bucket set (an engine restarted with other buckets) end the run: only the newest run
     of the same bounds counts."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from infertop.collectors.dcgm import DCGM_COUNTERS_DOC, DCGM_UNSEEN_FIELDS
+from infertop.collectors.pages.dcgm import DCGM_COUNTERS_DOC, DCGM_UNSEEN_FIELDS
 from infertop.layouts.model import Thresholds
 from infertop.monitor.evaluation.coverage import CLOCK_EVENTS, ENGINE, GPUS, PORT_SPEED, PORTS, UNSEEN_LABELS
 from infertop.monitor.snapshot import CoverageGap, NodeView, SharedBlindSpotView

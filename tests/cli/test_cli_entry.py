@@ -1,12 +1,12 @@
 """The installed `infertop` command is the one that was benchmarked: its console script
-tunes the garbage collector (infertop/gctune.py) before running the CLI."""
+tunes the garbage collector (collectors/process/gctune.py) before running the CLI."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
-from infertop.gctune import GC_GEN0_THRESHOLD
+from infertop.collectors.process.gctune import GC_GEN0_THRESHOLD
 from tests.support.paths import infertop_bin
 
 # runs the installed console script as a script, then reports the GC threshold it left

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from infertop.collectors.exporters import EXPORTER_WANTED, parts_from_exporter
-from infertop.collectors.exposition import parse_exposition
-from infertop.collectors.profiles import engine_sample_from_text
+from infertop.collectors.pages.exporters import EXPORTER_WANTED, parts_from_exporter
+from infertop.collectors.pages.exposition import parse_exposition
+from infertop.collectors.pages.profiles import engine_sample_from_text
 from infertop.demo.render import dcgm_page, engine_page, node_exporter_page
 from infertop.demo.scenario import (
     NUM_SPEC_TOKENS,

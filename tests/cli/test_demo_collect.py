@@ -11,11 +11,11 @@ from urllib.parse import urlsplit
 import aiohttp
 import pytest
 
-from infertop.collectors.exporters import EXPORTER_WANTED, parts_from_exporter
-from infertop.collectors.exposition import parse_exposition
+from infertop.collectors.pages.exporters import EXPORTER_WANTED, parts_from_exporter
+from infertop.collectors.pages.exposition import parse_exposition
 from infertop.collectors.safe_text import redact_url
 from infertop.collectors.sample import NicSample
-from infertop.collectors.scrape import Endpoint, ScrapeSource, scrape_targets, usual_kind
+from infertop.collectors.sources.scrape import Endpoint, ScrapeSource, scrape_targets, usual_kind
 from infertop.demo import realistic_hosts, render
 from infertop.demo.node_collectors import INFERTOP_COLLECTORS, collector_of, only_collectors
 from infertop.demo.scenario import SimCluster

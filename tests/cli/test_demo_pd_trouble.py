@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from infertop.collectors.exporters import EXPORTER_WANTED, parts_from_exporter
-from infertop.collectors.exposition import parse_exposition
-from infertop.collectors.profiles import engine_sample_from_text
+from infertop.collectors.pages.exporters import EXPORTER_WANTED, parts_from_exporter
+from infertop.collectors.pages.exposition import parse_exposition
+from infertop.collectors.pages.profiles import engine_sample_from_text
 from infertop.collectors.sample import NodeSample
 from infertop.demo import realistic, realistic_hosts
 from infertop.demo.node_collectors import INFERTOP_COLLECTORS

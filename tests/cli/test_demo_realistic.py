@@ -10,10 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from infertop.collectors.exporters import EXPORTER_WANTED, parts_from_exporter
-from infertop.collectors.exposition import parse_exposition
-from infertop.collectors.exposition_fast import parse_wanted_fast
-from infertop.collectors.profiles import BUNDLED_PROFILES, engine_sample_from_text
+from infertop.collectors.pages.exporters import EXPORTER_WANTED, parts_from_exporter
+from infertop.collectors.pages.exposition import parse_exposition
+from infertop.collectors.pages.exposition_fast import parse_wanted_fast
+from infertop.collectors.pages.profiles import BUNDLED_PROFILES, engine_sample_from_text
 from infertop.collectors.sample import GpuSample, NicSample
 from infertop.demo import realistic, realistic_hosts, render
 from infertop.demo.realistic import ENGINES, split
@@ -81,7 +81,7 @@ def test_engine_page_is_real_size_and_tells_the_same_truth(node: str) -> None:
         assert text.count("\n") >= 2800 and len(text) > 250_000
         assert len(set(re.findall(r'engine="(\d+)"', text))) == ENGINES
         assert parse_wanted_fast(text, BUNDLED_PROFILES["deepinfer"].wanted) is not None
-        # skimmed (collectors.scrape reads most rounds so): the same
+        # skimmed (collectors.sources.scrape reads most rounds so): the same
         assert parse_wanted_fast(text, BUNDLED_PROFILES["deepinfer"].wanted, skim=True) == parse_wanted_fast(text, BUNDLED_PROFILES["deepinfer"].wanted)
 
 
@@ -121,7 +121,7 @@ def test_dcgm_page_has_the_default_counters_for_eight_gpus_and_the_same_gpus() -
         for name, _, _ in DCGM_DEFAULT:
             assert len(re.findall(rf"^{name}\{{", text, re.M)) == 8, name
         assert parse_wanted_fast(text, EXPORTER_WANTED) is not None
-        # skimmed (collectors.scrape reads most rounds so): the same
+        # skimmed (collectors.sources.scrape reads most rounds so): the same
         assert parse_wanted_fast(text, EXPORTER_WANTED, skim=True) == parse_wanted_fast(text, EXPORTER_WANTED)
 
 
@@ -142,7 +142,7 @@ def test_node_exporter_page_has_many_interfaces_and_the_same_links() -> None:
         assert text.count("node_network_up{") >= 30 and text.count("\n") > 3000
         assert set(nics) == {"lo", "eth0", "eth1", "eth2", "bond0", "eno1", "eno2", *IB_PORTS}
         assert parse_wanted_fast(text, EXPORTER_WANTED) is not None
-        # skimmed (collectors.scrape reads most rounds so): the same
+        # skimmed (collectors.sources.scrape reads most rounds so): the same
         assert parse_wanted_fast(text, EXPORTER_WANTED, skim=True) == parse_wanted_fast(text, EXPORTER_WANTED)
 
 

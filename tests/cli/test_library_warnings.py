@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from infertop.collectors import library_warnings
+from infertop.collectors.process import library_warnings
 
 REPO = Path(__file__).resolve().parents[2]
 INSTALLED = Path(sys.executable).parent / "infertop"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from infertop.collectors.fleet import Fleet, FleetState
-from infertop.collectors.ssh import ProbeLines, SshNode, SshSource
+from infertop.collectors.sources.ssh import ProbeLines, SshNode, SshSource
 from infertop.layouts import parse_layout
 from infertop.monitor.feeds import MonitorFeed
 from infertop.tui.app import InfertopApp

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infertop.collectors.cadence import delay_to_boundary
 from infertop.collectors.sample import NodeSample
-from infertop.collectors.source import PollingSource
+from infertop.collectors.sources.cadence import delay_to_boundary
+from infertop.collectors.sources.source import PollingSource
 from tests.support.waiting import until_async
 
 

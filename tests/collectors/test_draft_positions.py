@@ -7,10 +7,10 @@ import math
 
 import pytest
 
-from infertop.collectors.draft_positions import accepted_by_position
-from infertop.collectors.profiles import engine_sample_from_text
-from infertop.collectors.promql import QueryBuilder, by_position, engine_sample, subkeys
+from infertop.collectors.pages.draft_positions import accepted_by_position
+from infertop.collectors.pages.profiles import engine_sample_from_text
 from infertop.collectors.sample import NodeSample
+from infertop.collectors.sources.promql import QueryBuilder, by_position, engine_sample, subkeys
 from infertop.monitor.evaluation.engine_ranks import rank_views
 from infertop.monitor.evaluation.figures import engine_view
 from tests.support.vllm_dp_page import NUM_SPECULATIVE_TOKENS, vllm_dp_page

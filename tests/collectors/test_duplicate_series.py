@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from infertop.collectors.ssh import ProbeLines, SshNode, SshSource
+from infertop.collectors.sources.ssh import ProbeLines, SshNode, SshSource
 from tests.support.hostile_server import check_figure, growing, serving, snapshot_of, vllm_page
 from tests.support.probe_run import no_more, probe_reading
 

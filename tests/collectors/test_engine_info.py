@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from infertop.collectors.engine_info import MAX_SETTINGS, MAX_VALUE_CHARS
-from infertop.collectors.profiles import engine_sample_from_text
+from infertop.collectors.pages.engine_info import MAX_SETTINGS, MAX_VALUE_CHARS
+from infertop.collectors.pages.profiles import engine_sample_from_text
 from tests.support.sglang_page import SglangServer
 from tests.support.vllm_info_page import CACHE_CONFIG, VllmInfoServer
 

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from infertop.collectors.log_source import log_watch_config
 from infertop.collectors.probe.bundle import probe_script
 from infertop.collectors.probe.logs import LogWatch
 from infertop.collectors.probe.schema import sample_from_reading
 from infertop.collectors.sample import EngineSample, NodeSample
+from infertop.collectors.sources.log_source import log_watch_config
 from infertop.layouts.loader import parse_layout
 from infertop.monitor.evaluation.figures import engine_view
 from tests.support.probe_run import PYTHON

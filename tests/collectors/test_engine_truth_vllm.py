@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from infertop.collectors.profiles import engine_sample_from_text
+from infertop.collectors.pages.profiles import engine_sample_from_text
 from infertop.collectors.sample import EngineSample, NodeSample
 from infertop.monitor.evaluation.figures import engine_view
 from infertop.monitor.snapshot import EngineView

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from infertop.collectors.dcgm import gpu_samples_from_dcgm
-from infertop.collectors.exporters import parts_from_exporter
-from infertop.collectors.exposition import parse_exposition
-from infertop.collectors.node_exporter import nic_samples_from_node_exporter
+from infertop.collectors.pages.dcgm import gpu_samples_from_dcgm
+from infertop.collectors.pages.exporters import parts_from_exporter
+from infertop.collectors.pages.exposition import parse_exposition
+from infertop.collectors.pages.node_exporter import nic_samples_from_node_exporter
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "exposition"
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from infertop.collectors.exposition import ExpositionError, clean_label, parse_exposition, redact_url
-from infertop.collectors.profiles import (
+from infertop.collectors.pages.exposition import ExpositionError, clean_label, parse_exposition, redact_url
+from infertop.collectors.pages.profiles import (
     BUNDLED_PROFILES,
     ProfileError,
     engine_sample_from_exposition,

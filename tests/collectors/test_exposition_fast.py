@@ -26,15 +26,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from infertop.collectors.exporters import EXPORTER_WANTED
-from infertop.collectors.exposition import (
+from infertop.collectors.pages.exporters import EXPORTER_WANTED
+from infertop.collectors.pages.exposition import (
     Exposition,
     ExpositionError,
     parse_exposition,
     parse_exposition_exact,
 )
-from infertop.collectors.exposition_fast import parse_wanted_fast
-from infertop.collectors.profiles import BUNDLED_PROFILES
+from infertop.collectors.pages.exposition_fast import parse_wanted_fast
+from infertop.collectors.pages.profiles import BUNDLED_PROFILES
 from tests.support.vllm_dp_page import vllm_dp_page
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"

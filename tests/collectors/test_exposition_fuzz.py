@@ -7,9 +7,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from infertop.collectors.exporters import parts_from_exporter
-from infertop.collectors.exposition import Exposition, ExpositionError, parse_exposition
-from infertop.collectors.profiles import (
+from infertop.collectors.pages.exporters import parts_from_exporter
+from infertop.collectors.pages.exposition import Exposition, ExpositionError, parse_exposition
+from infertop.collectors.pages.profiles import (
     BUNDLED_PROFILES,
     engine_sample_from_exposition,
     engine_sample_from_text,

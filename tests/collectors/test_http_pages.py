@@ -1,4 +1,4 @@
-"""The plain-HTTP page client (collectors/http_pages.py) against a real TCP server that
+"""The plain-HTTP page client (collectors/sources/http_pages.py) against a real TCP server that
 answers with scripted bytes: the framings real exporters use (Content-Length from
 uvicorn / aiohttp, chunked from Go's net/http, close-delimited from HTTP/1.0 servers),
 kept-alive connections, and every way a hostile or broken node can answer wrong. Each
@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from infertop.collectors.http_pages import MAX_HEAD_BYTES, PageClient
-from infertop.collectors.scrape import ACCEPT, ScrapeError, ScrapeSource
+from infertop.collectors.sources.http_pages import MAX_HEAD_BYTES, PageClient
+from infertop.collectors.sources.scrape import ACCEPT, ScrapeError, ScrapeSource
 from tests.support.waiting import until_async
 
 PAGE = b"# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 3\n"
@@ -294,7 +294,7 @@ def test_which_urls_the_lean_client_reads(url: str, plain: bool) -> None:
 def test_a_url_cannot_add_lines_to_the_request() -> None:
     """CR/LF or spaces in a layout's URL are percent-encoded into the target (as aiohttp
     would), never written as header lines of their own."""
-    from infertop.collectors.http_pages import _plain_target
+    from infertop.collectors.sources.http_pages import _plain_target
 
     target = _plain_target("http://decode-01:9400/metrics\r\nX-Evil: 1?a=b c\r\n\r\nGET /", ACCEPT, "infertop")
     assert target is not None

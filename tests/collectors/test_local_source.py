@@ -18,12 +18,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from infertop.collectors.local import LocalSource
 from infertop.collectors.probe import host as probe_host
 from infertop.collectors.probe import nvidia_gpus as probe_gpus
 from infertop.collectors.probe.schema import sample_from_reading
 from infertop.collectors.rates import counter_rate
 from infertop.collectors.sample import NodeSample
+from infertop.collectors.sources.local import LocalSource
 from tests.support.waiting import until_async
 
 SYS_NET = Path("/sys/class/net")

@@ -234,7 +234,7 @@ def test_the_probe_follows_a_symlink_out_when_allowed(tmp_path: Path) -> None:
 async def test_a_stuck_read_is_not_queued_behind(tmp_path: Path) -> None:
     # a read that never returns (a hung file system) held the lock; each later poll
     # queued another worker thread behind it, from the pool every source shares
-    from infertop.collectors.log_source import LogReadBusy, local_log_sources
+    from infertop.collectors.sources.log_source import LogReadBusy, local_log_sources
     from infertop.layouts.loader import parse_layout
 
     log = tmp_path / "engine.log"

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from infertop.collectors.log_source import LogSource, local_log_sources, log_watch_config
-from infertop.collectors.registry import build_sources
 from infertop.collectors.sample import NodeSample
+from infertop.collectors.sources.log_source import LogSource, local_log_sources, log_watch_config
+from infertop.collectors.sources.registry import build_sources
 from infertop.layouts.loader import parse_layout
 from infertop.monitor.evaluation.figures import engine_view
 from tests.support.log_writer import LOG_WRITER as WRITER

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from infertop.collectors.loop_stalls import (
+from infertop.collectors.process.loop_stalls import (
     LoopStallMeter,
     acquire_meter,
     covered_s,
@@ -151,7 +151,7 @@ def test_covered_seconds_count_overlaps_once() -> None:
 def test_a_timeline_answers_like_a_direct_sweep_over_its_spans() -> None:
     import random
 
-    from infertop.collectors.loop_stalls import StallTimeline
+    from infertop.collectors.process.loop_stalls import StallTimeline
 
     def sweep(spans: list[tuple[float, float]], t0: float, t1: float) -> float:
         covered, reach = 0.0, t0

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infertop.collectors.ascend import ASCEND_WANTED, ascend_parts
-from infertop.collectors.exporters import EXPORTER_WANTED, parts_from_exporter
-from infertop.collectors.exposition import Exposition, parse_exposition
+from infertop.collectors.pages.ascend import ASCEND_WANTED, ascend_parts
+from infertop.collectors.pages.exporters import EXPORTER_WANTED, parts_from_exporter
+from infertop.collectors.pages.exposition import Exposition, parse_exposition
 from infertop.collectors.sample import GpuSample, NicSample
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "npu"

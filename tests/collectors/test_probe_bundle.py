@@ -24,7 +24,7 @@ from infertop.collectors.probe.bundle import (
     probe_script,
 )
 from infertop.collectors.probe.engine import fetch_engine
-from infertop.collectors.ssh import ProbeLines, SshNode, SshSource, parse_target, probe_command
+from infertop.collectors.sources.ssh import ProbeLines, SshNode, SshSource, parse_target, probe_command
 
 PYTHON = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
 
@@ -184,7 +184,7 @@ def test_probe_fetches_engine_text_without_buckets_or_help(tmp_path: Path, engin
 
 
 def test_probe_keeps_exactly_the_latency_buckets_the_scoreboard_reads() -> None:
-    from infertop.collectors.histograms import LATENCY_HISTOGRAMS
+    from infertop.collectors.pages.histograms import LATENCY_HISTOGRAMS
     from infertop.collectors.probe.engine import KEEP_BUCKETS
 
     wanted = {f"{b}_bucket" for bases in LATENCY_HISTOGRAMS.values() for b in bases}

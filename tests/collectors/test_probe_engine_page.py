@@ -8,7 +8,7 @@ import json
 import socket
 from pathlib import Path
 
-from infertop.collectors.ssh import ProbeLines, SshNode, SshSource
+from infertop.collectors.sources.ssh import ProbeLines, SshNode, SshSource
 from infertop.layouts.model import EngineConfig, NodeConfig
 from infertop.monitor.evaluation.coverage import node_coverage
 from tests.support.probe_run import no_more, probe_reading

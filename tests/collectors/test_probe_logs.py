@@ -13,7 +13,7 @@ import pytest
 
 from infertop.collectors.probe.bundle import probe_script
 from infertop.collectors.probe.schema import sample_from_reading
-from infertop.collectors.ssh import ssh_source_for
+from infertop.collectors.sources.ssh import ssh_source_for
 from infertop.layouts.loader import parse_layout
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from infertop.collectors.probe.schema import BadReading, parse_reading_line, reading_sample
-from infertop.collectors.ssh import ProbeLines
+from infertop.collectors.sources.ssh import ProbeLines
 
 GOOD = json.dumps({"t": 1.0, "gpus": [{"index": 0, "util_pct": 50.0}]})
 

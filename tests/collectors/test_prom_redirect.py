@@ -14,8 +14,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from infertop.collectors.prom import PromSource
 from infertop.collectors.sample import NodeSample
+from infertop.collectors.sources.prom import PromSource
 from infertop.layouts.model import PrometheusConfig
 from tests.support.hostile_http import HttpServer, Reply
 

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from infertop.collectors import prom_rules
-from infertop.collectors.prom import PromSource
+from infertop.collectors.sources import prom_rules
+from infertop.collectors.sources.prom import PromSource
 from infertop.layouts.model import PrometheusConfig
 
 RULES = Path(__file__).resolve().parents[2] / "docs" / "prometheus" / "infertop-rules.yml"
 
 
 def test_the_shipped_rules_are_the_generated_ones() -> None:
-    assert RULES.read_text() == prom_rules.rules_yaml(), "run: python -m infertop.collectors.prom_rules > " + str(RULES)
+    assert RULES.read_text() == prom_rules.rules_yaml(), "run: python -m infertop.collectors.sources.prom_rules > " + str(RULES)
 
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="Debian package prometheus not installed")

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from infertop.collectors import promql
 from infertop.collectors.fleet import FleetState
-from infertop.collectors.prom import PromSource, backend_behind_s
+from infertop.collectors.sources import promql
+from infertop.collectors.sources.prom import PromSource, backend_behind_s
 from infertop.layouts.model import PrometheusConfig, Thresholds
 from infertop.monitor.evaluation.figures import node_status
 

@@ -11,8 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_api_client import PrometheusApiClientException
 
-from infertop.collectors import promql
-from infertop.collectors.prom import NodeNamer, PromSetupError, auth_headers, describe_error, redact_url
+from infertop.collectors.sources import promql
+from infertop.collectors.sources.prom import (
+    NodeNamer,
+    PromSetupError,
+    auth_headers,
+    describe_error,
+    redact_url,
+)
 from infertop.layouts import LayoutError, parse_layout
 from infertop.layouts.model import PrometheusConfig
 
@@ -97,7 +103,7 @@ def test_ib_ports_named_like_the_probe() -> None:
 
 
 def test_default_dcgm_nvlink_clock_ecc_and_port_errors_are_read() -> None:
-    # the same figures a direct scrape reads (collectors.exporters), through PromQL results
+    # the same figures a direct scrape reads (collectors.pages.exporters), through PromQL results
     queries = {q.key: q.promql for q in promql.QueryBuilder().tier("gpu") + promql.QueryBuilder().tier("node")}
     assert "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL" in queries["nvlink_total"]
     assert "DCGM_FI_DEV_CLOCKS_EVENT_REASONS" in queries["clock_event_reasons"]

@@ -3,9 +3,9 @@
 The table walks node kinds (local, ssh, ssh with `via_probe = false`, metrics only, no
 source but a `[prometheus]` table, a log only, NPU) crossed with what the node names (an
 engine URL, an engine log, exporter pages). For each combination the sources are really
-built (collectors.registry.build_sources) and asked what they read; every part the node
+built (collectors.sources.registry.build_sources) and asked what they read; every part the node
 has must be read by exactly one of them, and nothing it lacks by any. The expected parts
-are written here from the layout's meaning (docs/layout.md), not from collectors.routing.
+are written here from the layout's meaning (docs/layout.md), not from collectors.sources.routing.
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from collections import Counter
 
 import pytest
 
-from infertop.collectors.local import LocalSource
-from infertop.collectors.log_source import LogSource
-from infertop.collectors.prom import PromSource
-from infertop.collectors.registry import build_sources
-from infertop.collectors.routing import PARTS, route_layout
-from infertop.collectors.scrape import ScrapeSource
-from infertop.collectors.source import Source
-from infertop.collectors.ssh import SshSource
+from infertop.collectors.sources.local import LocalSource
+from infertop.collectors.sources.log_source import LogSource
+from infertop.collectors.sources.prom import PromSource
+from infertop.collectors.sources.registry import build_sources
+from infertop.collectors.sources.routing import PARTS, route_layout
+from infertop.collectors.sources.scrape import ScrapeSource
+from infertop.collectors.sources.source import Source
+from infertop.collectors.sources.ssh import SshSource
 from infertop.layouts.loader import LayoutError
 from infertop.layouts.model import EngineConfig, Layout, NodeConfig, PrometheusConfig
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from infertop.collectors.exporters import EXPORTER_WANTED
 from infertop.collectors.fleet import FleetState
-from infertop.collectors.profiles import BUNDLED_PROFILES
-from infertop.collectors.registry import build_sources
-from infertop.collectors.scrape import (
+from infertop.collectors.pages.exporters import EXPORTER_WANTED
+from infertop.collectors.pages.profiles import BUNDLED_PROFILES
+from infertop.collectors.sources.registry import build_sources
+from infertop.collectors.sources.scrape import (
     WHOLE_PAGE_EVERY,
     Endpoint,
     ScrapeSource,
@@ -229,7 +229,7 @@ steps = "{steps}"
 def test_registry_builds_one_scrape_source_for_http_nodes() -> None:
     layout = parse_layout(LAYOUT.format(profile="mine", steps="my_steps_total"), "x.toml")
     targets = scrape_targets(layout)
-    # b's probe reads its host, but its exporter page is a page (collectors/routing.py);
+    # b's probe reads its host, but its exporter page is a page (collectors/sources/routing.py);
     # c has nothing to scrape
     assert list(targets) == ["a", "b"]
     assert [e.profile is not None for e in targets["a"]] == [True, False]

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from infertop.collectors.pages.profiles import BUNDLED_PROFILES
 from infertop.collectors.probe.engine import fetch_engine
-from infertop.collectors.profiles import BUNDLED_PROFILES
-from infertop.collectors.scrape import Endpoint, ScrapeSource
-from infertop.collectors.ssh import PROBE_MAX_LINE_BYTES, ProbeLines, SshNode, SshSource
+from infertop.collectors.sources.scrape import Endpoint, ScrapeSource
+from infertop.collectors.sources.ssh import PROBE_MAX_LINE_BYTES, ProbeLines, SshNode, SshSource
 from tests.support.paths import infertop_bin
 from tests.support.vllm_dp_page import TRICKLE, assert_engine_matches, vllm_dp_page
 
@@ -151,7 +151,7 @@ async def test_a_connection_closed_in_the_middle_of_a_page_is_a_read_error(
 
     import aiohttp
 
-    from infertop.collectors.scrape import ScrapeError
+    from infertop.collectors.sources.scrape import ScrapeError
 
     url = trickle(vllm_dp_page(8)[0], "--piece", "2048", "--pause", "0.01")  # ~1.6 s a page
     source = ScrapeSource({"n": [Endpoint(url, VLLM)]}, interval_s=5.0)

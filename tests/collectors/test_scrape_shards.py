@@ -1,4 +1,4 @@
-"""The scrape source split over worker processes (collectors.scrape_shards), against real
+"""The scrape source split over worker processes (collectors.sources.scrape_shards), against real
 HTTP servers on loopback and real worker processes."""
 
 from __future__ import annotations
@@ -17,18 +17,18 @@ import psutil
 import pytest
 from aiohttp import web
 
-from infertop.collectors.profiles import BUNDLED_PROFILES
-from infertop.collectors.registry import build_sources
+from infertop.collectors.pages.profiles import BUNDLED_PROFILES
 from infertop.collectors.sample import NodeSample
-from infertop.collectors.scrape import Endpoint, ScrapeSource
-from infertop.collectors.scrape_shards import (
+from infertop.collectors.sources.registry import build_sources
+from infertop.collectors.sources.scrape import Endpoint, ScrapeSource
+from infertop.collectors.sources.scrape_shards import (
     MAX_FAILED_STARTS,
     ShardedScrapeSource,
     WorkersSettingError,
     scrape_workers,
     shard_of,
 )
-from infertop.collectors.scrape_worker import WORKER_NICENESS
+from infertop.collectors.sources.scrape_worker import WORKER_NICENESS
 from infertop.layouts import LayoutError, parse_layout
 from tests.support.waiting import until, until_async
 
@@ -226,7 +226,7 @@ def test_a_worker_outlives_no_monitor(tmp_path: Path, pages: str) -> None:
     try:
         workers: list[psutil.Process] = until(
             lambda: [c for c in psutil.Process(monitor.pid).children()
-                     if "infertop.collectors.scrape_worker" in " ".join(c.cmdline())],
+                     if "infertop.collectors.sources.scrape_worker" in " ".join(c.cmdline())],
             30, "a scrape worker to start", every_s=0.2, ignore=(psutil.Error,))
         monitor.kill()
         monitor.wait(10)

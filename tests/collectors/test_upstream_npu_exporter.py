@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from infertop.collectors.exporters import EXPORTER_WANTED, parts_from_exporter
-from infertop.collectors.exposition import parse_exposition
+from infertop.collectors.pages.exporters import EXPORTER_WANTED, parts_from_exporter
+from infertop.collectors.pages.exposition import parse_exposition
 from infertop.collectors.sample import GpuSample, NicSample, NodeSample
 from infertop.monitor.evaluation.figures import nic_views
 from tests.support.upstream_pages import load_truth, page_files, render

@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from infertop.collectors.exposition import parse_exposition
-from infertop.collectors.node_exporter import nic_samples_from_node_exporter
+from infertop.collectors.pages.exposition import parse_exposition
+from infertop.collectors.pages.node_exporter import nic_samples_from_node_exporter
 from infertop.collectors.probe import host as probe_host
 from infertop.collectors.probe.bundle import probe_script
-from infertop.collectors.registry import build_sources
-from infertop.collectors.scrape import ScrapeSource
-from infertop.collectors.ssh import ssh_source_for
+from infertop.collectors.sources.registry import build_sources
+from infertop.collectors.sources.scrape import ScrapeSource
+from infertop.collectors.sources.ssh import ssh_source_for
 from infertop.collectors.virtual_nics import is_virtual_nic, keeps_nic
 from infertop.layouts import parse_layout
 from tests.support.probe_run import PYTHON

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from infertop.collectors.profiles import ProfileError, custom_profile
+from infertop.collectors.pages.profiles import ProfileError, custom_profile
 from infertop.layouts.model import (
     AlertsConfig,
     ApiPriceTable,

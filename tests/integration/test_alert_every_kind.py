@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from infertop.collectors import prom_rules
+from infertop.collectors.sources import prom_rules
 from infertop.monitor.evaluation.conditions import STATUS_KINDS
 from infertop.monitor.evaluation.verdicts import ALL_KINDS
 from infertop.monitor.exporter import SnapshotCollector, metric_names

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from infertop.collectors.prom import prom_source_for
+from infertop.collectors.sources.prom import prom_source_for
 from infertop.demo.backends import BACKENDS, free_port, start_backend
 from infertop.demo.pd_trouble import CONGESTED, DRIFTED
 from infertop.demo.scenario import plan_cluster, trouble_nodes

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from infertop.collectors.local import LocalSource
 from infertop.collectors.probe import nvidia_gpus as probe_gpus
 from infertop.collectors.probe.bundle import probe_script
+from infertop.collectors.sources.local import LocalSource
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 pytestmark = pytest.mark.gpu

@@ -11,7 +11,7 @@ import pytest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from infertop.collectors.promql import CLOCK_REASONS_UNSEEN
+from infertop.collectors.sources.promql import CLOCK_REASONS_UNSEEN
 from infertop.layouts import parse_layout
 from infertop.monitor.monitor import Monitor
 from infertop.monitor.snapshot import Snapshot

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from infertop.collectors.prom import prom_source_for
 from infertop.collectors.sample import NodeSample
+from infertop.collectors.sources.prom import prom_source_for
 from infertop.layouts import parse_layout
 from infertop.monitor.evaluation.engine_ranks import rank_views
 from infertop.monitor.evaluation.figures import engine_view

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from aiohttp import ClientSession, web
 
-import infertop.collectors.prom as prom_module
+import infertop.collectors.sources.prom as prom_module
 from infertop.cli.snapshot import failing_verdicts
-from infertop.collectors.prom import PromSource
 from infertop.collectors.sample import NodeSample
+from infertop.collectors.sources.prom import PromSource
 from infertop.layouts import parse_layout
 from infertop.monitor.monitor import Monitor
 from infertop.monitor.snapshot import NodeView, Snapshot
@@ -463,7 +463,7 @@ async def test_latency_histograms_read_every_few_ticks_past_their_budget(
 ) -> None:
     """Past LATENCY_SERIES_PER_TICK bucket series a tick, the histograms are read on one
     tick in a few only, never so rarely that the window loses its readings: at a 1 s
-    interval and a 12 s window, every 4th tick (collectors/scrape.py keeps 3 a window)."""
+    interval and a 12 s window, every 4th tick (collectors/sources/scrape.py keeps 3 a window)."""
     monkeypatch.setattr(prom_module, "LATENCY_SERIES_PER_TICK", 1)  # the 2 nodes' ITL buckets are past it
     layout = parse_layout(layout_text(prom.url))
     source = PromSource(layout.prometheus, list(NODES), 1.0, window_s=12.0)  # type: ignore[arg-type]

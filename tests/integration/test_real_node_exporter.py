@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from infertop.collectors.exporters import EXPORTER_WANTED, parts_from_exporter
-from infertop.collectors.exposition import parse_exposition
+from infertop.collectors.pages.exporters import EXPORTER_WANTED, parts_from_exporter
+from infertop.collectors.pages.exposition import parse_exposition
 from infertop.collectors.probe.host import read_nics
 from infertop.collectors.sample import NicSample
 from infertop.layouts.loader import parse_layout

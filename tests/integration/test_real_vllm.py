@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
 
 INTERVAL_S = 2.0
 # latency buckets are read every round when window ÷ (3 × interval) < 2, so the truth of the
-# percentiles comes from the same pages as the rest (collectors.scrape.latency_every_rounds)
+# percentiles comes from the same pages as the rest (collectors.sources.scrape.latency_every_rounds)
 WINDOW_S = 10.0
 REL = 0.03  # the issue's own: within 3 % of the truth from the same pages
 

@@ -20,7 +20,7 @@ import pytest
 from aiohttp import web
 
 from infertop.collectors.sample import NodeSample
-from infertop.collectors.ssh import SshNode, SshSource
+from infertop.collectors.sources.ssh import SshNode, SshSource
 from infertop.layouts.loader import parse_layout
 from infertop.layouts.model import SshOptions
 from infertop.monitor.monitor import Monitor

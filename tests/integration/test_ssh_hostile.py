@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from infertop.collectors.sample import NodeSample
-from infertop.collectors.ssh import SshSource, ssh_source_for
+from infertop.collectors.sources.ssh import SshSource, ssh_source_for
 from infertop.layouts import load_layout
 from tests.support.hostile_sshd import serving
 from tests.support.waiting import until_async

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from infertop.collectors.ssh import parse_target
+from infertop.collectors.sources.ssh import parse_target
 from infertop.layouts import LayoutError, parse_layout
 from tests.support.layout_cli import assert_refused, run_infertop, toml_str
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from infertop.collectors.exporters import EXPORTER_WANTED, parts_from_exporter
-from infertop.collectors.exposition import parse_exposition
-from infertop.collectors.profiles import engine_sample_from_text
+from infertop.collectors.pages.exporters import EXPORTER_WANTED, parts_from_exporter
+from infertop.collectors.pages.exposition import parse_exposition
+from infertop.collectors.pages.profiles import engine_sample_from_text
 from infertop.collectors.sample import GpuSample, NodeSample
 from infertop.layouts.model import Thresholds
 from infertop.monitor.evaluation.activity import idle_basis

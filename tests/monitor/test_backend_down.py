@@ -9,7 +9,7 @@ import pytest
 
 from infertop.collectors.fleet import FleetState
 from infertop.collectors.sample import EngineSample, NodeSample
-from infertop.collectors.source import BackendState
+from infertop.collectors.sources.source import BackendState
 from infertop.layouts.model import Thresholds
 from infertop.monitor.evaluation.backends import backend_view, unseen_nodes
 from infertop.monitor.evaluation.figures import node_status
@@ -63,7 +63,7 @@ def test_back_lately_its_nodes_not_scraped_since_wait_for_it() -> None:
     """A backend back after being down, restarted or reloaded: its nodes with no scrape
     since are unknown for a while (their scrape loops start again up to an interval
     apart), never stale; those scraped since are judged as usual."""
-    from infertop.collectors.prom import PromSource
+    from infertop.collectors.sources.prom import PromSource
     from infertop.layouts.model import PrometheusConfig
 
     clock = [T0]

@@ -14,7 +14,7 @@ import pytest
 from aiohttp import web
 from prometheus_client import CollectorRegistry, generate_latest
 
-from infertop.collectors.scrape import Endpoint, ScrapeSource, usual_kind
+from infertop.collectors.sources.scrape import Endpoint, ScrapeSource, usual_kind
 from infertop.layouts import parse_layout
 from infertop.monitor.exporter import SnapshotCollector
 from infertop.monitor.monitor import Monitor

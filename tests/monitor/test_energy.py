@@ -7,8 +7,8 @@ import datetime as dt
 
 import pytest
 
-from infertop.collectors.dcgm import gpu_samples_from_dcgm
-from infertop.collectors.exposition import parse_exposition
+from infertop.collectors.pages.dcgm import gpu_samples_from_dcgm
+from infertop.collectors.pages.exposition import parse_exposition
 from infertop.collectors.sample import EngineSample, GpuSample, NodeSample
 from infertop.layouts import parse_layout
 from infertop.monitor.evaluation.ledger import SessionLedger

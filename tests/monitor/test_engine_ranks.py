@@ -9,7 +9,7 @@ import statistics
 
 import pytest
 
-from infertop.collectors.profiles import engine_sample_from_text
+from infertop.collectors.pages.profiles import engine_sample_from_text
 from infertop.collectors.sample import EngineSample, NodeSample
 from infertop.monitor.evaluation.engine_ranks import gpu_span, node_steps_per_s, rank_views
 from infertop.monitor.evaluation.figures import engine_view

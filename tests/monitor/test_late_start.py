@@ -10,7 +10,7 @@ import time
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
-from infertop.collectors.profiles import engine_sample_from_text
+from infertop.collectors.pages.profiles import engine_sample_from_text
 from infertop.collectors.sample import EngineSample, NodeSample
 from infertop.layouts import parse_layout
 from infertop.monitor.monitor import Monitor

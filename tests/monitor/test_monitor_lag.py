@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from infertop.collectors.scrape import scrape_targets
-from infertop.collectors.scrape_shards import ShardedScrapeSource
+from infertop.collectors.sources.scrape import scrape_targets
+from infertop.collectors.sources.scrape_shards import ShardedScrapeSource
 from infertop.layouts import parse_layout
 from infertop.layouts.model import Layout
 from infertop.monitor.monitor import Monitor
@@ -185,7 +185,7 @@ async def test_a_blocked_loop_blames_the_monitor_not_the_nodes(exporters: dict[s
 
 
 async def test_a_stopped_scrape_worker_blames_the_monitor_not_its_nodes(exporters: dict[str, SlowExporter]) -> None:
-    # the nodes read by a worker process (collectors.scrape_shards): its loop, not the
+    # the nodes read by a worker process (collectors.sources.scrape_shards): its loop, not the
     # monitor's, is the one that stands still, here for 3.5 s (SIGSTOP: as a starved or
     # swapped-out worker), past the 2.5 s unreachable threshold, while a poll is on the wire
     layout = layout_for(exporters)

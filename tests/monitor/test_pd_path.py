@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from infertop.collectors.exporters import EXPORTER_WANTED, parts_from_exporter
-from infertop.collectors.exposition import parse_exposition
+from infertop.collectors.pages.exporters import EXPORTER_WANTED, parts_from_exporter
+from infertop.collectors.pages.exposition import parse_exposition
+from infertop.collectors.pages.profiles import engine_sample_from_text
 from infertop.collectors.probe.host import read_ib, read_net
-from infertop.collectors.profiles import engine_sample_from_text
 from infertop.collectors.sample import GpuSample, NicSample, NodeSample
 from infertop.layouts import load_layout
 from infertop.monitor.monitor import Monitor

@@ -14,7 +14,7 @@ import math
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Summary, generate_latest
 
-from infertop.collectors.profiles import engine_sample_from_text
+from infertop.collectors.pages.profiles import engine_sample_from_text
 from infertop.collectors.sample import NodeSample
 from infertop.monitor.evaluation.figures import engine_view, per_gpu_and_user
 from infertop.monitor.evaluation.latency import percentile, share_within, window_increase

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from infertop.collectors.cadence import TICK_LATEST_PHASE
+from infertop.collectors.sources.cadence import TICK_LATEST_PHASE
 from infertop.layouts import parse_layout
 from infertop.monitor.monitor import Monitor
 from infertop.monitor.snapshot import Snapshot

@@ -3,7 +3,7 @@ vLLM 0.33 pages (tests/support/vllm_info_page.py) and plain views."""
 
 from __future__ import annotations
 
-from infertop.collectors.profiles import engine_sample_from_text
+from infertop.collectors.pages.profiles import engine_sample_from_text
 from infertop.collectors.sample import NodeSample
 from infertop.monitor.evaluation.timeline import MAX_EVENTS, TimelineTracker
 from infertop.monitor.snapshot import EngineView, NodeView, SessionView, VerdictView

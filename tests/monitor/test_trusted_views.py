@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from infertop.collectors.exporters import EXPORTER_WANTED, parts_from_exporter
-from infertop.collectors.exposition import parse_exposition
+from infertop.collectors.pages.exporters import EXPORTER_WANTED, parts_from_exporter
+from infertop.collectors.pages.exposition import parse_exposition
 from infertop.collectors.sample import NodeSample
 from infertop.demo.realistic_hosts import dcgm_page, node_exporter_page
 from infertop.demo.scenario import SimCluster

@@ -230,7 +230,7 @@ def test_a_state_read_with_a_kept_cache_reads_as_a_fresh_one() -> None:
 
 def test_port_counter_keys_are_the_same_objects_every_sample() -> None:
     """The (port, field) keys of every sample are the very same tuples: ~10k fewer young
-    objects a tick at 128 nodes for the paced collector to scan (monitor/gc_pacing.py)."""
+    objects a tick at 128 nodes for the paced collector to scan (collectors/process/gc_pacing.py)."""
 
     def sample(t: float) -> NodeSample:
         return NodeSample(node="n", source="s", taken_at=t, nics=[

@@ -22,9 +22,9 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from infertop.collectors.exporters import EXPORTER_WANTED, parts_from_exporter
-from infertop.collectors.exposition import parse_exposition
-from infertop.collectors.profiles import engine_sample_from_text
+from infertop.collectors.pages.exporters import EXPORTER_WANTED, parts_from_exporter
+from infertop.collectors.pages.exposition import parse_exposition
+from infertop.collectors.pages.profiles import engine_sample_from_text
 from infertop.collectors.sample import GpuSample, NicSample, NodeSample
 from infertop.layouts import parse_layout
 from infertop.monitor.monitor import Monitor

@@ -4,7 +4,7 @@ and TUI tests of issue 35."""
 
 from __future__ import annotations
 
-from infertop.collectors.profiles import engine_sample_from_text
+from infertop.collectors.pages.profiles import engine_sample_from_text
 from infertop.collectors.sample import GpuProcess, GpuSample, NodeSample
 from infertop.layouts import Layout, parse_layout
 from infertop.monitor.monitor import Monitor

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from infertop.collectors.sample import EngineSample, GpuSample, HostSample, NicSample, NodeSample, PageOutcome
-from infertop.collectors.source import PollingSource
+from infertop.collectors.sources.source import PollingSource
 from infertop.layouts.model import ClusterConfig, Layout, NicExpectation, NodeConfig, PricingConfig
 from infertop.monitor.feeds import Publish
 from infertop.monitor.monitor import Monitor

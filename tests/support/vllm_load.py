@@ -105,7 +105,7 @@ class Page:
     @property
     def served_at(self) -> float:
         """When the engine drew the page, as near as the relay knows: the midpoint of its
-        fetch (the monitor stamps its readings the same way, collectors.scrape.fetch)."""
+        fetch (the monitor stamps its readings the same way, collectors.sources.scrape.fetch)."""
         return self.read_at if self.asked_at is None else (self.asked_at + self.read_at) / 2
 
     def distance(self, at: float) -> float:

@@ -1,4 +1,4 @@
-"""Garbage is collected between frames, not while one is drawn (monitor.gc_pacing).
+"""Garbage is collected between frames, not while one is drawn (collectors.process.gc_pacing).
 
 At 128 nodes the collector, left to its thresholds, ran inside the viewer's frame
 handler and paint (up to 84 ms at once): one frame in three took over 50 ms. A real
@@ -13,7 +13,11 @@ import weakref
 
 from test_layout_passes import next_frame
 
-from infertop.monitor.gc_pacing import FULL_COLLECTION_EVERY_FRAMES, PACED_GEN0_THRESHOLD, PacedCollector
+from infertop.collectors.process.gc_pacing import (
+    FULL_COLLECTION_EVERY_FRAMES,
+    PACED_GEN0_THRESHOLD,
+    PacedCollector,
+)
 from infertop.tui.app import InfertopApp
 from tests.support.tui_helpers import FrozenFeed, NodeSpec, wait_for
 

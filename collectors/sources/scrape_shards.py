@@ -3,7 +3,7 @@ the machine's other cores.
 
 Reading and parsing a realistic node's three pages costs the monitor ~4 ms of CPU; at 128
 nodes a second that is ~0.5 s of one core, next to the monitor's own frame, record and
-viewers (BENCHMARKS.md, "Sharded collection"). Here each worker (`collectors.scrape_worker`) is a
+viewers (BENCHMARKS.md, "Sharded collection"). Here each worker (`collectors.sources.scrape_worker`) is a
 process with its own event loop and HTTP session that runs an ordinary `ScrapeSource`
 over its share of the nodes: the same wall-clock cadence, the same per-request timeouts
 measured on the wire in the worker, `taken_at` stamped when the page arrived. What comes
@@ -32,11 +32,17 @@ import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 
-from infertop.collectors.loop_stalls import KEEP_S
+from infertop.collectors.process.loop_stalls import KEEP_S
 from infertop.collectors.safe_text import inert_text, redact_text, url_secrets, whole_number
-from infertop.collectors.scrape import Endpoint, ScrapeSource, latency_every_rounds, scrape_targets, shard_of
-from infertop.collectors.scrape_worker import HEARTBEAT_S, WorkerJob, frame, read_frame
-from infertop.collectors.source import Emit, RoundSource, Source
+from infertop.collectors.sources.scrape import (
+    Endpoint,
+    ScrapeSource,
+    latency_every_rounds,
+    scrape_targets,
+    shard_of,
+)
+from infertop.collectors.sources.scrape_worker import HEARTBEAT_S, WorkerJob, frame, read_frame
+from infertop.collectors.sources.source import Emit, RoundSource, Source
 from infertop.layouts.loader import LayoutError
 from infertop.layouts.model import Layout
 
@@ -106,7 +112,9 @@ class ShardedScrapeSource(RoundSource):
             shards[shard_of(node, workers)][node] = list(endpoints)
         self.jobs = [WorkerJob(shard, interval_s, timeout_s, latency_every) for shard in shards if shard]
         # what starts a worker (a test may put a failing command here)
-        self.worker_command: Sequence[str] = (sys.executable, "-m", "infertop.collectors.scrape_worker")
+        self.worker_command: Sequence[str] = (
+            sys.executable, "-m", "infertop.collectors.sources.scrape_worker"
+        )
         self.worker_pids: list[int | None] = [None] * len(self.jobs)
         self.restarts = 0
         # each worker's newest round (started, finished)

@@ -15,9 +15,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from infertop.collectors.cadence import delay_to_boundary
-from infertop.collectors.loop_stalls import wire_timeout
+from infertop.collectors.process.loop_stalls import wire_timeout
 from infertop.collectors.sample import NodeSample
+from infertop.collectors.sources.cadence import delay_to_boundary
 
 Emit = Callable[[NodeSample], None]
 # a poll that ends less than this share of an interval past the next reading instant
@@ -84,7 +84,7 @@ class Source(ABC):
 
 class RoundSource(Source):
     """A source that reads its nodes in rounds at the wall-clock instants of
-    `interval_s` (collectors.cadence) and says when each round is in: the monitor's frame
+    `interval_s` (collectors.sources.cadence) and says when each round is in: the monitor's frame
     waits for the round of its instant (monitor.monitor)."""
 
     def __init__(self, nodes: Sequence[str], interval_s: float):
@@ -130,7 +130,7 @@ class PollingSource(RoundSource):
                 # that arrives as the poll finishes, and the source would never stop. The
                 # poll still runs as a task of its own, scheduled as it was under wait_for.
                 # Measured on the wire: time the monitor's own loop stood still does not
-                # count (collectors.loop_stalls), or a starved monitor blames the nodes.
+                # count (collectors.process.loop_stalls), or a starved monitor blames the nodes.
                 poll = asyncio.ensure_future(self.poll())
                 async with wire_timeout(self.timeout_s):
                     samples = await poll
@@ -147,7 +147,7 @@ class PollingSource(RoundSource):
             for sample in samples:
                 emit(sample)
             self.round_done(started_at, time.time())
-            # read at wall-clock boundaries (see collectors.cadence); a poll slower than
+            # read at wall-clock boundaries (see collectors.sources.cadence); a poll slower than
             # the interval goes on at the next boundary: never overlap, never spin. One that
             # ran only a little past the reading instant after its start reads again at
             # once: waiting for the next instant would leave that instant's frame (which

@@ -22,7 +22,7 @@ What it takes, and how each part is bounded (a node's answer is hostile until re
 - `Content-Encoding` gzip or deflate (a server may compress though asked not to),
   inflated to at most `max_bytes`; any other encoding is an error.
 Anything else is `PageError` with a short reason: the caller names the URL. The caller
-bounds the time (`collectors.loop_stalls.wire_timeout`); a connection whose exchange
+bounds the time (`collectors.process.loop_stalls.wire_timeout`); a connection whose exchange
 was cut short by it, an error, or bytes the answer did not account for is closed, not
 kept. A kept connection the server has since closed is retried once on a new one, when
 no byte of the answer came on it (the request was then never read).

@@ -29,7 +29,7 @@ HELD_MAX = 200
 
 # infertop's folder as imported (in a source tree its rooms are links to the top-level
 # folders), and each room's real folder: warnings name files by their resolved paths
-_PACKAGE_DIR = Path(os.path.abspath(__file__)).parent.parent
+_PACKAGE_DIR = Path(os.path.abspath(__file__)).parent.parent.parent
 _OWN_DIRS = tuple(str((_PACKAGE_DIR / name).resolve()) + "/" for name in (".", *OWN_PACKAGES))
 # a deprecation is for whoever maintains the caller, even when the caller is infertop
 _DEVELOPER_CATEGORIES: tuple[type[Warning], ...] = (DeprecationWarning, PendingDeprecationWarning)

@@ -20,7 +20,7 @@ from infertop.collectors.probe import nvidia_gpus as probe_gpus
 from infertop.collectors.probe.ethtool_stats import EthtoolStats
 from infertop.collectors.probe.schema import sample_from_reading
 from infertop.collectors.sample import NodeSample
-from infertop.collectors.source import PollingSource
+from infertop.collectors.sources.source import PollingSource
 
 
 class LocalSource(PollingSource):

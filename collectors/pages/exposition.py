@@ -34,14 +34,14 @@ from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from infertop.collectors.exposition_fast import parse_wanted_fast
+from infertop.collectors.pages.exposition_fast import parse_wanted_fast
 from infertop.collectors.safe_text import inert_text, redact_url
 
 # A real node_exporter page is ~100–500 KiB; anything far larger is not a metrics page.
 MAX_EXPOSITION_BYTES = 32 * 1024 * 1024
 # Label values end up on screen (GPU model names, hostnames): cap them.
 MAX_LABEL_CHARS = 200
-# The fast path for wanted names (collectors/exposition_fast.py); off only for a
+# The fast path for wanted names (collectors/pages/exposition_fast.py); off only for a
 # benchmark that measures the exact path inside a running monitor.
 FAST_PATH = True
 
@@ -171,7 +171,7 @@ def parse_exposition(
 
     `wanted`, when given, is the set of sample names the caller will look up: other
     sample lines are skipped before parsing (a large saving on big pages), and an
-    ordinary page is read by the fast path (`collectors/exposition_fast.py`), which
+    ordinary page is read by the fast path (`collectors/pages/exposition_fast.py`), which
     returns what the exact path below would, or hands the page back to it. With `skim`
     too, the lines skipped are not checked either (only the page's last line is), so
     a page with a bad line among them may be read all the same; the wanted figures are

@@ -41,11 +41,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from infertop.collectors.draft_positions import PER_POSITION_NAMES, accepted_by_position
-from infertop.collectors.engine_info import engine_info_fields, info_names
-from infertop.collectors.engine_ranks import engine_ranks
-from infertop.collectors.exposition import Exposition, ExpositionError, duplicate_note, parse_exposition
-from infertop.collectors.histograms import LATENCY_BUCKET_NAMES, scoreboard_fields, wanted_names
+from infertop.collectors.pages.draft_positions import PER_POSITION_NAMES, accepted_by_position
+from infertop.collectors.pages.engine_info import engine_info_fields, info_names
+from infertop.collectors.pages.engine_ranks import engine_ranks
+from infertop.collectors.pages.exposition import Exposition, ExpositionError, duplicate_note, parse_exposition
+from infertop.collectors.pages.histograms import LATENCY_BUCKET_NAMES, scoreboard_fields, wanted_names
 from infertop.collectors.safe_text import redact_url
 from infertop.collectors.sample import EngineSample, EngineSourceKind
 
@@ -129,13 +129,13 @@ class Profile:
     @functools.cached_property
     def wanted(self) -> frozenset[str]:
         """`own_names`, for `parse_exposition(wanted=…)`, with the scoreboard's names
-        (`collectors.histograms`: engine-prefixed, read on any profile)."""
+        (`collectors.pages.histograms`: engine-prefixed, read on any profile)."""
         return self.own_names | wanted_names() | info_names() | frozenset(PER_POSITION_NAMES)
 
     @functools.cached_property
     def wanted_without_latency(self) -> frozenset[str]:
         """`wanted` less the latency histograms' buckets (a page read on a round that skips
-        them: `collectors.scrape`), unless the profile reads such a name itself."""
+        them: `collectors.sources.scrape`), unless the profile reads such a name itself."""
         return self.wanted - (LATENCY_BUCKET_NAMES - self.own_names)
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Container, Iterable, Mapping
 
-from infertop.collectors.exposition import Exposition
+from infertop.collectors.pages.exposition import Exposition
 from infertop.collectors.safe_text import inert_text
 
 # info gauge → the prefix its settings are named with

@@ -30,25 +30,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from infertop.collectors.bounds import whole
-from infertop.collectors.dcgm import ACTIVITY_FACTOR, ACTIVITY_METRICS, NVLINK_TOTAL_BYTES_PER_UNIT
-from infertop.collectors.draft_positions import (
+from infertop.collectors.pages.dcgm import ACTIVITY_FACTOR, ACTIVITY_METRICS, NVLINK_TOTAL_BYTES_PER_UNIT
+from infertop.collectors.pages.draft_positions import (
     PER_POSITION_NAMES,
     POSITION_FIELD,
     POSITION_LABEL,
     accepted_by_position,
 )
-from infertop.collectors.engine_info import (
+from infertop.collectors.pages.engine_info import (
     HEALTH_GAUGES,
     INFO_GAUGES,
     VALUE_SETTINGS,
     settings_from_labels,
     settings_from_values,
 )
-from infertop.collectors.histograms import LATENCY_HISTOGRAMS, SCOREBOARD_SCALARS, bucket_bound
-from infertop.collectors.node_exporter import ib_physical_state
+from infertop.collectors.pages.histograms import LATENCY_HISTOGRAMS, SCOREBOARD_SCALARS, bucket_bound
+from infertop.collectors.pages.node_exporter import ib_physical_state
+from infertop.collectors.pages.profiles import ENGINE_LABELS, CustomProfiles, ProfileError, resolve_profile
 from infertop.collectors.probe.host import port_state
-from infertop.collectors.profiles import ENGINE_LABELS, CustomProfiles, ProfileError, resolve_profile
-from infertop.collectors.prom_ranks import RANK_KEY, rank_samples, rank_subkeys
 from infertop.collectors.sample import (
     ENGINE_COUNTER_FIELDS,
     ENGINE_GAUGE_FIELDS,
@@ -58,6 +57,7 @@ from infertop.collectors.sample import (
     NicSample,
     NodeSample,
 )
+from infertop.collectors.sources.prom_ranks import RANK_KEY, rank_samples, rank_subkeys
 from infertop.collectors.virtual_nics import VIRTUAL_NIC_REGEX
 
 NODE = "infertop_node"
@@ -72,9 +72,9 @@ VIRTUAL_NICS = "lo|" + VIRTUAL_NIC_REGEX
 
 # several engines on one node (data parallel): KV usage is averaged, the rest summed, and
 # steps are summed per engine then averaged over engines (they step in lockstep) — the
-# same aggregation collectors/profiles.py applies to a scraped page
+# same aggregation collectors/pages/profiles.py applies to a scraped page
 _ENGINE_AVG = frozenset({"kv_cache_usage", "spec_accept_rate", "spec_accept_length"})
-# read from a page only to weigh other figures (collectors/profiles.py), not a sample field
+# read from a page only to weigh other figures (collectors/pages/profiles.py), not a sample field
 _ENGINE_HELPERS = frozenset({"spec_verify_calls"})
 _ENGINE_STEPS = "steps_total"
 _ENGINE_STEPS_BY_ENGINE = "steps_by_engine"
@@ -110,7 +110,7 @@ def profile_metrics(
     return {k: tuple(v) for k, v in merged.items() if v and k not in _ENGINE_HELPERS}
 
 
-# labels of copies of one figure (SGLang's TP ranks; see collectors/profiles.py)
+# labels of copies of one figure (SGLang's TP ranks; see collectors/pages/profiles.py)
 _REPLICA_LABELS = ("tp_rank", "moe_ep_rank", "pp_rank")
 # PromQL's `a or b` is a union of series with different label sets, not "the first name
 # present": a name that has labelled series beside another name's would be added to it
@@ -141,7 +141,7 @@ def profile_matchers(
 
 # the scoreboard's latency histograms: cumulative buckets summed per node and `le`
 LATENCY_KEY = "latency:"
-# Info gauges (vLLM's `vllm:cache_config_info`: settings as labels, collectors/engine_info.py)
+# Info gauges (vLLM's `vllm:cache_config_info`: settings as labels, collectors/pages/engine_info.py)
 # are read raw, each series's labels kept as its sub-key ("label=value", sorted). Prometheus
 # adds its target labels (instance, job, pod, namespace, …) to every series; those are the
 # labels an engine's own series carries too (LABELS_BASE: vllm:num_requests_running), so a
@@ -229,7 +229,7 @@ class QueryBuilder:
 
     def _engine_alts(self, key: str, names: Sequence[str]) -> str:
         """The names of one field with their label filters, SGLang's TP-rank copies merged
-        into one series (`max`: copies are equal), as collectors/profiles.py does."""
+        into one series (`max`: copies are equal), as collectors/pages/profiles.py does."""
         parts = [self.sel(n, self.engine_matchers.get((key, n), "")) for n in names]
         alts = parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"
         return f"max without ({', '.join(_REPLICA_LABELS)}) ({alts})"
@@ -265,7 +265,7 @@ class QueryBuilder:
 
     def engine_ranks(self) -> list[Query]:
         """Every engine figure again per data-parallel engine (vLLM `engine`, SGLang
-        `dp_rank`), aggregated as the node's (collectors/prom_ranks.py); steps per engine
+        `dp_rank`), aggregated as the node's (collectors/sources/prom_ranks.py); steps per engine
         are the node's `steps_by_engine` already. A node of one unlabelled engine gets one
         empty-labelled series each, dropped as no rank."""
         out = []
@@ -296,7 +296,7 @@ class QueryBuilder:
             # total = used + free, added here: a binary operator on the server costs more
             Query("gpu", "mem_free_mib", self.agg("max", self.sel("DCGM_FI_DEV_FB_FREE"), by)),
             # the framebuffer the driver keeps: part of the total, as the direct read counts it
-            # (collectors.dcgm); FB_TOTAL, where collected, is the total itself
+            # (collectors.pages.dcgm); FB_TOTAL, where collected, is the total itself
             Query("gpu", "mem_reserved_mib", self.agg("max", self.sel("DCGM_FI_DEV_FB_RESERVED"), by)),
             Query("gpu", "mem_total_mib", self.agg("max", self.sel("DCGM_FI_DEV_FB_TOTAL"), by)),
             Query("gpu", "power_w", self.agg("max", self.sel("DCGM_FI_DEV_POWER_USAGE"), by)),
@@ -306,7 +306,7 @@ class QueryBuilder:
                 "max", self._alts(("DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_XID_ERROR")), by)),
             Query("gpu", "energy_mj_total", self.agg(
                 "max", self.sel("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"), by)),
-            # the default CSV's NVLink field: a rate in 1000-KiB/s units (collectors.dcgm)
+            # the default CSV's NVLink field: a rate in 1000-KiB/s units (collectors.pages.dcgm)
             Query("gpu", "nvlink_total", self.agg(
                 "max", self.sel("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"), by)),
             Query("gpu", "clock_event_reasons", self.agg("max", self._alts(
@@ -340,7 +340,7 @@ class QueryBuilder:
                 "max", self.sel("node_infiniband_rate_bytes_per_second"), ib)),
             Query("node", "ib_wait", self.agg(
                 "sum", self.sel("node_infiniband_port_transmit_wait_total"), ib)),
-            # per-port error counters (node_exporter 1.12.1 names; see collectors.node_exporter)
+            # per-port error counters (node_exporter 1.12.1 names; see collectors.pages.node_exporter)
             Query("node", "ib_rx_errors", self.agg(
                 "sum", self.sel("node_infiniband_port_errors_received_total"), ib)),
             Query("node", "ib_recoveries", self.agg(
@@ -500,7 +500,7 @@ def engine_sample(node: str, taken_at: float, fig: Mapping[str, Mapping[tuple[st
     values = {k: single(fig, k) for k in (*ENGINE_COUNTER_FIELDS, *ENGINE_GAUGE_FIELDS)}
     if all(v is None for v in values.values()):
         return None
-    # named as collectors/profiles.py names them ("engine=3", "dp_rank=1", "-")
+    # named as collectors/pages/profiles.py names them ("engine=3", "dp_rank=1", "-")
     per_engine = {
         ",".join(f"{label}={v}" for label, v in zip(ENGINE_LABELS, sub, strict=False) if v) or "-": value
         for sub, value in (fig.get(_ENGINE_STEPS_BY_ENGINE) or {}).items()

@@ -1,8 +1,8 @@
 """Exporter pages → the GPU, NIC and NPU parts of a sample: the readers, tried on every page.
 
-- dcgm-exporter → `GpuSample`s (collectors/dcgm.py);
-- node_exporter → `NicSample`s (collectors/node_exporter.py);
-- Huawei npu-exporter → NPUs (collectors/ascend.py).
+- dcgm-exporter → `GpuSample`s (collectors/pages/dcgm.py);
+- node_exporter → `NicSample`s (collectors/pages/node_exporter.py);
+- Huawei npu-exporter → NPUs (collectors/pages/ascend.py).
 
 Each reader takes an `Exposition` (samples by exact name), so a Prometheus source can build
 one from query results and reuse them.
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Container
 
-from infertop.collectors.ascend import ASCEND_WANTED, ascend_parts
-from infertop.collectors.dcgm import DCGM_WANTED, dcgm_parts
-from infertop.collectors.exposition import Exposition
-from infertop.collectors.node_exporter import NODE_EXPORTER_WANTED, node_parts
+from infertop.collectors.pages.ascend import ASCEND_WANTED, ascend_parts
+from infertop.collectors.pages.dcgm import DCGM_WANTED, dcgm_parts
+from infertop.collectors.pages.exposition import Exposition
+from infertop.collectors.pages.node_exporter import NODE_EXPORTER_WANTED, node_parts
 
 #: (page, the port names the layout expects on the node) → parts
 Extractor = Callable[[Exposition, Container[str]], dict[str, object]]

@@ -4,14 +4,14 @@ Ethernet / bond devices (netdev, netclass, bonding collectors) and InfiniBand po
 (infiniband collector; its byte counters are already ×4, unlike sysfs). Container / virtual
 plumbing (pod veths, CNI bridges: see collectors.virtual_nics) is left out unless the layout
 expects the port by name. Takes an `Exposition`, so a Prometheus source can build one from
-query results and reuse it. Unknown stays `None`. Registered in collectors/exporters.py.
+query results and reuse it. Unknown stays `None`. Registered in collectors/pages/exporters.py.
 """
 
 from __future__ import annotations
 
 from collections.abc import Container, Sequence
 
-from infertop.collectors.exposition import Exposition, clean_label, label_text
+from infertop.collectors.pages.exposition import Exposition, clean_label, label_text
 from infertop.collectors.probe.ethtool_stats import pause_frames
 from infertop.collectors.probe.host import port_state
 from infertop.collectors.sample import NicKind, NicSample

@@ -24,26 +24,32 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from infertop.collectors.exporters import EXPORTER_WANTED, parts_from_exporter
-from infertop.collectors.exposition import (
+from infertop.collectors.pages.exporters import EXPORTER_WANTED, parts_from_exporter
+from infertop.collectors.pages.exposition import (
     MAX_EXPOSITION_BYTES,
     ExpositionError,
     duplicate_note,
     parse_exposition,
 )
-from infertop.collectors.http_pages import ACCEPT_ENCODING, ConnectError, PageClient, PageError, TooBig
-from infertop.collectors.loop_stalls import wire_timeout
-from infertop.collectors.profiles import (
+from infertop.collectors.pages.profiles import (
     Profile,
     ProfileError,
     custom_profile,
     engine_sample_from_exposition,
     resolve_profile,
 )
-from infertop.collectors.routing import route_layout
+from infertop.collectors.process.loop_stalls import wire_timeout
 from infertop.collectors.safe_text import redact_url
 from infertop.collectors.sample import EngineSample, GpuSample, NicSample, NodeSample, PageKind, PageOutcome
-from infertop.collectors.source import PollingSource
+from infertop.collectors.sources.http_pages import (
+    ACCEPT_ENCODING,
+    ConnectError,
+    PageClient,
+    PageError,
+    TooBig,
+)
+from infertop.collectors.sources.routing import route_layout
+from infertop.collectors.sources.source import PollingSource
 from infertop.layouts.loader import LayoutError
 from infertop.layouts.model import Layout
 
@@ -97,7 +103,7 @@ USUAL_PORTS: dict[int, tuple[PageKind, tuple[str, ...]]] = {
 
 
 def shard_of(node: str, shards: int) -> int:
-    """A node's share among `shards`: its worker (`collectors.scrape_shards`), the round it
+    """A node's share among `shards`: its worker (`collectors.sources.scrape_shards`), the round it
     reads its latency buckets on. Stable across runs and restarts (not Python's salted hash)."""
     return zlib.crc32(node.encode("utf-8")) % shards
 
@@ -169,7 +175,7 @@ class ScrapeSource(PollingSource):
         self._semaphore = asyncio.Semaphore(max_concurrency)
         self._max_concurrency = max_concurrency
         self._session: aiohttp.ClientSession | None = None
-        # plain-http pages: a leaner client than aiohttp's (collectors.http_pages); aiohttp
+        # plain-http pages: a leaner client than aiohttp's (collectors.sources.http_pages); aiohttp
         # reads the rest (https, credentials)
         self._pages = PageClient(ACCEPT)
         # URL → (kind, parts) of what the page gave when it last read right: a failed
@@ -200,7 +206,7 @@ class ScrapeSource(PollingSource):
                 sent_at = time.time()  # after the semaphore: queueing is not reading
                 # the timeout is measured on the wire, not against this process's loop: a
                 # page that arrived while the monitor stood still is read, not "timed out"
-                # (collectors.loop_stalls); aiohttp's own timer would fire as the loop wakes
+                # (collectors.process.loop_stalls); aiohttp's own timer would fire as the loop wakes
                 async with wire_timeout(timeout_s):
                     if plain:
                         status, body = await self._pages.get(url, self.max_bytes)
@@ -431,7 +437,7 @@ class ScrapeSource(PollingSource):
 
 def scrape_targets(layout: Layout) -> dict[str, list[Endpoint]]:
     """Node → endpoints, for every node whose engine page or exporter pages the scrape
-    source reads (collectors/routing.py decides which those are).
+    source reads (collectors/sources/routing.py decides which those are).
 
     An unknown engine profile, or a custom profile the layout got wrong, is a
     `LayoutError` naming the field (exit 2), not a node error at run time.

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Container
 
 from infertop.collectors.bounds import whole
-from infertop.collectors.exposition import Exposition, clean_label
+from infertop.collectors.pages.exposition import Exposition, clean_label
 from infertop.collectors.safe_text import whole_number
 from infertop.collectors.sample import GpuSample, NicSample
 

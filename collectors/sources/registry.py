@@ -1,15 +1,15 @@
-"""Layout → the sources that read it. collectors/routing.py decides which source reads
+"""Layout → the sources that read it. collectors/sources/routing.py decides which source reads
 which part of which node; each builder here takes its share of that one answer."""
 
 from __future__ import annotations
 
-from infertop.collectors.local import LocalSource
-from infertop.collectors.log_source import local_log_sources
-from infertop.collectors.prom import prom_source_for
-from infertop.collectors.routing import route_layout
-from infertop.collectors.scrape_shards import scrape_source_for
-from infertop.collectors.source import Source
-from infertop.collectors.ssh import ssh_source_for
+from infertop.collectors.sources.local import LocalSource
+from infertop.collectors.sources.log_source import local_log_sources
+from infertop.collectors.sources.prom import prom_source_for
+from infertop.collectors.sources.routing import route_layout
+from infertop.collectors.sources.scrape_shards import scrape_source_for
+from infertop.collectors.sources.source import Source
+from infertop.collectors.sources.ssh import ssh_source_for
 from infertop.layouts.model import Layout
 
 

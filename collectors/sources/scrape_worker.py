@@ -1,6 +1,6 @@
-"""One shard of the scrape source in a process of its own (`collectors.scrape_shards`).
+"""One shard of the scrape source in a process of its own (`collectors.sources.scrape_shards`).
 
-Run as `python -m infertop.collectors.scrape_worker` by the monitor, never by hand. It reads its job
+Run as `python -m infertop.collectors.sources.scrape_worker` by the monitor, never by hand. It reads its job
 from stdin (one frame: the pickled `WorkerJob`), then runs a `ScrapeSource` over its nodes
 on the usual wall-clock cadence and writes framed messages to stdout: each node's sample
 as soon as it is read, and each round's start and finish. It exits when stdin closes
@@ -22,11 +22,11 @@ import sys
 import time
 from dataclasses import dataclass
 
-from infertop.collectors import library_warnings
-from infertop.collectors.loop_stalls import acquire_meter, release_meter
+from infertop.collectors.process import library_warnings
+from infertop.collectors.process.loop_stalls import acquire_meter, release_meter
 from infertop.collectors.sample import NodeSample
-from infertop.collectors.scrape import Endpoint, ScrapeSource
-from infertop.collectors.source import RoundSource
+from infertop.collectors.sources.scrape import Endpoint, ScrapeSource
+from infertop.collectors.sources.source import RoundSource
 
 FRAME = struct.Struct("!I")  # each message: its length, then the pickle
 WORKER_NICENESS = 5  # added to the monitor's: see main
@@ -109,7 +109,7 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(name)s: %(message)s")
     # reading pages is throughput work: where cores are short, the viewers (and the
     # monitor's frame) come first; a worker that falls behind is the monitor's lateness,
-    # said and excused (collectors.scrape_shards), never a node's fault
+    # said and excused (collectors.sources.scrape_shards), never a node's fault
     with contextlib.suppress(OSError):
         os.nice(WORKER_NICENESS)
     try:
@@ -121,6 +121,6 @@ def main() -> None:
 if __name__ == "__main__":
     # through the module's own name: run as __main__, this file's WorkerJob would be
     # another class than the one the monitor pickled
-    from infertop.collectors import scrape_worker
+    from infertop.collectors.sources import scrape_worker
 
     scrape_worker.main()

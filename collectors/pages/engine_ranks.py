@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
-from infertop.collectors.exposition import Exposition
+from infertop.collectors.pages.exposition import Exposition
 from infertop.collectors.safe_text import whole_number
 from infertop.collectors.sample import EngineRankSample, EngineSample
 
@@ -72,7 +72,7 @@ def _order(key: str) -> tuple[int, str]:
     return (rank if rank is not None else 1 << 30, key)
 
 
-# for the sources that build ranks from other than a page (collectors/prom_ranks.py)
+# for the sources that build ranks from other than a page (collectors/sources/prom_ranks.py)
 dp_rank_of = _dp_rank
 rank_order = _order
 

@@ -2,7 +2,7 @@
 
 Takes an `Exposition` (samples by exact name), so a Prometheus source can build one from
 query results and reuse it. Unknown stays `None`; a page that simply lacks a family yields
-fewer fields, never zeros. Registered with the other exporters in collectors/exporters.py.
+fewer fields, never zeros. Registered with the other exporters in collectors/pages/exporters.py.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Container, Sequence
 
 from infertop.collectors.bounds import whole
-from infertop.collectors.exposition import Exposition, label_text
+from infertop.collectors.pages.exposition import Exposition, label_text
 from infertop.collectors.sample import GpuSample
 
 MIB = 1024 * 1024

@@ -271,7 +271,7 @@ def parse_wanted_fast(text: str, wanted: AbstractSet[str], skim: bool = False) -
     the page is checked), so a page the exact path rejects for such a line may still be
     read; every wanted, HELP and TYPE line is read as without it, so whenever the exact
     path reads the page, so does this, to the same tables. The caller reads whole pages
-    now and then to catch the rest (`collectors/scrape.py`, `WHOLE_PAGE_EVERY`).
+    now and then to catch the rest (`collectors/sources/scrape.py`, `WHOLE_PAGE_EVERY`).
     """
     body = "\n" + text
     scanner = _scanner(frozenset(wanted), skim)

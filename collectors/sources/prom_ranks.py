@@ -1,11 +1,11 @@
 """The `prom` source's per-rank engines: each data-parallel engine of a node on its own.
 
-The engine tier's figures are folded per node on the server (collectors/promql.py); the
+The engine tier's figures are folded per node on the server (collectors/sources/promql.py); the
 same figures are also asked for per engine — grouped by the node and vLLM's `engine` /
-SGLang's `dp_rank` labels (`collectors.engine_ranks.RANK_LABELS`) — and handed here, as
+SGLang's `dp_rank` labels (`collectors.pages.engine_ranks.RANK_LABELS`) — and handed here, as
 `"rank:<field>"` results keyed by those labels' values. Each rank becomes an
 `EngineRankSample` carrying the figures the endpoint source gives a rank read alone from
-its page (collectors/engine_ranks.py): counters raw and cumulative, gauges as read, its
+its page (collectors/pages/engine_ranks.py): counters raw and cumulative, gauges as read, its
 latency histograms' cumulative buckets. A series with neither label is the node's alone.
 
 Not from Prometheus: SGLang's `tp_rank` under a `dp_rank` (the copies are merged on the
@@ -18,8 +18,8 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from infertop.collectors.draft_positions import POSITION_FIELD, POSITION_LABEL, accepted_by_position
-from infertop.collectors.engine_ranks import MAX_RANKS, RANK_LABELS, dp_rank_of, rank_key, rank_order
+from infertop.collectors.pages.draft_positions import POSITION_FIELD, POSITION_LABEL, accepted_by_position
+from infertop.collectors.pages.engine_ranks import MAX_RANKS, RANK_LABELS, dp_rank_of, rank_key, rank_order
 from infertop.collectors.sample import (
     ENGINE_COUNTER_FIELDS,
     ENGINE_GAUGE_FIELDS,

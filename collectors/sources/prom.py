@@ -3,7 +3,7 @@
 prometheus-api-client is synchronous (requests), so its calls run on a small thread
 pool of this source's own (the default executor is shared with NVML/psutil reads): one
 round of queries per tick, all at once, each bounded by `timeout_s`. Queries aggregate on
-the server (collectors/promql.py), so a tick pulls O(nodes) engine and host series, plus
+the server (collectors/sources/promql.py), so a tick pulls O(nodes) engine and host series, plus
 O(GPUs) per-GPU series every `gpu_detail_every` ticks.
 
 Each exporter family becomes its own stream of samples ("prom:engine", "prom:gpu",
@@ -37,13 +37,13 @@ from prometheus_api_client.prometheus_connect import PrometheusConnect
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from infertop.collectors import prom_rules, promql
-from infertop.collectors.loop_stalls import wire_timeout
-from infertop.collectors.routing import route_layout
+from infertop.collectors.process.loop_stalls import wire_timeout
 from infertop.collectors.safe_text import inert_text, redact_url
 from infertop.collectors.sample import NodeSample
-from infertop.collectors.scrape import latency_every_rounds
-from infertop.collectors.source import BackendState, Emit, PollingSource
+from infertop.collectors.sources import prom_rules, promql
+from infertop.collectors.sources.routing import route_layout
+from infertop.collectors.sources.scrape import latency_every_rounds
+from infertop.collectors.sources.source import BackendState, Emit, PollingSource
 from infertop.layouts.model import Layout, PrometheusConfig
 
 log = logging.getLogger(__name__)
@@ -54,7 +54,7 @@ GPUS_PER_TICK = 4096
 # the same for the engines' latency histograms' buckets (~22 a histogram, 6 histograms a
 # node: 135k series at 1,024 nodes, three quarters of a round's answer): read every few
 # ticks past this many, never so rarely that a window holds fewer readings than the scrape
-# source keeps (collectors/scrape.py `latency_every_rounds`)
+# source keeps (collectors/sources/scrape.py `latency_every_rounds`)
 LATENCY_SERIES_PER_TICK = 40_000
 # past this many nodes the histograms are read per node only, not again per data-parallel
 # engine: 8 engines a node make the per-engine copies 8 times the node's (1.1M series a
@@ -66,7 +66,7 @@ BACKFILL_WORKERS = 2
 # since are waiting for it, not stale — at least this, or this many intervals
 SETTLE_MIN_S = 30.0
 SETTLE_INTERVALS = 5
-# how often the source looks again for infertop's recorded series (collectors/prom_rules.py)
+# how often the source looks again for infertop's recorded series (collectors/sources/prom_rules.py)
 RECORDED_RECHECK_S = 300.0
 
 
@@ -185,7 +185,7 @@ class Backend:
         self.shown_url = redact_url(self.url)
         self.name = f"prometheus {self.shown_url}"
         self.client: PrometheusConnect | None = None
-        # infertop's recorded series this server has (collectors/prom_rules.py)
+        # infertop's recorded series this server has (collectors/sources/prom_rules.py)
         self.recorded: set[str] = set()
         self.recorded_at: float | None = None
         self.behind_s: float | None = None  # its newest sample's age, last round it answered
@@ -303,7 +303,7 @@ class PromSource(PollingSource):
         # how far the newest sample the backends held trailed the wall clock, last round
         self.behind_s: float | None = None
         # infertop's recording rules: a query whose text is the rule's own is read from
-        # the recorded series when the server has it (collectors/prom_rules.py)
+        # the recorded series when the server has it (collectors/sources/prom_rules.py)
         self._rule_exprs = {
             (q.tier, q.key): q.promql for t in prom_rules.TIERS for q in prom_rules.builder().tier(t)
         }
@@ -879,7 +879,7 @@ def history_samples(
 
 
 def prom_source_for(layout: Layout) -> PromSource | None:
-    """The layout's Prometheus source: the nodes whose series collectors/routing.py gives
+    """The layout's Prometheus source: the nodes whose series collectors/sources/routing.py gives
     to PromQL (those no other source reads), plus discovered ones."""
     config = layout.prometheus
     if config is None:

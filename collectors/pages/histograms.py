@@ -25,7 +25,7 @@ import itertools
 import math
 from collections.abc import Mapping
 
-from infertop.collectors.exposition import Exposition
+from infertop.collectors.pages.exposition import Exposition
 
 # canonical latency → histogram base names, newest name first
 LATENCY_HISTOGRAMS: Mapping[str, tuple[str, ...]] = {
@@ -98,7 +98,7 @@ def wanted_names() -> frozenset[str]:
 
 # A page writes the same few bound texts ("0.005", "+Inf") for every engine and every
 # histogram, round after round: each text is converted once, and every sample shares its
-# float (the prom source's answers too, collectors/promql.py: ~24 bytes a bucket a sample).
+# float (the prom source's answers too, collectors/sources/promql.py: ~24 bytes a bucket a sample).
 # Bounded, as the texts come from the page.
 @functools.lru_cache(maxsize=1024)
 def bucket_bound(raw: str) -> float | None:

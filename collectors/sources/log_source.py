@@ -1,6 +1,6 @@
 """The log source: an engine's log on this machine, followed like the probe follows it.
 
-A local node's `engine.log` (collectors/routing.py gives it to this source) has its engine
+A local node's `engine.log` (collectors/sources/routing.py gives it to this source) has its engine
 figures read from that file by the same `LogWatch` the SSH probe runs on remote nodes
 (collectors/probe/logs.py), so local and remote logs are parsed by one code path.
 `log_watch_config` is also what the SSH source sends to the probe: plain JSON, no code.
@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from infertop.collectors.probe.logs import LogWatch
-from infertop.collectors.routing import route_layout
 from infertop.collectors.sample import EngineSample, NodeSample
-from infertop.collectors.source import PollingSource
+from infertop.collectors.sources.routing import route_layout
+from infertop.collectors.sources.source import PollingSource
 from infertop.layouts.model import EngineConfig, Layout
 
 
@@ -95,7 +95,7 @@ class LogSource(PollingSource):
 
 
 def local_log_sources(layout: Layout) -> list[LogSource]:
-    """A log source for every node whose engine log collectors/routing.py gives to `log`
+    """A log source for every node whose engine log collectors/sources/routing.py gives to `log`
     (a local node's log file or command)."""
     sources = []
     for route in route_layout(layout).read_by("log"):

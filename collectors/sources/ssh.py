@@ -30,16 +30,16 @@ from typing import Any
 
 import asyncssh
 
-from infertop.collectors.log_source import log_watch_config
-from infertop.collectors.loop_stalls import wire_timeout
 from infertop.collectors.probe.bundle import BOOTSTRAP, bootstrap_payload
 from infertop.collectors.probe.engine import ENGINE_MAX_BYTES
 from infertop.collectors.probe.log_follower import LineSplitter
 from infertop.collectors.probe.schema import BadReading, parse_reading_line, reading_sample
-from infertop.collectors.routing import route_layout
+from infertop.collectors.process.loop_stalls import wire_timeout
 from infertop.collectors.safe_text import inert_text, redact_text, url_secrets
 from infertop.collectors.sample import EngineSample, NodeSample, PageOutcome
-from infertop.collectors.source import Emit, Source
+from infertop.collectors.sources.log_source import log_watch_config
+from infertop.collectors.sources.routing import route_layout
+from infertop.collectors.sources.source import Emit, Source
 from infertop.layouts.model import Layout, NodeConfig, SshOptions, split_ssh_target
 
 log = logging.getLogger(__name__)
@@ -145,7 +145,7 @@ EngineConverter = Callable[[str, str], tuple[EngineSample, list[str]]]
 def _load_engine_converter(custom_profiles: dict[str, Any] | None) -> EngineConverter | None:
     """The scrape source's exposition parser, when it is installed (imported lazily)."""
     try:
-        from infertop.collectors import profiles  # type: ignore[attr-defined, unused-ignore]
+        from infertop.collectors.pages import profiles  # type: ignore[attr-defined, unused-ignore]
     except ImportError:
         return None
     convert = getattr(profiles, "engine_reading_from_text", None)
@@ -454,7 +454,7 @@ class SshSource(Source):
         while True:
             # a timeout context, not wait_for: on Python 3.11 wait_for swallows a cancel
             # that arrives as the line does, and a flooding probe always has a line ready.
-            # On the wire (collectors.loop_stalls): a monitor that stood still has not
+            # On the wire (collectors.process.loop_stalls): a monitor that stood still has not
             # seen the lines the probe sent meanwhile, and must not end the session for it
             try:
                 async with wire_timeout(max(last_reading_at + wait_s - loop.time(), 0.0)):
@@ -558,7 +558,7 @@ def _engine_log_json(node: NodeConfig, layout: Layout) -> str | None:
 
 def ssh_source_for(layout: Layout) -> SshSource | None:
     """One `SshSource` for every node whose parts the probe reads (sharing one handshake
-    bound); which parts those are is collectors/routing.py's answer."""
+    bound); which parts those are is collectors/sources/routing.py's answer."""
     nodes: list[SshNode] = []
     for route in route_layout(layout).read_by("ssh"):
         node, engine = route.node, route.node.engine

@@ -3,7 +3,7 @@
 A node has up to seven parts a source can read — its accelerators, its host (CPU, memory),
 its NICs, its engine page, its engine log, its exporter pages and its PromQL series — and
 `route_node` names exactly one reader for each part the layout gives it. Every source
-builder (collectors/registry.py and the `…_source_for` functions it calls) takes its share
+builder (collectors/sources/registry.py and the `…_source_for` functions it calls) takes its share
 of `route_layout`'s answer and decides nothing of its own; tests/collectors/test_routing.py
 walks every kind of node through it.
 
