@@ -26,6 +26,7 @@ from infertop.collectors.probe.host import read_nics
 from infertop.collectors.sample import NicSample
 from infertop.layouts.loader import parse_layout
 from infertop.monitor.monitor import Monitor
+from tests.support.port_file_process import stop
 from tests.support.vllm_server import free_port
 from tests.support.waiting import until, until_async
 
@@ -46,16 +47,10 @@ def exporter_url() -> Iterator[str]:
     )
     url = f"http://127.0.0.1:{port}/metrics"
     try:
-        until(lambda: proc.poll() is not None or _answers(url), 30.0, "node_exporter to listen")
-        assert proc.poll() is None, f"node_exporter exited with {proc.returncode}"
+        until(lambda: _answers(url), 30.0, "node_exporter to listen", gave_up=lambda: proc.poll() is not None)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 def _answers(url: str) -> bool:
