@@ -265,7 +265,10 @@ class PromSource(PollingSource):
         """`keep_s`: how far behind its newest sample the monitor keeps a node's samples
         (window + slack): the backfill pulls no more than that. `window_s`: the layout's
         window, which bounds how rarely the latency histograms may be read."""
-        super().__init__(nodes, interval_s, timeout_s=config.timeout_s + 1.0)
+        # a round is two waves of queries, each bounded by timeout_s (the stamps, then every
+        # query at their instant): a backend's round gets both, the poll a second more
+        self.round_s = 2 * config.timeout_s
+        super().__init__(nodes, interval_s, timeout_s=self.round_s + 1.0)
         self.config = config
         # queried concurrently, their answers merged by node (each node from the one that
         # holds its newest scrape): shards, pools, or a global layer beside them
@@ -415,7 +418,7 @@ class PromSource(PollingSource):
         # every backend's round is bounded below this; a poll past it is the source's
         # own trouble, said on the backends (their nodes unknown), never on each node
         for b in self.backends:
-            b.failed(f"timed out after {self.timeout_s:g} s", self.clock())
+            b.failed(f"timed out after {self.round_s:g} s", self.clock())
         return []
 
     # ------------------------------------------------------------------ polling
@@ -550,18 +553,22 @@ class PromSource(PollingSource):
     ) -> tuple[dict[str, promql.Grouped], dict[str, str]] | None:
         """One backend's answers to the round (tier → grouped figures, and the tiers that
         failed with why), or None when it did not answer at all: it is then down, said on
-        the backend. Bounded by the query timeout, measured on the wire."""
+        the backend. Bounded by `round_s`, measured on the wire. Beside the queries: its
+        runtime (restarts, reloads) and, once checked, whether copies of series appeared
+        (a job added later: collapsed from the next round)."""
         try:
-            async with wire_timeout(self.config.timeout_s):
+            async with wire_timeout(self.round_s):
                 await self._look_for_recorded(backend, now)
-                if not backend.checked:  # first: the first figures must not be doubled
+                checked = backend.checked
+                if not checked:  # first, once: the first figures must not be doubled
                     await self._look_for_duplicates(backend, now)
                 queries = [q for t in tiers for q in self.queries(t, latency, backend)]
-                results, _ = await asyncio.gather(
-                    self._consistent_round(backend, queries, now), self._look_at_runtime(backend, now)
+                results, *_ = await asyncio.gather(
+                    self._consistent_round(backend, queries, now), self._look_at_runtime(backend, now),
+                    *([self._look_for_duplicates(backend, now)] if checked else []),
                 )
         except TimeoutError:
-            backend.failed(f"timed out after {self.config.timeout_s:g} s", now)
+            backend.failed(f"timed out after {self.round_s:g} s", now)
             return None
         failures = [r for r in results if isinstance(r, BaseException)]
         for failure in failures:
@@ -590,8 +597,6 @@ class PromSource(PollingSource):
                 for key, by_sub in fig.items() if promql.is_latency_key(key)
             )
         backend.behind_s = backend_behind_s(grouped, now)
-        if backend.checked:  # a job added later: found after the round, collapsed from the next
-            await self._look_for_duplicates(backend, now)
         return grouped, failed_tiers
 
     async def _look_at_runtime(self, backend: Backend, now: float) -> None:

@@ -389,7 +389,9 @@ async def test_slow_prometheus_times_out(prom: PrometheusServer, monkeypatch: py
             samples = await source.poll()  # the proxy answers after 3 s: far too late
             assert samples == []  # said on the backend, not on each node
             [backend] = source.backend_states()
-            assert backend.error == "timed out after 0.5 s" and backend.nodes == set(NODES)
+            # a query's timeout (0.5 s) or the round's (two waves of queries: 1 s)
+            assert backend.error in ("timed out after 0.5 s", "timed out after 1 s"), backend.error
+            assert backend.nodes == set(NODES)
         finally:
             await source.close()
     finally:
