@@ -32,7 +32,7 @@ def _why_not_here() -> str | None:
 
 
 def _serve(tmp_path_factory: pytest.TempPathFactory, builder: str, name: str,
-           speculative: dict | None) -> Iterator[RealVllmServer]:
+           speculative: dict | None, builder_args: tuple[str, ...] = ()) -> Iterator[RealVllmServer]:
     why = _why_not_here()
     if why is not None:
         pytest.skip(why)
@@ -42,7 +42,7 @@ def _serve(tmp_path_factory: pytest.TempPathFactory, builder: str, name: str,
         pytest.skip(f"vLLM cannot be installed here: {exc}")
     work = tmp_path_factory.mktemp(name)
     model = work / "model"
-    build_tiny_model(python, builder, model)
+    build_tiny_model(python, builder, model, builder_args)
     server = _started(python, model, work / "vllm.log", name, speculative)
     try:
         yield server
@@ -74,13 +74,13 @@ def _started(python: Path, model: Path, log: Path, name: str, speculative: dict 
         start += 1
 
 
-def build_tiny_model(python: Path, builder: str, model: Path) -> None:
+def build_tiny_model(python: Path, builder: str, model: Path, args: tuple[str, ...] = ()) -> None:
     """Builds a tiny random-weight model (`builder`: one of this folder's vllm_tiny_*.py)
     into `model`, with vLLM's venv's `python`."""
     # the builders run in vLLM's venv and import each other as tests.support.*: the repo root
     # on their path, as pytest has it
     env = {**os.environ, "PYTHONPATH": str(HERE.parent.parent)}
-    built = subprocess.run([str(python), str(HERE / builder), str(model)],
+    built = subprocess.run([str(python), str(HERE / builder), str(model), *args],
                            capture_output=True, text=True, timeout=600, check=False, cwd=HERE, env=env)
     assert built.returncode == 0, f"building the tiny model failed:\n{built.stderr[-2000:]}"
 
@@ -96,3 +96,10 @@ def real_vllm_mtp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealVllm
     """A tiny DeepseekV3 (MLA + MoE) with one MTP layer and MTP drafting: every decode
     step drafts, as on DeepInfer."""
     yield from _serve(tmp_path_factory, "vllm_tiny_deepseek.py", "tinyds", MTP)
+
+
+@pytest.fixture(scope="session")
+def real_vllm_mtp_disagreeing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealVllmServer]:
+    """The same tiny DeepseekV3 whose MTP head drafts the token after the model's own guess:
+    a drafter that rarely agrees with its target (issue 43)."""
+    yield from _serve(tmp_path_factory, "vllm_tiny_deepseek.py", "tinyds-off", MTP, ("--disagree",))

@@ -11,6 +11,12 @@ made close to identity instead — eh_proj passes the previous hidden state thro
 block's output projections are zero (its residual carries the input), the shared head is
 the model's own norm and head — so its draft is the main model's own next guess, which a
 random model's repetitive output often confirms.
+
+With ``--disagree`` the MTP layer's eh_proj scrambles the hidden state it passes on (a
+fixed random permutation of its dimensions, sign-flipped): vLLM shares the target's
+lm_head with the MTP layer (`_maybe_share_lm_head`), so the head cannot be changed, but a
+scrambled hidden state makes its draft an unrelated token, which the target rarely
+confirms — a drafter that stopped matching its target (issue 43).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from tests.support.vllm_tiny_model import VOCAB_SIZE, corpus
 LAYERS = 2
 
 
-def build(out: Path) -> None:
+def build(out: Path, disagree: bool = False) -> None:
     import torch
     from safetensors.torch import load_file, save_file
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -61,7 +67,10 @@ def build(out: Path) -> None:
             weights[name] = torch.zeros_like(weights[name])  # the block adds ~nothing
     weights[mtp + "enorm.weight"] = torch.ones(hidden)
     weights[mtp + "hnorm.weight"] = torch.ones(hidden)
-    weights[mtp + "eh_proj.weight"] = torch.cat([torch.zeros(hidden, hidden), torch.eye(hidden)], dim=1)
+    passed = torch.eye(hidden)
+    if disagree:
+        passed = -passed[torch.randperm(hidden, generator=torch.Generator().manual_seed(43))]
+    weights[mtp + "eh_proj.weight"] = torch.cat([torch.zeros(hidden, hidden), passed], dim=1)
     weights[mtp + "shared_head.norm.weight"] = weights["model.norm.weight"].clone()
     weights[mtp + "shared_head.head.weight"] = weights["lm_head.weight"].clone()
     save_file({k: v.contiguous() for k, v in weights.items()}, str(weights_path), metadata={"format": "pt"})
@@ -74,5 +83,5 @@ def build(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    build(Path(sys.argv[1]))
+    build(Path(sys.argv[1]), disagree="--disagree" in sys.argv[2:])
     print(sys.argv[1])
