@@ -36,7 +36,7 @@ from infertop.monitor.evaluation.money import (
     idle_cost_per_hour_usd,
 )
 from infertop.monitor.evaluation.pd_path import pd_paths
-from infertop.monitor.evaluation.restart_marks import with_restart_marks
+from infertop.monitor.evaluation.restart_marks import mark_restarts, recent_restarts, with_restart_verdicts
 from infertop.monitor.evaluation.scoreboard import with_live_point
 from infertop.monitor.evaluation.timeline import TimelineTracker
 from infertop.monitor.evaluation.verdicts import VerdictTracker
@@ -217,8 +217,9 @@ class Monitor:
         stalls = StallTimeline(spans) if spans or meter is not None else None
         backends = [b for source in self.sources for b in source.backend_states()]
         nodes = evaluate_nodes(self.state, layout, now, self.rates, stalls, unseen_nodes(backends))
-        nodes = self.verdicts.apply(nodes, layout, now)
-        nodes = with_restart_marks(nodes, self.timeline.events, now, layout.cluster.window_s)
+        restarts = recent_restarts(self.timeline.events, now, layout.cluster.window_s)
+        nodes = self.verdicts.apply(mark_restarts(nodes, restarts), layout, now)
+        nodes = with_restart_verdicts(nodes, restarts, now)
         cluster = evaluate_cluster(nodes, layout)
         # before the window buckets go: the path's transfer percentiles are made of them
         paths = pd_paths(nodes, layout.thresholds)

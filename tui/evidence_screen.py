@@ -88,8 +88,16 @@ def trend_text(trend: TrendView) -> Text:
     return out
 
 
+def _off_text(off: float | None) -> str:
+    """How far off, relative to the pool: "44 %" — or "≫ pool" when the pool's figure is
+    (near) zero and a percentage would run to nine digits."""
+    if off is None:
+        return ""
+    return "≫ pool" if off >= 100 else f"{off * 100:,.0f} %"
+
+
 def _line(e: EvidenceView) -> Text:
-    off = "" if e.off is None else f"{e.off * 100:.0f} %"
+    off = _off_text(e.off)
     # the monitor ranked them; a figure it found off is marked, the rest plain
     style = "yellow" if e.off else ""
     value, median = _figure(e.value, e.unit, e.figure), _figure(e.median, e.unit, e.figure)

@@ -10,7 +10,7 @@ and `NodeView.restarted_at` says when.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from infertop.monitor.evaluation.conditions import RESTARTED
 from infertop.monitor.evaluation.timeline import RESTART
@@ -24,13 +24,28 @@ def mark_s(window_s: float) -> float:
     return 2 * window_s
 
 
-def with_restart_marks(
-    nodes: Sequence[NodeView], events: Sequence[TimelineEventView], now: float, window_s: float
-) -> list[NodeView]:
+def recent_restarts(
+    events: Sequence[TimelineEventView], now: float, window_s: float
+) -> dict[str, TimelineEventView]:
+    """Node → its latest restart event still marked."""
     latest: dict[str, TimelineEventView] = {}
     for event in events:
         if event.kind == RESTART and event.node is not None and now - event.at <= mark_s(window_s):
             latest[event.node] = event
+    return latest
+
+
+def mark_restarts(nodes: Sequence[NodeView], latest: Mapping[str, TimelineEventView]) -> list[NodeView]:
+    """`restarted_at` on each node lately restarted, before the verdicts are judged: a
+    restart's dip is no straggler (verdicts.node_conditions leaves it out)."""
+    return [n.model_copy(update={"restarted_at": latest[n.name].at}) if n.name in latest else n
+            for n in nodes]
+
+
+def with_restart_verdicts(
+    nodes: Sequence[NodeView], latest: Mapping[str, TimelineEventView], now: float
+) -> list[NodeView]:
+    """The `restarted` info verdict on each node lately restarted that answers."""
     out = []
     for node in nodes:
         mark = latest.get(node.name)
@@ -42,5 +57,5 @@ def with_restart_marks(
             detail=f"{mark.detail} {fmt_age(max(now - mark.at, 0.0))} ago: figures over the window "
                    "include the dip",
         )
-        out.append(node.model_copy(update={"restarted_at": mark.at, "verdicts": [*node.verdicts, verdict]}))
+        out.append(node.model_copy(update={"verdicts": [*node.verdicts, verdict]}))
     return out

@@ -90,8 +90,10 @@ def node_conditions(
         # a port the congested verdict names is its evidence, not link-starved's too
         link_condition(node, config, th, skip=congested_ports(node, congestion, th)),
         congested_condition(node, congestion, th),
-        name_straggler_rank(node, straggler_condition(node, pools.get(node.role), th))
-        or rank_straggler_condition(node, th, _pool_cost(pools, node.role)),
+        # a restart's dip is marked as such (restart_marks.py), not called slow
+        None if node.restarted_at is not None else (
+            name_straggler_rank(node, straggler_condition(node, pools.get(node.role), th))
+            or rank_straggler_condition(node, th, _pool_cost(pools, node.role))),
         throttled_condition(node, th),
         gpu_error_condition(node, ecc_baseline or {}),
         slo_condition(node, slo),

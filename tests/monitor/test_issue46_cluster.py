@@ -134,3 +134,14 @@ def test_the_restart_is_marked_where_its_dip_shows(frames: list[Snapshot]) -> No
     # the timeline tells the restart once, not again as a verdict onset
     said = [e for e in frames[-1].timeline if e.node == RESTART_NODE]
     assert [e.kind for e in said] == ["restart"]
+
+
+def test_a_restarts_dip_is_no_straggler() -> None:
+    # a restart that leaves dec-1's steps/s at half its peers' for the whole window: marked
+    # restarted, never called slow (issue 46: "a restart is a dip with no mark")
+    from tests.support import issue46_cluster as cluster
+
+    frames = cluster.run_cluster(ticks=16, restart_slow_s=20.0)
+    for frame in frames[cluster.RESTART_AT_TICK:]:
+        dec1 = _nodes(frame)[RESTART_NODE]
+        assert {v.kind for v in dec1.verdicts} == {"restarted"}

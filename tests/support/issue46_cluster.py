@@ -71,11 +71,14 @@ hold_s = 5
 @dataclass
 class SimNode:
     name: str
+    slow_until: float = 0.0  # a restarted engine warming up: half speed until then
     engine: VllmRanksServer = field(default_factory=lambda: VllmRanksServer(engines=GPUS))
     counters: dict[str, float] = field(default_factory=dict)
 
-    def advance(self, seconds: float) -> None:
+    def advance(self, seconds: float, now: float = 0.0) -> None:
         steps = [SLOW_STEPS if self.name == SLOW_NODE and i == SLOW_RANK else STEPS_PER_S for i in range(GPUS)]
+        if now < self.slow_until:
+            steps = [s / 2 for s in steps]
         self.engine.advance_ranks(seconds, steps, [0.7] * GPUS, [0.025] * GPUS)
         net = STORM if self.name == STORM_NODE else QUIET
         for key, per_s in (("pause_rx", net["pause_rx"]), ("pause_tx", net["pause_tx"]), ("ecn", net["ecn"]),
@@ -144,8 +147,9 @@ class SimNode:
                           engine=engine_sample_from_text(self.engine_page(), "vllm"))
 
 
-def run_cluster(ticks: int = 16) -> list[Snapshot]:
-    """A frame a second through the real Monitor, the troubles on from the start."""
+def run_cluster(ticks: int = 16, restart_slow_s: float = 0.0) -> list[Snapshot]:
+    """A frame a second through the real Monitor, the troubles on from the start;
+    `restart_slow_s`: how long the restarted engine steps at half speed."""
     monitor = Monitor(parse_layout(LAYOUT), sources=[], clock=lambda: START)
     nodes = {name: SimNode(name) for name in NODES}
     frames = []
@@ -154,7 +158,8 @@ def run_cluster(ticks: int = 16) -> list[Snapshot]:
         for node in nodes.values():
             if node.name == RESTART_NODE and tick == RESTART_AT_TICK:
                 node.engine = VllmRanksServer(engines=GPUS, seed=7)  # a new process: counters from 0
-            node.advance(1.0)
+                node.slow_until = now + restart_slow_s
+            node.advance(1.0, now)
             monitor.fleet.ingest(node.sample(now))
         frames.append(monitor.tick(now + 0.01))
     return frames

@@ -46,3 +46,11 @@ async def test_e_on_a_straggler_opens_its_ranked_evidence() -> None:
         assert lines[first + 2].startswith("NIC errors")
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, EvidenceScreen))
+
+
+def test_an_off_against_a_zero_baseline_is_said_in_words() -> None:
+    from infertop.tui.evidence_screen import _off_text
+
+    # 2,000,000 xmit_wait/s against a pool at 0/s: not "199873946 %"
+    assert _off_text(1_998_739.0) == "≫ pool"
+    assert _off_text(0.435) == "44 %" and _off_text(12.5) == "1,250 %" and _off_text(None) == ""
