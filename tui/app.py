@@ -29,19 +29,26 @@ from infertop.monitor.snapshot import Snapshot, TimelineEventView
 from infertop.tui.alerts import Alerter, AlertSettings
 from infertop.tui.announcer import VerdictAnnouncer
 from infertop.tui.columns import SORTS, SortSpec
+from infertop.tui.evidence_screen import EvidenceScreen
 from infertop.tui.fleet_map import FleetMap
 from infertop.tui.frames import FrameScreen, FrameState
 from infertop.tui.help_screen import HelpScreen
 from infertop.tui.history import History
+from infertop.tui.hunt_list import HuntList
 from infertop.tui.messages import OpenNode, SnapshotArrived
 from infertop.tui.node_screen import NodeScreen
 from infertop.tui.node_table import NodeTable
 from infertop.tui.overview import OverviewScreen
 from infertop.tui.scoreboard_screen import ScoreboardScreen
+from infertop.tui.sections import SECTION_BINDINGS
 from infertop.tui.timeline_screen import EventChosen, TimelineScreen
 
 log = logging.getLogger(__name__)
 FEED_STOP_TIMEOUT_S = 1.5  # quitting (q, SIGINT, SIGTERM) takes 2 s at most
+# the tables' own keys (RowTable's bindings), said once in the help
+TABLE_KEYS = [Binding("up,down,pageup,pagedown,home,end", "noop", "Move",
+                      key_display="↑ ↓ PgUp PgDn Home End",
+                      tooltip="Move the cursor (a row, a page, the first, the last)")]
 
 
 class InfertopApp(App[int]):
@@ -50,8 +57,9 @@ class InfertopApp(App[int]):
     BINDINGS = [
         Binding("q", "quit", "Quit", tooltip="Quit infertop"),
         Binding("question_mark", "help", "Help", tooltip="This list of keys"),
-        Binding("p", "toggle_pause", "Pause",
-                tooltip="Pause / resume rendering (collection and spend go on)"),
+        # one key, said as what it will do: "p Pause", and "p Resume" while paused
+        Binding("p", "pause", "Pause", tooltip="Pause rendering (collection and spend go on)"),
+        Binding("p", "resume", "Resume", tooltip="Resume rendering (paused: the screen is frozen)"),
         Binding("m", "pick_phase", "Phase",
                 tooltip="Mark the session phase (build, load, warmup, run, failed, idle)"),
         Binding("b", "scoreboard", "Scoreboard",
@@ -188,6 +196,15 @@ class InfertopApp(App[int]):
         if not self.paused and self.latest_snapshot is not None:
             self.render_snapshot(self.latest_snapshot)
         self._refresh_headers()
+        self.refresh_bindings()  # the footer says "Resume" while paused
+
+    def action_pause(self) -> None:
+        if not self.paused:
+            self.action_toggle_pause()
+
+    def action_resume(self) -> None:
+        if self.paused:
+            self.action_toggle_pause()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # a key that would only refuse is not offered: hidden from the footer and help
@@ -195,6 +212,8 @@ class InfertopApp(App[int]):
             return False
         if action == "toggle_alerts" and not self.alerter.active:
             return False
+        if action in ("pause", "resume"):
+            return self.paused == (action == "resume")
         return True
 
     def offered(self, bindings: Iterable[BindingType]) -> list[BindingType]:
@@ -208,20 +227,33 @@ class InfertopApp(App[int]):
         self.notify("alert bell muted" if muted else "alert bell on", timeout=2)
         self._refresh_headers()
 
-    def help_scopes(self) -> list[tuple[str, Iterable[BindingType]]]:
-        return [
-            ("everywhere", self.offered(InfertopApp.BINDINGS)),
-            ("overview", OverviewScreen.BINDINGS),
-            ("node table", NodeTable.BINDINGS),
-            ("fleet map", FleetMap.BINDINGS),
-            ("node screen", NodeScreen.BINDINGS),
-            ("scoreboard", ScoreboardScreen.BINDINGS),
-            ("timeline", TimelineScreen.BINDINGS),
+    def help_scopes(self, screen: Screen[object] | None = None) -> list[tuple[str, Iterable[BindingType]]]:
+        """Every key, by where it works: the keys of `screen` (the one `?` was pressed on)
+        first, then those that work everywhere, then the other screens'."""
+        def own(bindings: Iterable[BindingType]) -> list[BindingType]:
+            # another screen's keys less the paging keys every long screen shares (listed once)
+            return [b for b in bindings if b not in SECTION_BINDINGS]
+
+        screens: list[tuple[type, list[tuple[str, Iterable[BindingType]]]]] = [
+            (OverviewScreen, [("overview", OverviewScreen.BINDINGS), ("node table", NodeTable.BINDINGS),
+                              ("hunt list", HuntList.BINDINGS), ("tables", TABLE_KEYS),
+                              ("fleet map", FleetMap.BINDINGS)]),
+            (NodeScreen, [("node screen", NodeScreen.BINDINGS)]),
+            (ScoreboardScreen, [("scoreboard", ScoreboardScreen.BINDINGS)]),
+            (TimelineScreen, [("timeline", TimelineScreen.BINDINGS)]),
+            (EvidenceScreen, [("evidence", EvidenceScreen.BINDINGS)]),
         ]
+        here = [scope for kind, scopes in screens if isinstance(screen, kind) for scope in scopes]
+        others = [(name, own(b)) for kind, scopes in screens if not isinstance(screen, kind)
+                  for name, b in scopes]
+        paging = [] if any(b in SECTION_BINDINGS for _, bs in here for b in bs) else [
+            ("long screens", SECTION_BINDINGS)]
+        everywhere = ("everywhere", self.offered(InfertopApp.BINDINGS))
+        return [*here, everywhere, *others, *paging]
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(self.help_scopes(), self.COMMAND_PALETTE_BINDING))
+            self.push_screen(HelpScreen(self.help_scopes(self.screen), self.COMMAND_PALETTE_BINDING))
 
     def action_scoreboard(self) -> None:
         if isinstance(self.screen, ScoreboardScreen):
@@ -254,6 +286,8 @@ class InfertopApp(App[int]):
             if current.node == node:
                 return
             self.pop_screen()
+        if self.screen is self.overview:
+            self.overview.back_to_table = True
         self.push_screen(NodeScreen(node, self.history, self.frames))
 
     def _on_overview(self, action: Callable[[], None]) -> None:
@@ -280,7 +314,8 @@ class InfertopApp(App[int]):
             self.notify(f"phase: {phase} (spend from now on counts to it)")
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+        # Textual's own "Keys" panel, less what our "Help: keys" (?) says: one is enough
+        yield from (c for c in super().get_system_commands(screen) if c.title != "Keys")
         yield SystemCommand("Filter nodes", "Filter the node table (/)",
                             partial(self._on_overview, self.overview.action_start_filter))
         yield SystemCommand("Clear filter", "Show every node again",

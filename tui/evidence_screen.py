@@ -10,15 +10,20 @@ the monitor.
 from __future__ import annotations
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from infertop.monitor.format import UNKNOWN
 from infertop.monitor.snapshot import EvidenceView, NodeView, TrendView, VerdictView
+from infertop.tui.sections import SCROLL_BINDINGS, SectionKeys
 from infertop.tui.sparkline import sparkline
 from infertop.tui.text import inert
+
+BOX_MAX_WIDTH = 100  # and never wider than the screen
 
 
 def _figure(value: float | None, unit: str, figure: str = "") -> str:
@@ -108,17 +113,28 @@ def _line(e: EvidenceView) -> Text:
     return Text(f"{figure:<32}{value:>14}{median:>14}  {off}\n", style=style)
 
 
-class EvidenceScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape", "app.pop_screen", "Back")]
+class EvidenceScreen(SectionKeys, ModalScreen[None]):
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back"), *SCROLL_BINDINGS]
     DEFAULT_CSS = """
     EvidenceScreen { align: center middle; }
-    EvidenceScreen > Static { width: auto; max-width: 100; height: auto; border: round $warning;
-                              padding: 1 2; background: $surface; }
+    EvidenceScreen > VerticalScroll { width: auto; max-width: 100; height: auto; max-height: 100%;
+                                      border: round $warning; padding: 1 2; background: $surface; }
+    EvidenceScreen Static { width: auto; max-width: 100%; }
     """
 
     def __init__(self, node: NodeView, verdict: VerdictView) -> None:
         super().__init__()
         self.text = evidence_text(node, verdict)
+        self.scroll_body = VerticalScroll(id="evidence-box")
 
     def compose(self) -> ComposeResult:
-        yield Static(self.text, id="evidence")
+        with self.scroll_body:
+            yield Static(self.text, id="evidence")
+
+    def on_mount(self) -> None:
+        self.scroll_body.focus()
+
+    def on_resize(self, event: events.Resize) -> None:
+        # as wide as its longest line, at most BOX_MAX_WIDTH and never past the screen's
+        # edge (at 80 columns the box lost its right border): longer lines wrap
+        self.scroll_body.styles.max_width = min(BOX_MAX_WIDTH, event.size.width)

@@ -217,5 +217,9 @@ class HeaderBar(Static):
             self._tall_until = now + HEIGHT_HOLD_S
         # a layout of the whole screen only when the header's height changes, not every
         # frame: at 128 nodes a layout pass costs several ms
+        if lines != self._lines:
+            # said, not left to `height: auto`: with the panels under it folded (a short
+            # terminal) nothing else relaid the screen, and the header kept its old height
+            self.styles.height = lines
         self.update(text, layout=lines != self._lines)
         self._lines = lines

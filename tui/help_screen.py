@@ -15,6 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from infertop.tui.fleet_map_picture import legend
+from infertop.tui.sections import SCROLL_BINDINGS, SectionKeys
 
 KEY_NAMES = {
     "slash": "/",
@@ -28,6 +29,12 @@ KEY_NAMES = {
     "right": "→",
     "tab": "Tab",
     "shift+tab": "Shift+Tab",
+    "up": "↑",
+    "down": "↓",
+    "pageup": "PgUp",
+    "pagedown": "PgDn",
+    "home": "Home",
+    "end": "End",
 }
 
 
@@ -52,7 +59,7 @@ def help_table(scopes: list[tuple[str, Iterable[BindingType]]], palette_key: str
     table.add_column("WHAT")
     for scope, bindings in scopes:
         for b in bindings_of(bindings):
-            table.add_row(scope, key_label(b.key), b.tooltip or b.description or b.action)
+            table.add_row(scope, b.key_display or key_label(b.key), b.tooltip or b.description or b.action)
     table.add_row(
         "everywhere", key_label(palette_key), "Command palette (every action, open a node, mark a phase)"
     )
@@ -67,19 +74,24 @@ def map_legend() -> Text:
     return out
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(SectionKeys, ModalScreen[None]):
     BINDINGS = [
         Binding("escape", "dismiss", "Close help"),
         Binding("question_mark", "dismiss", "Close help"),
+        *SCROLL_BINDINGS,
     ]
 
     def __init__(self, scopes: list[tuple[str, Iterable[BindingType]]], palette_key: str) -> None:
         super().__init__(id="help")
         self.scopes = scopes
         self.palette_key = palette_key
+        self.scroll_body = VerticalScroll(id="help-box")
+
+    def on_mount(self) -> None:
+        self.scroll_body.focus()
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(id="help-box"):
+        with self.scroll_body:
             yield Static(Text("infertop — keys", "bold"))
             scopes = [*self.scopes, ("help", self.BINDINGS)]
             yield Static(help_table(scopes, self.palette_key), id="help-table")

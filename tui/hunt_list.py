@@ -181,6 +181,7 @@ class HuntList(RowTable):
         self.groups: dict[str, VerdictGroupView] = {}  # mass-event rows
         self.spots: dict[str, SharedBlindSpotView] = {}  # the cluster's shared blind spots
         self.now = 0.0
+        self.snapshot_shown: Snapshot | None = None
 
     def show_snapshot(self, snapshot: Snapshot) -> None:
         self.show(snapshot)
@@ -195,6 +196,7 @@ class HuntList(RowTable):
         return None if row is None else _key_of(row)
 
     def show(self, snapshot: Snapshot) -> None:
+        self.snapshot_shown = snapshot
         now = dt.datetime.fromisoformat(snapshot.taken_at).timestamp()
         self.show_nodes(snapshot.nodes, now, snapshot.verdict_groups, snapshot.cluster.shared_blind_spots)
 

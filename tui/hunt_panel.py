@@ -57,9 +57,16 @@ class HuntPanel(Vertical):
         yield self.hunt
         yield self.detail
 
+    def _detail_folded(self) -> bool:
+        # a compact screen keeps its lines for the verdicts and the node table (overview.py)
+        return self.is_attached and self.screen.has_class("compact")
+
+    def on_resize(self) -> None:
+        self._show_detail()
+
     def _show_detail(self) -> None:
         text = self.hunt.current_detail()
-        self.detail.display = text is not None
+        self.detail.display = text is not None and not self._detail_folded()
         # it wraps, so a new text reflows the screen, unless it takes as many lines as the
         # one shown (its figures change every frame, its length seldom)
         if text is not None and text != self._detail_shown:
@@ -67,6 +74,10 @@ class HuntPanel(Vertical):
             lines = len(text.wrap(self.app.console, width)) if width > 0 else None
             self.detail.update(text, layout=lines is None or lines != self._detail_lines)
             self._detail_shown, self._detail_lines = text, lines
+
+    def on_row_table_columns_changed(self, event: RowTable.ColumnsChanged) -> None:
+        if event.table is self.hunt and self.hunt.snapshot_shown is not None:
+            self.show_snapshot(self.hunt.snapshot_shown)  # the title says what is hidden
 
     def on_row_table_row_highlighted(self, event: RowTable.RowHighlighted) -> None:
         if event.table is self.hunt:
@@ -87,8 +98,9 @@ class HuntPanel(Vertical):
             title = title.replace("all clear", "no node verdict")
             title += f" · {spots} fleet-wide blind spot{'s' if spots != 1 else ''}"
         hidden = self.hunt.hidden_columns
-        if hidden:  # left out whole at this width: the detail line below says them
-            title += f" · {', '.join(hidden)} in the line below"
+        if hidden:  # left out whole at this width: said, and where to see them
+            where = "Enter: the node" if self._detail_folded() else "the line below"
+            title += f" · {', '.join(hidden)} hidden ({where})"
         if title != self._shown_title:  # setting a title repaints the panel, even the same one
             self._shown_title = title
             self.border_title = title

@@ -7,9 +7,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from infertop.monitor.snapshot import NodeView, Snapshot
+from infertop.tui.footer import FitFooter
 from infertop.tui.frames import FrameScreen, FrameState
 from infertop.tui.history import History
 from infertop.tui.node_engines import RANK_COLUMNS, activity_text, rank_rows
@@ -26,12 +27,14 @@ from infertop.tui.node_rows import (
     title_text,
 )
 from infertop.tui.row_table import RowTable
+from infertop.tui.sections import SECTION_BINDINGS, Section, SectionKeys
 from infertop.tui.text import inert
 from infertop.tui.timeline_text import event_line, node_events, settings_text
 
 
-class NodeScreen(FrameScreen):
-    BINDINGS = [Binding("escape", "app.pop_screen", "Back", tooltip="Back to the overview")]
+class NodeScreen(SectionKeys, FrameScreen):
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back", tooltip="Back to the overview"),
+                *SECTION_BINDINGS]
 
     def __init__(self, node: str, history: History, frames: FrameState) -> None:
         super().__init__(frames, classes="node-screen")
@@ -42,37 +45,56 @@ class NodeScreen(FrameScreen):
         self.title_bar = Static(inert(self.node, "bold"), id="node-title")
         self.gpu_title = Static(Text("GPUS", "bold"), classes="section", id="gpu-title")
         # the GPU index and the port name stay put when the rest scroll sideways
-        self.gpu_table = RowTable(GPU_COLUMNS, frozen=1, id="gpus")
-        self.nic_table = RowTable(NIC_COLUMNS, frozen=1, id="nics")
+        # ↑/↓ move a table's cursor; PgUp/PgDn/Home/End scroll the page (sections.py)
+        self.gpu_table = RowTable(GPU_COLUMNS, frozen=1, page_keys=False, id="gpus")
+        self.nic_table = RowTable(NIC_COLUMNS, frozen=1, page_keys=False, id="nics")
         self.engine_block = Static(id="engine")
         self.host_block = Static(id="host")
         self.notes_block = Static(id="notes")
         # per-rank engines, GPU activity and processes: shown only where the node has them
         self.ranks_title = Static(Text("ENGINES (one row per data-parallel rank)", "bold"), classes="section")
-        self.ranks_table = RowTable(RANK_COLUMNS, frozen=1, id="ranks")
+        self.ranks_table = RowTable(RANK_COLUMNS, frozen=1, page_keys=False, id="ranks")
         self.activity_block = Static(id="activity")
         for hidden in (self.ranks_title, self.ranks_table, self.activity_block):
             hidden.display = False
         self.settings_block = Static(id="node-settings")
         self.events_block = Static(id="node-events")
+        self.nic_title = Static(Text("NETWORK", "bold"), classes="section")
+        self.engine_row = Horizontal(self.engine_block, self.host_block, id="engine-row")
+        self.settings_title = Static(Text("ENGINE SETTINGS (≠ differs from the pool)", "bold"),
+                                     classes="section")
+        self.events_title = Static(Text("TIMELINE (this node and the cluster's phases)", "bold"),
+                                   classes="section")
+        self.scroll_body = VerticalScroll(id="node-body")
         yield self.title_bar
-        with VerticalScroll(id="node-body"):
+        with self.scroll_body:
             yield self.gpu_title
             yield self.gpu_table
-            yield Static(Text("NETWORK", "bold"), classes="section")
+            yield self.nic_title
             yield self.nic_table
-            with Horizontal(id="engine-row"):
-                yield self.engine_block
-                yield self.host_block
+            yield self.engine_row
             yield self.ranks_title
             yield self.ranks_table
             yield self.activity_block
             yield self.notes_block
-            yield Static(Text("ENGINE SETTINGS (≠ differs from the pool)", "bold"), classes="section")
+            yield self.settings_title
             yield self.settings_block
-            yield Static(Text("TIMELINE (this node and the cluster's phases)", "bold"), classes="section")
+            yield self.events_title
             yield self.events_block
-        yield Footer()
+        yield FitFooter()
+
+    def sections(self) -> list[Section]:
+        """In reading order; Tab goes from one to the next (sections.py)."""
+        return [
+            Section("GPUS", self.gpu_title, self.gpu_table),
+            Section("NETWORK", self.nic_title, self.nic_table),
+            Section("ENGINE", self.engine_row),
+            Section("ENGINES", self.ranks_title, self.ranks_table),
+            Section("ACTIVITY", self.activity_block),
+            Section("NOTES", self.notes_block),
+            Section("ENGINE SETTINGS", self.settings_title),
+            Section("TIMELINE", self.events_title),
+        ]
 
     def on_mount(self) -> None:
         self.gpu_table.focus()

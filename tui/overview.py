@@ -7,12 +7,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widget import Widget
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from infertop.monitor.snapshot import Snapshot
 from infertop.tui.columns import SORTABLE, SortSpec, sort_order, sort_spec
 from infertop.tui.filtering import NodeFilter
 from infertop.tui.fleet_map import FleetMap
+from infertop.tui.footer import FitFooter
 from infertop.tui.frames import FrameScreen, FrameState
 from infertop.tui.header import HeaderBar
 from infertop.tui.messages import OpenNode
@@ -24,6 +25,7 @@ from infertop.tui.scoreboard_text import scoreboard_line
 
 COMPACT_WIDTH = 120
 COMPACT_HEIGHT = 30
+NARROW_WIDTH = 110  # narrower: the session panel folds (the header keeps spend, $/h, idle)
 # from this many nodes the fleet map, not the node table, is what the overview opens on:
 # the table no longer shows the fleet on one screen (`f` toggles either way)
 FLEET_MAP_FROM_NODES = 64
@@ -62,6 +64,7 @@ class OverviewScreen(FrameScreen):
         self._panels: list[Widget] = overview_panels() if panels is None else panels
         self._scoreboard_plain: str | None = None
         self.map_chosen: bool | None = None  # `f` pressed: the user's choice; None: by size
+        self.back_to_table = False  # a node screen was opened from here
 
     # -- layout ---------------------------------------------------------------------
 
@@ -86,12 +89,20 @@ class OverviewScreen(FrameScreen):
         yield self.fleet_map
         yield self.empty
         yield self.filter_input
-        yield Footer()
+        yield FitFooter()
 
     def on_resize(self, event: events.Resize) -> None:
         # a small terminal (80–120 columns or under 30 lines) is compact: the roll-ups
-        # and panels give up lines so the node table keeps most of the screen
-        self.set_class(event.size.width < COMPACT_WIDTH or event.size.height < COMPACT_HEIGHT, "compact")
+        # and panels give up lines so the node table keeps most of the screen; short
+        # (under 30 lines), the roll-ups, the scoreboard line and the session panel fold;
+        # narrow, the session panel does; compact, the hunt list's detail line (docs/tui.md)
+        width, height = event.size
+        self.set_class(width < COMPACT_WIDTH or height < COMPACT_HEIGHT, "compact")
+        self.set_class(height < COMPACT_HEIGHT, "short")
+        self.set_class(width < NARROW_WIDTH, "narrow")
+        # folded here, not by a CSS rule: the header above them kept one line of its
+        # three when they were hidden by the stylesheet
+        self.rollups.display = self.scoreboard_line.display = height >= COMPACT_HEIGHT
 
     def on_mount(self) -> None:
         self.filter_input.display = False
@@ -145,16 +156,19 @@ class OverviewScreen(FrameScreen):
     def action_start_filter(self) -> None:
         self.filter_input.display = True
         self.filter_input.focus()
+        self.refresh_bindings()
 
     def action_clear_filter(self) -> None:
         self.filter_input.value = ""
         self.filter_input.display = False
         self.node_filter = NodeFilter()
         self.main_view().focus()
+        self.refresh_bindings()
         self.rerender()
 
     def set_filter(self, query: str) -> None:
         self.node_filter = NodeFilter.parse(query)
+        self.refresh_bindings()
         self.rerender()
 
     def set_sort(self, spec: SortSpec) -> None:
@@ -168,6 +182,8 @@ class OverviewScreen(FrameScreen):
         self.fleet_map.action_first()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "clear_filter":  # offered (and in the footer) only with a filter to clear
+            return bool(self.filter_input.display or self.node_filter.describe())
         if action == "sort_reverse":
             return self.sort.column is not None
         if action == "toggle_wide":  # the map has no columns
@@ -232,6 +248,14 @@ class OverviewScreen(FrameScreen):
     def refresh_header(self) -> None:
         self._show_header()
 
+    def on_screen_resume(self) -> None:
+        super().on_screen_resume()
+        if self.back_to_table:
+            # back from a node screen (opened from the table or the hunt list): the keys
+            # go to the node table again, where the next Tab starts from
+            self.back_to_table = False
+            self.main_view().focus()
+
     # -- events ---------------------------------------------------------------------
 
     def on_input_changed(self, event: Input.Changed) -> None:
@@ -243,6 +267,12 @@ class OverviewScreen(FrameScreen):
             if not event.value.strip():
                 self.filter_input.display = False
             self.main_view().focus()
+
+    def on_row_table_columns_changed(self, event: RowTable.ColumnsChanged) -> None:
+        if event.table is self.table and self.snapshot is not None and not self.map_shown:
+            # it says how many columns are hidden; after this refresh, not inside the
+            # table's layout (a header shown there kept its old height)
+            self.call_after_refresh(self._show_header, self.table.row_count)
 
     def on_row_table_header_clicked(self, event: RowTable.HeaderClicked) -> None:
         if event.table is self.table and event.column in SORTABLE:

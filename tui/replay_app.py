@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
+from textual.screen import Screen
 from textual.widgets import Static
 
 from infertop.monitor.format import fmt_duration
@@ -155,8 +156,8 @@ class ReplayApp(InfertopApp):
         self.replay.seek_index(len(self.replay.recording.ticks) - 1)
         self._replay_moved()
 
-    def help_scopes(self) -> list[tuple[str, Iterable[BindingType]]]:
-        return [("replay", ReplayApp.BINDINGS), *super().help_scopes()]
+    def help_scopes(self, screen: Screen[object] | None = None) -> list[tuple[str, Iterable[BindingType]]]:
+        return [("replay", ReplayApp.BINDINGS), *super().help_scopes(screen)]
 
 
 def run_replay(feed: ReplayFeed) -> int:

@@ -185,6 +185,17 @@ class RowTable(ScrollView, can_focus=True):
     class RowSelected(_RowMessage):
         """Enter (or a second click) on the row `key`."""
 
+    class ColumnsChanged(Message):
+        """The columns shown changed (the width changed): who says which are hidden redraws."""
+
+        def __init__(self, table: RowTable) -> None:
+            super().__init__()
+            self.table = table
+
+        @property
+        def control(self) -> RowTable:
+            return self.table
+
     class HeaderClicked(Message):
         """A click on the header of the column `column` (its key)."""
 
@@ -205,15 +216,19 @@ class RowTable(ScrollView, can_focus=True):
         frozen: int = 0,
         fit_to_width: bool = False,
         flex: str | None = None,
+        page_keys: bool = True,
         **kwargs: object,
     ) -> None:
         """`columns`: (key, label, width[, priority[, justify]]); a width of None fits the content.
         `frozen`: how many leading columns stay put when the rest scroll sideways.
         `flex`: the key of a text column that takes the room the others leave (with
-        `fit_to_width`), its cells cut with "…"."""
+        `fit_to_width`), its cells cut with "…".
+        `page_keys`: PgUp/PgDn/Home/End move the cursor; False leaves them to the page
+        the table sits in (a short table on a long screen: the node screen's)."""
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.columns = [Column(*c) for c in columns]
         self.flex = None if flex is None else [c.key for c in self.columns].index(flex)
+        self.page_keys = page_keys
         self.frozen = frozen
         self.fit_to_width = fit_to_width
         self._visible = list(range(len(self.columns)))
@@ -370,6 +385,15 @@ class RowTable(ScrollView, can_focus=True):
         """The keys of the columns shown, left to right."""
         return [self.columns[i].key for i in self._visible]
 
+    def column_spans(self) -> list[tuple[str, int, int]]:
+        """(key, x, width) of each column shown, x from the table's left edge (before any
+        sideways scroll): where a test reads a drawn cell back."""
+        spans, x = [], 0
+        for i in self._visible:
+            spans.append((self.columns[i].key, x, self._widths[i]))
+            x += self._widths[i] + GAP
+        return spans
+
     @property
     def hidden_columns(self) -> list[str]:
         """The labels of the columns left out at this width, left to right."""
@@ -434,6 +458,8 @@ class RowTable(ScrollView, can_focus=True):
                     shown.remove(self.flex)
                 else:
                     self._widths[self.flex] = min(left, widest)
+        if shown != self._visible:
+            self.post_message(self.ColumnsChanged(self))
         self._visible = shown
 
     def _width_of(self, indices: Sequence[int]) -> int:
@@ -480,6 +506,11 @@ class RowTable(ScrollView, can_focus=True):
             self.scroll_to(y=row, animate=False)
         elif row >= top + visible:
             self.scroll_to(y=row - visible + 1, animate=False)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if not self.page_keys and action in ("page_up", "page_down", "first", "last"):
+            return False  # the page's keys, not this table's
+        return True
 
     def action_cursor_up(self) -> None:
         self.move_cursor(self.cursor_row - 1)

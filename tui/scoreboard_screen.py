@@ -5,12 +5,14 @@ interactivity chart, latency people feel, the cache and the disaggregated path, 
 from __future__ import annotations
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from infertop.monitor.snapshot import Snapshot
+from infertop.tui.footer import FitFooter
 from infertop.tui.frames import FrameScreen, FrameState
 from infertop.tui.history import History
 from infertop.tui.pd_path_text import pd_paths_text
@@ -22,11 +24,17 @@ from infertop.tui.scoreboard_text import (
     scatter,
     throughput_table,
 )
+from infertop.tui.sections import SECTION_BINDINGS, Section, SectionKeys
 from infertop.tui.text import inert
 
+# narrower than this, the table of points goes under the chart, not beside it (squeezed
+# beside it, its figures were cut: "1,…", "TO…")
+SIDE_BY_SIDE_FROM = 110
 
-class ScoreboardScreen(FrameScreen):
-    BINDINGS = [Binding("escape", "app.pop_screen", "Back", tooltip="Back to the overview")]
+
+class ScoreboardScreen(SectionKeys, FrameScreen):
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back", tooltip="Back to the overview"),
+                *SECTION_BINDINGS]
 
     def __init__(self, history: History, frames: FrameState) -> None:
         super().__init__(frames, classes="scoreboard-screen")
@@ -44,27 +52,47 @@ class ScoreboardScreen(FrameScreen):
             classes="section")
         self.pd_path = Static(id="scoreboard-pd-path")
         self.node_points = Static(id="scoreboard-node-points")
+        self.scroll_body = VerticalScroll(id="scoreboard-body")
+        self.top = Horizontal(id="scoreboard-top")
+        self.latency_title = Static(
+            Text("LATENCY over the window (p50 / p99, within the bucket shown)", "bold"), classes="section")
+        self.cache_title = Static(Text("CACHE AND THE DISAGGREGATED PATH", "bold"), classes="section")
+        self.nodes_title = Static(
+            Text("THROUGHPUT PER POOL AND NODE (accepted tokens/s ÷ GPUs, ÷ mean running)", "bold"),
+            classes="section")
         yield Static(Text("SCOREBOARD", "bold"), id="scoreboard-title")
-        with VerticalScroll(id="scoreboard-body"):
-            with Horizontal(id="scoreboard-top"):
+        with self.scroll_body:
+            with self.top:
                 yield self.plot
-                with VerticalScroll(id="scoreboard-side"):
+                with VerticalScroll(id="scoreboard-side", can_focus=False):
                     yield self.points
                     yield self.source
                     yield self.money
-            yield Static(Text("LATENCY over the window (p50 / p99, within the bucket shown)", "bold"),
-                         classes="section")
+            yield self.latency_title
             yield self.latency
             yield self.pd_title
             yield self.pd_path
-            yield Static(Text("CACHE AND THE DISAGGREGATED PATH", "bold"), classes="section")
+            yield self.cache_title
             yield self.cache
-            yield Static(Text("THROUGHPUT PER POOL AND NODE (accepted tokens/s ÷ GPUs, ÷ mean running)",
-                              "bold"), classes="section")
+            yield self.nodes_title
             yield self.node_points
-        yield Footer()
+        yield FitFooter()
+
+    def sections(self) -> list[Section]:
+        """In reading order; Tab goes from one to the next (sections.py)."""
+        return [
+            Section("CHART", self.top),
+            Section("LATENCY", self.latency_title),
+            Section("PREFILL → DECODE", self.pd_title),
+            Section("CACHE", self.cache_title),
+            Section("THROUGHPUT PER POOL AND NODE", self.nodes_title),
+        ]
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.set_class(event.size.width < SIDE_BY_SIDE_FROM, "narrow")
 
     def on_mount(self) -> None:
+        self.scroll_body.focus()  # ↑/↓ scroll it from the start
         self.show_latest()
 
     def show_snapshot(self, snapshot: Snapshot) -> None:

@@ -3,6 +3,7 @@ overview's one-line summary. Draws only what the snapshot carries."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from rich import box
@@ -75,6 +76,21 @@ def scatter(
     return out
 
 
+def whole_figures(table: Table) -> Table:
+    """A narrow screen squeezes the table's label columns (cut with "…"), never its
+    figures: a right-justified column is at least as wide as its widest figure ("1,…" and
+    "(750–1,0…" were figures cut short); a figure's bucket may go to the next line."""
+    for column in table.columns:
+        if column.justify == "right":
+            parts = (part for cell in column.cells for line in str(cell).splitlines()
+                     for part in _UNBROKEN.split(line))
+            column.min_width = max(column.min_width or 0, max((len(p) for p in parts), default=0))
+    return table
+
+
+_UNBROKEN = re.compile(r"\s+(?=\()")  # "388.6 ms (250–500)": the value, then its bucket
+
+
 def throughput_table(snapshot: Snapshot) -> Table:
     """The live point, accepted and full acceptance side by side, and the references."""
     s = snapshot.session
@@ -92,7 +108,7 @@ def throughput_table(snapshot: Snapshot) -> Table:
         table.add_row(Text(f"{REFERENCE} {inert(p.label, max_len=30).plain}", "bold yellow"),
                       fmt_num(p.output_tokens_per_s_per_gpu, 0), fmt_num(p.output_tokens_per_s_per_user, 0),
                       inert(p.accounting, max_len=20).plain)
-    return table
+    return whole_figures(table)
 
 
 def node_points_table(snapshot: Snapshot) -> Table:
@@ -112,7 +128,7 @@ def node_points_table(snapshot: Snapshot) -> Table:
         table.add_row(inert(node.name, max_len=40), fmt_num(e.output_tokens_per_s_per_gpu, 0),
                       fmt_num(e.full_acceptance_tokens_per_s_per_gpu, 0),
                       fmt_num(e.output_tokens_per_s_per_user, 0), fmt_num(e.requests_running_mean, 1))
-    return table
+    return whole_figures(table)
 
 
 def _latency_cells(view: RollupView | EngineView) -> list[str]:
@@ -142,7 +158,7 @@ def latency_table(snapshot: Snapshot) -> Table:
         if node.engine.latency_note and slo == UNKNOWN:
             slo = inert(node.engine.latency_note, max_len=40).plain  # why the row is empty
         table.add_row(inert(node.name, max_len=40), *_latency_cells(node.engine), slo)
-    return table
+    return whole_figures(table)
 
 
 def _slo(view: RollupView | EngineView) -> str:
@@ -182,7 +198,7 @@ def cache_table(snapshot: Snapshot) -> Table:
             fmt_num(e.preemptions_per_s, 2), fmt_rate_gbps(kv), fmt_latency(xfer_time),
             fmt_num(e.kv_transfer_failures_per_s, 2), _ib(node), fmt_pct(e.expert_balancedness, 0),
         )
-    return table
+    return whole_figures(table)
 
 
 def money_text(s: SessionView) -> Text:

@@ -9,10 +9,11 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
-from textual.widgets import Footer, OptionList, Static
+from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from infertop.monitor.snapshot import Snapshot, TimelineEventView
+from infertop.tui.footer import FitFooter
 from infertop.tui.frames import FrameScreen, FrameState
 from infertop.tui.timeline_text import event_line
 
@@ -30,6 +31,12 @@ class TimelineScreen(FrameScreen):
         Binding("escape", "app.pop_screen", "Back", tooltip="Back to the overview"),
         Binding("enter", "choose", "Go to event",
                 tooltip="Replay: seek to when it happened; live: open its node"),
+        # the list's own keys, said here so that the help lists them
+        Binding("up,down,pageup,pagedown,home,end", "noop", "Move", show=False,
+                key_display="↑ ↓ PgUp PgDn Home End",
+                tooltip="Move through the events (↑ ↓ PgUp PgDn Home End)"),
+        Binding("j", "move(1)", "Down", show=False, tooltip="The next event"),
+        Binding("k", "move(-1)", "Up", show=False, tooltip="The previous event"),
     ]
 
     def __init__(self, frames: FrameState) -> None:
@@ -41,7 +48,7 @@ class TimelineScreen(FrameScreen):
         self.event_list = OptionList(id="timeline-events")
         yield self.title_bar
         yield self.event_list
-        yield Footer()
+        yield FitFooter()
 
     def on_mount(self) -> None:
         self.event_list.focus()
@@ -63,6 +70,12 @@ class TimelineScreen(FrameScreen):
         # newest on the cursor unless the operator moved it up to read
         self.event_list.highlighted = len(events) - 1 if following or highlighted is None else min(
             highlighted, len(events) - 1)
+
+    def action_move(self, step: int) -> None:
+        self.event_list.action_cursor_down() if step > 0 else self.event_list.action_cursor_up()
+
+    def action_noop(self) -> None:
+        """The list handles these keys itself (it has the focus)."""
 
     def action_choose(self) -> None:
         index = self.event_list.highlighted

@@ -13,6 +13,7 @@ from infertop.layouts.model import AlertsConfig
 from infertop.monitor.snapshot import Snapshot, VerdictView
 from infertop.tui.app import InfertopApp
 from infertop.tui.help_screen import HelpScreen
+from tests.support.help_pages import whole_help_text
 from tests.support.infertop_cmd import run_infertop
 from tests.support.tui_helpers import FrozenFeed, NodeSpec, screen_text, wait_for
 
@@ -113,7 +114,7 @@ async def test_muted_never_rings_and_the_header_says_so() -> None:
         await pilot.press("question_mark")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
         await pilot.pause()
-        assert "Mute / unmute the alert bell" in screen_text(app)
+        assert "Mute / unmute the alert bell" in await whole_help_text(pilot, app)
         await pilot.press("escape")
         assert any(c.title == "Mute / unmute the alert bell" for c in app.get_system_commands(app.screen))
 
