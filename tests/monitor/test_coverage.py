@@ -291,7 +291,7 @@ nics = [{ name = "mlx5_0" }]
     half = [page("dcgm-exporter", DCGM_URL, parts=("gpus",)), page("node_exporter", NODE_URL, error, parts=("nics",))]
 
     def frame(t: float, **kw: Any) -> NodeView:
-        monitor.state.add(NodeSample(node="decode-01", source="scrape", taken_at=t, **kw))
+        monitor.fleet.ingest(NodeSample(node="decode-01", source="scrape", taken_at=t, **kw))
         return monitor.tick(now=t + 0.01).nodes[0]
 
     gpu = [GpuSample(index=0, util_pct=80.0, clock_event_reasons=0)]

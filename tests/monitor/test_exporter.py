@@ -52,7 +52,7 @@ def fed_snapshot() -> Snapshot:
     monitor = Monitor(parse_layout(LAYOUT), sources=[], clock=lambda: 1_000.0)
     for i in range(11):
         t = 990.0 + i
-        monitor.state.add(NodeSample(
+        monitor.fleet.ingest(NodeSample(
             node="decode-01", source="test", taken_at=t,
             gpus=[GpuSample(index=g, util_pct=90.0) for g in range(2)],
             engine=EngineSample(
@@ -61,7 +61,7 @@ def fed_snapshot() -> Snapshot:
                 requests_running=7, kv_cache_usage=0.5,
             ),
         ))
-    monitor.state.add(NodeSample(node="decode-02", source="test", taken_at=1_000.0,
+    monitor.fleet.ingest(NodeSample(node="decode-02", source="test", taken_at=1_000.0,
                                  error='connection refused "quoted" \x1b[31m'))
     return monitor.tick(1_000.0)
 
@@ -194,7 +194,7 @@ def test_scoreboard_figures_in_the_json_and_the_exposition() -> None:
     monitor = Monitor(parse_layout(LAYOUT), sources=[], clock=lambda: 1_000.0)
     for i in range(11):
         seen = 100.0 * i
-        monitor.state.add(NodeSample(
+        monitor.fleet.ingest(NodeSample(
             node="decode-01", source="test", taken_at=990.0 + i,
             engine=EngineSample(
                 generation_tokens_total=seen * 2, requests_running=4,

@@ -15,9 +15,9 @@ def notes_at(now: float, util: float | None, last_line_at: float, source: str = 
     monitor = Monitor(parse_layout(LAYOUT), sources=[])
     for t in (now - 1, now):
         gpus = [GpuSample(index=i, util_pct=util) for i in range(2)]
-        monitor.state.add(NodeSample(node="n1", source="ssh", taken_at=t, gpus=gpus))
+        monitor.fleet.ingest(NodeSample(node="n1", source="ssh", taken_at=t, gpus=gpus))
         engine = EngineSample(source=source, log_last_line_at=last_line_at if source == "log" else None)
-        monitor.state.add(NodeSample(node="n1", source="logsrc", taken_at=t, engine=engine))
+        monitor.fleet.ingest(NodeSample(node="n1", source="logsrc", taken_at=t, engine=engine))
     (node,) = monitor.tick(now).nodes
     return node.notes
 

@@ -84,7 +84,7 @@ def test_a_real_monitor_groups_nodes_that_go_silent_together_and_keeps_per_node_
     for n in range(12):
         for spec in specs:
             if spec.silent_after is None or n < spec.silent_after:
-                monitor.state.add(make_sample(spec, n, T0 + n, 1.0, "synthetic"))
+                monitor.fleet.ingest(make_sample(spec, n, T0 + n, 1.0, "synthetic"))
         frame = monitor.tick(now=T0 + n)
     # since their last answer (the third reading, at T0 + 2 s)
     assert [g.summary.split(": ")[0] for g in frame.verdict_groups] == ["6 nodes unreachable since 02:14:07 UTC"]

@@ -28,7 +28,7 @@ def frames(ticks: int) -> list[Snapshot]:
         now = START + n
         for spec in SPECS:
             if spec.silent_after is None or n < spec.silent_after:
-                monitor.state.add(make_sample(spec, n, now, 1.0, "synthetic"))
+                monitor.fleet.ingest(make_sample(spec, n, now, 1.0, "synthetic"))
         out.append(monitor.tick(now=now))
     return out
 

@@ -38,7 +38,7 @@ def run(layout_text: str) -> Snapshot:
     snap = None
     for i in range(11):
         seen = 1000.0 * i
-        monitor.state.add(NodeSample(
+        monitor.fleet.ingest(NodeSample(
             node="decode-01", source="test", taken_at=990.0 + i,
             engine=EngineSample(
                 generation_tokens_total=seen, requests_running=10,
@@ -143,14 +143,14 @@ def run_disaggregated(prefill_ttft: bool) -> Snapshot:
     for i in range(11):
         seen = 1000.0 * i
         first = 100.0 * i if prefill_ttft else 0.0
-        monitor.state.add(NodeSample(
+        monitor.fleet.ingest(NodeSample(
             node="decode-01", source="test", taken_at=990.0 + i,
             engine=EngineSample(
                 generation_tokens_total=seen, requests_running=10,
                 latency_buckets={"itl": tuple(zip(ITL_BOUNDS, (0.0, 0.0, seen, seen, seen), strict=True))},
             ),
         ))
-        monitor.state.add(NodeSample(
+        monitor.fleet.ingest(NodeSample(
             node="prefill-01", source="test", taken_at=990.0 + i,
             engine=EngineSample(
                 requests_running=4,

@@ -29,7 +29,7 @@ def snapshots(count: int) -> list[Snapshot]:
     monitor = Monitor(parse_layout(LAYOUT), sources=[], clock=lambda: 1_000.0)
     out = []
     for i in range(count):
-        monitor.state.add(NodeSample(node="decode-01", source="test", taken_at=990.0 + i,
+        monitor.fleet.ingest(NodeSample(node="decode-01", source="test", taken_at=990.0 + i,
                                      engine=EngineSample(generation_tokens_total=100.0 * i, requests_running=i)))
         out.append(monitor.tick(990.0 + i))
     return out

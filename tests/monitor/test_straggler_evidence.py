@@ -44,7 +44,7 @@ def test_the_straggler_verdict_carries_ranked_evidence_with_the_pool_median() ->
         for n in range(1, 6):
             name = f"decode-0{n}"
             steps = 18.0 if name == STRAGGLER else 30.0
-            monitor.state.add(NodeSample(
+            monitor.fleet.ingest(NodeSample(
                 node=name, source="test", taken_at=990.0 + i, gpus=_gpus(name),
                 nics=[NicSample(name="mlx5_0", kind="infiniband", state="active", speed_gbps=400.0,
                                 rx_bytes_total=1e9 * i, tx_bytes_total=1e9 * i, errors_total=0.0)],

@@ -86,7 +86,7 @@ def run(monitor: Monitor, cluster: Cluster, start: int, stop: int) -> dict[int, 
     frames = {}
     for t in range(start, stop):
         for name in monitor.state.nodes:
-            monitor.state.add(cluster.sample(name, float(t)))
+            monitor.fleet.ingest(cluster.sample(name, float(t)))
         frames[t] = monitor.tick(now=float(t) + 0.01).to_json_dict()
     return frames
 
@@ -141,7 +141,7 @@ def test_silent_node_goes_stale_then_unreachable_and_hides_old_evidence() -> Non
     names = [n for n in monitor.state.nodes if n != "decode-02"]
     for t in range(1008, 1016):
         for name in names:
-            monitor.state.add(cluster.sample(name, float(t)))
+            monitor.fleet.ingest(cluster.sample(name, float(t)))
         frame = monitor.tick(now=float(t) + 0.01).to_json_dict()
         kinds = verdict_map(frame)["decode-02"]
         age = t + 0.01 - 1007

@@ -58,7 +58,7 @@ def test_a_logs_window_spans_the_stamps_of_its_newest_lines() -> None:
 def test_the_json_writes_the_edges_as_iso_times() -> None:
     monitor = Monitor(parse_layout(LAYOUT), sources=[], clock=lambda: 1_000.0)
     for i in range(3):
-        monitor.state.add(sample(995.0 + i, 10.0 * i, 990.0 + i, "log"))
+        monitor.fleet.ingest(sample(995.0 + i, 10.0 * i, 990.0 + i, "log"))
     engine = monitor.tick(998.0).to_json_dict()["nodes"][0]["engine"]
     iso = {k: datetime.fromisoformat(engine[k]).timestamp() for k in (
         "window_first_reading_at", "window_last_reading_at", "log_window_start_at", "log_window_end_at")}

@@ -56,7 +56,7 @@ def ranks_snapshots(hold_s: float | None = None, stray: bool = False, ticks: int
     frames = []
     for i in range(ticks):
         server.advance_ranks(1.0, STEPS, [0.7] * 4, [0.03] * 4)
-        monitor.state.add(NodeSample(node="decode-05", source="test", taken_at=990.0 + i, gpus=gpus(stray),
+        monitor.fleet.ingest(NodeSample(node="decode-05", source="test", taken_at=990.0 + i, gpus=gpus(stray),
                                      engine=engine_sample_from_text(server.page(), "vllm")))
         frames.append(monitor.tick(990.0 + i))
     return frames

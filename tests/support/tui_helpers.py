@@ -183,7 +183,7 @@ class FrozenFeed:
             now = start + n * interval_s
             for spec in specs:
                 if spec.silent_after is None or n < spec.silent_after:
-                    self.monitor.state.add(make_sample(spec, n, now, interval_s, "synthetic"))
+                    self.monitor.fleet.ingest(make_sample(spec, n, now, interval_s, "synthetic"))
             self.frames.append(self.monitor.tick(now=now))
         self.stopped = False
 

@@ -50,7 +50,7 @@ class SteppedFeed:
         for n in range(ticks):
             for spec in SPECS:
                 if spec.silent_after is None or n < spec.silent_after:
-                    monitor.state.add(make_sample(spec, n, START + n, 1.0, "synthetic"))
+                    monitor.fleet.ingest(make_sample(spec, n, START + n, 1.0, "synthetic"))
             self.frames.append(monitor.tick(now=START + n))
         self.publish: Publish | None = None
 

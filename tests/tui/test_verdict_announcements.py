@@ -33,7 +33,7 @@ class SteppedFeed:
         for n in range(ticks):
             now = START + n
             for spec in specs:
-                monitor.state.add(make_sample(spec, n, now, 1.0, "synthetic"))
+                monitor.fleet.ingest(make_sample(spec, n, now, 1.0, "synthetic"))
             self.frames.append(monitor.tick(now=now))
         self.publish: Publish | None = None
 
