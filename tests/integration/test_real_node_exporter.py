@@ -84,17 +84,38 @@ def test_loopback_with_operstate_unknown_and_a_carrier_is_up(exporter_url: str) 
 
 def test_every_port_reads_as_the_kernel_says(exporter_url: str) -> None:
     """Each port the exporter shows against this machine's own sysfs: `up` is up, a port
-    with no carrier reading and operstate down is down, `unknown` with a carrier is up."""
+    with no carrier reading and operstate down is down, `unknown` with a carrier is up.
+    Ports that change meanwhile (a namespace test adding a bridge beside) are not judged."""
+    before = _kernel_states()
     nics = _nics(exporter_url)
-    assert nics
+    after = _kernel_states()
+    steady = {name: state for name, state in before.items() if after.get(name) == state}
+    assert "lo" in steady
     for name, nic in nics.items():
-        operstate = _sysfs(name, "operstate")
+        if name not in steady:
+            continue
+        operstate, carrier = steady[name]
         if operstate == "up":
             assert nic.is_up is True, name
         elif operstate == "down":
             assert nic.is_up is False, name
         elif operstate == "unknown":
-            assert nic.state == ("unknown_up" if _sysfs(name, "carrier") == "1" else "down"), name
+            assert nic.state == ("unknown_up" if carrier == "1" else "down"), name
+
+
+def _kernel_states() -> dict[str, tuple[str, str | None]]:
+    states = {}
+    for device in Path("/sys/class/net").iterdir():
+        try:
+            operstate = _sysfs(device.name, "operstate")
+        except OSError:
+            continue  # gone meanwhile
+        try:
+            carrier: str | None = _sysfs(device.name, "carrier")
+        except OSError:  # a down device answers EINVAL
+            carrier = None
+        states[device.name] = (operstate, carrier)
+    return states
 
 
 def test_the_probes_sysfs_reader_says_the_same_of_loopback() -> None:
