@@ -28,6 +28,7 @@ from infertop.collectors.sources.registry import build_sources
 from infertop.collectors.sources.routing import route_layout
 from infertop.collectors.sources.source import RoundSource, Source
 from infertop.monitor.evaluation.cluster import evaluate_cluster, evaluate_nodes
+from infertop.monitor.evaluation.judging import WarmUp, with_warm_up
 from infertop.monitor.evaluation.ledger import SessionLedger, TickFigures
 from infertop.monitor.evaluation.mass_events import verdict_groups
 from infertop.monitor.evaluation.money import (
@@ -81,6 +82,8 @@ class Monitor:
         self.fleet.listeners.append(self.ledger.tally.observe)
         self.fleet.listeners.append(self.ledger.energy.observe)
         self.verdicts = VerdictTracker()
+        # when watching began and each node first answered: "judging" until verdicts can be
+        self.warm_up = WarmUp()
         # restarts, health flips and setting changes are seen sample by sample
         self.timeline = TimelineTracker(burst_per_s=layout.thresholds.preemption_burst_per_s)
         self.fleet.listeners.append(self.timeline.observe)
@@ -102,6 +105,7 @@ class Monitor:
         # before the sources: their timeouts are measured on the wire against this meter
         if self.stall_meter is None:
             self.stall_meter = acquire_meter()
+        self.warm_up.start(self.clock())
         await self.fleet.start()
         if tick:
             self._ticker = asyncio.create_task(self._tick_loop(), name="monitor:tick")
@@ -218,9 +222,11 @@ class Monitor:
         backends = [b for source in self.sources for b in source.backend_states()]
         nodes = evaluate_nodes(self.state, layout, now, self.rates, stalls, unseen_nodes(backends))
         restarts = recent_restarts(self.timeline.events, now, layout.cluster.window_s)
+        nodes = self.warm_up.mark_reading(nodes, layout, now, stalls)
         nodes = self.verdicts.apply(mark_restarts(nodes, restarts), layout, now)
         nodes = with_restart_verdicts(nodes, restarts, now)
-        cluster = evaluate_cluster(nodes, layout)
+        nodes = self.warm_up.judge(nodes, layout, now)
+        cluster = with_warm_up(evaluate_cluster(nodes, layout), nodes)
         # before the window buckets go: the path's transfer percentiles are made of them
         paths = pd_paths(nodes, layout.thresholds)
         # the engines' window buckets made the pools' percentiles; they are the monitor's

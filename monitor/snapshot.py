@@ -21,6 +21,11 @@ SCHEMA = "infertop.snapshot/1"
 # "unknown": the node cannot be seen because the metrics backend (or shard) it is read
 # through is down; said once on the backend (Snapshot.backends), never the node's fault
 NodeStatus = Literal["ok", "stale", "unreachable", "error", "unknown"]
+# what the STATUS column says and the `/` filter matches (monitor.evaluation.judging):
+# reachability and the verdicts in one word
+Standing = Literal[
+    "reading", "judging", "ok", "warning", "critical", "stale", "unreachable", "error", "unknown"
+]
 Severity = Literal["info", "warning", "critical"]
 ClockEventLevel = Literal["none", "warning", "critical"]
 
@@ -402,6 +407,12 @@ class NodeView(_View):
     idle_basis: str | None = None
     # settings in which this node's engine differs from its role pool's majority
     config_drift: list[ConfigDriftView] = Field(default_factory=list)
+    # the node's standing in one word (monitor.evaluation.judging.node_standing): what the
+    # STATUS column draws; None in records written before it (viewers then draw `status`)
+    standing: Standing | None = None
+    # seconds until the node's first verdicts can come (its first verdict window closes);
+    # None once judged
+    first_verdicts_in_s: float | None = None
 
 
 class RollupView(_View):
@@ -501,6 +512,11 @@ class ClusterView(_View):
     # addition: blind spots shared by every answering node of a peer group, each said once
     # (never null: empty when none, and in records written before it)
     shared_blind_spots: list[SharedBlindSpotView] = Field(default_factory=list)
+    # addition: warm-up (monitor.evaluation.judging): nodes not judged yet (being read for
+    # the first time, or within their first verdict window), and the seconds until the
+    # last of them is; 0 / None once every node has been judged
+    judging_nodes: int = 0
+    first_verdicts_in_s: float | None = None
 
     def pool(self, role: str | None) -> RollupView | None:
         """A pool's roll-up by role; "all" is the cluster's total."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 
 from infertop.collectors.safe_text import inert_text
+from infertop.monitor.evaluation.judging import judging_note
 from infertop.monitor.format import (
     UNKNOWN,
     fmt_age,
@@ -42,7 +43,7 @@ def _row(n: NodeView) -> tuple[str, ...]:
     return (
         inert_text(n.name, MAX_CELL_CHARS),
         inert_text(n.role, MAX_CELL_CHARS),
-        inert_text(n.status, MAX_CELL_CHARS),
+        inert_text(n.standing or n.status, MAX_CELL_CHARS),
         # no GPU seen is unknown, not 0 (an unreachable node's layout may say 8)
         str(len(n.gpus)) if n.gpus else UNKNOWN,
         fmt_num(sum(utils) / len(utils), 0, "%") if utils else "—",
@@ -89,6 +90,9 @@ def snapshot_table(snapshot: Snapshot) -> str:
         + (f" (since {s.tokens_since})" if s.usd_per_million_span == "watched" else "")
     )
     lines.append(_scoreboard_line(snapshot))
+    judging = judging_note(snapshot.cluster, len(snapshot.nodes))
+    if judging:  # a window shorter than the first verdicts': no verdict is not all clear
+        lines.append(judging)
     total = snapshot.cluster.total
     if total.partial:
         lines.append(f"partial: cluster figures over {total.nodes_counted} of {total.nodes_expected} nodes")

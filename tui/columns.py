@@ -33,7 +33,9 @@ from infertop.tui.text import inert
 GREY = "grey50"
 WARN = "yellow"
 TROUBLE = "bold red"
-STATUS_ORDER = {"error": 0, "unreachable": 1, "stale": 2, "unknown": 3, "ok": 4}
+# the STATUS column sorts by the node's standing (monitor.evaluation.judging), worst first
+STATUS_ORDER = {"error": 0, "unreachable": 1, "critical": 2, "stale": 3, "warning": 4,
+                "unknown": 5, "reading": 6, "judging": 7, "ok": 8}
 SEVERITY_STYLE = {"critical": TROUBLE, "warning": WARN, "info": "cyan"}
 
 
@@ -67,15 +69,28 @@ def name_cell(node: NodeView) -> Text:
     return inert(node.name, max_len=64)
 
 
+def standing(node: NodeView) -> str:
+    """The word the STATUS column draws and the filter matches: the monitor's standing
+    (reachability and verdicts, monitor.evaluation.judging); a record written before it
+    has the status alone."""
+    return node.standing or node.status
+
+
+_STANDING_CELLS = {"ok": ("ok", "green"), "judging": ("judging", GREY), "reading": ("reading", GREY),
+                   "warning": ("warning", WARN), "critical": ("critical", TROUBLE)}
+
+
 def status_cell(node: NodeView) -> Text:
     age = fmt_age(node.age_s) if node.age_s is not None else "never"
-    if node.status == "ok":
-        return _cell("ok", "green", "left")
-    if node.status == "stale":
+    word = standing(node)
+    if word in _STANDING_CELLS:
+        text, style = _STANDING_CELLS[word]
+        return _cell(text, style, "left")
+    if word == "stale":
         return _cell(f"stale {age}", GREY, "left")
-    if node.status == "unreachable":
+    if word == "unreachable":
         return _cell(f"UNREACH {age}", TROUBLE, "left")
-    if node.status == "unknown":  # its backend is down: said once in the header
+    if word == "unknown":  # its backend is down: said once in the header
         return _cell(f"unknown {age}", GREY, "left")
     return _cell("ERROR", TROUBLE, "left")
 
@@ -169,7 +184,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("name", "NODE", None, name_cell, lambda n: n.name, descending=False, priority=100,
            justify="left"),
     Column("status", "STATUS", 12, status_cell,
-           lambda n: STATUS_ORDER.get(n.status, 9), descending=False, priority=95, justify="left"),
+           lambda n: STATUS_ORDER.get(standing(n), 9), descending=False, priority=95, justify="left"),
     # severity first, then the dollars per hour at stake (monitor's hunt key)
     Column("verdicts", "VERDICTS", 22, verdicts_cell, node_hunt_key, descending=False, priority=90,
            justify="left"),

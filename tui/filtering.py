@@ -1,5 +1,7 @@
 """The `/` filter, k9s style: a case-insensitive substring of a node's name, role,
-status or verdict kinds; a leading `!` keeps the nodes that do NOT match.
+STATUS (its standing: ok, judging, reading, warning, critical, stale, unreachable, error;
+monitor.evaluation.judging) or verdict kinds; a leading `!` keeps the nodes that do NOT
+match, so `!ok` is every node that is not answering, judged and free of warnings.
 
 Several words must all match (``decode stale`` = decode nodes that are stale).
 """
@@ -9,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from infertop.monitor.snapshot import NodeView
+from infertop.tui.columns import standing
 
 
 @dataclass(frozen=True)
@@ -31,7 +34,7 @@ class NodeFilter:
     def matches(self, node: NodeView) -> bool:
         if not self.terms:
             return True
-        fields = [node.name.lower(), node.role.lower(), node.status.lower()]
+        fields = [node.name.lower(), node.role.lower(), standing(node).lower()]
         fields += [v.kind.lower() for v in node.verdicts]
         hit = all(any(term in f for f in fields) for term in self.terms)
         return hit != self.inverted

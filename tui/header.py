@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from rich.text import Text
 from textual.widgets import Static
 
+from infertop.monitor.evaluation.judging import judging_note
 from infertop.monitor.evaluation.shared_gaps import KIND_LABELS
 from infertop.monitor.format import fmt_duration, fmt_usd
 from infertop.monitor.snapshot import Snapshot
@@ -37,6 +38,7 @@ def header_text(
     sort_label: str = "layout",
     alerts: str | None = None,
     hidden: Sequence[str] = (),
+    news: Text | None = None,
 ) -> Text:
     """`hidden`: the node table's columns left out at this width (said, with the key
     that shows them, never silently gone)."""
@@ -72,6 +74,12 @@ def header_text(
         out.append(f"   showing {shown} of {total} nodes", "grey70")
     else:
         out.append(f"   nodes {total}", "grey70")
+    judging = judging_note(snapshot.cluster, total)
+    if judging:  # warm-up: no verdict yet means not judged yet, not all clear
+        out.append(f"   {judging}", WARN)
+    if news is not None:  # verdicts that just started: told here, never over the table
+        out.append("   ")
+        out.append_text(news)
     blind = snapshot.cluster.blind_nodes
     if blind:
         # unknown is never healthy: say how much of the cluster cannot be seen

@@ -1,7 +1,8 @@
 """The hunt list as an overview panel (registered with `tui.panels` on import).
 
 The overview hands every rendered snapshot to `show_snapshot`; the border title counts
-the verdicts so the panel says "all clear" when there is nothing to hunt.
+the verdicts so the panel says "all clear" when there is nothing to hunt, once the
+monitor has judged every node ("judging — first verdicts in 7 s" before that).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
+from infertop.monitor.evaluation.judging import judging_note
 from infertop.monitor.evaluation.verdicts import hunt_order
 from infertop.monitor.snapshot import Snapshot
 from infertop.tui.hunt_list import HuntList
@@ -87,9 +89,14 @@ class HuntPanel(Vertical):
         self.hunt.show(snapshot)
         self._show_detail()
         count = len(hunt_order(snapshot.nodes))
-        title = "hunt list · all clear"
+        # no verdict before the first verdict window closed is "not judged yet", never
+        # "all clear" (the monitor says how long: evaluation.judging)
+        judging = judging_note(snapshot.cluster, len(snapshot.nodes))
+        title = f"hunt list · {judging}" if judging and not count else "hunt list · all clear"
         if count:
             title = f"hunt list · {count} verdict{'s' if count != 1 else ''}"
+            if judging:
+                title += f" · {judging}"
         events = len(snapshot.verdict_groups)
         if events:
             title += f" · {events} mass event{'s' if events != 1 else ''}"

@@ -95,7 +95,9 @@ def _indices(label: str, indices: Sequence[int]) -> str:
 
 
 def status_condition(node: NodeView, now: float) -> Condition | None:
-    if node.status in ("ok", "unknown"):  # unknown: its backend's finding, not the node's
+    # unknown: its backend's finding, not the node's; a node still being read for the
+    # first time is not late yet (judging.WarmUp)
+    if node.status in ("ok", "unknown") or node.standing == "reading":
         return None
     age = f"no fresh sample for {node.age_s:.0f} s" if node.age_s is not None else "never answered"
     detail = f"{age}: {node.error}" if node.error else age

@@ -528,7 +528,9 @@ def _own_status(
 ) -> tuple[NodeStatus, float | None]:
     ok_at = state.last_ok_at
     if age is None or ok_at is None:
-        # never heard from: an error if a source said why, else still connecting (stale)
+        # never heard from: an error if a source said why, else "stale" with no age (the
+        # JSON status keeps its values); whether it is late yet, or still being read
+        # for the first time, is `never_read_late`'s to say
         return ("error" if state.last_error is not None else "stale"), None
     judged = max(age - excused_s(ok_at, now, stalls) - backend_behind_s(state), 0.0)
     if judged > interval_s * thresholds.unreachable_intervals:
@@ -538,6 +540,26 @@ def _own_status(
     if state.error is not None:
         return "error", age
     return "ok", age
+
+
+def never_read_late(
+    watched_since: float | None,
+    now: float,
+    interval_s: float,
+    thresholds: Thresholds,
+    stalls: StallTimeline | None = None,
+) -> bool:
+    """Whether a node never read yet is late: the monitor has watched it (since
+    `watched_since`, when it started) for longer than `stale_intervals` of its own running
+    time. Before that it is still being read for the first time, not stale: a node cannot
+    be late for a reading that was not yet due (the first frame, drawn one interval in on
+    a loaded host, once said "decode-09 stale 0s"). The same rule as a read node's age:
+    the monitor's own stalls are not the node's. `watched_since` None: not started, late."""
+    if watched_since is None:
+        return True
+    watched = max(now - watched_since, 0.0)
+    judged = max(watched - excused_s(watched_since, now, stalls), 0.0)
+    return judged > interval_s * thresholds.stale_intervals
 
 
 def backend_behind_s(state: NodeState) -> float:

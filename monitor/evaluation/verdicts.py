@@ -80,11 +80,10 @@ def node_conditions(
     of every node this tick (computed once, not per node); `drafting`: the tick's
     `draft_pools` and the tracker's acceptance history (None: acceptance not judged);
     `congestion`: the ports' baseline of every node this tick (`congestion_pool`)."""
-    status = status_condition(node, now)
-    if status is not None:
-        return [status]
-    if node.status == "unknown":  # its figures are old and its backend says why: nothing to judge
-        return []
+    if node.status != "ok":
+        # unknown: its figures are old and its backend says why: nothing to judge
+        status = status_condition(node, now)
+        return [status] if status is not None else []
     found = [
         idle_condition(node, th),
         # a port the congested verdict names is its evidence, not link-starved's too

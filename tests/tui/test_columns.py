@@ -22,6 +22,7 @@ from infertop.tui.columns import (
     sort_arrow,
     sort_order,
     sort_spec,
+    status_cell,
 )
 from infertop.tui.filtering import NodeFilter
 from infertop.tui.sparkline import sparkline
@@ -94,6 +95,26 @@ def test_filter_matches_name_role_status_verdict_and_inverts() -> None:
     assert not NodeFilter.parse("decode stale").matches(idle)  # words must all match
     assert NodeFilter.parse("  ").matches(idle) and not NodeFilter.parse("").active
     assert NodeFilter.parse("!").matches(idle)  # "!" alone filters nothing
+
+
+def test_not_ok_finds_what_the_operator_hunts() -> None:
+    """STATUS is the monitor's standing: a node with a critical verdict is "critical", not
+    plain "ok", so `!ok` (the README's example) finds it, and nodes not judged yet."""
+    crit = node("decode-03", standing="critical",
+                verdicts=[VerdictView(kind="link-starved", detail="ib0 down", severity="critical")])
+    fine = node("decode-01", standing="ok")
+    judging = node("decode-02", standing="judging")
+    reading = node("decode-09", status="stale", standing="reading")
+    old_record = node("decode-04")  # written before `standing`: the status is drawn
+    shown = [n.name for n in (crit, fine, judging, reading, old_record) if NodeFilter.parse("!ok").matches(n)]
+    assert shown == ["decode-03", "decode-02", "decode-09"]
+    assert NodeFilter.parse("critical").matches(crit) and not NodeFilter.parse("critical").matches(fine)
+    cells = {n.name: status_cell(n).plain for n in (crit, fine, judging, reading, old_record)}
+    assert cells == {"decode-03": "critical", "decode-01": "ok", "decode-02": "judging",
+                     "decode-09": "reading", "decode-04": "ok"}
+    # worst first: the critical node sorts above the stale, judging and ok ones
+    assert sort_order([fine, judging, reading, crit], sort_spec("status")) == [
+        "decode-03", "decode-09", "decode-02", "decode-01"]
 
 
 # -- columns -----------------------------------------------------------------------
