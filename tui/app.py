@@ -157,7 +157,8 @@ class InfertopApp(App[int]):
             self._retired.append(self.frames.latest)
         self.frames.latest = snapshot
         self.history.record(snapshot)
-        self.verdict_announcer.observe(self, snapshot.nodes, snapshot.verdict_groups)
+        self.verdict_announcer.observe(snapshot.nodes, snapshot.verdict_groups)
+        self.frames.news = self.verdict_announcer.line()
         self.alerter.observe(self, snapshot)  # rings while rendering is paused too
         if self.paused:
             self._refresh_headers()

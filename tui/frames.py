@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rich.text import Text
 from textual.screen import Screen
 
 from infertop.monitor.snapshot import Snapshot
@@ -21,6 +22,9 @@ class FrameState:
     latest: Snapshot | None = None  # the newest frame received
     paused: bool = False  # drawing is paused (collection and spend go on)
     alerts: str | None = None  # the alert bell: None (off in the layout), "on", "muted"
+    # verdicts that just started (tui.announcer), drawn in each screen's header / title
+    # line where no figure sits; None: nothing new
+    news: Text | None = None
 
 
 class FrameScreen(Screen[None]):
@@ -34,6 +38,16 @@ class FrameScreen(Screen[None]):
     def show_snapshot(self, snapshot: Snapshot) -> None:
         """Draw one frame (the app calls it inside `batch_update()`)."""
         self.snapshot = snapshot
+
+    def with_news(self, title: Text) -> Text:
+        """`title` with the news line after it (verdicts that just started): each screen's
+        title line tells them, so nothing is drawn over its figures."""
+        if self.frames.news is None:
+            return title
+        out = title.copy()
+        out.append("   ")
+        out.append_text(self.frames.news)
+        return out
 
     def refresh_header(self) -> None:
         """Redraw what shows the pause state; frames are not drawn while paused."""

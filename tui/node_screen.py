@@ -113,7 +113,7 @@ class NodeScreen(SectionKeys, FrameScreen):
             gone = Text.assemble(inert(self.node, "bold"), ("  no longer in the cluster", "grey50"))
             self.title_bar.update(gone)
             return
-        self.title_bar.update(title_text(node))
+        self.title_bar.update(self.with_news(title_text(node)))
         h = self.history
         # sparklines share a scale across the node's pool (drawn values only): a
         # straggler's line sits lower than its peers' instead of filling its own cell

@@ -143,6 +143,7 @@ class OverviewScreen(FrameScreen):
             sort_label=self.sort.label,
             alerts=self.frames.alerts,
             hidden=() if self.map_shown else self.table.hidden_columns,
+            news=self.frames.news,
         )
 
     def rerender(self) -> None:

@@ -60,7 +60,9 @@ class ScoreboardScreen(SectionKeys, FrameScreen):
         self.nodes_title = Static(
             Text("THROUGHPUT PER POOL AND NODE (accepted tokens/s ÷ GPUs, ÷ mean running)", "bold"),
             classes="section")
-        yield Static(Text("SCOREBOARD", "bold"), id="scoreboard-title")
+        self.title_bar = Static(Text("SCOREBOARD", "bold"), id="scoreboard-title")
+        self._title_shown: Text | None = None
+        yield self.title_bar
         with self.scroll_body:
             with self.top:
                 yield self.plot
@@ -97,6 +99,10 @@ class ScoreboardScreen(SectionKeys, FrameScreen):
 
     def show_snapshot(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
+        title = self.with_news(Text("SCOREBOARD", "bold"))
+        if title != self._title_shown:
+            self._title_shown = title
+            self.title_bar.update(title)
         s = snapshot.session
         refs = [(p.label, (p.output_tokens_per_s_per_user, p.output_tokens_per_s_per_gpu))
                 for p in snapshot.cluster.reference_points]

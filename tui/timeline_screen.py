@@ -45,6 +45,7 @@ class TimelineScreen(FrameScreen):
 
     def compose(self) -> ComposeResult:
         self.title_bar = Static(Text("TIMELINE (oldest first)", "bold"), id="timeline-title")
+        self._title_shown: Text | None = None
         self.event_list = OptionList(id="timeline-events")
         yield self.title_bar
         yield self.event_list
@@ -56,6 +57,10 @@ class TimelineScreen(FrameScreen):
 
     def show_snapshot(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
+        title = self.with_news(Text("TIMELINE (oldest first)", "bold"))
+        if title != self._title_shown:
+            self._title_shown = title
+            self.title_bar.update(title)
         events = list(snapshot.timeline)
         if events == self.events:
             return

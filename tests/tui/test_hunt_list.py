@@ -1,5 +1,6 @@
 """The hunt list and the verdict announcer in a real Textual app, driven by Pilot. The
-test app feeds both every frame, as InfertopApp does."""
+test app feeds both every frame, as InfertopApp does. New verdicts are told in a line
+where no figure sits (`VerdictAnnouncer.line`), never as a toast over the table."""
 
 from __future__ import annotations
 
@@ -46,8 +47,12 @@ class HuntApp(ToastsShown, App[None]):
         yield HuntList(id="hunt")
 
     def show(self, frame: Snapshot) -> None:
-        self.announcer.observe(self, frame.nodes)
+        self.announcer.observe(frame.nodes)
         self.query_one(HuntList).show(frame)
+
+    def news(self) -> str | None:
+        line = self.announcer.line()
+        return None if line is None else line.plain
 
     def on_open_node(self, message: OpenNode) -> None:
         self.opened.append(message.node)
@@ -83,7 +88,7 @@ async def test_new_verdict_notifies_and_cursor_follows_its_row() -> None:
         table = app.query_one(HuntList)
         app.show(snapshot({"a": [verdict("idle", "warning", 10.0)], "b": [verdict("idle", "warning", 5.0)]}))
         await pilot.pause()
-        assert len(app.toasts) == 0  # what was already there when we opened is not news
+        assert app.news() is None  # what was already there when we opened is not news
         table.focus()
         await pilot.press("down")
         assert table.current() == ("b", "idle")
@@ -93,30 +98,30 @@ async def test_new_verdict_notifies_and_cursor_follows_its_row() -> None:
             "c": [verdict("gpu-error", "critical", 80.0, detail="GPU 3 XID 79")],
         }))
         await pilot.pause()
-        notes = list(app.toasts)
-        assert [(n.title, n.message, n.severity) for n in notes] == [
-            ("c: gpu-error", "GPU 3 XID 79", "error")
-        ]
+        assert app.news() == "new: c gpu-error"
+        line = app.announcer.line()
+        assert line is not None and line.style == "bold red"  # critical
+        assert not app.toasts  # nothing drawn over the table
         assert table.entries[0] == ("c", "gpu-error")
         assert table.current() == ("b", "idle")  # the cursor stayed on its verdict
         # the same frame again: nothing new, nothing announced
         app.show(snapshot({"a": [verdict("idle", "warning", 10.0)], "b": [verdict("idle", "warning", 5.0)],
                              "c": [verdict("gpu-error", "critical", 80.0)]}, now=T0 + 95))
         await pilot.pause()
-        assert len(app.toasts) == 1
+        assert app.news() == "new: c gpu-error"
         app.show(snapshot({}))
         await pilot.pause()
         assert table.row_count == 0 and table.current() is None
 
 
-async def test_burst_of_verdicts_is_one_notification() -> None:
+async def test_burst_of_verdicts_is_one_line() -> None:
     app = HuntApp()
     async with app.run_test(size=(140, 20)) as pilot:
         app.show(snapshot({}))
         app.show(snapshot({f"n{i}": [verdict("unreachable", "critical", 1.0)] for i in range(6)}))
         await pilot.pause()
-        notes = list(app.toasts)
-        assert len(notes) == 1 and notes[0].message.startswith("6 new verdicts: ")
+        assert app.news() == "6 new: n0 unreachable, n1 unreachable, n2 unreachable, …"
+        assert not app.toasts
 
 
 async def test_hostile_text_is_shown_inert() -> None:
@@ -130,5 +135,6 @@ async def test_hostile_text_is_shown_inert() -> None:
         shown = rows(table)[0][5]
         # markup literal, escapes written out (never obeyed)
         assert shown == "[bold red]pwn[/] \\x1b[31mred\\x1b[0m\\x1b]8;;http://x\\x07link"
-        notes = list(app.toasts)
-        assert notes[0].markup is False and "\x1b" not in notes[0].message
+        app.show(snapshot({"n1": [verdict("idle", "warning", 1.0)], evil: [verdict("idle", "warning", 1.0)]}))
+        news = app.news()
+        assert news is not None and "\x1b" not in news and "\x07" not in news

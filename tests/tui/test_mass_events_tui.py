@@ -1,22 +1,21 @@
 """Mass events in the real app, Pilot at the keys: one hunt-list row for a group of nodes
-that went unreachable together, one brief toast at a time, bursts rate-limited."""
+that went unreachable together, told in one line of the header (never a toast over the
+table), a burst gathered into that line."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from textual.app import App, ComposeResult
-
 from infertop.monitor.feeds import Publish
 from infertop.monitor.monitor import Monitor
 from infertop.monitor.snapshot import NodeView, Snapshot, VerdictView
-from infertop.tui.announcer import MIN_GAP_S, TOAST_TIMEOUT_S, VerdictAnnouncer
+from infertop.tui.announcer import NEWS_SHOWN_S, VerdictAnnouncer
 from infertop.tui.app import InfertopApp
 from infertop.tui.hunt_list import HuntList
 from infertop.tui.hunt_panel import HuntPanel
 from infertop.tui.node_screen import NodeScreen
 from tests.support.toasts import ToastsShown, css_beside
-from tests.support.tui_helpers import NodeSpec, make_layout, make_sample, wait_for
+from tests.support.tui_helpers import NodeSpec, make_layout, make_sample, screen_text, wait_for
 
 START = 1_800_000_000.0
 # twelve nodes; decode-04…decode-09 stop answering together (a switch), decode-12 has a
@@ -72,7 +71,11 @@ class SeenApp(ToastsShown, InfertopApp):
     CSS_PATH = css_beside(InfertopApp)
 
 
-async def test_a_switch_drop_is_one_row_and_one_toast_beside_the_real_problem() -> None:
+def news(app: InfertopApp) -> str | None:
+    return None if app.frames.news is None else app.frames.news.plain
+
+
+async def test_a_switch_drop_is_one_row_and_one_line_beside_the_real_problem() -> None:
     feed = SteppedFeed(ticks=12)
     starved = first(feed.frames, lambda f: any(v.kind == "link-starved" for n in f.nodes for v in n.verdicts))
     grouped = first(feed.frames, lambda f: [(g.kind, len(g.nodes)) for g in f.verdict_groups] == [("unreachable", 6)])
@@ -86,9 +89,11 @@ async def test_a_switch_drop_is_one_row_and_one_toast_beside_the_real_problem() 
         assert feed.publish is not None
         feed.publish(starved)
         await wait_for(pilot, lambda: hunt.row_count == 1)
-        assert [n.title for n in app.toasts] == ["decode-12: link-starved"]
+        assert news(app) == "new: decode-12 link-starved"
+        await pilot.pause()
+        assert "new: decode-12 link-starved" in screen_text(app).splitlines()[0]  # in the header
 
-        clock.now += 1.0  # a second later the switch drops: within the gap, held back
+        clock.now += 1.0  # a second later the switch drops: it joins the line, one item
         feed.publish(grouped)
         await wait_for(pilot, lambda: hunt.row_count == 2)
         assert hunt.entries == [("6 nodes", "unreachable"), ("decode-12", "link-starved")]
@@ -97,17 +102,15 @@ async def test_a_switch_drop_is_one_row_and_one_toast_beside_the_real_problem() 
         assert cells[5].startswith("6 nodes unreachable since ") and cells[5].endswith(": decode-04…decode-09")
         panel = app.screen.query_one(HuntPanel)
         assert panel.border_title == "hunt list · 7 verdicts · 1 mass event"
-        assert [n.title for n in app.toasts] == ["decode-12: link-starved"]
+        assert news(app) == "7 new: decode-12 link-starved, 6 nodes unreachable"
+        assert app.frames.news is not None and app.frames.news.style == "bold red"
+        assert not app.toasts  # never a toast over the node table
 
-        clock.now += MIN_GAP_S  # the next frame past the gap tells it, once, alone on screen
+        clock.now += NEWS_SHOWN_S  # nothing new since: the line goes
         feed.publish(feed.frames[-1])
         await wait_for(pilot, lambda: app.frames_received >= 4)
         await pilot.pause()
-        notes = list(app.toasts)
-        assert [(n.title, n.message.split(": ")[0]) for n in notes] == [
-            ("6 nodes: unreachable", "6 nodes unreachable since 08:00:03 UTC")
-        ]
-        assert notes[0].timeout == TOAST_TIMEOUT_S and notes[0].severity == "error"
+        assert news(app) is None and "new:" not in screen_text(app)
 
         hunt.focus()
         hunt.move_cursor(row=0)
@@ -116,47 +119,34 @@ async def test_a_switch_drop_is_one_row_and_one_toast_beside_the_real_problem() 
         assert isinstance(app.screen, NodeScreen) and app.screen.node == "decode-04"
 
 
-class AnnounceApp(ToastsShown, App[None]):
-    def __init__(self, clock: Clock) -> None:
-        super().__init__()
-        self.announcer = VerdictAnnouncer(clock=clock)
-
-    def compose(self) -> ComposeResult:
-        yield HuntList()
-
-    def show(self, verdicts: dict[str, str]) -> None:
-        nodes = [
-            NodeView(name=name, role="decode", status="ok",
-                     verdicts=[VerdictView(kind=kind, detail=f"{kind} on {name}", severity="warning")])
-            for name, kind in verdicts.items()
-        ]
-        self.announcer.observe(self, nodes)
+def _nodes(verdicts: dict[str, str]) -> list[NodeView]:
+    return [
+        NodeView(name=name, role="decode", status="ok",
+                 verdicts=[VerdictView(kind=kind, detail=f"{kind} on {name}", severity="warning")])
+        for name, kind in verdicts.items()
+    ]
 
 
-async def test_toasts_are_rate_limited_and_never_stack() -> None:
+def test_the_news_line_gathers_a_burst_and_goes() -> None:
     clock = Clock()
-    app = AnnounceApp(clock)
-    async with app.run_test(size=(120, 30)) as pilot:
-        app.show({})
-        app.show({"a": "idle"})
-        await pilot.pause()
-        assert [n.title for n in app.toasts] == ["a: idle"]
-        # two more verdicts start over the next two seconds: nothing new on screen yet
-        clock.now = 1.0
-        app.show({"a": "idle", "b": "straggler"})
-        clock.now = 2.0
-        app.show({"a": "idle", "b": "straggler", "c": "idle"})
-        await pilot.pause()
-        assert [n.title for n in app.toasts] == ["a: idle"]
-        # past the gap: one toast for both, replacing the one still showing
-        clock.now = MIN_GAP_S + 0.1
-        app.show({"a": "idle", "b": "straggler", "c": "idle"})
-        await pilot.pause()
-        notes = list(app.toasts)
-        assert [(n.title, n.message) for n in notes] == [("infertop", "2 new verdicts: b: straggler; c: idle")]
-        assert notes[0].timeout == TOAST_TIMEOUT_S
-        # nothing new: nothing told, whatever the time
-        clock.now = 60.0
-        app.show({"a": "idle", "b": "straggler", "c": "idle"})
-        await pilot.pause()
-        assert len(app.toasts) == 1
+    announcer = VerdictAnnouncer(clock=clock)
+
+    def shown(verdicts: dict[str, str]) -> str | None:
+        announcer.observe(_nodes(verdicts))
+        line = announcer.line()
+        return None if line is None else line.plain
+
+    assert shown({}) is None
+    assert shown({"a": "idle"}) == "new: a idle"
+    # two more verdicts start over the next two seconds: they join the line
+    clock.now = 1.0
+    assert shown({"a": "idle", "b": "straggler"}) == "2 new: a idle, b straggler"
+    clock.now = 2.0
+    assert shown({"a": "idle", "b": "straggler", "c": "idle"}) == "3 new: a idle, b straggler, c idle"
+    # nothing new: the line stays its time, then goes
+    clock.now = 2.0 + NEWS_SHOWN_S - 0.1
+    assert shown({"a": "idle", "b": "straggler", "c": "idle"}) == "3 new: a idle, b straggler, c idle"
+    clock.now = 2.0 + NEWS_SHOWN_S
+    assert shown({"a": "idle", "b": "straggler", "c": "idle"}) is None
+    # a verdict starting after that is a new line of its own
+    assert shown({"a": "idle", "b": "straggler", "c": "idle", "d": "idle"}) == "new: d idle"
