@@ -5,11 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING, TextIO
 
 from infertop.cli.argtypes import window_s
 from infertop.cli.common import EXIT_FAIL, EXIT_OK, add_layout_arg, layout_of, say
 from infertop.collectors.process.stopping import Stop, run_stoppable
 from infertop.monitor.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from infertop.monitor.take_snapshot import Progress
 
 NAME = "snapshot"
 HELP = "one collection over a window, then exit"
@@ -54,15 +58,51 @@ def failing_verdicts(snapshot: Snapshot, level: str) -> list[str]:
     ]
 
 
+class ProgressLine:
+    """One line on a terminal, rewritten in place ("reading 16 nodes — 6 of 10 s") and
+    erased at the end, so the table or JSON that follows starts on a clean line."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.shown = False
+
+    def show(self, progress: Progress) -> None:
+        from infertop.monitor.take_snapshot import progress_line
+
+        self.stream.write("\r\x1b[K" + progress_line(progress))
+        self.stream.flush()
+        self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
 def run(args: argparse.Namespace) -> int:
     layout = layout_of(args)
-    from infertop.monitor.take_snapshot import take_snapshot  # the collectors load for this command only
+    from infertop.monitor.take_snapshot import (  # the collectors load for this command only
+        nothing_read,
+        take_snapshot,
+    )
     from infertop.monitor.text_report import snapshot_table
 
     stop = Stop()
-    snapshot = run_stoppable(take_snapshot(layout, args.window, stop=stop), stop)
+    # a line that counts the window on a terminal; piped or redirected, stderr stays empty
+    line = ProgressLine(sys.stderr) if sys.stderr.isatty() else None
+    try:
+        snapshot = run_stoppable(
+            take_snapshot(layout, args.window, stop=stop, progress=line.show if line else None), stop
+        )
+    finally:
+        if line is not None:
+            line.clear()
     if snapshot is None:  # interrupted before the window ended: nothing to show
         return stop.exit_code or EXIT_FAIL
+    unread = nothing_read(snapshot)
+    if unread is not None:  # every node in error or silent: not a snapshot of anything
+        say(f"infertop: {unread}")
+        return EXIT_FAIL
     if args.json:
         # strict JSON: NaN / Infinity are not JSON (to_json_dict has made them null)
         json.dump(snapshot.to_json_dict(), sys.stdout, indent=2, allow_nan=False)

@@ -144,7 +144,11 @@ def outputs(
     out["record WAL (running)"] = wal[0].read_bytes()
     for name, proc in (("snapshot text", text), ("snapshot json", as_json), ("record", record)):
         done = finish(proc)
-        assert done.returncode == 0, done.stderr
+        # a snapshot whose window passed before any SSH probe answered (a loaded machine:
+        # every HTTP node here fails on purpose) reads no node and says so in one line,
+        # exit 1; that line is checked for secrets like the rest
+        unread = name.startswith("snapshot") and "no node could be read" in done.stderr
+        assert done.returncode == 0 or (unread and done.returncode == 1), done.stderr
         out[name] = done.stdout + done.stderr
     files = sorted((work / "state").iterdir())
     for path in files:
