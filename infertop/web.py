@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import re
 import shlex
 import sys
 from collections.abc import Awaitable, Callable
@@ -33,6 +34,36 @@ from textual_serve.server import Server
 
 COOKIE = "infertop_token"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+# textual-serve's page loads its font from a public font CDN, which an offline cluster
+# cannot reach (and which would tell a third party who watches what): the same font is in
+# textual-serve's own static folder, so the page asks this server for it instead
+FONT_CDN_LINK = re.compile(r"<link[^>]*fonts\.googleapis\.com[^>]*/?>", re.DOTALL)
+LOCAL_FONT = """<style>
+      @font-face {
+        font-family: "Roboto Mono";
+        src: url("{{ config.static.url }}fonts/RobotoMono-VariableFont_wght.ttf") format("truetype");
+        font-weight: 100 700;
+        font-style: normal;
+      }
+      @font-face {
+        font-family: "Roboto Mono";
+        src: url("{{ config.static.url }}fonts/RobotoMono-Italic-VariableFont_wght.ttf") format("truetype");
+        font-weight: 100 700;
+        font-style: italic;
+      }
+    </style>"""
+
+
+class OfflinePageLoader(jinja2.FileSystemLoader):
+    """textual-serve's templates, with the font CDN's stylesheet link replaced by the font
+    served from here: no request leaves the host (tests/integration/test_browser.py)."""
+
+    def get_source(
+        self, environment: jinja2.Environment, template: str
+    ) -> tuple[str, str, Callable[[], bool]]:
+        source, filename, uptodate = super().get_source(environment, template)
+        return FONT_CDN_LINK.sub(lambda _: LOCAL_FONT, source), filename, uptodate
 
 
 def viewer_command(layout_path: Path) -> str:
@@ -119,7 +150,7 @@ def build_web_app(
     public_origin = public_url.rstrip("/") if public_url else None
     guard = Guard(host, port, token, max_viewers, public_origin)
     app = web.Application(middlewares=[guard.middleware])
-    aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(server.templates_path))
+    aiohttp_jinja2.setup(app, loader=OfflinePageLoader(server.templates_path))
     app.add_routes([
         # the names are the ones textual-serve's page template asks the router for
         web.get("/", server.handle_index, name="index"),

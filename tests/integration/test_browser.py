@@ -110,6 +110,40 @@ def test_the_browser_shows_the_node_table_and_hunt_list_and_takes_keys(tmp_path:
     assert (tmp_path / "browser.png").stat().st_size > 10_000
 
 
+def test_no_request_leaves_the_host(tmp_path: Path) -> None:
+    """An offline cluster's browser view: every request the page makes (its styles, scripts,
+    font, websocket) goes to the serving host; the font textual-serve's page would fetch
+    from a public font CDN comes from textual-serve's own static folder, served here."""
+    layout = tmp_path / "demo.toml"
+
+    async def requests_of(url: str) -> tuple[list[str], str]:
+        async with playwright.async_playwright() as p:
+            browser = await p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            try:
+                page = await browser.new_page()
+                asked: list[str] = []
+                page.on("request", lambda request: asked.append(request.url))
+                frames: list[bytes] = []
+                page.on("websocket", lambda ws: (asked.append(ws.url), ws.on(
+                    "framereceived", lambda d: frames.append(d if isinstance(d, bytes) else d.encode()))))
+                await page.goto(url)
+                await until_async(lambda: b"NODE" in b"".join(frames), 60, "the node table", every_s=0.25)
+                await page.wait_for_load_state("networkidle")
+                return asked, await page.content()
+            finally:
+                await browser.close()
+
+    with serving_demo(layout, "--nodes", "2"), serving(layout, tmp_path / "state") as (url, _):
+        asked, html = asyncio.run(requests_of(url))
+    origin = url.split("://", 1)[1].rstrip("/")
+    assert asked, "the page made no request at all"
+    elsewhere = [u for u in asked if u.split("://", 1)[1].split("/", 1)[0] != origin]
+    assert not elsewhere, elsewhere
+    assert any(u.startswith(("ws://", "http://")) and "/ws" in u for u in asked), asked  # the viewer's socket
+    # the font textual-serve ships, asked of this server (the page names no other host)
+    assert "googleapis" not in html and "RobotoMono-VariableFont_wght.ttf" in html
+
+
 def test_two_browsers_are_two_viewers_of_one_monitor(tmp_path: Path) -> None:
     layout = tmp_path / "demo.toml"
     state = tmp_path / "state"
