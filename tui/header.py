@@ -6,7 +6,6 @@ import time
 from collections.abc import Sequence
 
 from rich.text import Text
-from textual.widgets import Static
 
 from infertop.monitor.evaluation.judging import judging_note
 from infertop.monitor.evaluation.shared_gaps import KIND_LABELS
@@ -14,6 +13,7 @@ from infertop.monitor.format import fmt_duration, fmt_usd
 from infertop.monitor.snapshot import Snapshot
 from infertop.tui.columns import TROUBLE, WARN
 from infertop.tui.text import inert
+from infertop.tui.text_lines import TextLines
 
 INSECURE_SSH_WARNING = "⚠ SSH host-key checking is OFF for this layout (ssh.insecure_no_host_key_check)"
 
@@ -197,12 +197,15 @@ def _chars_within(plain: str, width: int) -> int:
     return low
 
 
-class HeaderBar(Static):
+class HeaderBar(TextLines):
+    """Drawn line by line (`TextLines`): the clock and the spend change every second, the
+    lines under them (the sort, a warning) are not written to the terminal again."""
+
     DEFAULT_CSS = """
     HeaderBar { height: auto; padding: 0 1; }
     """
 
-    _lines: int | None = None  # lines shown (folded by `wrap_items`, never cut)
+    _line_count: int | None = None  # lines shown (folded by `wrap_items`, never cut)
     _args: tuple[Snapshot | None, dict[str, object]] | None = None
     _tall_until = 0.0  # monotonic time until which a shorter text keeps the height
     clock = staticmethod(time.monotonic)
@@ -218,16 +221,21 @@ class HeaderBar(Static):
         text = wrap_items(header_text(snapshot, **kwargs), self.content_region.width)  # type: ignore[arg-type]
         lines = text.plain.count("\n") + 1
         now = self.clock()
-        if self._lines is not None and lines < self._lines and now < self._tall_until:
-            text.append("\n" * (self._lines - lines))  # blank lines hold the height
-            lines = self._lines
-        elif self._lines is None or lines >= self._lines:
+        if self._line_count is not None and lines < self._line_count and now < self._tall_until:
+            text.append("\n" * (self._line_count - lines))  # blank lines hold the height
+            lines = self._line_count
+        elif self._line_count is None or lines >= self._line_count:
             self._tall_until = now + HEIGHT_HOLD_S
-        # a layout of the whole screen only when the header's height changes, not every
-        # frame: at 128 nodes a layout pass costs several ms
-        if lines != self._lines:
+        if lines != self._line_count:
             # said, not left to `height: auto`: with the panels under it folded (a short
             # terminal) nothing else relaid the screen, and the header kept its old height
             self.styles.height = lines
-        self.update(text, layout=lines != self._lines)
-        self._lines = lines
+        # drawn line by line (TextLines): only the cells that changed reach the terminal;
+        # a layout of the whole screen only when the header's height changes (TextLines
+        # lays out when its rows change), not every frame: at 128 nodes a layout pass
+        # costs several ms
+        rows = list(text.split("\n", allow_blank=True))
+        for row in rows:  # folded to the width already: never wrapped again
+            row.no_wrap = True
+        self.update(rows)
+        self._line_count = lines

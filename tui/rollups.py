@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from rich.cells import cell_len
 from rich.text import Text
-from textual.widgets import Static
 
 from infertop.monitor.format import fmt_num, fmt_pct, fmt_usd, inert_text
 from infertop.monitor.snapshot import RollupView, Snapshot
 from infertop.tui.columns import WARN
+from infertop.tui.text_lines import TextLines
 
 _HEADERS = ("POOL", "NODES", "GPUS", "UTIL", "STEPS/S", "ACCEPT", "TOK/S", "FULL TOK/S",
             "RUN", "WAIT", "$/H", "IDLE")
@@ -116,30 +116,47 @@ def rollup_text(rows: list[Row], width: int | None = None) -> Text:
     return text
 
 
-class RollupStrip(Static):
+class RollupStrip(TextLines):
+    """Drawn line by line (`TextLines`): a frame repaints the cells that changed, not the
+    strip's header, rule and blank edges with them."""
+
     DEFAULT_CSS = """
-    RollupStrip { height: auto; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
+    RollupStrip { height: auto; padding: 0 1; }
     """
 
-    _rows: list[Row] | None = None  # what is on screen
+    _pool_rows: list[Row] | None = None  # what is on screen
     _width: int | None = None  # the width it was laid out for
+    _text: Text | None = None
+
+    @property
+    def content(self) -> Text:
+        """The strip's text, as drawn (one line per screen row)."""
+        return self._text if self._text is not None else Text("")
 
     def _fit_width(self) -> int | None:
         return self.content_region.width or None
 
+    def _draw(self, text: Text) -> None:
+        self._text = text
+        lines = text.split("\n", allow_blank=True)
+        for line in lines:  # a figure is never wrapped onto a second row
+            line.no_wrap = True
+            line.overflow = "ellipsis"
+        self.update(list(lines))
+
     def show(self, snapshot: Snapshot) -> None:
         rows = rollup_rows(snapshot)
         width = self._fit_width()
-        if rows == self._rows and width == self._width:
+        if rows == self._pool_rows and width == self._width:
             return  # the same figures: no render, no repaint
-        resized = self._rows is None or len(rows) != len(self._rows)
-        self._rows, self._width = rows, width
+        resized = self._pool_rows is None or len(rows) != len(self._pool_rows)
+        self._pool_rows, self._width = rows, width
         if resized:
             # a known height: Textual need not render the text to measure it
             self.styles.height = len(rows) + 4
-        self.update(rollup_text(rows, width), layout=resized)
+        self._draw(rollup_text(rows, width))
 
     def on_resize(self) -> None:
-        if self._rows is not None and self._fit_width() != self._width:
+        if self._pool_rows is not None and self._fit_width() != self._width:
             self._width = self._fit_width()
-            self.update(rollup_text(self._rows, self._width))
+            self._draw(rollup_text(self._pool_rows, self._width))

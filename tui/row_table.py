@@ -43,6 +43,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from infertop.monitor.format import fit_forms
+from infertop.tui.line_diff import changed_end
 
 Cells = tuple[Text, ...]
 RowMaker = Callable[[], Sequence[Text]]  # makes a row's cells when the row is drawn
@@ -248,6 +249,9 @@ class RowTable(ScrollView, can_focus=True):
         self._paint_style: Style | None = None  # the widget's style during one paint
         self._cells_updated = 0
         self.lines_rendered = 0  # row lines rendered through Rich so far (the cache's misses)
+        # the strip last drawn on each line of the widget: a frame that only changed cells
+        # repaints the cells that differ from it (tui.line_diff), not the whole table
+        self._drawn: dict[int, Strip] = {}
 
     # -- contents ---------------------------------------------------------------------
 
@@ -295,8 +299,9 @@ class RowTable(ScrollView, can_focus=True):
             del self._shown[gone]
         self._pending = dict(fresh)
         self._width_hints = {self._column_index[c]: w for c, w in widths.items()}
+        same_rows = order == self._order
         self._order = order
-        self._contents_changed(keep)
+        self._contents_changed(keep, changed=order if same_rows else None)
 
     def _made(self, key: str) -> Cells:
         """The row's cells, made now if they were left for when it is drawn."""
@@ -336,7 +341,10 @@ class RowTable(ScrollView, can_focus=True):
         fresh = [(key, tuple(cells)) for key, cells in unique_keys(rows)]
         wanted = {key for key, _ in fresh}
         changed = False
+        moved = False  # rows came or went: the whole table is drawn again
+        changed_keys: list[str] = []
         if len(wanted) != len(self._order) or any(k not in wanted for k in self._order):
+            moved = True
             self._order = [k for k in self._order if k in wanted]
             for gone in [k for k in self._cells if k not in wanted]:
                 del self._cells[gone]
@@ -350,14 +358,16 @@ class RowTable(ScrollView, can_focus=True):
             if previous is None:
                 self._order.append(key)
                 self._cells_updated += len(cells)
+                moved = True
             else:
                 self._cells_updated += sum(a != b for a, b in zip(previous, signature, strict=False))
             self._cells[key] = cells
             self._shown[key] = signature
             self._grow_for(cells)
             changed = True
+            changed_keys.append(key)
         if changed:
-            self._contents_changed(keep)
+            self._contents_changed(keep, changed=None if moved else changed_keys)
 
     def set_order(self, keys: Sequence[str]) -> None:
         """Show the rows in the order of `keys` (rows not named keep their place after)."""
@@ -407,14 +417,47 @@ class RowTable(ScrollView, can_focus=True):
         self._order = []
         self._contents_changed(None)
 
-    def _contents_changed(self, keep: str | None) -> None:
+    def _contents_changed(self, keep: str | None, changed: Sequence[str] | None = None) -> None:
+        """Lay the rows out again and repaint. `changed`: only these rows' cells changed
+        (same rows, same order): unless that moved a column or the cursor, only the cells
+        that now look different are repainted."""
+        before = self._layout_look()
         self._fit_widths()
         self._choose_columns()
         self.virtual_size = Size(self._table_width(), len(self._order) + 1)
         self.keep_cursor_on(keep)
         if self._order and self.cursor_row >= len(self._order):
             self.cursor_row = len(self._order) - 1
-        self.refresh()
+        if changed is not None and self._layout_look() == before and self._drawn:
+            self._repaint_rows(changed)
+        else:
+            self.refresh()
+
+    def _layout_look(self) -> tuple[object, ...]:
+        """What places every cell on screen: columns, widths, rows, cursor, scroll, size."""
+        return (tuple(self._widths), tuple(self._visible), tuple(self._order), self.cursor_row,
+                self.has_focus, self.scroll_offset, self.size, self.virtual_size,
+                tuple(self._label(c) for c in self.columns))
+
+    def _repaint_rows(self, keys: Sequence[str]) -> None:
+        """Mark dirty only the spans of the lines on screen whose drawing changed."""
+        width, height = self.size.width, self.size.height
+        top = round(self.scroll_offset.y)
+        place = {key: row for row, key in enumerate(self._order)}
+        self._paint_style = self.rich_style
+        try:
+            for key in keys:
+                row = place.get(key)
+                if row is None:
+                    continue
+                y = row - top + 1
+                if not 1 <= y < height:
+                    continue
+                end = changed_end(self._drawn.get(y), self.render_line(y), width)
+                if end:
+                    self.refresh(Region(0, y, end, 1))
+        finally:
+            self._paint_style = None
 
     def _label(self, column: Column) -> str:
         mark = self._markers.get(column.key)
@@ -583,6 +626,11 @@ class RowTable(ScrollView, can_focus=True):
             self._paint_style = None
 
     def render_line(self, y: int) -> Strip:
+        strip = self._render_line(y)
+        self._drawn[y] = strip
+        return strip
+
+    def _render_line(self, y: int) -> Strip:
         row = self.scroll_offset.y + y - 1
         base = self._paint_style or self.rich_style
         if y == 0:

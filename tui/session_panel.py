@@ -202,7 +202,11 @@ class SessionPanel(Vertical):
         width = max(10, min(CHART_POINTS, (self.size.width or 60) - 43))
         self.body.update(session_lines(s, self.history, width, tokens_from=snapshot.cluster.total))
         alert = f" · budget {s.budget_label}" if s.budget_alert and s.budget_label else ""
-        self.border_title = f"session · {fmt_usd(s.spend_usd)}{alert}"
+        # not the spend (the header and the first line have it): a title that changes
+        # repaints the whole panel, every frame (terminal bytes, docs/performance.md)
+        title = f"session{alert}"
+        if title != self.border_title:
+            self.border_title = title
 
 
 class PhasePicker(ModalScreen[str | None]):

@@ -17,10 +17,11 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.cache import LRUCache
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widget import Widget
 
+from infertop.tui.line_diff import changed_end
 from infertop.tui.row_table import cell_signature
 
 
@@ -52,13 +53,21 @@ class TextLines(Widget):
         return len(self._rows_for(self.size.width))
 
     def update(self, lines: Sequence[Text]) -> None:
-        """Show `lines`. A layout of the screen only when they take another number of rows."""
+        """Show `lines`. A layout of the screen only when they take another number of rows;
+        otherwise only the cells that changed are repainted (`line_diff`): the terminal
+        is sent those, not the whole panel."""
         width = self.size.width
-        before = len(self._rows_for(width)) if width > 0 else None
+        before = list(self._rows_for(width)) if width > 0 else None
         self._lines = list(lines)
         self._rows = None
-        after = len(self._rows_for(width)) if width > 0 else None
-        self.refresh(layout=before is None or before != after)
+        after = self._rows_for(width) if width > 0 else None
+        if before is None or after is None or len(before) != len(after):
+            self.refresh(layout=True)
+            return
+        for y, (old, new) in enumerate(zip(before, after, strict=True)):
+            end = changed_end(old, new, width)
+            if end:
+                self.refresh(Region(0, y, end, 1))
 
     def notify_style_update(self) -> None:
         self._rendered.clear()  # a theme change restyles every line
@@ -99,7 +108,9 @@ class TextLines(Widget):
             return []
         console = self.app.console
         options = self.app.console_options.update(highlight=False, width=width)
-        segments = Segment.apply_style(console.render(line, options), style)
+        # a run of one style is one segment: a chart drawn a span per character wrote
+        # each character with its own colour codes (5x the bytes of the same line)
+        segments = Segment.simplify(Segment.apply_style(console.render(line, options), style))
         rows = [Strip(row) for row in Segment.split_and_crop_lines(
             segments, width, include_new_lines=False, pad=False)]
         self._rendered.set(look, rows)
