@@ -83,7 +83,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     ):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
-        report.longrepr = f"skipped under CI=true (only GPU tests may skip): {reason}"
+        report.longrepr = f"skipped under CI=true (only GPU tests may skip): {reason.removeprefix('Skipped: ')}"
 
 
 def pytest_collectreport(report: pytest.CollectReport) -> None:
