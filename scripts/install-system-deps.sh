@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages that the integration tests start for real:
 # OpenSSH server (ssh source), tmux (smoke test of the real binary), Prometheus,
-# VictoriaMetrics and Alertmanager (prom source, rules, `demo --via`), node_exporter, iproute2 (network namespaces, veth, tc), chromium (the browser view). Idempotent;
+# VictoriaMetrics and Alertmanager (prom source, rules, `demo --via`), node_exporter, iproute2 (network namespaces, veth, tc), chromium (the browser view), fish (shell completion). Idempotent;
 # skips what is present.
 set -euo pipefail
 need=()
@@ -18,6 +18,8 @@ command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v tc >/dev/null 2>&1 || need+=(iproute2)
 # the browser test of `infertop serve` (Playwright drives Debian's chromium)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+# the completion test loads `infertop completion fish` in a real fish (under CI a skip fails)
+command -v fish >/dev/null 2>&1 || need+=(fish)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi
