@@ -210,8 +210,12 @@ def test_monitor_ticks_with_the_cache_equal_fresh_evaluation() -> None:
             monitor.tick(now + 0.3 * interval)
         snapshot = monitor.tick(now + 0.5 * interval)
         fresh = evaluate_nodes(monitor.state, layout, now + 0.5 * interval)
-        # verdicts and restart marks are the tick's (the tracker's, the timeline's), not a view's
-        assert [node.model_copy(update={"verdicts": [], "restarted_at": None}) for node in snapshot.nodes] == fresh
+        # verdicts, restart marks and the warm-up standing are the tick's (the tracker's, the
+        # timeline's, judging.WarmUp's), not a view's
+        tick_own = {"verdicts": [], "restarted_at": None, "standing": "ok", "first_verdicts_in_s": None}
+        assert [node.model_copy(update=tick_own) for node in snapshot.nodes] == [
+            node.model_copy(update=tick_own) for node in fresh
+        ]
     by_name = {node.name: node for node in snapshot.nodes}
     assert by_name["decode-01"].engine is not None
     assert by_name["decode-01"].engine.decode_steps_per_s == 3.0
