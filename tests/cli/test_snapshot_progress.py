@@ -10,6 +10,7 @@ import pty
 import select
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -53,7 +54,10 @@ def _run_with_terminal_stderr(args: list[str], timeout_s: float = 120.0) -> tupl
     """Run with stderr on a pseudo-terminal (stdout piped): the exit code, stdout, and
     everything the terminal received."""
     master, slave = pty.openpty()
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=slave, text=True)
+    # stdout into a file, not a pipe: a JSON document past the pipe's 64 KiB would block the
+    # command while this loop reads only the terminal (the test then waited out its 120 s)
+    stdout_file = tempfile.TemporaryFile(mode="w+")
+    proc = subprocess.Popen(args, stdout=stdout_file, stderr=slave, text=True)
     os.close(slave)
     seen = bytearray()
     deadline = time.monotonic() + timeout_s
@@ -70,9 +74,12 @@ def _run_with_terminal_stderr(args: list[str], timeout_s: float = 120.0) -> tupl
                 seen += chunk
             elif proc.poll() is not None:
                 break
-        out, _ = proc.communicate(timeout=30)
+        proc.wait(timeout=30)
+        stdout_file.seek(0)
+        out = stdout_file.read()
     finally:
         os.close(master)
+        stdout_file.close()
         if proc.poll() is None:
             proc.kill()
             proc.wait()
