@@ -112,10 +112,14 @@ _SCOREBOARD = (
      "full_acceptance_tokens_per_s_per_gpu"),
     ("output_tokens_per_second_per_user", "Accepted output tokens per second per running request",
      "output_tokens_per_s_per_user"),
-    ("slo_ttft_attainment_ratio", "Share of requests within the layout's TTFT target",
+    ("slo_ttft_attainment_ratio", "Share of requests within the layout's TTFT target, at least",
      "slo_ttft_attainment"),
-    ("slo_itl_attainment_ratio", "Share of inter-token gaps within the layout's ITL target",
+    ("slo_itl_attainment_ratio", "Share of inter-token gaps within the layout's ITL target, at least",
      "slo_itl_attainment"),
+    ("slo_ttft_attainment_high_ratio", "Share of requests within the layout's TTFT target, at most",
+     "slo_ttft_attainment_high"),
+    ("slo_itl_attainment_high_ratio", "Share of inter-token gaps within the layout's ITL target, at most",
+     "slo_itl_attainment_high"),
 )
 _NODE_ENGINE = (*_NODE_ENGINE, *((s, t, lambda e, f=f: getattr(e, f)) for s, t, f in _SCOREBOARD))
 _ROLLUP = (*_ROLLUP, *((s, t, lambda r, f=f: getattr(r, f)) for s, t, f in _SCOREBOARD))

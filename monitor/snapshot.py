@@ -164,8 +164,12 @@ class EngineView(_View):
     output_tokens_per_s_per_gpu: float | None = None  # accepted tokens/s ÷ node GPUs
     full_acceptance_tokens_per_s_per_gpu: float | None = None
     output_tokens_per_s_per_user: float | None = None  # accepted tokens/s ÷ mean running
-    slo_ttft_attainment: float | None = None  # share of requests within the layout's target
+    # share of requests (ITL: tokens) within the layout's target, at least; `_high`: at most
+    # (goodput.share_bounds: equal where the target is a bucket bound)
+    slo_ttft_attainment: float | None = None
     slo_itl_attainment: float | None = None
+    slo_ttft_attainment_high: float | None = None
+    slo_itl_attainment_high: float | None = None
     # the engine's settings from its info gauges ("cache.block_size" → "16"), as served:
     # page text, shown inert; None when the engine serves no info gauge
     settings: dict[str, str] | None = None
@@ -457,8 +461,10 @@ class RollupView(_View):
     usd_per_million_output_tokens_now: float | None = None
     usd_per_million_good_tokens_low: float | None = None
     usd_per_million_good_tokens_high: float | None = None
-    slo_ttft_attainment: float | None = None
+    slo_ttft_attainment: float | None = None  # at least, as on EngineView
     slo_itl_attainment: float | None = None
+    slo_ttft_attainment_high: float | None = None  # at most
+    slo_itl_attainment_high: float | None = None
     # additions: the figures above (all but cost and GPUs, which count every node: a node
     # that does not answer is still paid for) are over the nodes counted, those whose
     # status is ok; fewer counted than expected is a partial sum ("decode 71/96 nodes")

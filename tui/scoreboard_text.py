@@ -162,11 +162,16 @@ def latency_table(snapshot: Snapshot) -> Table:
 
 
 def _slo(view: RollupView | EngineView) -> str:
+    """The share within each target, as bounds where a bucket straddles it (`85.0–95.0%`)."""
     parts = []
-    if view.slo_ttft_attainment is not None:
-        parts.append(f"TTFT {fmt_pct(view.slo_ttft_attainment, 1)}")
-    if view.slo_itl_attainment is not None:
-        parts.append(f"ITL {fmt_pct(view.slo_itl_attainment, 1)}")
+    for label, low, high in (("TTFT", view.slo_ttft_attainment, view.slo_ttft_attainment_high),
+                             ("ITL", view.slo_itl_attainment, view.slo_itl_attainment_high)):
+        if low is None:
+            continue
+        share = fmt_pct(low, 1)
+        if high is not None and high != low:
+            share = f"{low * 100:.1f}–{fmt_pct(high, 1)}"
+        parts.append(f"{label} {share}")
     return " ".join(parts) or UNKNOWN
 
 

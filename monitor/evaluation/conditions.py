@@ -25,6 +25,7 @@ from infertop.collectors.rates import total
 from infertop.layouts.model import SloConfig, Thresholds
 from infertop.monitor.evaluation.activity import work_pct
 from infertop.monitor.evaluation.clock_events import POWER_CAP, THROTTLE_MASK, throttle_names
+from infertop.monitor.evaluation.goodput import ShareBounds, misses_p99
 from infertop.monitor.snapshot import EvidenceView, NodeView, Severity, TrendView
 
 IDLE = "idle"
@@ -254,30 +255,31 @@ def gpu_error_condition(node: NodeView, ecc_baseline: Mapping[int, int]) -> Cond
 
 
 def slo_condition(node: NodeView, slo: SloConfig | None) -> Condition | None:
-    """The node's p99 TTFT or ITL over the window is past the layout's `[slo]` target.
-    A percentile is known only to lie within its histogram bucket: the condition holds
-    only when the bucket's lower bound is past the target, so a bucket that straddles it
-    is never called a miss; the evidence names the share of requests within target."""
+    """The node's p99 TTFT or ITL over the window is past the layout's `[slo]` target, by
+    the one rule for a share within a target (`goodput.misses_p99`): at most fewer than
+    99 % within — the p99's whole bucket past the target; a bucket that straddles it is
+    never called a miss. The evidence names the p99's bucket and the share within."""
     e = node.engine
     if slo is None or e is None:
         return None
     misses = []
-    for name, label, target, share in (
-        ("ttft", "TTFT", slo.ttft_p99_s, e.slo_ttft_attainment),
-        ("itl", "ITL", slo.itl_p99_s, e.slo_itl_attainment),
+    for name, label, target, low, high in (
+        ("ttft", "TTFT", slo.ttft_p99_s, e.slo_ttft_attainment, e.slo_ttft_attainment_high),
+        ("itl", "ITL", slo.itl_p99_s, e.slo_itl_attainment, e.slo_itl_attainment_high),
     ):
-        p99 = getattr(e, f"{name}_p99_s")
-        bounds = e.latency_bounds_s.get(f"{name}_p99")
-        if target is None or p99 is None or bounds is None or bounds[0] < target:
+        if target is None or low is None or high is None or not misses_p99(ShareBounds(low, high)):
             continue
-        upper = "" if bounds[1] is None else f"–{bounds[1] * 1e3:,.4g}"
-        within = "" if share is None else f", {share * 100:.1f}% within"
-        misses.append(
-            f"{label} p99 {bounds[0] * 1e3:,.4g}{upper} ms > target {target * 1e3:,.4g} ms{within}"
+        bounds = e.latency_bounds_s.get(f"{name}_p99")
+        p99 = "" if bounds is None else (
+            f" p99 {bounds[0] * 1e3:,.4g}{'' if bounds[1] is None else f'–{bounds[1] * 1e3:,.4g}'} ms"
         )
+        within = f"{low * 100:.1f}" + ("" if high == low else f"–{high * 100:.1f}")
+        misses.append(f"{label}{p99} > target {target * 1e3:,.4g} ms, {within}% within")
     if not misses:
         return None
     return Condition(SLO, "; ".join(misses), "warning")
+
+
 def blind_condition(node: NodeView, th: Thresholds) -> Condition | None:
     """What the layout expects of the node that no source sees now (`NodeView.coverage`,
     judged in `coverage.py`): unknown is never healthy. Its reasons, most important first;

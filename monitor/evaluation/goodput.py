@@ -50,6 +50,25 @@ def share_bounds(buckets: Buckets | None, target_s: float) -> ShareBounds | None
     return ShareBounds(1.0, 1.0)
 
 
+# a p99 target: 99 % of the observations within it
+P99_SHARE = 0.99
+
+
+def misses_p99(bounds: ShareBounds | None) -> bool:
+    """The one rule for a p99 target's miss (the `slo` verdict): at most fewer than 99 %
+    within it, i.e. the share's high bound under 0.99 — the same as the p99's whole bucket
+    lying past the target. A bucket that straddles the target so that 99 % may be within
+    is never called a miss; unknown (no observation) is no miss either, nor healthy."""
+    return bounds is not None and bounds.high < P99_SHARE
+
+
+def attainment_fields(name: str, bounds: ShareBounds | None) -> dict[str, float | None]:
+    """`slo_<name>_attainment` (at least: the low bound) and `slo_<name>_attainment_high`
+    (at most), from `share_bounds`: equal where the target is a bucket bound."""
+    return {f"slo_{name}_attainment": None if bounds is None else bounds.low,
+            f"slo_{name}_attainment_high": None if bounds is None else bounds.high}
+
+
 def joint(a: ShareBounds | None, b: ShareBounds | None) -> tuple[float, float] | None:
     """Bounds on the share within both targets (one alone: its own)."""
     if a is None or b is None:

@@ -117,26 +117,6 @@ def percentile(buckets: Buckets | None, q: float) -> Percentile | None:
     return None
 
 
-def share_within(buckets: Buckets | None, target_s: float) -> float | None:
-    """Share of the requests at or under `target_s`, interpolated within its bucket the
-    same way; those past the highest finite bound count as over. None with no requests."""
-    if not buckets:
-        return None
-    total = buckets[-1][1]
-    if total <= 0:
-        return None
-    prev_le, prev_c = 0.0, 0.0
-    for le, c in buckets:
-        if math.isinf(le):
-            break
-        if target_s <= le:
-            width = le - prev_le
-            inside = (c - prev_c) * ((target_s - prev_le) / width if width > 0 else 1.0)
-            return max(0.0, min(1.0, (prev_c + inside) / total))
-        prev_le, prev_c = le, c
-    return prev_c / total
-
-
 def count(buckets: Buckets | None) -> float | None:
     """How many observations the buckets hold."""
     return None if not buckets else buckets[-1][1]

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from infertop.collectors.rates import ratio, total
-from infertop.monitor.evaluation.goodput import goodput, share_fields
-from infertop.monitor.evaluation.latency import LATENCIES, PERCENTILES, merge, percentile, share_within
+from infertop.monitor.evaluation.goodput import attainment_fields, goodput, share_bounds, share_fields
+from infertop.monitor.evaluation.latency import LATENCIES, PERCENTILES, merge, percentile
 from infertop.monitor.snapshot import ClusterView, NodeView, RollupView, SessionView
 
 # the whole cluster's goodput now (monitor/evaluation/goodput.py), the session's too
@@ -57,13 +57,13 @@ def slo_attainment(
     windows: Mapping[str, tuple[tuple[float, float], ...] | None],
     ttft_target_s: float | None, itl_target_s: float | None,
 ) -> dict[str, float | None]:
-    """Share of the window's requests (tokens, for ITL) within each target."""
-    return {
-        "slo_ttft_attainment": share_within(windows.get("ttft"), ttft_target_s)
-        if ttft_target_s is not None else None,
-        "slo_itl_attainment": share_within(windows.get("itl"), itl_target_s)
-        if itl_target_s is not None else None,
-    }
+    """Share of the window's requests (tokens, for ITL) within each target, as the bounds
+    goodput uses (`goodput.share_bounds`): at least / at most, never a point inside a bucket."""
+    out: dict[str, float | None] = {}
+    for name, target in (("ttft", ttft_target_s), ("itl", itl_target_s)):
+        buckets = windows.get(name)
+        out |= attainment_fields(name, None if target is None else share_bounds(buckets, target))
+    return out
 
 
 def pool_windows(nodes: Sequence[NodeView]) -> dict[str, tuple[tuple[float, float], ...]]:

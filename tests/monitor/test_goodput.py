@@ -10,7 +10,14 @@ import pytest
 
 from infertop.collectors.sample import EngineSample, NodeSample
 from infertop.layouts import parse_layout
-from infertop.monitor.evaluation.goodput import ShareBounds, goodput, share_bounds
+from infertop.monitor.evaluation.goodput import (
+    ShareBounds,
+    attainment_fields,
+    goodput,
+    misses_p99,
+    share_bounds,
+)
+from infertop.monitor.evaluation.latency import Buckets, percentile
 from infertop.monitor.monitor import Monitor
 from infertop.tui.session_panel import goodput_line
 
@@ -115,3 +122,26 @@ def test_the_report_carries_the_last_windows_goodput() -> None:
     assert lines["$ per 1M good output tokens (last window)"] == "$5.2632–$6.2500"
     assert lines["$ per 1M output tokens (last window)"] == "$5.0000"
     assert "inside the bucket 250 ms–500 ms" in lines["goodput bounds"]
+
+
+# the one SLO-share rule: the `slo` verdict's miss and every `slo_*_attainment` figure come
+# from `share_bounds`; a miss is exactly "the p99's whole bucket lies past the target"
+@pytest.mark.parametrize(("buckets", "target", "low", "high", "miss"), [
+    (WINDOW, 0.25, 0.8, 0.8, True),  # a bound: exactly 80 % within
+    (WINDOW, 0.3, 0.8, 0.95, True),  # straddled, at most 95 %: a miss whatever lies inside
+    (WINDOW, 0.6, 0.95, 1.0, False),  # straddling the +Inf bucket: 99 % may be within
+    (((0.1, 99.0), (0.2, 100.0), (INF, 100.0)), 0.05, 0.0, 0.99, False),  # at most 99 %: no miss
+    (((0.1, 98.0), (0.2, 100.0), (INF, 100.0)), 0.1, 0.98, 0.98, True),
+    (((0.1, 0.0), (INF, 0.0)), 0.1, None, None, False),  # no request: unknown, no miss
+])
+def test_one_rule_for_the_share_within_a_target(
+    buckets: Buckets, target: float, low: float | None, high: float | None, miss: bool
+) -> None:
+    bounds = share_bounds(buckets, target)
+    fields = attainment_fields("ttft", bounds)
+    assert (fields["slo_ttft_attainment"], fields["slo_ttft_attainment_high"]) == (
+        (pytest.approx(low), pytest.approx(high)) if low is not None else (None, None))
+    assert misses_p99(bounds) is miss
+    p99 = percentile(buckets, 0.99)
+    # the same decision as the p99's bucket: wholly past the target (its lower bound at or past it)
+    assert miss is (p99 is not None and p99.lower_s >= target)

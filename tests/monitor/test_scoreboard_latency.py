@@ -17,7 +17,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Summ
 from infertop.collectors.pages.profiles import engine_sample_from_text
 from infertop.collectors.sample import NodeSample
 from infertop.monitor.evaluation.figures import engine_view, per_gpu_and_user
-from infertop.monitor.evaluation.latency import percentile, share_within, window_increase
+from infertop.monitor.evaluation.goodput import ShareBounds, share_bounds
+from infertop.monitor.evaluation.latency import percentile, window_increase
 from infertop.monitor.evaluation.scoreboard import pool_scoreboard
 from infertop.monitor.snapshot import NodeView
 
@@ -179,7 +180,8 @@ def test_tokens_per_gpu_and_per_user_node_and_pool() -> None:
     assert pool["latency_requests"]["itl"] == 200
     assert pool["latency_bounds_s"]["itl_p99"] == (0.2, 0.3)
     assert pool["latency_bounds_s"]["itl_p50"][1] <= 0.05
-    assert pool["slo_itl_attainment"] == pytest.approx(0.5)
+    assert pool["slo_itl_attainment"] == pytest.approx(0.5)  # 50 ms is a bucket bound: exact
+    assert pool["slo_itl_attainment_high"] == pytest.approx(0.5)
 
 
 def test_sglang_page_with_tp_ranks_and_pd_transfer() -> None:
@@ -235,14 +237,15 @@ def test_percentile_interpolates_within_its_bucket(q: float, lower: float, upper
         assert p.value_s == pytest.approx(0.025 + 0.025 * 0.8)
 
 
-def test_share_within_and_window_increase() -> None:
+def test_share_bounds_and_window_increase() -> None:
     a = ((0.1, 10.0), (1.0, 20.0), (math.inf, 20.0))
     b = ((0.1, 60.0), (1.0, 120.0), (math.inf, 130.0))
     inc = window_increase([a, b])
     assert inc == ((0.1, 50.0), (1.0, 100.0), (math.inf, 110.0))
-    assert share_within(inc, 0.1) == pytest.approx(50 / 110)
-    assert share_within(inc, 0.55) == pytest.approx(75 / 110)
-    assert share_within(inc, 5.0) == pytest.approx(100 / 110)  # past the last bound: over
+    assert share_bounds(inc, 0.1) == ShareBounds(50 / 110, 50 / 110)
+    # inside a bucket: between its bounds' counts, never a point interpolated inside it
+    assert share_bounds(inc, 0.55) == ShareBounds(50 / 110, 100 / 110, (0.1, 1.0))
+    assert share_bounds(inc, 5.0) == ShareBounds(100 / 110, 1.0, (1.0, None))  # the +Inf bucket
     # another bucket set starts a new run
     other = ((0.5, 1.0), (math.inf, 1.0))
     assert window_increase([other, a, b]) == inc

@@ -63,13 +63,15 @@ def test_a_target_below_the_bucket_is_a_miss_with_its_evidence() -> None:
     assert sample.value == 0.0 and sample.labels["node"] == "decode-01"
 
 
-def test_a_target_inside_the_bucket_is_no_miss_and_the_share_is_interpolated() -> None:
+def test_a_target_inside_the_bucket_is_no_miss_and_the_share_is_bounded() -> None:
     snap = run(LAYOUT + "\n[slo]\nitl_p99_s = 0.04\nttft_p99_s = 2\n")
     (node,) = snap.nodes
     assert "slo" not in {v.kind for v in node.verdicts}
     assert node.engine is not None
-    assert node.engine.slo_itl_attainment == pytest.approx(0.6)  # (40 − 25) / (50 − 25)
+    # every gap in the 25–50 ms bucket: between none and all within 40 ms, never 60 %
+    assert (node.engine.slo_itl_attainment, node.engine.slo_itl_attainment_high) == (0.0, 1.0)
     assert node.engine.slo_ttft_attainment is None  # no TTFT histogram: unknown
+    assert node.engine.slo_ttft_attainment_high is None
 
 
 def test_no_slo_no_share_no_verdict() -> None:
