@@ -1,6 +1,7 @@
 """`infertop demo`: a simulated DeepInfer cluster on loopback, and the TUI on it.
 
     infertop demo [--nodes N]                  the cluster, its monitor and the TUI
+    infertop demo --scenario diagnosis         issue 46's drill: 8 nodes, five troubles
     infertop demo --serve-only [--layout-out F] endpoints only, a layout for them in F,
                                                until SIGINT / SIGTERM
     infertop demo --via prometheus|victoriametrics
@@ -44,7 +45,13 @@ from infertop.demo.backends import (
     write_scrape_config,
 )
 from infertop.demo.page_sizes import PAGE_SIZES
-from infertop.demo.scenario import RESTART_EVERY_S, pool_sizes, trouble_nodes
+from infertop.demo.scenario import (
+    DIAGNOSIS,
+    DIAGNOSIS_NODES,
+    RESTART_EVERY_S,
+    SCENARIOS,
+    trouble_nodes,
+)
 from infertop.layouts import LayoutError, load_layout
 from infertop.layouts.model import Layout
 
@@ -61,8 +68,15 @@ def _nodes(text: str) -> int:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--nodes", type=_nodes, default=16, metavar="N",
+    p.add_argument("--nodes", type=_nodes, default=None, metavar="N",
                    help="simulated nodes, about a quarter prefill (default 16: 4 prefill, 12 decode)")
+    p.add_argument("--scenario", choices=SCENARIOS, default="default",
+                   help="default: the cluster of --nodes, its scripted trouble spread over the pools; "
+                        f"{DIAGNOSIS}: an on-call drill, {DIAGNOSIS_NODES} nodes (pre-0..1, dec-0..5), "
+                        "8 GPUs and 8 vLLM engines each, five troubles on from the start — a RoCE pause "
+                        "storm on dec-5, a slow rank on a thermally throttled GPU on dec-3, busy-but-waiting "
+                        "GPUs on dec-2, a KV block_size drift on dec-4, engine restarts on dec-1 — each on "
+                        "the first screen within 10 s, its cause behind `e`")
     p.add_argument("--serve-only", action="store_true",
                    help="serve the endpoints and write a layout for them; no TUI")
     p.add_argument("--layout-out", metavar="FILE", default=None,
@@ -103,8 +117,10 @@ def _layout_path(args: argparse.Namespace) -> Path:
 
 
 def _describe(server: DemoServer, path: Path) -> str:
-    prefill, decode = pool_sizes(len(server.cluster.plans))
-    troubles = trouble_nodes(prefill + decode).items()
+    prefill = sum(p.role == "prefill" for p in server.cluster.plans)
+    decode = len(server.cluster.plans) - prefill
+    troubles = (trouble_nodes(prefill + decode).items() if server.scenario != DIAGNOSIS else
+                [(p.trouble, p.name) for p in server.cluster.plans if p.trouble is not None])
     trouble = ", ".join(f"{node} {kind.replace('_', ' ')}" for kind, node in troubles
                         # the stray process is read over SSH: not there without its server
                         if kind != "stray_process" or server.ssh_address is not None)
@@ -189,6 +205,7 @@ def _serve_argv(args: argparse.Namespace, path: Path, via: tuple[str, Path] | No
         sys.executable, "-m", "infertop", "demo", "--serve-only", "--nodes", str(args.nodes),
         "--layout-out", str(path), "--host", args.host, "--seed", str(args.seed),
         "--platform", args.platform, "--pages", _pages(args), "--restart-every", repr(args.restart_every),
+        "--scenario", args.scenario,
         "--exit-with", str(os.getpid()),
     ]
     if via is not None:
@@ -251,13 +268,28 @@ def run_three_processes(args: argparse.Namespace) -> int:
                 _forget_monitor(layout)
 
 
+def _check_scenario(args: argparse.Namespace) -> None:
+    """The drill's cluster is fixed: flags that would change it are refused (one line, exit 2)."""
+    if args.scenario != DIAGNOSIS:
+        args.nodes = 16 if args.nodes is None else args.nodes
+        return
+    for flag, given, allowed in (("--nodes", args.nodes, (None, DIAGNOSIS_NODES)),
+                                 ("--platform", args.platform, ("nvidia",)),
+                                 ("--via", args.via, ("direct",))):
+        if given not in allowed:
+            raise UsageError(f"infertop demo: --scenario {DIAGNOSIS} is a fixed cluster of {DIAGNOSIS_NODES} "
+                             f"NVIDIA nodes read directly; leave out {flag}")
+    args.nodes = DIAGNOSIS_NODES
+
+
 def run(args: argparse.Namespace) -> int:
+    _check_scenario(args)
     if args.serve_only:
         from infertop.demo.server import DemoServer
 
         path = _layout_path(args)
         server = DemoServer(args.nodes, host=args.host, seed=args.seed, restart_every_s=args.restart_every,
-                            platform=args.platform, pages=_pages(args))
+                            platform=args.platform, pages=_pages(args), scenario=args.scenario)
         stop = Stop()
         try:
             run_stoppable(serve_until_signalled(server, path, stop, args.exit_with,

@@ -44,6 +44,10 @@ IB_GBPS = 400.0
 ETH_GBPS = 100.0
 BOND_MEMBER_GBPS = 25.0
 RESTART_EVERY_S = 180.0
+# `infertop demo --scenario`: this module's cluster, or the drill of issue 46 (diagnosis.py)
+DIAGNOSIS = "diagnosis"
+SCENARIOS = ("default", DIAGNOSIS)
+DIAGNOSIS_NODES = 8  # 2 prefill, 6 decode: the drill's cluster is fixed
 
 # trouble kind → (role, ordinal within the role); see the module docstring
 TROUBLE: dict[str, tuple[str, int]] = {

@@ -22,7 +22,7 @@ from typing import Any
 
 from aiohttp import web
 
-from infertop.demo import realistic, realistic_hosts
+from infertop.demo import diagnosis, realistic, realistic_hosts
 from infertop.demo.ascend import ASCEND_ENDPOINTS, ascend_nics_toml
 from infertop.demo.node_collectors import (
     INFERTOP_COLLECTORS,
@@ -59,6 +59,12 @@ REALISTIC_ENDPOINTS: dict[str, Render] = {
     "dcgm": realistic_hosts.dcgm_page,
     "node": realistic_hosts.node_exporter_page,
 }
+# `--scenario diagnosis`: the drill of issue 46 (infertop/demo/diagnosis.py), its own pages
+DIAGNOSIS_ENDPOINTS: dict[str, Callable[[diagnosis.DiagnosisNode, float], str]] = {
+    "engine": diagnosis.engine_page,
+    "dcgm": diagnosis.dcgm_page,
+    "node": diagnosis.node_exporter_page,
+}
 
 
 def collected_page(render: Render) -> Callable[[SimNode, float, Collection[str]], str]:
@@ -91,8 +97,13 @@ class DemoServer:
 
     def __init__(self, nodes: int = 16, host: str = "127.0.0.1", seed: int = 7,
                  restart_every_s: float = RESTART_EVERY_S, platform: str = "nvidia",
-                 pages: str = "realistic"):
-        self.cluster = SimCluster(nodes, started_at=time.time(), seed=seed, restart_every_s=restart_every_s)
+                 pages: str = "realistic", scenario: str = "default"):
+        self.scenario = scenario
+        self.cluster: SimCluster | diagnosis.DiagnosisCluster
+        if scenario == diagnosis.NAME:  # its own nodes (2 prefill, 6 decode) and pages
+            self.cluster = diagnosis.DiagnosisCluster(restart_every_s=restart_every_s)
+        else:
+            self.cluster = SimCluster(nodes, started_at=time.time(), seed=seed, restart_every_s=restart_every_s)
         self.platform = platform  # "nvidia" (dcgm-exporter) or "ascend" (npu-exporter)
         # "realistic": pages of real size and shape (8 DP engines, dcgm's default
         # counters, a host with many interfaces); "small": only what infertop reads
@@ -103,6 +114,8 @@ class DemoServer:
                 self.endpoints["engine"] = realistic.engine_page
         else:
             self.endpoints = REALISTIC_ENDPOINTS if pages == "realistic" else ENDPOINTS
+        if scenario == diagnosis.NAME:
+            self.endpoints = DIAGNOSIS_ENDPOINTS  # type: ignore[assignment]  # its nodes are its own
         self.host = host
         self._runners: list[web.AppRunner] = []
         self.addresses: DemoAddresses | None = None
@@ -186,9 +199,9 @@ def _runs(names: list[str], apart: set[str]) -> list[list[str]]:
     return runs
 
 
-def _host_range(role: str, names: list[str]) -> str:
-    first, last = names[0].rsplit("-", 1)[1], names[-1].rsplit("-", 1)[1]
-    return f"{role}-[{first}-{last}]"
+def _host_range(names: list[str]) -> str:
+    prefix, first = names[0].rsplit("-", 1)
+    return f"{prefix}-[{first}-{names[-1].rsplit('-', 1)[1]}]"
 
 
 def layout_toml(server: DemoServer, now: float | None = None, via_url: str | None = None,
@@ -211,7 +224,9 @@ def layout_toml(server: DemoServer, now: float | None = None, via_url: str | Non
     nics = ", ".join(
         [*fabric,
          f'{{ name = "eth0", expected_gbps = {ETH_GBPS:g}, kind = "ethernet" }}',
-         f'{{ name = "bond0", expected_gbps = {2 * BOND_MEMBER_GBPS:g}, kind = "bond" }}']
+         # the drill's nodes have no bond (diagnosis.py)
+         *([] if server.scenario == diagnosis.NAME else
+           [f'{{ name = "bond0", expected_gbps = {2 * BOND_MEMBER_GBPS:g}, kind = "bond" }}'])]
     )
     lines = [
         "# Written by `infertop demo --serve-only`: a simulated DeepInfer cluster on loopback.",
@@ -223,14 +238,16 @@ def layout_toml(server: DemoServer, now: float | None = None, via_url: str | Non
         # the realistic engine page fronts 8 data-parallel engines, one GPU each (DP
         # attention): engine k holds GPU k, so the node screen shows its ranks on their GPUs
         *([f"tensor_parallel_size = {GPUS_PER_NODE // realistic.ENGINES}"]
-          if server.pages == "realistic" else []),
+          if server.pages == "realistic" or server.scenario == diagnosis.NAME else []),
         "",
         "[session]",
         f'reservation_start = "{start.isoformat().replace("+00:00", "Z")}"',
         "",
         "[pricing]",
-        f"gpu_hour_usd = {GPU_HOUR_USD}",
+        f"gpu_hour_usd = {diagnosis.GPU_HOUR_USD if server.scenario == diagnosis.NAME else GPU_HOUR_USD}",
     ]
+    if server.scenario == diagnosis.NAME:  # a drill: every trouble up within 10 s of the start
+        lines += ["", "[thresholds]", f"hold_s = {diagnosis.HOLD_S:g}"]
     if via_url is not None:
         # the node labels of infertop's recording rules (collectors/sources/prom_rules.py): the
         # source reads the recorded series where the backend has them
@@ -243,13 +260,13 @@ def layout_toml(server: DemoServer, now: float | None = None, via_url: str | Non
     for role in ("prefill", "decode"):
         names = [p.name for p in server.cluster.plans if p.role == role]
         device_url = addresses.url("npu" if ascend else "dcgm", "{host}")
-        pool = _host_range(role, names)
+        pool = _host_range(names)
         for run in _runs(names, over_ssh):
             ssh = server.ssh_address if run[0] in over_ssh else None
             lines += [
                 "",
                 "[[nodes]]",
-                *([f'name = "{run[0]}"'] if ssh is not None else [f'hosts = "{_host_range(role, run)}"']),
+                *([f'name = "{run[0]}"'] if ssh is not None else [f'hosts = "{_host_range(run)}"']),
                 f'role = "{role}"',
                 # one fleet-map group per pool, however the pool is cut
                 *([f'group = "{pool}"'] if len(names) > len(run) else []),
