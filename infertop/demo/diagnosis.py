@@ -68,7 +68,8 @@ def plans() -> list[NodePlan]:
     out: list[NodePlan] = []
     for role, names in (("prefill", PREFILL), ("decode", DECODE)):
         for ordinal, name in enumerate(names, 1):
-            out.append(NodePlan(name=name, role=role, ordinal=ordinal, index=len(out), trouble=TROUBLES.get(name)))
+            out.append(NodePlan(name=name, role=role, ordinal=ordinal, index=len(out),
+                                trouble=TROUBLES.get(name)))
     return out
 
 
@@ -113,7 +114,8 @@ class DiagnosisNode:
         return first + math.floor((now - first) / self.restart_every_s) * self.restart_every_s
 
     def steps_per_s(self, now: float) -> list[float]:
-        steps = [SLOW_STEPS if self.name == SLOW_NODE and i == SLOW_RANK else STEPS_PER_S for i in range(GPUS)]
+        slow = SLOW_RANK if self.name == SLOW_NODE else None
+        steps = [SLOW_STEPS if i == slow else STEPS_PER_S for i in range(GPUS)]
         restart = self.last_restart(now)
         if restart is not None and now < restart + self.restart_slow_s:
             steps = [s / 2 for s in steps]  # a restarted engine warming up
@@ -164,7 +166,8 @@ class DiagnosisNode:
             out.extend([f"# HELP {name} {help_}", f"# TYPE {name} histogram"])
             for lab, count, mean in values:
                 for bound in buckets:
-                    out.append(f'{name}_bucket{{{lab},le="{float(bound)}"}} {count if mean <= bound else 0.0:.1f}')
+                    below = count if mean <= bound else 0.0
+                    out.append(f'{name}_bucket{{{lab},le="{float(bound)}"}} {below:.1f}')
                 out.append(f'{name}_bucket{{{lab},le="+Inf"}} {count:.1f}')
                 out.append(f"{name}_count{{{lab}}} {count:.1f}")
                 out.append(f"{name}_sum{{{lab}}} {count * mean:.6f}")
@@ -223,7 +226,8 @@ class DiagnosisNode:
         }
         if self.name == SLOW_NODE and i == SLOW_RANK:
             values.update({"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": _SW_POWER_CAP | _SW_THERMAL,
-                           "DCGM_FI_DEV_GPU_TEMP": 88, "DCGM_FI_DEV_SM_CLOCK": 1035, "DCGM_FI_PROF_SM_ACTIVE": 0.95})
+                           "DCGM_FI_DEV_GPU_TEMP": 88, "DCGM_FI_DEV_SM_CLOCK": 1035,
+                           "DCGM_FI_PROF_SM_ACTIVE": 0.95})
         if self.name == WAITING_NODE and i in WAITING_GPUS:
             values.update({"DCGM_FI_DEV_GPU_UTIL": 99, "DCGM_FI_PROF_SM_ACTIVE": 0.015})
         return values
@@ -252,8 +256,9 @@ class DiagnosisNode:
             out.extend(f"{name}{{{labels}}} {value}" for labels, value in rows)
 
         eth = 'device="eth0"'
-        family("node_network_info", "gauge", [(f'address="b8:3f:d2:00:00:{self.plan.index + 1:02x}",'
-                                               'adminstate="up",device="eth0",duplex="full",operstate="up"', 1)])
+        mac = f"b8:3f:d2:00:00:{self.plan.index + 1:02x}"
+        family("node_network_info", "gauge",
+               [(f'address="{mac}",adminstate="up",device="eth0",duplex="full",operstate="up"', 1)])
         family("node_network_protocol_type", "gauge", [(eth, 1)])
         family("node_network_up", "gauge", [(eth, 1)])
         family("node_network_carrier", "gauge", [(eth, 1)])

@@ -47,6 +47,7 @@ GPU_HOUR_USD = 10.582  # published Blackwell rate, per GPU-hour
 RESERVATION_AGO_S = 2 * 3600.0
 
 Render = Callable[[SimNode, float], str]  # a page of a node at an instant
+AnyRender = Callable[[Any, float], str]  # the default scenario's SimNode or the drill's DiagnosisNode
 
 ENDPOINTS: dict[str, Render] = {
     "engine": engine_page,
@@ -67,7 +68,7 @@ DIAGNOSIS_ENDPOINTS: dict[str, Callable[[diagnosis.DiagnosisNode, float], str]] 
 }
 
 
-def collected_page(render: Render) -> Callable[[SimNode, float, Collection[str]], str]:
+def collected_page(render: AnyRender) -> Callable[[Any, float, Collection[str]], str]:
     """How a page is drawn for `?collect[]=…`: the whole page through `only_collectors`,
     or, for the realistic node_exporter page, filtered as it is drawn (the same text,
     its host block filtered once a redraw instead of every request)."""
@@ -103,7 +104,8 @@ class DemoServer:
         if scenario == diagnosis.NAME:  # its own nodes (2 prefill, 6 decode) and pages
             self.cluster = diagnosis.DiagnosisCluster(restart_every_s=restart_every_s)
         else:
-            self.cluster = SimCluster(nodes, started_at=time.time(), seed=seed, restart_every_s=restart_every_s)
+            self.cluster = SimCluster(nodes, started_at=time.time(), seed=seed,
+                                      restart_every_s=restart_every_s)
         self.platform = platform  # "nvidia" (dcgm-exporter) or "ascend" (npu-exporter)
         # "realistic": pages of real size and shape (8 DP engines, dcgm's default
         # counters, a host with many interfaces); "small": only what infertop reads
@@ -127,7 +129,7 @@ class DemoServer:
         self.requests = 0
 
     def _app(self, kind: str) -> web.Application:
-        render = self.endpoints[kind]
+        render: AnyRender = self.endpoints[kind]
         collected = collected_page(render)
 
         async def page(request: web.Request) -> web.Response:
@@ -170,7 +172,8 @@ class DemoServer:
             self._runners.append(runner)
             bound[kind] = runner.addresses[0][1]
         self.addresses = DemoAddresses(self.host, bound)
-        if self.serve_ssh and self.platform == "nvidia" and ssh_node_names(self):
+        if (self.serve_ssh and self.platform == "nvidia" and isinstance(self.cluster, SimCluster)
+                and ssh_node_names(self)):
             self.ssh_nodes = DemoSshNodes(self.cluster.node, self.endpoints["engine"])
             self.ssh_address = await self.ssh_nodes.start(self.host)
         return self.addresses
