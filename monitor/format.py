@@ -250,6 +250,18 @@ def fmt_si(value: float | None, unit: str = "", digits: int = 1) -> str:
     scaled, prefix = _scaled(magnitude)
     return f"{sign}{scaled:.1f}{prefix}{unit}" if scaled < 100 else f"{sign}{scaled:.0f}{prefix}{unit}"
 
+def fmt_pool(median: float | None, unit: str = "", digits: int = 1) -> str:
+    """The pool's baseline beside a node's figure in running text, by the one rule
+    (`fmt_si`): "pool 801.0/s"; a pool whose figure is zero is "pool quiet" (a "0.0/s"
+    beside 20k/s reads as a counter gone dead, not as a quiet fabric), and a pool with no
+    reading of it (no peers, or none that read it) "no pool baseline"."""
+    if median is None:
+        return "no pool baseline"
+    if median == 0:
+        return "pool quiet"
+    return f"pool {fmt_si(median, unit, digits)}"
+
+
 def fmt_lapse(seconds: float) -> str:
     """A stretch of time in the words a sentence uses: "40 s", "4 min", "23 h", "2.5 d"."""
     if seconds < 90:

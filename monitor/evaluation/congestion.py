@@ -28,7 +28,7 @@ from dataclasses import field as dataclass_field
 
 from infertop.layouts.model import Thresholds
 from infertop.monitor.evaluation.conditions import CONGESTED, Condition
-from infertop.monitor.format import fmt_si
+from infertop.monitor.format import fmt_pool, fmt_si
 from infertop.monitor.snapshot import EvidenceView, NicView, NodeView
 
 MAX_PORTS = 4  # a reason is one line: the worst few ports, the rest counted
@@ -219,8 +219,9 @@ def unread(node: NodeView) -> list[str]:
 
 
 def port_text(f: PortFinding) -> str:
-    """"mlx5_2 xmit_wait 3.0M/s (pool 801.0/s), at 96 % of line rate"."""
-    parts = [f"{label} {fmt_si(value, '/s')} (pool {fmt_si(median, '/s')})"
+    """"mlx5_2 xmit_wait 3.0M/s (pool 801.0/s), at 96 % of line rate"; "pause rx 20.0k/s
+    (pool quiet)" where the pool's median is zero (`fmt_pool`)."""
+    parts = [f"{label} {fmt_si(value, '/s')} ({fmt_pool(median, '/s')})"
              for label, value, median in f.figures]
     if f.load is not None:
         parts.append(f"at {f.load * 100:.0f} % of line rate")

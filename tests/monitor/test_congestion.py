@@ -63,7 +63,7 @@ def test_only_the_storming_node_is_congested_and_its_detail_names_ports_worst_fi
     # each figure beside its pool's median
     assert detail.startswith(
         "mlx5_2 xmit_wait 3.0M/s (pool 801.0/s), at 96 % of line rate; "
-        "eth0 pause rx 20.0k/s (pool 0.02/s), pause tx 30.0k/s (pool 0.03/s), ECN marks 5.0k/s (pool 0.0/s); "
+        "eth0 pause rx 20.0k/s (pool 0.02/s), pause tx 30.0k/s (pool 0.03/s), ECN marks 5.0k/s (pool quiet); "
         "mlx5_0 xmit_wait 2.0M/s (pool 801.0/s), at 96 % of line rate")
     assert "+1 more ports" in detail  # 5 ports well above baseline; a reason names four
     assert detail.endswith("KV transfers 0.42 s (pool 0.018 s); not read here: CNP")

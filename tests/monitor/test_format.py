@@ -32,7 +32,7 @@ def test_fmt_duration_is_a_clock() -> None:
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from infertop.monitor.format import figure_forms, fit_figure, fmt_si  # noqa: E402
+from infertop.monitor.format import figure_forms, fit_figure, fmt_pool, fmt_si  # noqa: E402
 
 
 @pytest.mark.parametrize(
@@ -73,6 +73,15 @@ def test_fit_figure(value: float | None, digits: int, unit: str, money: bool, wi
 )
 def test_fmt_si(value: float | None, unit: str, shown: str) -> None:
     assert fmt_si(value, unit) == shown
+
+
+@pytest.mark.parametrize(
+    ("median", "shown"),
+    [(801.0, "pool 801.0/s"), (0.02, "pool 0.02/s"), (2e6, "pool 2.0M/s"), (0.0, "pool quiet"),
+     (None, "no pool baseline")],
+)
+def test_fmt_pool_never_writes_a_zero_baseline(median: float | None, shown: str) -> None:
+    assert fmt_pool(median, "/s") == shown
 
 
 _SI = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}

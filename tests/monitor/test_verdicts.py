@@ -238,7 +238,7 @@ def test_xmit_wait_rising_is_congestion_not_starvation() -> None:
     nics = [ib("mlx5_0", xmit_wait_per_s=5e4), ib("mlx5_1")]
     for util in (20.0, 90.0):
         assert conditions(node(nics=nics, gpus=gpus(util=util)), lay) == {
-            "congested": "mlx5_0 xmit_wait 50.0k/s (pool —)"}
+            "congested": "mlx5_0 xmit_wait 50.0k/s (no pool baseline)"}
 
 
 def test_bond_near_line_rate_while_gpus_wait() -> None:
