@@ -58,8 +58,12 @@ def help_table(scopes: list[tuple[str, Iterable[BindingType]]], palette_key: str
     table.add_column("KEY", no_wrap=True, style="bold cyan")
     table.add_column("WHAT")
     for scope, bindings in scopes:
+        said: set[tuple[str, str]] = set()  # a family of keys said once (`1`–`9`: nine bindings)
         for b in bindings_of(bindings):
-            table.add_row(scope, b.key_display or key_label(b.key), b.tooltip or b.description or b.action)
+            row = (b.key_display or key_label(b.key), b.tooltip or b.description or b.action)
+            if row not in said:
+                said.add(row)
+                table.add_row(scope, *row)
     table.add_row(
         "everywhere", key_label(palette_key), "Command palette (every action, open a node, mark a phase)"
     )

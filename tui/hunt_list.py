@@ -2,7 +2,9 @@
 
 Sorted by severity, then by dollars per hour at stake (`evaluation.verdicts.hunt_order`),
 so the node burning the most money for the worst reason is on top. Enter posts
-`OpenNode` for the selected row's node; the app opens the node screen. Announcing verdicts
+`OpenNode` for the selected row's node; the app opens the node screen. The first nine
+rows are numbered (`#`): the digit, pressed anywhere on the overview, opens that row's
+evidence (`evidence_at`), so a verdict read in the list is one key away. Announcing verdicts
 that start is the app's (tui/announcer.py), whatever screen is on top.
 
 Rows are keyed by (node, kind) and updated in place (a `RowTable`): the cursor stays on
@@ -33,11 +35,21 @@ SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
 # (key, label, width, priority, justify): on a narrow panel the lowest priority goes
 # first, whole (the detail line under the list says all of it); the evidence takes the
 # room the others leave, cut with "…"
-COLUMNS = (("severity", "SEV", None, 60, "left"), ("node", "NODE", None, 100, "left"),
+# (`#`: the row's number, its key; it stays whatever the width)
+COLUMNS = (("number", "#", 1, 99, "right"), ("severity", "SEV", None, 60, "left"),
+           ("node", "NODE", None, 100, "left"),
            ("kind", "VERDICT", None, 95, "left"), ("since", "FOR", 3, 50, "right"),
            ("stake", "STAKE $/H", 9, 90, "right"), ("detail", "EVIDENCE", None, 10, "left"))
 
 Key = tuple[str, str]
+# the rows a digit reaches: `1`–`9` on the overview open the evidence of the row with that
+# number, wherever the focus is (OverviewScreen.action_hunt_evidence)
+NUMBERED_ROWS = 9
+
+
+def number_cell(index: int) -> Text:
+    """The row's number (0-based `index`), the key that opens its evidence; blank past 9."""
+    return Text(str(index + 1) if index < NUMBERED_ROWS else "", "bold cyan", justify="right")
 
 
 def _row_key(key: Key) -> str:
@@ -228,6 +240,7 @@ class HuntList(RowTable):
         spot_rows = {_spot_row_key(i, spot): spot for i, spot in enumerate(spots)}
         rows.extend((key, spot_cells(spot)) for key, spot in spot_rows.items())
         self._opens, self.pairs, self.groups, self.spots = opens, pairs, group_rows, spot_rows
+        rows = [(key, (number_cell(i), *cells)) for i, (key, cells) in enumerate(rows)]
         self.sync(rows)
         self.set_order([key for key, _ in rows])
 
@@ -248,6 +261,15 @@ class HuntList(RowTable):
             from infertop.tui.evidence_screen import EvidenceScreen  # only when asked for
 
             self.app.push_screen(EvidenceScreen(*pair))
+
+    def evidence_at(self, number: int) -> None:
+        """The row numbered `number` (1-based, as the # column says): the cursor goes to it
+        (its evidence in full under the list) and its verdict's evidence opens, as `e` on it."""
+        order = self.displayed_order()
+        if not 1 <= number <= min(NUMBERED_ROWS, len(order)):
+            return
+        self.move_cursor(number - 1)
+        self.action_evidence()
 
     def on_row_table_row_selected(self, event: RowTable.RowSelected) -> None:
         if event.table is self:

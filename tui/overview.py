@@ -16,6 +16,7 @@ from infertop.tui.fleet_map import FleetMap
 from infertop.tui.footer import FitFooter
 from infertop.tui.frames import FrameScreen, FrameState
 from infertop.tui.header import HeaderBar
+from infertop.tui.hunt_list import NUMBERED_ROWS, HuntList
 from infertop.tui.messages import OpenNode
 from infertop.tui.node_table import NodeTable
 from infertop.tui.panels import SnapshotPanel, overview_panels
@@ -49,6 +50,11 @@ class OverviewScreen(FrameScreen):
                 tooltip="The evidence of the verdict under the cursor (the node's worst one)"),
         Binding("w", "toggle_wide", "All columns", show=False,
                 tooltip="All columns (←/→ scroll; NODE stays) or those that fit"),
+        # the hunt list's numbered rows: one key from the overview to a verdict's evidence,
+        # wherever the focus is (the help lists them once: tui/help_screen.py)
+        *(Binding(str(n), f"hunt_evidence({n})", "Evidence of row", show=False, key_display="1–9",
+                  tooltip="The evidence of the hunt list's row with that number (its # column)")
+          for n in range(1, NUMBERED_ROWS + 1)),
         # Textual's own focus keys, said here so that the help lists them
         Binding("tab", "app.focus_next", "Next pane", show=False,
                 tooltip="Move to the next pane (node table → hunt list)"),
@@ -189,6 +195,10 @@ class OverviewScreen(FrameScreen):
             return self.sort.column is not None
         if action == "toggle_wide":  # the map has no columns
             return not self.map_shown
+        if action == "hunt_evidence":
+            # a digit the app binds itself stays the app's (a replay's `9`: the last frame)
+            digit = str(parameters[0]) if parameters else ""
+            return not any(isinstance(b, Binding) and b.key == digit for b in self.app.BINDINGS)
         return True
 
     def sort_by(self, column: str | None) -> None:
@@ -297,6 +307,11 @@ class OverviewScreen(FrameScreen):
         from infertop.tui.evidence_screen import EvidenceScreen  # only when asked for
 
         self.app.push_screen(EvidenceScreen(node, verdict))
+
+    def action_hunt_evidence(self, number: int) -> None:
+        """`1`–`9`: the evidence of the hunt list's row with that number."""
+        for hunt in self.query(HuntList):
+            hunt.evidence_at(number)
 
     def on_row_table_row_selected(self, event: RowTable.RowSelected) -> None:
         if event.table is self.table:

@@ -24,10 +24,11 @@ STEP_S = 10.0
 RESTART_EVERY_S = 60.0
 
 
-def run_demo(ticks: int, step_s: float = STEP_S, window_s: float = 3 * STEP_S) -> tuple[SimCluster, list[Snapshot]]:
-    """The demo's cluster of 8 through its realistic pages, the real parsers and the monitor,
-    one tick every `step_s` of simulated time."""
-    cluster = SimCluster(8, started_at=T0, restart_every_s=RESTART_EVERY_S)
+def run_demo(ticks: int, step_s: float = STEP_S, window_s: float = 3 * STEP_S,
+             nodes: int = 8) -> tuple[SimCluster, list[Snapshot]]:
+    """The demo's cluster (of 8 by default) through its realistic pages, the real parsers
+    and the monitor, one tick every `step_s` of simulated time."""
+    cluster = SimCluster(nodes, started_at=T0, restart_every_s=RESTART_EVERY_S)
     layout = Layout.model_validate({
         "cluster": ClusterConfig(name="demo", interval_s=step_s, window_s=window_s),
         "pricing": PricingConfig(gpu_hour_usd=2.5),

@@ -74,8 +74,8 @@ async def test_sorted_by_severity_then_money_and_enter_opens_the_node() -> None:
         await pilot.pause()
         assert table.entries == [("decode-03", "link-starved"), ("decode-02", "straggler"),
                                  ("decode-01", "idle")]
-        assert rows(table)[0] == ["critical", "decode-03", "link-starved", "30s", "$80.00", "x"]
-        assert rows(table)[1][5] == "42.0 decode steps/s"
+        assert rows(table)[0] == ["1", "critical", "decode-03", "link-starved", "30s", "$80.00", "x"]  # 1: its key
+        assert rows(table)[1][6] == "42.0 decode steps/s"
         table.focus()
         await pilot.press("down", "enter")
         await pilot.pause()
@@ -132,7 +132,7 @@ async def test_hostile_text_is_shown_inert() -> None:
         evil = "[bold red]pwn[/] \x1b[31mred\x1b[0m\x1b]8;;http://x\x07link"
         app.show(snapshot({"n1": [verdict("idle", "warning", 1.0, detail=evil)]}))
         await pilot.pause()
-        shown = rows(table)[0][5]
+        shown = rows(table)[0][6]
         # markup literal, escapes written out (never obeyed)
         assert shown == "[bold red]pwn[/] \\x1b[31mred\\x1b[0m\\x1b]8;;http://x\\x07link"
         app.show(snapshot({"n1": [verdict("idle", "warning", 1.0)], evil: [verdict("idle", "warning", 1.0)]}))

@@ -98,8 +98,8 @@ async def test_a_switch_drop_is_one_row_and_one_line_beside_the_real_problem() -
         await wait_for(pilot, lambda: hunt.row_count == 2)
         assert hunt.entries == [("6 nodes", "unreachable"), ("decode-12", "link-starved")]
         cells = [c.plain for c in hunt.get_row(hunt.displayed_order()[0])]
-        assert cells[1] == "6 nodes"
-        assert cells[5].startswith("6 nodes unreachable since ") and cells[5].endswith(": decode-04…decode-09")
+        assert (cells[0], cells[2]) == ("1", "6 nodes")
+        assert cells[6].startswith("6 nodes unreachable since ") and cells[6].endswith(": decode-04…decode-09")
         panel = app.screen.query_one(HuntPanel)
         assert panel.border_title == "hunt list · 7 verdicts · 1 mass event"
         assert news(app) == "7 new: decode-12 link-starved, 6 nodes unreachable"
