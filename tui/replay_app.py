@@ -137,8 +137,9 @@ class ReplayApp(InfertopApp):
             self.replay_bar.show()
 
     def _replay_moved(self) -> None:
+        # said by the replay bar (PAUSED / PLAYING, the position), not by a toast over the
+        # node table: a toast covered the table's right half for two seconds (issue 47)
         self._show_position()
-        self.notify(self.replay.status(), timeout=2)
 
     def action_toggle_replay(self) -> None:
         self.replay.toggle_pause()

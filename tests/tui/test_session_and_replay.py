@@ -18,6 +18,7 @@ from infertop.tui.header import header_text
 from infertop.tui.history import SpendHistory
 from infertop.tui.replay_app import ReplayApp
 from infertop.tui.session_panel import PhasePicker, SessionPanel, budget_bar, session_lines
+from tests.support.toasts import ToastsShown, css_beside
 from tests.support.tui_helpers import (
     FrozenFeed,
     NodeSpec,
@@ -215,10 +216,16 @@ def test_replay_refuses_a_record_without_ticks(tmp_path: Path) -> None:
     assert main(["replay", str(path)]) == 2
 
 
+class SeenReplayApp(ToastsShown, ReplayApp):
+    """The replay app, its toasts read through the public notify API."""
+
+    CSS_PATH = css_beside(InfertopApp)
+
+
 async def test_replay_bar_shows_position_and_paused_and_no_phase_key(tmp_path: Path) -> None:
     path, frames = make_recording(tmp_path)
     feed = ReplayFeed.open(path, speed=0.5)  # 20 s per frame: nothing moves on its own
-    app = ReplayApp(feed)
+    app = SeenReplayApp(feed)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.latest_snapshot == frames[0])
         await wait_for(pilot, lambda: "PLAYING" in screen_text(app))
@@ -235,6 +242,8 @@ async def test_replay_bar_shows_position_and_paused_and_no_phase_key(tmp_path: P
         text = screen_text(app)
         assert "PAUSED" in text and "frame 7/30" in text and "21%" in text
         assert "━━━━━━" in text and "at 2027-01-15 08:01:00 UTC" in text
+        # the bar says paused and where: no toast over the node table says it again
+        assert not [t for t in app.toasts if "replay" in t.message], app.toasts
         await pilot.press("9")
         await wait_for(pilot, lambda: "0:04:50/0:04:50" in screen_text(app))
         await pilot.press("space")  # resumed at the end: nothing left to play

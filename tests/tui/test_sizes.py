@@ -121,9 +121,20 @@ def first_flagged(frame: Snapshot) -> NodeView:
     return node
 
 
+def assert_footer_reaches_the_edge(app: InfertopApp, size: tuple[int, int], where: str) -> None:
+    """The footer's "^p palette" key, docked right, covers the screen's last column: with a
+    right margin (Textual's compact footer) a letter of a key hidden under it showed there
+    in the real terminal ("palettel")."""
+    for footer in app.screen.query(Footer):
+        palette = footer.query(".-command-palette")
+        if palette and palette.first().display:
+            assert palette.first().region.right == size[0], (where, palette.first().region)
+
+
 async def check_screen(pilot, app: InfertopApp, size: tuple[int, int], where: str) -> None:  # type: ignore[no-untyped-def]
     await pilot.pause()
     assert_within_screen(app, size, where)
+    assert_footer_reaches_the_edge(app, size, where)
 
 
 @pytest.mark.parametrize("nodes", [16, 128])
