@@ -235,6 +235,19 @@ def fit_figure(value: float | None, width: int, digits: int = 1, unit: str = "",
     return fit_forms(figure_forms(value, digits, unit, money), width)
 
 
+def detail_forms(nodes: int, of: int, every_s: float | None) -> tuple[str, ...]:
+    """How much per-node detail a tick read (the prom source's detail plan,
+    collectors/sources/prom_detail.py), longest first for `fit_forms`: "detail for 124 of
+    1,250 nodes this tick; every node within 30 s"."""
+    if every_s is None:
+        return (f"detail for all {of:,} nodes every tick", f"detail all {of:,} nodes", "detail all")
+    bound = f"{every_s:g} s"
+    return (f"detail for {nodes:,} of {of:,} nodes this tick; every node within {bound}",
+            f"detail {nodes:,} of {of:,} nodes, every node within {bound}",
+            f"detail {nodes:,}/{of:,}, all ≤ {bound}",
+            f"detail {nodes:,}/{of:,}")
+
+
 def fmt_si(value: float | None, unit: str = "", digits: int = 1) -> str:
     """A figure in running text, compact and never scientific: below 1,000 with up to
     `digits` decimals ("32.9/s", "0.05/s"), above it with an SI prefix ("5.4k/s",

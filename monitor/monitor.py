@@ -11,7 +11,7 @@ import contextlib
 import datetime as dt
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING
 
 from infertop.collectors.fleet import Fleet, FleetState
@@ -28,6 +28,7 @@ from infertop.collectors.sources.registry import build_sources
 from infertop.collectors.sources.routing import route_layout
 from infertop.collectors.sources.source import RoundSource, Source
 from infertop.monitor.evaluation.cluster import evaluate_cluster, evaluate_nodes
+from infertop.monitor.evaluation.conditions import DETAIL_KINDS
 from infertop.monitor.evaluation.judging import WarmUp, with_warm_up
 from infertop.monitor.evaluation.ledger import SessionLedger, TickFigures
 from infertop.monitor.evaluation.mass_events import verdict_groups
@@ -42,13 +43,14 @@ from infertop.monitor.evaluation.scoreboard import with_live_point
 from infertop.monitor.evaluation.timeline import TimelineTracker
 from infertop.monitor.evaluation.verdicts import VerdictTracker
 from infertop.monitor.evaluation.window_rates import RateCache
+from infertop.monitor.format import detail_forms
 from infertop.monitor.health import MonitorHealth, suggestion
 
 if TYPE_CHECKING:
     from infertop.monitor.record.store import Recorder
 from infertop.layouts.model import Layout, NodeConfig
 from infertop.monitor.evaluation.backends import backend_view, unseen_nodes
-from infertop.monitor.snapshot import Snapshot
+from infertop.monitor.snapshot import DetailView, NodeView, Snapshot
 
 log = logging.getLogger(__name__)
 Listener = Callable[[Snapshot], None]
@@ -97,6 +99,9 @@ class Monitor:
         self.health = MonitorHealth(cluster_cfg.interval_s)
         self.stall_meter: LoopStallMeter | None = None
         self._read_over_network: int | None = None  # for the advice when lagging
+        # the nodes a viewer has in view (a hint passed down; viewers never collect): their
+        # detail is read every tick, like that of the nodes a verdict flags
+        self.in_view: frozenset[str] = frozenset()
         if layout.prometheus is not None and layout.prometheus.discover:
             self._named = set(names)
             self.fleet.listeners.append(self._adopt_discovered)
@@ -226,6 +231,7 @@ class Monitor:
         nodes = self.verdicts.apply(mark_restarts(nodes, restarts), layout, now)
         nodes = with_restart_verdicts(nodes, restarts, now)
         nodes = self.warm_up.judge(nodes, layout, now)
+        detail = self._ask_for_detail(nodes)
         cluster = with_warm_up(evaluate_cluster(nodes, layout), nodes)
         # before the window buckets go: the path's transfer percentiles are made of them
         paths = pd_paths(nodes, layout.thresholds)
@@ -263,6 +269,7 @@ class Monitor:
             monitor=self.health.view(meter, sum(n.monitor_late for n in nodes), self._advice()),
             verdict_groups=verdict_groups(nodes, layout.cluster.interval_s),
             backends=[backend_view(b) for b in backends],
+            detail=detail,
             timeline=self.timeline.update(nodes, session, now),
             pd_paths=paths,
         )
@@ -275,6 +282,25 @@ class Monitor:
             except Exception:
                 log.exception("snapshot listener failed")
         return snapshot
+
+    def set_in_view(self, nodes: Collection[str]) -> None:
+        """The nodes a viewer shows now: their detail is read every tick from the next round."""
+        self.in_view = frozenset(nodes)
+
+    def _ask_for_detail(self, nodes: Sequence[NodeView]) -> DetailView | None:
+        """Tell the sources whose detail is wanted every tick: the nodes in view and those a
+        verdict flags (its evidence is per GPU: a verdict asks for its node's detail);
+        and say how much detail the last round read."""
+        wanted = self.in_view | {n.name for n in nodes if any(v.kind in DETAIL_KINDS for v in n.verdicts)}
+        view = None
+        for source in self.sources:
+            source.want_detail(wanted)
+            plan = source.detail_read()
+            if plan is not None and view is None:
+                note = detail_forms(plan.count, plan.total, plan.every_s)[0]
+                view = DetailView(nodes=plan.count, of=plan.total, every_s=plan.every_s,
+                                  wanted=plan.wanted, note=note)
+        return view
 
     def _advice(self) -> str:
         layout = self.layout

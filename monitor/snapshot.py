@@ -398,6 +398,10 @@ class NodeView(_View):
     gpu_mem_used_bytes: float | None = None  # sum
     gpu_mem_total_bytes: float | None = None  # sum
     gpu_power_w: float | None = None  # sum
+    # the age of its newest per-GPU reading, where that trails its newest reading by more
+    # than an interval: its per-GPU detail read through a backend on the rotation
+    # (collectors/sources/prom_detail.py), judged on it and its node-level figures
+    gpus_age_s: float | None = None
     # what the layout expects here that no source sees now, each with its reason
     coverage: list[CoverageGap] = Field(default_factory=list)
     # fresh only because the time the monitor itself stood still was not counted against
@@ -689,6 +693,18 @@ class BackendView(_View):
         return f"{self.name}: {self.detail}" if self.detail else None
 
 
+class DetailView(_View):
+    """How much per-node detail (per-GPU series) the prom source read this tick: a large
+    fleet's every node gets its engine and host figures every tick, its per-GPU ones when
+    in view, flagged by a verdict, or reached by a rotation (collectors/sources/prom_detail.py)."""
+
+    nodes: int  # nodes whose detail this tick read
+    of: int  # nodes the source reads
+    every_s: float | None = None  # every node's detail within this; None: every node every tick
+    wanted: int = 0  # of `nodes`, those read because in view or flagged
+    note: str  # "detail for 124 of 1,250 nodes this tick; every node within 30 s"
+
+
 class Snapshot(_View):
     """One frame: the whole cluster at `taken_at`."""
 
@@ -702,6 +718,7 @@ class Snapshot(_View):
     monitor: MonitorHealthView | None = None
     verdict_groups: list[VerdictGroupView] = Field(default_factory=list)
     backends: list[BackendView] = Field(default_factory=list)
+    detail: DetailView | None = None  # None: no prom source (every source reads every node whole)
     # what happened lately, oldest first, the cluster's and every node's (at most
     # monitor.evaluation.timeline.MAX_EVENTS): restarts, health flips, verdict onsets …
     timeline: list[TimelineEventView] = Field(default_factory=list)

@@ -105,6 +105,8 @@ def snapshot_table(snapshot: Snapshot) -> str:
     for backend in snapshot.backends:  # its delay said once, not on every node it serves
         if backend.note is not None:
             lines.append(inert_text(backend.note, MAX_LINE_CHARS))
+    if snapshot.detail is not None and snapshot.detail.every_s is not None:
+        lines.append(snapshot.detail.note)
     for path in snapshot.pd_paths:  # the P→D path, with the evidence it rests on
         evidence = f" [{inert_text(path.evidence, MAX_CELL_CHARS)}]" if path.evidence else ""
         lines.append(f"path {inert_text(path.prefill_pool, MAX_CELL_CHARS)} → "

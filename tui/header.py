@@ -9,7 +9,7 @@ from rich.text import Text
 
 from infertop.monitor.evaluation.judging import judging_note
 from infertop.monitor.evaluation.shared_gaps import KIND_LABELS
-from infertop.monitor.format import fmt_duration, fmt_usd
+from infertop.monitor.format import detail_forms, fit_forms, fmt_duration, fmt_usd
 from infertop.monitor.snapshot import Snapshot
 from infertop.tui.columns import TROUBLE, WARN
 from infertop.tui.text import inert
@@ -39,9 +39,11 @@ def header_text(
     alerts: str | None = None,
     hidden: Sequence[str] = (),
     news: Text | None = None,
+    width: int | None = None,
 ) -> Text:
     """`hidden`: the node table's columns left out at this width (said, with the key
-    that shows them, never silently gone)."""
+    that shows them, never silently gone). `width`: the header's, which items written
+    in several forms (the detail read) fit by the one rule."""
     out = Text(no_wrap=True, overflow="ellipsis")
     out.append("infertop", "bold")
     if snapshot is None:
@@ -95,6 +97,12 @@ def header_text(
     out.append(f"   sort {sort_label}", "grey70")
     if hidden:
         out.append(f"   {len(hidden)} column{'s' if len(hidden) != 1 else ''} hidden (w: all)", "grey70")
+    detail = snapshot.detail
+    if detail is not None and detail.every_s is not None:  # reading only some nodes' detail a tick
+        forms = detail_forms(detail.nodes, detail.of, detail.every_s)
+        said = fit_forms(forms, width) if width is not None else forms[0]
+        if said is not None:
+            out.append(f"   {said}", "grey70")
     if paused:
         out.append("   ")
         out.append(" PAUSED ", "reverse yellow")
@@ -218,7 +226,8 @@ class HeaderBar(TextLines):
 
     def show(self, snapshot: Snapshot | None, **kwargs: object) -> None:
         self._args = (snapshot, kwargs)
-        text = wrap_items(header_text(snapshot, **kwargs), self.content_region.width)  # type: ignore[arg-type]
+        width = self.content_region.width
+        text = wrap_items(header_text(snapshot, **kwargs, width=width), width)  # type: ignore[arg-type]
         lines = text.plain.count("\n") + 1
         now = self.clock()
         if self._line_count is not None and lines < self._line_count and now < self._tall_until:

@@ -18,6 +18,7 @@ import gzip
 import itertools
 import json
 import math
+import re
 import sys
 import threading
 import urllib.parse
@@ -29,6 +30,9 @@ from typing import Any
 from benchmarks.prom_replay.record import DEFAULT_OUT
 
 NODE = "infertop_node"
+# a recorded series narrowed to some nodes (the prom source's detail plan,
+# collectors/sources/promql.py `recorded_for_nodes`): answered from the whole series' recording
+_NARROWED = re.compile(r'^(?P<base>[a-zA-Z_:][a-zA-Z0-9_:]*)\{infertop_node=~"\(\?:(?P<alts>.*)\)"\}$')
 SENTINEL = "\x00node\x00"
 SENTINEL_JSON = json.dumps(SENTINEL)[1:-1]  # as it reads inside JSON text
 
@@ -122,18 +126,27 @@ class Replay:
 
     def query(self, text: str, at: float) -> bytes:
         k = math.floor(at / self.interval_s)
+        names = self.names
+        base = text
+        narrowed = _NARROWED.match(text)
+        if narrowed is not None:
+            base = narrowed["base"]
+            # the PromQL string's escapes, then the regex's (names hold no regex syntax)
+            wanted = {re.sub(r"\\(.)", r"\1", alt.replace("\\\\", "\\"))
+                      for alt in narrowed["alts"].split("|")}
+            names = [(t, n) for t, n in self.names if n in wanted]
         with self._lock:
             cached = self._cache.get((text, k))
             if cached is not None:
                 return cached
-            q = self.queries.get(text)
+            q = self.queries.get(base)
             if q is None:
-                rounds = self._raw.get(f"/api/v1/query?{text}")
+                rounds = self._raw.get(f"/api/v1/query?{base}")
                 if rounds is None:
-                    self.misses[text] = self.misses.get(text, 0) + 1
+                    self.misses[base] = self.misses.get(base, 0) + 1
                     return b'{"status":"success","data":{"resultType":"vector","result":[]}}'
-                q = self.queries[text] = Query(rounds, self.templates, "timestamp" in text)
-            body = q.body(self.names, k, at, self.interval_s)
+                q = self.queries[base] = Query(rounds, self.templates, "timestamp" in base)
+            body = q.body(names, k, at, self.interval_s)
             if len(self._cache) > 4096:
                 self._cache.clear()
             self._cache[(text, k)] = body

@@ -4,7 +4,8 @@ prometheus-api-client is synchronous (requests), so its calls run on a small thr
 pool of this source's own (the default executor is shared with NVML/psutil reads): one
 round of queries per tick, all at once, each bounded by `timeout_s`. Queries aggregate on
 the server (collectors/sources/promql.py), so a tick pulls O(nodes) engine and host series, plus
-O(GPUs) per-GPU series every `gpu_detail_every` ticks.
+O(GPUs) per-GPU series for the nodes whose detail a tick reads (collectors/sources/prom_detail.py:
+in view, flagged, and a rotation that reaches every node within 30 s; every node up to 64).
 
 Each exporter family becomes its own stream of samples ("prom:engine", "prom:gpu",
 "prom:node") stamped with Prometheus' scrape time, so a part's rates are taken over one
@@ -26,7 +27,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
@@ -41,6 +42,7 @@ from infertop.collectors.process.loop_stalls import wire_timeout
 from infertop.collectors.safe_text import inert_text, redact_url
 from infertop.collectors.sample import NodeSample
 from infertop.collectors.sources import prom_rules, promql
+from infertop.collectors.sources.prom_detail import DETAIL_EVERY_S, SMALL_FLEET_NODES, DetailPlan, plan_detail
 from infertop.collectors.sources.routing import route_layout
 from infertop.collectors.sources.scrape import latency_every_rounds
 from infertop.collectors.sources.source import BackendState, Emit, PollingSource
@@ -48,9 +50,6 @@ from infertop.layouts.model import Layout, PrometheusConfig
 
 log = logging.getLogger(__name__)
 
-# GPUs whose per-GPU series one tick may pull before that detail is refreshed only every
-# few ticks (the cost is measured by benchmarks/bench_prom.py)
-GPUS_PER_TICK = 4096
 # the same for the engines' latency histograms' buckets (~22 a histogram, 6 histograms a
 # node: 135k series at 1,024 nodes, three quarters of a round's answer): read every few
 # ticks past this many, never so rarely that a window holds fewer readings than the scrape
@@ -257,7 +256,6 @@ class PromSource(PollingSource):
         profiles: dict[str, dict[str, str | list[str]]] | None = None,
         profile_names: Sequence[str] = (),
         history: int = 600,
-        expected_gpus: int | None = None,
         clock: Callable[[], float] = time.time,
         keep_s: float | None = None,
         window_s: float | None = None,
@@ -299,7 +297,14 @@ class PromSource(PollingSource):
         self._owner: dict[str, Backend] = {}  # node → the backend that answered for it last
         self._last_at: dict[tuple[str, str], float] = {}  # (node, tier) → newest scrape time sent
         self._seen_tiers: dict[str, set[str]] = {}
-        self._gpus_seen = expected_gpus or 0
+        self._label_value: dict[str, str] = {}  # node → its node label's value, as last answered
+        # the nodes whose detail the monitor asks for (in view, flagged): read every tick
+        self._wanted: frozenset[str] = frozenset()
+        self.detail: DetailPlan | None = None  # this tick's, once polled
+        # the plan's fleet size up to which every node's detail is read, and its bound
+        self.detail_small_nodes = SMALL_FLEET_NODES
+        self.detail_every_s = DETAIL_EVERY_S
+        self.series_read = 0  # series the last round's answers held
         self.window_s = window_s
         self._latency_series_seen = 0  # bucket series the latency queries answered last time
         self._ticks = 0
@@ -424,9 +429,29 @@ class PromSource(PollingSource):
     # ------------------------------------------------------------------ polling
 
     def gpu_detail_every(self) -> int:
+        """Every how many ticks the per-GPU tier is read (for the nodes the detail plan
+        names): every tick unless the layout says otherwise."""
         if self.config.gpu_detail_every is not None:
             return self.config.gpu_detail_every
-        return max(1, math.ceil(self._gpus_seen / GPUS_PER_TICK))
+        return 1
+
+    def want_detail(self, nodes: Collection[str]) -> None:
+        """The nodes whose per-GPU detail is read every tick from now on: in view on a
+        viewer, or flagged by a verdict (the monitor says which; collectors/sources/prom_detail.py)."""
+        self._wanted = frozenset(nodes)
+
+    def detail_read(self) -> DetailPlan | None:
+        return self.detail
+
+    def detail_plan(self, tick: int) -> DetailPlan:
+        """Whose detail tick `tick` reads: the layout's `gpu_detail_every` reads every node
+        on the ticks it names (as it always did); otherwise the one rule, over the listed
+        nodes and those found since."""
+        fleet = self.nodes + sorted(set(self._seen_tiers) - self._node_set)
+        if self.config.gpu_detail_every is not None:
+            return DetailPlan(None, len(fleet), self.config.gpu_detail_every * self.interval_s)
+        return plan_detail(fleet, tick, self.interval_s, self._wanted,
+                           bound_s=self.detail_every_s, small=self.detail_small_nodes)
 
     def tiers_this_tick(self) -> list[str]:
         every = self.gpu_detail_every()
@@ -478,12 +503,17 @@ class PromSource(PollingSource):
         kept = [n for n in names or () if isinstance(n, str) and n.startswith(tiers)] if tiers else []
         backend.recorded = set(kept)
 
-    def queries(self, tier: str, latency: bool = True, backend: Backend | None = None) -> list[promql.Query]:
+    def queries(self, tier: str, latency: bool = True, backend: Backend | None = None,
+                detail: DetailPlan | None = None) -> list[promql.Query]:
         """The tier's queries, each read from its recorded series when the server (the
         first backend by default) has it and the rule computes exactly this query (the
         same node labels and metric names). `latency`: the latency histograms too (per
-        engine only up to RANK_LATENCY_MAX_NODES)."""
+        engine only up to RANK_LATENCY_MAX_NODES). `detail`: the per-GPU tier only for
+        the nodes it names."""
         recorded = (backend or self.backends[0]).recorded
+        only = detail.nodes if detail is not None and tier == "gpu" else None
+        values = [self._label_value.get(n, n) for n in sorted(only)] if only is not None else []
+        raw_narrowed = promql.raw_for_nodes(self.builder, tier, values) if only is not None else None
         out = []
         for q in self.builder.tier(tier):
             if promql.is_latency(q) and not latency:
@@ -493,6 +523,10 @@ class PromSource(PollingSource):
             name = prom_rules.recorded_name(q)
             if name in recorded and self._rule_exprs.get((q.tier, q.key)) == q.promql:
                 q = promql.Query(q.tier, q.key, name)
+                if only is not None:
+                    q = promql.recorded_for_nodes(q, values)
+            elif raw_narrowed is not None:
+                q = raw_narrowed.get(q.key, q)
             out.append(q)
         return out
 
@@ -500,6 +534,7 @@ class PromSource(PollingSource):
         now = self.clock()
         tiers = self.tiers_this_tick()
         latency = self.latency_this_tick()
+        detail = self.detail = self.detail_plan(self._ticks)
         self._ticks += 1
         try:
             self._connect()
@@ -507,7 +542,8 @@ class PromSource(PollingSource):
             for b in self.backends:
                 b.failed(str(exc), now)
             return []
-        rounds = await asyncio.gather(*(self._backend_round(b, tiers, latency, now) for b in self.backends))
+        rounds = await asyncio.gather(*(self._backend_round(b, tiers, latency, now, detail)
+                                        for b in self.backends))
         grouped: dict[str, promql.Grouped] = {t: {} for t in tiers}
         behind_of: dict[str, float | None] = {}  # node label value → its backend's delay
         stamp_of: dict[tuple[str, str], float] = {}
@@ -544,12 +580,14 @@ class PromSource(PollingSource):
             if node is not None:
                 backend.nodes.add(node)
                 self._owner[node] = backend
-        samples += self._missing(grouped, answered)
+        samples += self._missing(grouped, answered, detail)
+        self.series_read = sum(len(by_sub) for per_node in grouped.values() for fig in per_node.values()
+                               for by_sub in fig.values())
         self._start_backfill()
         return samples
 
     async def _backend_round(
-        self, backend: Backend, tiers: list[str], latency: bool, now: float
+        self, backend: Backend, tiers: list[str], latency: bool, now: float, detail: DetailPlan | None = None,
     ) -> tuple[dict[str, promql.Grouped], dict[str, str]] | None:
         """One backend's answers to the round (tier → grouped figures, and the tiers that
         failed with why), or None when it did not answer at all: it is then down, said on
@@ -562,7 +600,7 @@ class PromSource(PollingSource):
                 checked = backend.checked
                 if not checked:  # first, once: the first figures must not be doubled
                     await self._look_for_duplicates(backend, now)
-                queries = [q for t in tiers for q in self.queries(t, latency, backend)]
+                queries = [q for t in tiers for q in self.queries(t, latency, backend, detail)]
                 results, *_ = await asyncio.gather(
                     self._consistent_round(backend, queries, now), self._look_at_runtime(backend, now),
                     *([self._look_for_duplicates(backend, now)] if checked else []),
@@ -702,13 +740,12 @@ class PromSource(PollingSource):
                 extra = extras[behind] = {"backend_behind_s": behind, **({"notes": notes} if notes else {})}
             return extra
         for tier in sorted(tiers):
-            if tier == "gpu":
-                self._gpus_seen = sum(len(f.get("util_pct") or {}) for f in grouped[tier].values())
             for value, fig in grouped[tier].items():
                 node = self._adopt(value)
                 if node is None:
                     continue
                 self._seen_tiers.setdefault(node, set()).add(tier)
+                self._label_value[node] = value
                 stamp = promql.single(fig, "timestamp")
                 taken_at = stamp if stamp is not None else now
                 key = (node, tier)
@@ -740,10 +777,13 @@ class PromSource(PollingSource):
             return extra
         return {**extra, "backend_behind_s": own}
 
-    def _missing(self, grouped: dict[str, promql.Grouped], tiers: set[str]) -> list[NodeSample]:
+    def _missing(
+        self, grouped: dict[str, promql.Grouped], tiers: set[str], detail: DetailPlan | None = None
+    ) -> list[NodeSample]:
         """Error samples for nodes that no backend returned anything for in any tier asked.
         Not for a node whose backend is down (or, with several, one no backend has
-        answered for while one is down: it may be that one's): the backend says it."""
+        answered for while one is down: it may be that one's): the backend says it. The
+        GPU tier is asked only of the nodes `detail` names."""
         present = {self.namer(v) for t in tiers for v in grouped.get(t, {})}
         some_down = any(b.error for b in self.backends)
         out = []
@@ -760,7 +800,8 @@ class PromSource(PollingSource):
                     f"prometheus {self.shown_url}: no series with {labels}={node}"
                     " (check node_label, selector)"
                 )
-            elif seen & tiers:
+            elif seen & (tiers if detail is None or detail.nodes is None or node in detail.nodes
+                         else tiers - {"gpu"}):
                 where = owner.shown_url if owner is not None else self.shown_url
                 msg = f"prometheus {where}: no fresh series for {node} (scrape targets down?)"
             else:
@@ -783,7 +824,9 @@ class PromSource(PollingSource):
         span = min(self.config.backfill_s, step * min(self.history, 10_000), self.keep_s or math.inf)
         end = self.clock()
         start = end - span
-        tiers = ["engine", "node"] + (["gpu"] if self.gpu_detail_every() == 1 else [])
+        # the per-GPU history only where every node's detail is read every tick
+        tiers = ["engine", "node"] + (["gpu"] if self.detail_plan(0).nodes is None
+                                      and self.gpu_detail_every() == 1 else [])
         # info gauges are not history (their labels are read live); nor the latency buckets
         # where they are read only every few ticks: their history is the largest answer
         latency = self.latency_every() == 1
@@ -894,7 +937,6 @@ def prom_source_for(layout: Layout) -> PromSource | None:
     names = [route.name for route in routing.read_by("prom")]
     if not names and not routing.discover:
         return None
-    gpus = [n.gpus for n in mine if n.gpus is not None]
     return PromSource(
         config,
         names,
@@ -902,7 +944,6 @@ def prom_source_for(layout: Layout) -> PromSource | None:
         profiles=layout.profiles,
         profile_names=sorted({n.engine.profile for n in mine if n.engine is not None}),
         history=layout.cluster.history,
-        expected_gpus=sum(gpus) if gpus else None,
         keep_s=layout.cluster.window_s + 2 * layout.cluster.interval_s,
         window_s=layout.cluster.window_s,
     )

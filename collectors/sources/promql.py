@@ -12,8 +12,8 @@ on one node). What one tick pulls:
 - node_exporter (one series per node and port): NIC / IB port counters and state, host
   memory and load.
 - dcgm-exporter (one series per GPU and quantity): per-GPU figures are what the node
-  screen and the idle fraction need, so they are O(GPUs); the source refreshes them every
-  `gpu_detail_every` ticks on large clusters to keep a tick cheap (see prom.py).
+  screen and the idle fraction need, so they are O(GPUs); on a large fleet a tick reads
+  them for some nodes only, to keep it cheap (collectors/sources/prom_detail.py).
 
 Each group also asks for `timestamp()` of one of its series: samples are stamped with
 the time Prometheus scraped them, not the time infertop asked, so that rates derived
@@ -22,6 +22,7 @@ from Prometheus match rates derived by scraping the exporters directly.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import re
@@ -365,6 +366,31 @@ class QueryBuilder:
 
     def tier(self, name: str) -> list[Query]:
         return {"engine": self.engine, "gpu": self.gpu, "node": self.node}[name]()
+
+
+def _regex_alts(values: Iterable[str]) -> str:
+    """The values as one RE2 alternation, escaped for a PromQL string literal."""
+    alts = "|".join(re.escape(v) for v in sorted(set(values)))
+    return alts.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def recorded_for_nodes(query: Query, values: Iterable[str]) -> Query:
+    """A recorded series' query narrowed to the nodes whose `infertop_node` is one of
+    `values` (the prom source's detail for a few nodes, collectors/sources/prom_detail.py)."""
+    return Query(query.tier, query.key, f'{query.promql}{{{NODE}=~"(?:{_regex_alts(values)})"}}')
+
+
+def raw_for_nodes(builder: QueryBuilder, tier: str, values: Iterable[str]) -> dict[str, Query] | None:
+    """The tier's raw queries (key → query) narrowed on the node label itself to the nodes
+    whose label value (the port after it, as `strip_port` strips it) is one of `values`;
+    None where the layout names several node labels (the first present wins per series,
+    which one matcher cannot say): the caller then reads every node."""
+    if len(builder.node_labels) != 1:
+        return None
+    port = "(?::[0-9]+)?" if builder.strip_port else ""
+    matcher = f'{builder.node_labels[0]}=~"(?:{_regex_alts(values)}){port}"'
+    selector = f"{builder.selector}, {matcher}" if builder.selector else matcher
+    return {q.key: q for q in dataclasses.replace(builder, selector=selector).tier(tier)}
 
 
 # ---------------------------------------------------------------------------- results

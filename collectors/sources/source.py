@@ -12,12 +12,13 @@ import asyncio
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from infertop.collectors.process.loop_stalls import wire_timeout
 from infertop.collectors.sample import NodeSample
 from infertop.collectors.sources.cadence import delay_to_boundary
+from infertop.collectors.sources.prom_detail import DetailPlan
 
 Emit = Callable[[NodeSample], None]
 # a poll that ends less than this share of an interval past the next reading instant
@@ -70,6 +71,15 @@ class Source(ABC):
         """The metrics backends this source reads through, as of its last round (empty for
         a source that reads the nodes themselves)."""
         return []
+
+    def want_detail(self, nodes: Collection[str]) -> None:  # noqa: B027 - optional hook
+        """The nodes whose detail is wanted every tick (in view, flagged by a verdict): a
+        source that reads detail for only some nodes each tick (the prom source) reads
+        these every tick. Other sources read every node whole."""
+
+    def detail_read(self) -> DetailPlan | None:
+        """Whose detail the last round read; None: every node's, whole."""
+        return None
 
     def stall_spans_wall(self, since: float) -> list[tuple[float, float]]:
         """Wall-clock spans since `since` in which a process of this source other than the

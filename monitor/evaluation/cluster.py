@@ -55,6 +55,16 @@ def settle_span_s(interval_s: float) -> float:
     return interval_s * SETTLE_SLACK
 
 
+def gpus_trailing_s(gpu_samples: list[NodeSample], age_s: float | None, now: float,
+                    interval_s: float) -> float | None:
+    """The age of the node's newest per-GPU reading where it trails its newest reading by
+    more than an interval (detail read on a rotation); None otherwise."""
+    if not gpu_samples or age_s is None:
+        return None
+    gpus_age = now - gpu_samples[-1].taken_at
+    return gpus_age if gpus_age - age_s > interval_s else None
+
+
 def evaluate_node(
     state: NodeState,
     config: NodeConfig | None,
@@ -139,6 +149,7 @@ def evaluate_node(
         **gpu_sums(gpus),
         engine=engine,
         age_s=age,
+        gpus_age_s=gpus_trailing_s(gpu_samples, age, now, interval),
         sources=sorted(state.by_source),
         notes=notes,
         host=host_view(state),

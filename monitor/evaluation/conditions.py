@@ -46,6 +46,9 @@ HEALTH_KINDS = (
     IDLE, LINK_STARVED, CONGESTED, STRAGGLER, THROTTLED, GPU_ERROR, SLO, BLIND,
     BUSY_WAITING, STRAY_PROCESS, CONFIG_DRIFT, ACCEPTANCE_DROP,
 )
+# the kinds whose evidence is per GPU (or per rank): a node holding one asks for its
+# detail every tick where a source reads detail for only some nodes (collectors/sources/prom_detail.py)
+DETAIL_KINDS = frozenset({IDLE, STRAGGLER, THROTTLED, GPU_ERROR, BUSY_WAITING, STRAY_PROCESS})
 
 # Each kind's $/h at stake as docs/verdicts.md's table states it, word for word (a test
 # holds the table to this and each condition's figure to the formula).

@@ -129,6 +129,7 @@ class SimRates:
     kv_usage: float = 0.42
     gpus: int = 8
     util_pct: float = 87.0
+    sm_active: float = 0.64  # DCGM's SM activity ratio of GPU 0 (GPU i: i/100 less)
     power_w: float = 612.5
     nic_rx_bytes_per_s: float = 5e9
     nic_tx_bytes_per_s: float = 2e9
@@ -187,7 +188,7 @@ class SimNodeCollector(Collector):
             "DCGM_FI_DEV_FB_FREE": lambda i: 11000.0,
             "DCGM_FI_DEV_FB_RESERVED": lambda i: 512.0,
             # profiling (DCP) ratios: SM activity 0.64 - i/100, tensor 0.4, DRAM 0.3, occupancy 0.2
-            "DCGM_FI_PROF_SM_ACTIVE": lambda i: 0.64 - i / 100.0,
+            "DCGM_FI_PROF_SM_ACTIVE": lambda i: r.sm_active - i / 100.0,
             "DCGM_FI_PROF_SM_OCCUPANCY": lambda i: 0.2,
             "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": lambda i: 0.4,
             "DCGM_FI_PROF_DRAM_ACTIVE": lambda i: 0.3,
