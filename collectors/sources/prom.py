@@ -825,7 +825,7 @@ class PromSource(PollingSource):
         end = self.clock()
         start = end - span
         # the per-GPU history only where every node's detail is read every tick
-        tiers = ["engine", "node"] + (["gpu"] if self.detail_plan(0).nodes is None
+        tiers = ["engine", "node"] + (["gpu"] if self.detail_plan(1).nodes is None
                                       and self.gpu_detail_every() == 1 else [])
         # info gauges are not history (their labels are read live); nor the latency buckets
         # where they are read only every few ticks: their history is the largest answer

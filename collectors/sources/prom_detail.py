@@ -7,7 +7,9 @@ host figures are read every tick; the per-GPU ones on a large fleet only for
 - the nodes a viewer has in view (a hint the monitor passes down, never a viewer reading),
 - the nodes flagged: a node with a verdict asks for its own detail every tick until the
   verdict clears (its evidence is per GPU: idle, throttled, busy-waiting, XID, …),
-- a rotation that reaches every node within `bound_s`: the fleet in equal slices, one a tick.
+- a rotation that reaches every node within `bound_s`: the fleet in equal slices, one a tick,
+  after a first tick that reads every node (so that every node has its per-GPU figures from
+  the start: a `snapshot --window 10` sees a few ticks, not a whole rotation).
 
 A fleet of at most SMALL_FLEET_NODES reads everything every tick, as before: a small
 cluster sees no change. Pure (no I/O): tested with plain data.
@@ -51,13 +53,16 @@ def plan_detail(
 ) -> DetailPlan:
     """The nodes whose detail tick number `tick` reads. `nodes`: the fleet in a stable
     order; `wanted`: those in view or flagged (read every tick; names outside `nodes` are
-    ignored). The rotation cuts the fleet into as many slices as whole intervals fit in
-    `bound_s` and reads slice `tick mod slices`, so every node's detail is at most
-    `slices × interval_s` (≤ `bound_s`) old when the source keeps its cadence."""
+    ignored). Tick 0 reads every node. The rotation cuts the fleet into as many slices
+    as whole intervals fit in `bound_s` and reads slice `tick mod slices`, so every
+    node's detail is at most `slices × interval_s` (≤ `bound_s`) old when the source
+    keeps its cadence."""
     total = len(nodes)
     slices = max(1, math.floor(bound_s / interval_s + 1e-9)) if interval_s > 0 else 1
     if total <= small or slices == 1:
         return DetailPlan(None, total, None)
+    if tick == 0:
+        return DetailPlan(None, total, slices * interval_s)
     size = math.ceil(total / slices)
     start = (tick % slices) * size
     rotation = frozenset(nodes[start:start + size])

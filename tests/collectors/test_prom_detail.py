@@ -20,7 +20,7 @@ FLEET = [f"n{i:04d}" for i in range(1250)]
         (128, 1.0, (), 5, 30.0),  # 30 slices of 5 (the last one short)
         (1250, 2.0, (), 84, 30.0),  # 15 slices of 84
         (1250, 2.0, FLEET[1000:1040], 124, 30.0),  # + 40 in view, outside this tick's slice
-        (1250, 2.0, FLEET[:40], 84, 30.0),  # in view and in the slice: counted once
+        (1250, 2.0, FLEET[84:124], 84, 30.0),  # in view and in this tick's slice: counted once
         (1250, 2.0, ["not-a-node"], 84, 30.0),  # a name outside the fleet is no node
         (1250, 7.0, (), 313, 28.0),  # 4 slices: every node within 28 s
         (1250, 30.0, (), 1250, None),  # one slice: every node every tick
@@ -28,7 +28,7 @@ FLEET = [f"n{i:04d}" for i in range(1250)]
     ],
 )
 def test_plan_table(nodes: int, interval_s: float, wanted: list[str], count: int, every_s: float | None) -> None:
-    plan = plan_detail(FLEET[:nodes], 0, interval_s, wanted)
+    plan = plan_detail(FLEET[:nodes], 1, interval_s, wanted)
     assert plan.count == count
     assert plan.every_s == every_s
     assert plan.total == nodes
@@ -42,7 +42,8 @@ def test_rotation_reaches_every_node_within_the_bound(nodes: int, interval_s: fl
     fleet = [f"n{i}" for i in range(nodes)]
     last: dict[str, int] = {}
     longest = 0
-    for tick in range(200):
+    assert plan_detail(fleet, 0, interval_s).nodes is None  # the first tick reads every node
+    for tick in range(1, 200):
         plan = plan_detail(fleet, tick, interval_s)
         assert plan.nodes is not None and plan.every_s is not None
         for n in plan.nodes:
@@ -56,14 +57,14 @@ def test_rotation_reaches_every_node_within_the_bound(nodes: int, interval_s: fl
 
 def test_flagged_and_in_view_every_tick() -> None:
     wanted = {"n0007", "n1200"}
-    for tick in range(40):
+    for tick in range(1, 40):
         plan = plan_detail(FLEET, tick, 2.0, wanted)
         assert plan.nodes is not None and wanted <= plan.nodes
         assert plan.wanted == 2
 
 
 def test_words() -> None:
-    plan = plan_detail(FLEET, 0, 2.0, FLEET[1000:1040])
+    plan = plan_detail(FLEET, 1, 2.0, FLEET[1000:1040])
     forms = detail_forms(plan.count, plan.total, plan.every_s)
     assert forms[0] == "detail for 124 of 1,250 nodes this tick; every node within 30 s"
     assert fit_forms(forms, 50) == "detail 124 of 1,250 nodes, every node within 30 s"
@@ -71,6 +72,9 @@ def test_words() -> None:
     assert fit_forms(forms, 16) == "detail 124/1,250"
     assert fit_forms(forms, 10) is None
     assert detail_forms(16, 16, None)[0] == "detail for all 16 nodes every tick"
+    first = plan_detail(FLEET, 0, 2.0)
+    assert detail_forms(first.count, first.total, first.every_s)[0] == (
+        "detail for 1,250 of 1,250 nodes this tick; every node within 30 s")
 
 
 def test_narrowed_queries() -> None:

@@ -86,6 +86,7 @@ async def test_detail_in_proportion(prom: PrometheusServer) -> None:
     monitor.set_in_view({IN_VIEW})
     plans: list[DetailPlan] = []
     series: list[int] = []
+    round_at: list[float] = []
     gpu_arrivals: dict[str, list[float]] = {n: [] for n in NODES}
     snapshots: list[Snapshot] = []
 
@@ -93,6 +94,7 @@ async def test_detail_in_proportion(prom: PrometheusServer) -> None:
         assert source.detail is not None
         plans.append(source.detail)
         series.append(source.series_read)
+        round_at.append(time.monotonic())
 
     def sample_in(sample: NodeSample) -> None:
         if sample.source == "prom:gpu" and sample.node in gpu_arrivals:
@@ -126,7 +128,8 @@ async def test_detail_in_proportion(prom: PrometheusServer) -> None:
 
     # a tick reads some nodes' detail, not all: the in-view node every tick from the
     # second, the idle one every tick once its verdict flags it
-    for plan in rotation_plans:
+    assert rotation_plans[0].nodes is None  # the first tick reads every node
+    for plan in rotation_plans[1:]:
         assert plan.nodes is not None and plan.count < len(NODES) and plan.total == len(NODES)
         assert plan.every_s == EVERY_S
     assert all(IN_VIEW in p.nodes for p in rotation_plans[2:] if p.nodes is not None)
@@ -136,11 +139,14 @@ async def test_detail_in_proportion(prom: PrometheusServer) -> None:
     assert later and all(IDLE_NODE in p.nodes for p in later)
     # and so fewer series than reading every node whole
     assert statistics.median(rotation_series[2:]) < min(whole_series)
-    # every node's detail within the bound (plus a scrape and a round's jitter), once started
+    # every node's detail within the bound: asked at least every 4 rounds (4 s at 1 s a
+    # round; a round this loaded machine runs late stretches it by as much), and answered
+    slices = int(EVERY_S / 1.0)
     for name, arrivals in gpu_arrivals.items():
-        assert len(arrivals) >= 2, name
-        gaps = [b - a for a, b in itertools.pairwise(arrivals)]
-        assert max(gaps) <= EVERY_S + 2.5, (name, gaps)
+        asked = [i for i, p in enumerate(rotation_plans) if p.nodes is None or name in p.nodes]
+        assert max(b - a for a, b in itertools.pairwise(asked)) <= slices, (name, asked)
+        assert len(rotation_plans) - 1 - asked[-1] < slices, (name, asked)
+        assert len(arrivals) >= len(rotation_plans) // slices, (name, len(arrivals))
     # found with nothing false: every node ok, the idle node idle, no other warning
     last = {n.name: n for n in snapshots[-1].nodes}
     assert all(n.status == "ok" for n in last.values()), {n.name: n.status for n in last.values()}
@@ -153,5 +159,7 @@ async def test_detail_in_proportion(prom: PrometheusServer) -> None:
     assert shown[0].detail.of == len(NODES) and shown[0].detail.note.endswith("every node within 4 s")
     aged = [n.gpus_age_s for s in snapshots[3:] for n in s.nodes
             if n.name not in (IN_VIEW, IDLE_NODE) and n.gpus_age_s is not None]
-    assert aged and max(aged) <= EVERY_S + 3.5
+    # as old as 4 rounds (as far apart as this machine ran them) and a scrape
+    longest_round_s = max(b - a for a, b in itertools.pairwise(round_at))
+    assert aged and max(aged) <= slices * longest_round_s + 2.0
     assert all(n.gpus_age_s is None for s in snapshots[flagged_at + 3:] for n in s.nodes if n.name == IN_VIEW)
