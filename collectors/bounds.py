@@ -150,6 +150,7 @@ COUNTER_MAX_PER_S: Mapping[str, float] = {
     "link_integrity_errors_total": 1e6,
     "rx_pause_total": 1e9,  # a pause quantum is 512 bit times: ~1.5e9/s at 800 Gb/s, far more than sent
     "tx_pause_total": 1e9,
+    "pause_by_priority_total": 1e9,  # one priority's: as the sum's
     "cnp_sent_total": 1e9,  # at most one per packet
     "cnp_handled_total": 1e9,
     "ecn_marked_total": 1e9,  # at most one per packet

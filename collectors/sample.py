@@ -14,6 +14,7 @@ empty list (e.g. a node without an NVIDIA driver has `gpus=[]`).
 from __future__ import annotations
 
 import math
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -96,6 +97,9 @@ class GpuSample(_Frozen):
     processes: list[GpuProcess] | None = None
 
 
+PAUSE_PRIORITY_KEY = re.compile(r"^(rx|tx)[0-7]$")
+
+
 class NicSample(_Frozen):
     """One network port: an Ethernet interface, an IB/RoCE port, a bond, an NPU RoCE port."""
 
@@ -127,6 +131,9 @@ class NicSample(_Frozen):
     # i.e. this port was told to slow down), each a counter
     rx_pause_total: float | None = None
     tx_pause_total: float | None = None
+    # the same PFC pause frames per priority, keyed "rx3" / "tx3" (mlx5 `rx_prio3_pause`:
+    # only the priorities with PFC on are served), counters; None: not served per priority
+    pause_by_priority_total: dict[str, float] | None = None
     cnp_sent_total: float | None = None
     cnp_handled_total: float | None = None
     # ECN-marked packets received (mlx5 hw_counters np_ecn_marked_roce_packets on the RDMA
@@ -138,6 +145,16 @@ class NicSample(_Frozen):
     members: list[str] | None = None  # bond members
     members_up: int | None = None  # bond members whose MII status is up
     accelerator_index: int | None = None  # an NPU's own RoCE port belongs to NPU n
+
+    @field_validator("pause_by_priority_total")
+    @classmethod
+    def _sane_priorities(cls, counts: dict[str, float] | None) -> dict[str, float] | None:
+        # a probe may send anything: only "rx0".."tx7" with finite counters
+        if counts is None:
+            return None
+        kept = {k: v for k, v in list(counts.items())[:16]
+                if isinstance(k, str) and PAUSE_PRIORITY_KEY.match(k) and 0 <= v <= 2.0**64}
+        return kept or None
 
     @property
     def is_up(self) -> bool | None:

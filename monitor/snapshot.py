@@ -94,6 +94,9 @@ class NicView(_View):
     # handled, per second (None: the source does not read them)
     rx_pause_per_s: float | None = None
     tx_pause_per_s: float | None = None
+    # the same pause frames per priority, "rx3" / "tx3" → per second (None: a priority's
+    # rate not known yet); None: the source reads no per-priority counters
+    pause_per_s_by_priority: dict[str, float | None] | None = None
     cnp_sent_per_s: float | None = None
     cnp_handled_per_s: float | None = None
     ecn_marked_per_s: float | None = None  # ECN-marked packets received per second

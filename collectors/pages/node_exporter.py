@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Container, Sequence
 
 from infertop.collectors.pages.exposition import Exposition, clean_label, label_text
-from infertop.collectors.probe.ethtool_stats import pause_frames
+from infertop.collectors.probe.ethtool_stats import pause_by_priority, pause_frames
 from infertop.collectors.probe.host import port_state
 from infertop.collectors.sample import NicKind, NicSample
 from infertop.collectors.virtual_nics import keeps_nic
@@ -73,15 +73,15 @@ def _by_device(families: Exposition, name: str) -> dict[str, float]:
     return out
 
 
-def _pause_by_device(families: Exposition) -> dict[str, tuple[float | None, float | None]]:
-    """device → (rx, tx) pause frames, for each device with any pause stat."""
+def _pause_stats(families: Exposition) -> dict[str, dict[str, float]]:
+    """device → its pause stats by ethtool name (`rx_prio3_pause`, …), for each device with any."""
     stats: dict[str, dict[str, float]] = {}
     for name, stat in ETHTOOL_PAUSE.items():
         for labels, value in families.series(name):
             dev = labels.get("device")
             if dev:
                 stats.setdefault(dev, {})[stat] = value
-    return {dev: pause_frames(table) for dev, table in stats.items()}
+    return stats
 
 
 # ARPHRD_* of /sys/class/net/<if>/type
@@ -190,7 +190,8 @@ def nic_samples_from_node_exporter(families: Exposition, keep: Container[str] = 
         field: _by_label(families, families.first_present(names) or names[0], "device")
         for field, names in _NETDEV_ERRORS.items()
     }
-    pause = _pause_by_device(families)
+    pause_stats = _pause_stats(families)
+    pause = {dev: pause_frames(table) for dev, table in pause_stats.items()}
     ecn = _by_device(families, ETHTOOL_ECN)
     # bond members are still found through every device's address (`info`, unfiltered)
     devices = sorted(d for d in {*rx, *tx, *up, *info, *slaves} if keeps_nic(d, keep))
@@ -232,6 +233,7 @@ def nic_samples_from_node_exporter(families: Exposition, keep: Container[str] = 
                 **{field: value(table) for field, table in netdev_errors.items()},
                 rx_pause_total=pause.get(dev, (None, None))[0],
                 tx_pause_total=pause.get(dev, (None, None))[1],
+                pause_by_priority_total=pause_by_priority(pause_stats.get(dev)),
                 ecn_marked_total=ecn.get(dev),
             )
         )

@@ -128,6 +128,20 @@ class EthtoolStats:
         return dict(zip(cached[1], values))  # noqa: B905 (the node's python3 may predate strict=)
 
 
+_PRIO_PAUSE = re.compile(r"^(rx|tx)_prio([0-7])_pause$")
+
+
+def pause_by_priority(stats):
+    """{"rx3": frames, "tx3": frames, …}: the PFC pause frames of each priority the driver
+    serves (mlx5 serves the priorities with PFC on); None when it serves none."""
+    out = {}
+    for name, value in (stats or {}).items():
+        match = _PRIO_PAUSE.match(name)
+        if match:
+            out[match.group(1) + match.group(2)] = value
+    return out or None
+
+
 def pause_frames(stats):
     """(rx, tx) pause frames from a driver's statistics; each None when not served."""
     if not stats:

@@ -12,7 +12,7 @@ import re
 
 # Stdlib-only helper; the SSH bundle pastes its text above this file instead.
 # bundle: strip-begin
-from infertop.collectors.probe.ethtool_stats import pause_frames
+from infertop.collectors.probe.ethtool_stats import pause_by_priority, pause_frames
 from infertop.collectors.virtual_nics import keeps_nic
 
 # bundle: strip-end
@@ -137,6 +137,9 @@ def read_net(root=SYS_NET, keep=(), ethtool=None):
                 nic["rx_pause_total"] = rx_pause
             if tx_pause is not None:
                 nic["tx_pause_total"] = tx_pause
+            by_priority = pause_by_priority(stats)
+            if by_priority is not None:
+                nic["pause_by_priority_total"] = by_priority
         if nic["kind"] == "bond":
             members = (_read(os.path.join(base, "bonding", "slaves")) or "").split()
             nic["members"] = members

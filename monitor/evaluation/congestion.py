@@ -68,6 +68,28 @@ def port_load(nic: NicView) -> float | None:
     return max(known) * 8 / 1e9 / line
 
 
+PAUSE_SIDES = {"rx_pause_per_s": "rx", "tx_pause_per_s": "tx"}
+
+
+def priority_field(side: str, priority: int) -> str:
+    """The pool figure of one priority's pause frames: "pause_rx3"."""
+    return f"pause_{side}{priority}"
+
+
+def signal_figures(nic: NicView, s: Signal) -> list[tuple[str, str, float]]:
+    """(label, pool field, value) of a signal on a port: pause frames per priority where the
+    port reads them per priority ("prio 3 pause rx", judged against the pool's same
+    priority), else the signal's one figure."""
+    side = PAUSE_SIDES.get(s.field)
+    if side is not None and nic.pause_per_s_by_priority:
+        per = sorted((int(key[2:]), value) for key, value in nic.pause_per_s_by_priority.items()
+                     if key.startswith(side) and value is not None)
+        if per:
+            return [(f"prio {p} {s.label}", priority_field(side, p), value) for p, value in per]
+    value = getattr(nic, s.field)
+    return [] if value is None else [(s.label, s.field, value)]
+
+
 def _figures(node: NodeView) -> dict[str, list[float]]:
     """Every port figure of `node` the baseline is made of, by field."""
     out: dict[str, list[float]] = {}
@@ -76,6 +98,9 @@ def _figures(node: NodeView) -> dict[str, list[float]]:
             value = getattr(nic, s.field)
             if value is not None:
                 out.setdefault(s.field, []).append(value)
+            for _, field, value in signal_figures(nic, s):
+                if field != s.field:
+                    out.setdefault(field, []).append(value)
         load = port_load(nic)
         if load is not None:
             out.setdefault(LOAD, []).append(load)
@@ -166,14 +191,12 @@ def port_findings(node: NodeView, pool: CongestionPool, th: Thresholds) -> list[
     for nic in signal_ports(node):
         figures, score = [], 0.0
         for s in SIGNALS:
-            value = getattr(nic, s.field)
-            if value is None:
-                continue
-            median = pool.median(node, s.field)
-            times = _above(value, median, s.floor(th), th.congestion_ratio)
-            if times is not None:
-                figures.append((s.label, value, median))
-                score = max(score, times)
+            for label, field, value in signal_figures(nic, s):
+                median = pool.median(node, field)
+                times = _above(value, median, s.floor(th), th.congestion_ratio)
+                if times is not None:
+                    figures.append((label, value, median))
+                    score = max(score, times)
         if figures:
             load = port_load(nic)
             near = load if load is not None and load >= th.link_busy_ratio else None

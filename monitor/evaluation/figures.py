@@ -101,14 +101,26 @@ def _port_keys(name: str) -> tuple[tuple[tuple[str, str], str], ...]:
     return tuple(((name, attr), attr) for attr in NIC_COUNTER_FIELDS)
 
 
+@lru_cache(maxsize=4096)
+def pause_priority_key(name: str, priority: str) -> tuple[str, str, str]:
+    """The rate key of port `name`'s pause frames of `priority` ("rx3"), ending with the
+    field's name as `counter_trust` reads it: one tuple for every sample (see `_port_keys`)."""
+    return name, priority, "pause_by_priority_total"
+
+
 def nic_counters(sample: NodeSample) -> Values:
-    """The known port counters a view derives rates from, keyed (port name, field)."""
-    return {
+    """The known port counters a view derives rates from, keyed (port name, field); the
+    pause frames of each priority keyed `pause_priority_key`."""
+    out: dict[Hashable, float] = {
         key: value
         for n in sample.nics or ()
         for key, attr in _port_keys(n.name)
         if (value := getattr(n, attr)) is not None
     }
+    for n in sample.nics or ():
+        for priority, value in (n.pause_by_priority_total or {}).items():
+            out[pause_priority_key(n.name, priority)] = value
+    return out
 
 
 ENGINE_RATE_FIELDS = (
@@ -259,6 +271,9 @@ def nic_views(
         for counter, field in NIC_RATES:
             if getattr(nic, counter) is not None:
                 fields[field] = rates.rate((name, counter))
+        if nic.pause_by_priority_total:
+            fields["pause_per_s_by_priority"] = {priority: rates.rate(pause_priority_key(name, priority))
+                                                 for priority in nic.pause_by_priority_total}
         above = _above_line(fields, nic.speed_gbps)
         if above:
             # more than the port can carry is a measurement (a too-short interval, a

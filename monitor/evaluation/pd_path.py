@@ -62,6 +62,15 @@ def _congested_ports(nodes: Sequence[NodeView], pool: CongestionPool, th: Thresh
     return [f"{name}/{port_text(f).replace(' ', ': ', 1)}" for _, name, f in found]
 
 
+def _signal_kind(figure: str) -> str | None:
+    """The counter a port's figure is of: "prio 3 pause rx 20k/s …" → "pause"; None for
+    the line-rate note ("at 96 % of line rate"), which is no counter."""
+    words = figure.split()
+    if words[:1] == ["prio"]:
+        words = words[2:]
+    return None if not words or words[0] == "at" else words[0]
+
+
 def end_view(nodes: Sequence[NodeView], th: Thresholds, pool: CongestionPool | None = None) -> PdEndView:
     nics = [nic for node in nodes for nic in fabric_ports(node)]
     signals = [nic for node in nodes for nic in congestion_ports(node)]
@@ -122,7 +131,8 @@ def path_view(prefill: Sequence[NodeView], decode: Sequence[NodeView], th: Thres
     congested: bool | None
     if read:
         congested = bool(congested_ports)
-        kinds = sorted({k.split(" ")[0] for p in congested_ports for k in p.split(": ", 1)[1].split(", ")})
+        kinds = sorted({k for p in congested_ports for f in p.split(": ", 1)[1].split(", ")
+                        if (k := _signal_kind(f)) is not None})
         evidence = (f"congestion counters ({', '.join(kinds)})" if kinds
                     else "congestion counters (none rising)")
     elif rate is not None and narrow is not None and not above:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from infertop.collectors.probe.bundle import probe_script
-from infertop.collectors.probe.ethtool_stats import EthtoolStats, pause_frames
+from infertop.collectors.probe.ethtool_stats import EthtoolStats, pause_by_priority, pause_frames
 from tests.support.netns import PYTHON
 from tests.support.paths import REPO
 
@@ -60,11 +60,14 @@ def test_several_priorities_and_link_level_pause_are_summed() -> None:
     stats = mlx5_stats((3, 4), True, {"rx_prio3_pause": 5, "rx_prio4_pause": 7, "rx_global_pause": 11,
                                       "tx_prio4_pause": 2})
     assert pause_frames(stats) == (23, 2)
+    # each PFC priority on its own as well (link-level global pause belongs to none)
+    assert pause_by_priority(stats) == {"rx3": 5, "rx4": 7, "tx4": 2, "tx3": stats["tx_prio3_pause"]}
 
 
 def test_firmware_without_priority_counters_gives_the_802_3_ones() -> None:
     stats = mlx5_stats((), False, {"rx_pause_ctrl_phy": 42, "tx_pause_ctrl_phy": 9})
     assert pause_frames(stats) == (42, 9)
+    assert pause_by_priority(stats) is None
 
 
 def test_a_driver_without_pause_counters_is_unknown_not_zero() -> None:

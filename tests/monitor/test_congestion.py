@@ -107,3 +107,26 @@ def test_the_evidence_rows_name_each_port_figure_beside_the_pool() -> None:
     assert (rows[0].figure, rows[0].value, rows[0].median) == ("mlx5_2 xmit_wait", 3e6, 801.0)
     assert ("eth0 ECN marks", 5_000.0, 0.0) in [(r.figure, r.value, r.median) for r in rows]
     assert (rows[-1].figure, rows[-1].value, rows[-1].median) == ("KV transfer mean", 0.42, 0.018)
+
+
+def _by_priority(name: str, prio0: float, prio3: float) -> NodeView:
+    """A decode node whose eth0 reads its pause frames per priority: every port of the
+    fabric pauses on priority 0 (lossless storage traffic), `prio3` on the RoCE class."""
+    n = node(name)
+    eth0 = n.nics[0].model_copy(update={
+        "rx_pause_per_s": prio0 + prio3, "tx_pause_per_s": prio0,
+        "pause_per_s_by_priority": {"rx0": prio0, "rx3": prio3, "tx0": prio0, "tx3": 0.0}})
+    return n.model_copy(update={"nics": [eth0, *n.nics[1:]]})
+
+
+def test_pause_frames_are_judged_and_told_per_priority() -> None:
+    # a storm on priority 3 (2,000/s) under a fabric-wide 1,000/s on priority 0: the sum
+    # (3,000/s) is under 4 × the pool's 1,000/s, the priority's own is far above its 0/s
+    nodes = [_by_priority(f"dec-{i}", 1000.0, 0.0) for i in range(5)] + [_by_priority("dec-5", 1000.0, 2000.0)]
+    verdicts = {n.name: kinds(n, nodes) for n in nodes}
+    assert {name for name, v in verdicts.items() if v} == {"dec-5"}
+    assert verdicts["dec-5"]["congested"].startswith("eth0 prio 3 pause rx 2.0k/s (pool quiet)")
+    assert "prio 0" not in verdicts["dec-5"]["congested"]  # at its pool's baseline
+    rows = {r.figure: r for r in congestion_evidence_rows(nodes[-1], congestion_pool(nodes), TH)}
+    assert (rows["eth0 prio 3 pause rx"].value, rows["eth0 prio 3 pause rx"].median) == (2000.0, 0.0)
+    assert "eth0 pause rx" not in rows  # the sum is not a second row beside its priorities

@@ -95,7 +95,7 @@ def test_the_pause_storm_is_congestion_on_its_node_and_the_path_names_only_its_p
 ) -> None:
     dec5 = _nodes(frames[-1])[STORM_NODE]
     congested = next(v for v in dec5.verdicts if v.kind == "congested")
-    assert congested.detail.startswith("eth0 pause rx 20.0k/s (pool quiet), pause tx 30.0k/s (pool quiet), "
+    assert congested.detail.startswith("eth0 prio 3 pause rx 20.0k/s (pool quiet), prio 3 pause tx 30.0k/s (pool quiet), "
                                        "ECN marks 5.0k/s (pool quiet); mlx5_0 xmit_wait 2.0M/s (pool 801.0/s)")
     assert "at 96 % of line rate" in congested.detail
     rows = _rows(dec5, "congested")
@@ -103,6 +103,8 @@ def test_the_pause_storm_is_congestion_on_its_node_and_the_path_names_only_its_p
     assert rows["eth0 ECN marks"].value == pytest.approx(5000.0)
     (path,) = frames[-1].pd_paths
     assert path.congested is True and path.prefill is not None and path.decode is not None
+    # the counters that say so (the line-rate note is none of them)
+    assert path.evidence == "congestion counters (ECN, pause, xmit_wait)"
     assert path.prefill.congested_ports == []  # the prefill ports sit at the baseline
     assert path.decode.congested_ports and all(p.startswith(f"{STORM_NODE}/") for p in path.decode.congested_ports)
     # the node screen's port rows carry ECN marks

@@ -51,6 +51,9 @@ def test_node_exporter_pause_frames_are_summed_per_device() -> None:
     # the per-priority frames, each once (not again as the 802.3 pause_ctrl_phy)
     assert eth.rx_pause_total == nic.stats["rx_prio3_pause"] + nic.stats["rx_prio0_pause"] == 10_000
     assert eth.tx_pause_total == nic.stats["tx_prio3_pause"] + nic.stats["tx_prio0_pause"] == 5_000
+    # and each priority on its own, for the congested verdict to tell and judge per priority
+    assert eth.pause_by_priority_total == {f"{side}{p}": nic.stats[f"{side}_prio{p}_pause"]
+                                           for side in ("rx", "tx") for p in (0, 3)}
 
 
 def test_ecn_marks_are_read_from_ethtool_through_node_exporter_and_from_hw_counters(tmp_path: Path) -> None:
@@ -71,6 +74,7 @@ def test_node_exporter_reads_802_3_pause_where_no_priority_is_served() -> None:
     parts = parts_from_exporter(parse_exposition(nic.node_exporter_page(), "ne", wanted=EXPORTER_WANTED))
     eth = {n.name: n for n in parts["nics"]}["eth2"]  # type: ignore[union-attr]
     assert (eth.rx_pause_total, eth.tx_pause_total) == (10_000, 5_000)
+    assert eth.pause_by_priority_total is None  # no priority served: no per-priority figure
 
 
 def test_probe_reads_cnp_counters_from_hw_counters(tmp_path: Path) -> None:
@@ -169,7 +173,7 @@ def test_the_congested_pair_shows_pause_and_cnp_on_both_ends(tmp_path: Path, pro
         assert end.line_rate_bytes_per_s == pytest.approx(ROCE_GBPS * 1e9 / 8)
         # pause frames on the netdev (ethtool), CNPs on the RDMA port (hw_counters)
         said = " ".join(end.congested_ports)
-        assert "eth2: pause" in said and "mlx5_0: CNP" in said
+        assert "eth2: prio 3 pause rx" in said and "mlx5_0: CNP" in said
     assert path.decode is not None and path.prefill is not None
     assert path.decode.cnp_sent_per_s == pytest.approx(500.0, rel=0.02)
     assert path.prefill.cnp_handled_per_s == pytest.approx(500.0, rel=0.02)
@@ -182,7 +186,7 @@ def test_the_congested_pair_shows_pause_and_cnp_on_both_ends(tmp_path: Path, pro
     verdicts = {v.kind: v.detail for n in snap.nodes if n.name == "d1" for v in n.verdicts}
     # the node's own counters make the congested verdict (link-starved leaves them to it)
     assert "link-starved" not in verdicts
-    assert "eth2 pause rx 2.0k/s (no pool baseline)" in verdicts["congested"]
+    assert "eth2 prio 3 pause rx 2.0k/s (no pool baseline)" in verdicts["congested"]
     assert "mlx5_0 CNP sent 500.0/s (no pool baseline)" in verdicts["congested"]
     assert "KV transfers 0.4 s" in verdicts["congested"]
 
