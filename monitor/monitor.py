@@ -259,7 +259,7 @@ class Monitor:
                 counted_gpu_power_w=counted_power,
             )
         )
-        session = with_live_point(self.ledger.view(now, self.record_path), cluster)
+        session = with_live_point(self.ledger.view(now, self.record_path, self.layout.slo), cluster)
         snapshot = Snapshot(
             taken_at=dt.datetime.fromtimestamp(now, dt.UTC).isoformat(),
             window_s=layout.cluster.window_s,

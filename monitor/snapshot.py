@@ -582,6 +582,15 @@ class SessionView(_View):
     goodput_note: str | None = None
     usd_per_million_good_tokens_low: float | None = None
     usd_per_million_good_tokens_high: float | None = None
+    # goodput over the stretch the session's $/1M covers (`usd_per_million_span`,
+    # `tokens_since` … `tokens_until`): the share within every [slo] target from the bucket
+    # counts at the stretch's two edges (monitor/evaluation/stretch_latency.py), and its
+    # spend ÷ (its tokens × that share) × 1e6 (low: at the share's high bound)
+    span_goodput_share_low: float | None = None
+    span_goodput_share_high: float | None = None
+    span_goodput_note: str | None = None  # what widens the bounds, or why they are unknown
+    span_usd_per_million_good_tokens_low: float | None = None
+    span_usd_per_million_good_tokens_high: float | None = None
     # counter steps the ledger did not count, and why (an engine no engine could be)
     notes: list[str] = Field(default_factory=list)
     # scoreboard money (docs/money.md, docs/snapshot.md); the span rule: token figures, $/1M,

@@ -121,9 +121,7 @@ def session_lines(s: SessionView, history: SpendHistory, chart_width: int = 40,
         ("  $/task ", "grey70"), fmt_usd(s.usd_per_acceptable_task, 4),
         ("  tokens ", "grey70"), fmt_num(s.accepted_tokens, 0),
     ))
-    good = goodput_line(s)
-    if good is not None:
-        lines.append(good)
+    lines.extend(line for line in (stretch_goodput_line(s, stretch), goodput_line(s)) if line is not None)
     ratio = s.api_break_even_ratio
     verdict = "" if ratio is None else ("  cheaper than the API" if ratio < 1 else "  dearer than the API")
     lines.append(Text.assemble(
@@ -247,6 +245,27 @@ def _range(low: str, high: str) -> str:
     return low if low == high else f"{low}–{high}"
 
 
+def stretch_goodput_line(s: SessionView, stretch: str | None) -> Text | None:
+    """Within the [slo] targets over the stretch the $/1M above covers (`stretch`: its
+    words, as that line says them), and its spend per 1M good tokens; or why unknown."""
+    low, high = s.span_goodput_share_low, s.span_goodput_share_high
+    words = ((f" {stretch}", "yellow"),) if stretch is not None and s.reservation_starts_in_s is None else ()
+    if low is None or high is None:
+        if s.span_goodput_note is None:
+            return None
+        return Text.assemble(("session within SLO ", "grey70"), "—", *words,
+                             (f"  ({s.span_goodput_note})", "yellow"))
+    share = _range(f"{low * 100:.1f}", f"{high * 100:.1f}") + " %"
+    dear = s.span_usd_per_million_good_tokens_high
+    cost = _range(fmt_usd(s.span_usd_per_million_good_tokens_low, 3),
+                  fmt_usd(dear, 3) if dear is not None else "no bound")
+    line = Text.assemble(("session within SLO ", "grey70"), (share, "bold"), *words,
+                         ("  $/1M good tok ", "grey70"), cost)
+    if s.span_goodput_note:
+        line.append(f"  ({s.span_goodput_note})", "yellow")
+    return line
+
+
 def goodput_line(s: SessionView) -> Text | None:
     """Within the [slo] targets now: the share (a range where a bucket straddles a target)
     and $/1M good tokens beside the plain $/1M now; None without [slo] figures."""
@@ -256,7 +275,7 @@ def goodput_line(s: SessionView) -> Text | None:
     high = s.usd_per_million_good_tokens_high
     dearest = fmt_usd(high, 3) if high is not None else "no bound"
     cost = _range(fmt_usd(s.usd_per_million_good_tokens_low, 3), dearest)
-    line = Text.assemble(("within SLO ", "grey70"), (share, "bold"), ("  $/1M good tok ", "grey70"), cost,
+    line = Text.assemble(("now within SLO ", "grey70"), (share, "bold"), ("  $/1M good tok ", "grey70"), cost,
                          ("  plain ", "grey70"), fmt_usd(s.usd_per_million_output_tokens_now, 3))
     if s.goodput_note:
         line.append(f"  ({s.goodput_note})", "yellow")

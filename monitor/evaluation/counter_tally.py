@@ -70,7 +70,13 @@ class Reading:
     source: str
     as_of: float
     counted: Mapping[str, float]
+    # the latency histograms goodput reads (TTFT, ITL), cumulative as read; None where this
+    # reading had none (a scrape reads them on some rounds only)
+    latency: Mapping[str, tuple[tuple[float, float], ...]] | None = None
 
+
+# the histograms the session's goodput reads over its stretch (monitor/evaluation/goodput.py)
+STRETCH_LATENCIES = ("ttft", "itl")
 
 AS_OF_MAX_AGE_S = 3600.0
 
@@ -146,7 +152,10 @@ class CounterTally:
             pending[name] = pending.get(name, 0.0) + step
             counted[name] = counted.get(name, 0.0) + step
         if sample.node in self.seen_nodes:
-            self.readings.append(Reading(sample.node, sample.source, reading_as_of(sample), dict(counted)))
+            read = engine.latency_buckets or {}
+            latency = {n: b for n in STRETCH_LATENCIES if (b := read.get(n))}
+            self.readings.append(Reading(sample.node, sample.source, reading_as_of(sample), dict(counted),
+                                         latency or None))
 
     def _plausible_birth(
         self, node: str, seen_at: float, born_at: float | None, values: Mapping[str, float]

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, ClassVar
 
-from infertop.layouts.model import ApiPriceTable, Layout
+from infertop.layouts.model import ApiPriceTable, Layout, SloConfig
 from infertop.monitor.evaluation.api_price import (
     BUNDLED,
     api_cost,
@@ -43,6 +43,7 @@ from infertop.monitor.evaluation.api_price import (
 )
 from infertop.monitor.evaluation.counter_tally import CounterTally, FirstSight, TokenDeltas
 from infertop.monitor.evaluation.energy import J_PER_KWH, EnergyTally
+from infertop.monitor.evaluation.goodput import goodput
 from infertop.monitor.evaluation.money import (
     break_even_ratio,
     breakeven_output_tokens_per_s,
@@ -52,11 +53,18 @@ from infertop.monitor.evaluation.money import (
     usd_per_million_at_rate,
 )
 from infertop.monitor.evaluation.phases import PHASES
-from infertop.monitor.evaluation.stretch import StretchCounts, StretchSums
+from infertop.monitor.evaluation.stretch import Stretch, StretchCounts, StretchSums
+from infertop.monitor.evaluation.stretch_latency import StretchLatency
 from infertop.monitor.record import checks as check
 from infertop.monitor.snapshot import PhaseSpend, SessionView
 
 STATE_VERSION = 1
+# SessionView fields of goodput over the stretch (`stretch_goodput`): from bucket counts the
+# record does not keep, so a report takes them from the last snapshot, as the live session showed
+SPAN_GOODPUT_FIELDS = (
+    "span_goodput_share_low", "span_goodput_share_high", "span_goodput_note",
+    "span_usd_per_million_good_tokens_low", "span_usd_per_million_good_tokens_high",
+)
 ZERO = Decimal(0)
 CLUSTER_ROW = "(cluster)"  # spend_by_node's row for what is billed to no node (extras)
 _HOUR_S = Decimal(3600)
@@ -156,6 +164,9 @@ class SessionLedger:
     spend_at_end_usd: Decimal | None = None  # the spend when the reservation ended
     # the engines' counts and the spend, over the one stretch the $/unit figures cover
     counts: StretchCounts = field(default_factory=lambda: StretchCounts(0.0))
+    # the engines' TTFT / ITL bucket counts, read over the same stretch (goodput over it);
+    # not kept in a record: after a resume the stretch's share is unknown, and says why
+    latency: StretchLatency = field(default_factory=StretchLatency)
     energy: EnergyTally = field(default_factory=EnergyTally)
     energy_j: float = 0.0  # GPU energy over the watched stretches
     energy_known: bool = False
@@ -270,6 +281,10 @@ class SessionLedger:
                                     sight.born_at, sight.values)
         for reading in tick.deltas.readings:
             self.counts.reading(reading.node, reading.source, reading.as_of, reading.counted)
+            count = self.counts.nodes.get(reading.node)
+            if reading.latency and count is not None and count.source == reading.source:
+                self.latency.reading(reading.node, count.start, reading.source, reading.as_of,
+                                     reading.latency)
         # joules per output token: energy and tokens over the same stretch, from the tick
         # after the GPUs' energy was first read (NVML reads it every few ticks, so the
         # ticks that bring an energy increase are not the only ones that made tokens)
@@ -371,7 +386,29 @@ class SessionLedger:
         """Counts and spend over the one stretch the $/unit figures cover; it ends at the
         reservation end when the bill does."""
         cap = None if self.ends_at is None or self.billed_after_end else self.ends_at
-        return self.counts.sums(now, cap)
+        return self.counts.sums(now, cap, self.latency.read_whole_at())
+
+    def stretch_goodput(self, span: StretchSums | None, slo: SloConfig | None,
+                        tokens: float | None, spend: float | None) -> dict[str, Any]:
+        """Goodput over the stretch and the spend of that stretch per 1M good tokens
+        (`stretch_latency`, `goodput`): the same tokens and spend as the session's $/1M."""
+        out: dict[str, Any] = {}
+        if slo is None or (slo.ttft_p99_s is None and slo.itl_p99_s is None) \
+                or span is None or span.end is None:
+            return out
+        buckets, why = self.latency.over(Stretch(span.kind, span.start), span.end)
+        good = goodput(buckets.get("ttft"), buckets.get("itl"), slo.ttft_p99_s, slo.itl_p99_s)
+        if why is not None or good.share_low is None:
+            return {"span_goodput_note": why or "no request of the stretch in the latency histograms"}
+        return {
+            "span_goodput_share_low": good.share_low,
+            "span_goodput_share_high": good.share_high,
+            "span_goodput_note": good.note,
+            "span_usd_per_million_good_tokens_low": usd_per_million(spend, None if tokens is None
+                                                                    else tokens * (good.share_high or 0.0)),
+            "span_usd_per_million_good_tokens_high": usd_per_million(spend, None if tokens is None
+                                                                     else tokens * good.share_low),
+        }
 
     @property
     def api_equivalent_usd(self) -> Decimal:
@@ -389,7 +426,7 @@ class SessionLedger:
             "billed as cache misses"
         )
 
-    def view(self, now: float, record_path: str | None = None) -> SessionView:
+    def view(self, now: float, record_path: str | None = None, slo: SloConfig | None = None) -> SessionView:
         spend = float(self.spend_usd) if self.priced else None
         # every token figure, and the spend set against it, over the one stretch
         span = self.stretch_sums(now)
@@ -401,6 +438,7 @@ class SessionLedger:
         requests = counted.get("requests_finished") if measured and self.requests_known else None
         api = counted.get("api_usd") if measured and self.tokens_known else None
         energy_kwh = self.energy_j / J_PER_KWH if self.energy_known else None
+        good = self.stretch_goodput(span if measured else None, slo, tokens, span_spend)
         budget = budget_figures(spend, self.budget_usd, self.cost_per_hour_usd, now, self.ends_at,
                                 None if self.spend_at_end_usd is None else float(self.spend_at_end_usd))
         return SessionView(
@@ -470,6 +508,7 @@ class SessionLedger:
                 None if energy_kwh is None or self.energy_usd_per_kwh is None
                 else energy_kwh * self.energy_usd_per_kwh
             ),
+            **good,
         )
 
     # ------------------------------------------------------------------ persistence

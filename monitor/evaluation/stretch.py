@@ -27,7 +27,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -156,10 +156,11 @@ class NodeCount:
         born = self.start.born_at
         if not self.start.whole or born is None:
             return None
+        zeros = (0.0,) * len(pts[0][1])  # a vector of QUANTITIES, or of a histogram's buckets
         if t <= born:
-            return ZEROS  # what they hold began after `t`
+            return zeros  # what they hold began after `t`
         # what they held at first sight, taken as made evenly since their birth
-        return _lerp(t, (born, ZEROS), pts[0]) if pts[0][0] == self.start.first_at else None
+        return _lerp(t, (born, zeros), pts[0]) if pts[0][0] == self.start.first_at else None
 
     def add(self, as_of: float, vector: Vector) -> None:
         pts = self.points
@@ -303,10 +304,16 @@ class StretchCounts:
 
     # ------------------------------------------------------------------ figures
 
-    def sums(self, now: float, cap: float | None = None) -> StretchSums | None:
-        stretch = choose_stretch(
-            self.reservation_start, now, [n.start for n in self.nodes.values()]
-        )
+    def sums(self, now: float, cap: float | None = None,
+             read_whole_at: Mapping[str, float] | None = None) -> StretchSums | None:
+        """`read_whole_at`: per engine, when every part the session's figures read of it had
+        been read once (its latency buckets may come a round or two after its counters,
+        `stretch_latency`): the stretch starts no earlier for an engine not counted whole."""
+        later = read_whole_at or {}
+        stretch = choose_stretch(self.reservation_start, now, [
+            replace(n.start, first_at=max(n.start.first_at, later.get(name, n.start.first_at)))
+            for name, n in self.nodes.items()
+        ])
         if stretch is None:
             return None
         if stretch != self.based_on:

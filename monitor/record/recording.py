@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from infertop.layouts.model import Layout, Thresholds
-from infertop.monitor.evaluation.ledger import PHASES, SessionLedger
+from infertop.monitor.evaluation.ledger import PHASES, SPAN_GOODPUT_FIELDS, SessionLedger
 from infertop.monitor.evaluation.link_summary import with_link_judgments
 from infertop.monitor.evaluation.scoreboard import LIVE_POINT_FIELDS
 from infertop.monitor.record import checks as check
@@ -234,7 +234,8 @@ class Recording:
             last = self._last_snapshot()
             if last is None:
                 return view
-            return view.model_copy(update={f: getattr(last.session, f) for f in LIVE_POINT_FIELDS})
+            return view.model_copy(update={f: getattr(last.session, f)
+                                           for f in (*LIVE_POINT_FIELDS, *SPAN_GOODPUT_FIELDS)})
         last = self._last_snapshot()
         return None if last is None else last.session
 

@@ -317,11 +317,35 @@ def _money_lines(s: SessionView | None, tasks: int | None) -> list[tuple[str, st
     ]
 
 
+def _stretch_goodput_lines(s: SessionView) -> list[tuple[str, str]]:
+    """Goodput over the stretch the token figures cover (the `$ per 1M` above): its share
+    within the targets and spend per 1M good tokens, or why unknown; nothing without it."""
+    low, high = s.span_goodput_share_low, s.span_goodput_share_high
+    within = "within the SLO targets (over the same stretch)"
+    if low is None or high is None:
+        why = s.span_goodput_note
+        return [] if why is None else [(within, f"unknown: {clean(why)}")]
+    cheap = fmt_usd(s.span_usd_per_million_good_tokens_low, 4)
+    dear = fmt_usd(s.span_usd_per_million_good_tokens_high, 4) \
+        if s.span_usd_per_million_good_tokens_high is not None else "no bound"
+    shares = fmt_pct(low, 1), fmt_pct(high, 1)
+    out = [
+        (within, shares[0] if low == high else "–".join(shares)),
+        ("$ per 1M good output tokens (over the same stretch)",
+         cheap if cheap == dear else f"{cheap}–{dear}"),
+    ]
+    if s.span_goodput_note:
+        out.append(("goodput bounds (over the stretch)", clean(s.span_goodput_note)))
+    return out
+
+
 def _goodput_lines(s: SessionView) -> list[tuple[str, str]]:
-    """The last frame's goodput (docs/money.md#the-cost-of-a-good-token): a range where a
-    histogram bucket straddles a target, with the reason; nothing without [slo] figures."""
+    """The session's goodput: over the stretch, then the last frame's
+    (docs/money.md#the-cost-of-a-good-token): a range where a histogram bucket straddles a
+    target, with the reason; nothing without [slo] figures."""
+    stretch = _stretch_goodput_lines(s)
     if s.goodput_share_low is None or s.goodput_share_high is None:
-        return []
+        return stretch
     low, high = fmt_pct(s.goodput_share_low, 1), fmt_pct(s.goodput_share_high, 1)
     cheap = fmt_usd(s.usd_per_million_good_tokens_low, 4)
     dear = fmt_usd(s.usd_per_million_good_tokens_high, 4) if s.usd_per_million_good_tokens_high is not None \
@@ -333,7 +357,7 @@ def _goodput_lines(s: SessionView) -> list[tuple[str, str]]:
     ]
     if s.goodput_note:
         out.append(("goodput bounds", clean(s.goodput_note)))
-    return out
+    return stretch + out
 
 
 def write_report(rec: Recording, out_dir: Path, acceptable_tasks: int | None = None) -> list[Path]:

@@ -99,7 +99,7 @@ def test_a_pool_and_the_session_by_hand_from_the_same_buckets() -> None:
     assert session.usd_per_million_good_tokens_high == pytest.approx(6.25)
     line = goodput_line(session)
     assert line is not None
-    assert line.plain.startswith("within SLO 80.0–95.0 %  $/1M good tok $5.263–$6.250  plain $5.000")
+    assert line.plain.startswith("now within SLO 80.0–95.0 %  $/1M good tok $5.263–$6.250  plain $5.000")
     data = snapshot.to_json_dict()["session"]
     assert data["usd_per_million_good_tokens_low"] == 5.26  # type: ignore[index]
 
@@ -110,7 +110,7 @@ def test_a_target_on_a_bucket_bound_is_exact() -> None:
     assert pool.goodput_share_low == pool.goodput_share_high == pytest.approx(0.8)
     assert pool.goodput_note is None
     line = goodput_line(snapshot.session)
-    assert line is not None and line.plain.startswith("within SLO 80.0 %  $/1M good tok $6.250  plain $5.000")
+    assert line is not None and line.plain.startswith("now within SLO 80.0 %  $/1M good tok $6.250  plain $5.000")
 
 
 def test_the_report_carries_the_last_windows_goodput() -> None:

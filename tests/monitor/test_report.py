@@ -52,9 +52,10 @@ def itl_buckets(seen: float) -> tuple[tuple[float, float], ...]:
     return tuple((le, 0.0 if le < 0.03 else seen) for le in bounds)
 
 
-def record_session(tmp_path: Path, ticks: int, step_s: float = 60.0) -> tuple[Path, Snapshot]:
+def record_session(tmp_path: Path, ticks: int, step_s: float = 60.0,
+                   layout_text: str = LAYOUT) -> tuple[Path, Snapshot]:
     layout_file = tmp_path / "layout.toml"
-    layout_file.write_text(LAYOUT.replace("\x1b", "\\u001b"))
+    layout_file.write_text(layout_text.replace("\x1b", "\\u001b"))
     layout = load_layout(layout_file)
     recorder = Recorder.open(layout, tmp_path / "rec.sqlite", now=MONDAY + H)
     monitor = Monitor(layout, sources=[], clock=lambda: MONDAY + H, recorder=recorder)
@@ -147,6 +148,22 @@ def test_report_scoreboard_section_and_chart(tmp_path: Path) -> None:
     assert len(trail.get("points", "").split()) >= 25  # one point per tick with a live point
     assert [c.get("class") for c in svg.iter(f"{ns}circle")] == ["live"]  # no full-acceptance figure
     assert len([r for r in svg.iter(f"{ns}rect") if r.get("class") == "reference"]) == 2
+
+
+def test_report_carries_the_goodput_over_the_token_figures_stretch(tmp_path: Path) -> None:
+    """With an ITL target of 50 ms (a bucket bound) every 30 ms gap is within: over the
+    stretch the $/1M covers, 100 % and $/1M good tokens = the plain $/1M; the record's
+    report gives the live session's figures (the buckets are not in the record)."""
+    path, live = record_session(tmp_path, 30, layout_text=LAYOUT + "\n[slo]\nitl_p99_s = 0.05\n")
+    s = live.session
+    assert s.span_goodput_share_low == s.span_goodput_share_high == 1.0
+    assert s.span_usd_per_million_good_tokens_low == pytest.approx(s.usd_per_million_output_tokens)
+    assert Recording.load(path).final_session() == s
+    out = tmp_path / "out"
+    assert main(["report", str(path), "--out", str(out)]) == 0
+    md = (out / "report.md").read_text()
+    assert "| within the SLO targets (over the same stretch) | 100.0% |" in md
+    assert f"| $ per 1M good output tokens (over the same stretch) | ${s.usd_per_million_output_tokens:,.4f} |" in md
 
 
 def test_acceptable_tasks_deepinfer_example(tmp_path: Path) -> None:
