@@ -70,8 +70,8 @@ def test_the_congested_pair_shows_pause_and_slow_transfers(demo: tuple[SimCluste
     (path,) = snaps[-1].pd_paths
     assert path.congested is True and path.evidence is not None and "pause" in path.evidence
     assert path.prefill is not None and path.decode is not None
-    assert any(p.startswith("prefill-01/eth0: pause") for p in path.prefill.congested_ports)
-    assert any(p.startswith("decode-02/eth0: pause") for p in path.decode.congested_ports)
+    assert any(p.startswith("prefill-01/eth0: prio 3 pause rx") for p in path.prefill.congested_ports)
+    assert any(p.startswith("decode-02/eth0: prio 3 pause rx") for p in path.decode.congested_ports)
     assert path.decode.rx_pause_per_s == pytest.approx(PAUSE_PER_S, rel=0.05)  # decode-02 only, rising
     nodes = {n.name: n for n in snaps[-1].nodes}
     slow = nodes["decode-02"].engine
