@@ -25,7 +25,7 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is no
 
 # node → the verdict on its line; the words its evidence (`e`) must show
 TROUBLES = {
-    STORM_NODE: ("congested", ("eth0 pause", "xmit_wait", "KV transfer")),
+    STORM_NODE: ("congested", ("eth0 prio 3 pause rx", "xmit_wait", "KV transfer")),
     SLOW_NODE: ("straggler", ("engine 5 (GPU 5)", "GPU 5")),
     WAITING_NODE: ("busy-waiting", ("GPU 6", "GPU 7")),
     DRIFT_NODE: ("config-drift", ("block_size",)),
