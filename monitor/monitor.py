@@ -225,23 +225,16 @@ class Monitor:
             spans += meter.spans_wall(now - KEEP_S)
         stalls = StallTimeline(spans) if spans or meter is not None else None
         backends = [b for source in self.sources for b in source.backend_states()]
-        nodes = evaluate_nodes(self.state, layout, now, self.rates, stalls, unseen_nodes(backends))
+        # the latency windows: the engines' bucket increases, working data beside the views
+        nodes, windows = evaluate_nodes(self.state, layout, now, self.rates, stalls, unseen_nodes(backends))
         restarts = recent_restarts(self.timeline.events, now, layout.cluster.window_s)
         nodes = self.warm_up.mark_reading(nodes, layout, now, stalls)
         nodes = self.verdicts.apply(mark_restarts(nodes, restarts), layout, now)
         nodes = with_restart_verdicts(nodes, restarts, now)
         nodes = self.warm_up.judge(nodes, layout, now)
         detail = self._ask_for_detail(nodes)
-        cluster = with_warm_up(evaluate_cluster(nodes, layout), nodes)
-        # before the window buckets go: the path's transfer percentiles are made of them
-        paths = pd_paths(nodes, layout.thresholds)
-        # the engines' window buckets made the pools' percentiles; they are the monitor's
-        # working data, not the picture (excluded from the JSON): the snapshot goes without
-        nodes = [
-            n.model_copy(update={"engine": n.engine.model_copy(update={"window_latency_buckets": None})})
-            if n.engine is not None and n.engine.window_latency_buckets is not None else n
-            for n in nodes
-        ]
+        cluster = with_warm_up(evaluate_cluster(nodes, layout, windows), nodes)
+        paths = pd_paths(nodes, layout.thresholds, windows)
         idle_pairs = [(n.cost_per_hour_usd, n.idle_fraction) for n in nodes]
         counted = self.ledger.energy.watched_nodes() if layout.pricing.mode == "owned" else set()
         counted_power = {n.name: n.gpu_power_w for n in nodes if n.name in counted}

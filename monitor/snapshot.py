@@ -187,10 +187,6 @@ class EngineView(_View):
     # or with fewer than two readings that saw a throughput line
     log_window_start_at: float | None = None
     log_window_end_at: float | None = None
-    # the window's bucket increases, for pool roll-ups; not part of the JSON
-    window_latency_buckets: dict[str, tuple[tuple[float, float], ...]] | None = Field(
-        default=None, exclude=True
-    )
     # the node's data-parallel engines, each with the figures above over the same window
     # (monitor/evaluation/engine_ranks.py); None where the page tells no engines apart
     ranks: list[EngineRankView] | None = None

@@ -3,22 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 from infertop.collectors.bounds import counter_trust
 from infertop.collectors.fleet import FleetState, NodeState
 from infertop.collectors.process.loop_stalls import StallTimeline
 from infertop.collectors.rates import mean, total
 from infertop.collectors.sample import NodeSample
-from infertop.layouts.model import Layout, NodeConfig
+from infertop.layouts.model import Layout, NodeConfig, SloConfig
 from infertop.monitor.evaluation.activity import idle_basis
 from infertop.monitor.evaluation.conditions import BLIND
 from infertop.monitor.evaluation.config_drift import with_config_drift
 from infertop.monitor.evaluation.coverage import node_coverage
-from infertop.monitor.evaluation.engine_ranks import rank_counters, tensor_parallel_size, with_ranks
+from infertop.monitor.evaluation.engine_ranks import rank_counters, rank_fields, tensor_parallel_size
 from infertop.monitor.evaluation.figures import (
     doubt_notes,
     engine_counters,
-    engine_view,
+    engine_fields,
     gpu_counters,
     gpu_views,
     host_view,
@@ -32,6 +33,7 @@ from infertop.monitor.evaluation.figures import (
     per_gpu_and_user,
 )
 from infertop.monitor.evaluation.goodput import cost_fields
+from infertop.monitor.evaluation.latency import LatencyWindow
 from infertop.monitor.evaluation.link_summary import gpu_sums, links_view, nic_traffic
 from infertop.monitor.evaluation.logs import log_silence_note
 from infertop.monitor.evaluation.money import cluster_cost_per_hour_usd, node_cost_per_hour_usd
@@ -44,7 +46,7 @@ from infertop.monitor.evaluation.scoreboard import (
 )
 from infertop.monitor.evaluation.shared_gaps import mark_shared, shared_blind_spots
 from infertop.monitor.evaluation.window_rates import Extract, RateCache, WindowRates
-from infertop.monitor.snapshot import ClusterView, NodeView, ReferencePointView, RollupView
+from infertop.monitor.snapshot import ClusterView, EngineView, NodeView, ReferencePointView, RollupView
 
 SETTLE_SLACK = 0.9  # readings a hair under one interval apart (a poll's jitter) still count
 
@@ -65,6 +67,38 @@ def gpus_trailing_s(gpu_samples: list[NodeSample], age_s: float | None, now: flo
     return gpus_age if gpus_age - age_s > interval_s else None
 
 
+class Evaluated(NamedTuple):
+    """The fleet's node views, and beside them each node's latency window (node name →
+    its engine's bucket increases over the window, `LatencyWindow`): the pools' and the
+    P→D path's percentiles are made of them; the snapshot carries the views only."""
+
+    nodes: list[NodeView]
+    latency_windows: dict[str, LatencyWindow]
+
+
+def node_engine(
+    samples: Sequence[NodeSample],
+    now: float,
+    rates: WindowRates | None,
+    gpus: int | None,
+    tp: int | None,
+    rank_rates: WindowRates | None,
+    slo: SloConfig,
+) -> tuple[EngineView | None, LatencyWindow]:
+    """The node's engine view, built once from all its parts: its figures over the window,
+    its live point per GPU and per user, its ranks, its shares within the SLO targets; and
+    beside it the window's bucket increases they were made of."""
+    made = engine_fields(samples, now, rates)
+    if made is None:
+        return None, {}
+    fields, window = made
+    fields.update(per_gpu_and_user(fields, gpus))
+    fields.update(rank_fields(samples, now, gpus, tp, rank_rates, fields["decode_steps_per_s"]))
+    if window:
+        fields.update(slo_attainment(window, slo.ttft_p99_s, slo.itl_p99_s))
+    return EngineView(**fields), window
+
+
 def evaluate_node(
     state: NodeState,
     config: NodeConfig | None,
@@ -73,8 +107,9 @@ def evaluate_node(
     cache: RateCache | None = None,
     stalls: StallTimeline | None = None,
     unseen_because: str | None = None,
-) -> NodeView:
-    """`cache`: rates kept from the previous tick (the same figures, derived cheaper).
+) -> tuple[NodeView, LatencyWindow]:
+    """The node's view, and its latency window beside it (`Evaluated`).
+    `cache`: rates kept from the previous tick (the same figures, derived cheaper).
     `stalls`: when the monitor's loop stood still, wall clock (see `node_status`).
     `unseen_because`: the down backend that alone shows this node (its status unknown)."""
     window = layout.cluster.window_s
@@ -107,19 +142,15 @@ def evaluate_node(
     latest = state.latest()
     for sample in latest:
         notes.extend(n for n in sample.notes if n not in notes)
-    engine = engine_view(engine_samples, now, engine_rates)
     declared = config.gpus if config is not None else None
     gpu_count = gpus_at_work(declared, len(gpus)) or None
-    engine = per_gpu_and_user(engine, gpu_count)
+    engine, latency_window = node_engine(
+        engine_samples, now, engine_rates, gpu_count, tensor_parallel_size(config, layout),
+        rates("engine_ranks", rank_counters, engine_samples), layout.slo,
+    )
     mismatch = gpu_count_note(declared, len(gpus))
     if mismatch is not None:
         notes.append(mismatch)
-    engine = with_ranks(engine, engine_samples, now, gpu_count, tensor_parallel_size(config, layout),
-                        rates("engine_ranks", rank_counters, engine_samples))
-    if engine is not None and engine.window_latency_buckets:
-        engine = engine.model_copy(update=slo_attainment(
-            engine.window_latency_buckets, layout.slo.ttft_p99_s, layout.slo.itl_p99_s
-        ))
     nics = nic_views(nic_samples, config, nic_rates, layout.thresholds.link_rate_ratio)
     rx_bytes_per_s, tx_bytes_per_s = nic_traffic(nics)
     # rates not trusted over this window (asked for above, by the views)
@@ -128,7 +159,7 @@ def evaluate_node(
     silence = log_silence_note(engine, gpus, layout.thresholds)
     if silence is not None:
         notes.append(silence)
-    return NodeView(
+    view = NodeView(
         name=state.name,
         role=config.role if config else "mixed",
         status=status,
@@ -160,9 +191,13 @@ def evaluate_node(
         group=config.group if config is not None else None,
         idle_basis=idle_basis(gpus),
     )
+    return view, latency_window
 
 
-def rollup(nodes: Sequence[NodeView], layout: Layout, *, whole_cluster: bool) -> RollupView:
+def rollup(
+    nodes: Sequence[NodeView], layout: Layout, latency_windows: Mapping[str, LatencyWindow], *,
+    whole_cluster: bool,
+) -> RollupView:
     """Figures over the nodes that answer (status ok), cost and GPUs over all of them.
 
     A node that is stale, unreachable or in error is left out of the sums and means, and
@@ -191,7 +226,7 @@ def rollup(nodes: Sequence[NodeView], layout: Layout, *, whole_cluster: bool) ->
         cost = cluster_cost_per_hour_usd(node_costs, layout.pricing) if nodes else None
     else:
         cost = total(node_costs)  # extras are billed to the cluster, not to a role
-    scoreboard = pool_scoreboard(nodes, layout.slo.ttft_p99_s, layout.slo.itl_p99_s)
+    scoreboard = pool_scoreboard(nodes, latency_windows, layout.slo.ttft_p99_s, layout.slo.itl_p99_s)
     tokens = total(e.accepted_tokens_per_s for e in engines)
     return RollupView(
         nodes=len(nodes),
@@ -219,7 +254,7 @@ def evaluate_nodes(
     cache: RateCache | None = None,
     stalls: StallTimeline | None = None,
     unseen: Mapping[str, str] | None = None,
-) -> list[NodeView]:
+) -> Evaluated:
     """`cache`: kept by the caller from tick to tick (`Monitor` does) to derive each
     tick's rates from the last tick's instead of from the whole window. `stalls`: when
     the monitor's own loop stood still (wall clock; see `figures.node_status`).
@@ -231,25 +266,31 @@ def evaluate_nodes(
     order = [name for name in order if name in state.nodes]
     if cache is not None:
         cache.forget_except(set(order))
-    nodes = [
+    evaluated = [
         evaluate_node(state.nodes[name], configs.get(name), layout, now, cache, stalls, unseen.get(name))
         for name in order
     ]
+    nodes = [view for view, _ in evaluated]
+    windows = {view.name: window for view, window in evaluated if window}
     # a blind spot every peer shares is the cluster's finding, not each node's; drift is
     # judged against the pool, so once every node's view is made
-    return with_config_drift(mark_shared(nodes))
+    return Evaluated(with_config_drift(mark_shared(nodes)), windows)
 
 
-def evaluate_cluster(nodes: Sequence[NodeView], layout: Layout) -> ClusterView:
+def evaluate_cluster(
+    nodes: Sequence[NodeView], layout: Layout, latency_windows: Mapping[str, LatencyWindow]
+) -> ClusterView:
+    """`latency_windows`: node name → its latency window (`Evaluated`)."""
     roles = sorted({n.role for n in nodes})
     points, source = reference_points(layout)
-    whole = rollup(nodes, layout, whole_cluster=True)
+    whole = rollup(nodes, layout, latency_windows, whole_cluster=True)
     return ClusterView(
         name=layout.cluster.name,
         interval_s=layout.cluster.interval_s,
         total=whole,
         roles={
-            r: rollup([n for n in nodes if n.role == r], layout, whole_cluster=False) for r in roles
+            r: rollup([n for n in nodes if n.role == r], layout, latency_windows, whole_cluster=False)
+            for r in roles
         },
         insecure_ssh=layout.ssh.insecure_no_host_key_check,
         reference_points=[ReferencePointView(**p.model_dump()) for p in points],

@@ -19,7 +19,7 @@ of the visible GPUs), else unknown.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import cast
+from typing import Any, cast
 
 from infertop.collectors.pages.draft_positions import position_key
 from infertop.collectors.sample import EngineRankSample, NodeSample
@@ -167,19 +167,18 @@ def node_steps_per_s(
     return low, slowest if len(busy) >= 2 and spread > LOCKSTEP_SPREAD else None
 
 
-def with_ranks(
-    engine: EngineView | None, samples: Sequence[NodeSample], now: float, node_gpus: int | None,
-    tp: int | None, rates: WindowRates | None = None,
-) -> EngineView | None:
-    """The node's engine view with its ranks added (unchanged where it has none), its
-    decode steps/s by `node_steps_per_s`."""
-    if engine is None:
-        return None
+def rank_fields(
+    samples: Sequence[NodeSample], now: float, node_gpus: int | None, tp: int | None,
+    rates: WindowRates | None, counted_steps_per_s: float | None,
+) -> dict[str, Any]:
+    """The node's engine fields its ranks set (none where it has no ranks): the ranks, and
+    its decode steps/s by `node_steps_per_s` (`counted_steps_per_s`: the engine's counted
+    figure, `figures.decode_steps_per_s`)."""
     ranks = rank_views(samples, now, node_gpus, tp, rates)
     if ranks is None:
-        return engine
-    steps, slowest = node_steps_per_s(ranks, engine.decode_steps_per_s)
-    return engine.model_copy(update={
-        "ranks": ranks, "decode_steps_per_s": steps, "fastest_rank_steps_per_s": engine.decode_steps_per_s,
+        return {}
+    steps, slowest = node_steps_per_s(ranks, counted_steps_per_s)
+    return {
+        "ranks": ranks, "decode_steps_per_s": steps, "fastest_rank_steps_per_s": counted_steps_per_s,
         "slowest_rank": slowest.label if slowest is not None else None,
-    })
+    }

@@ -8,7 +8,7 @@ counters are never subtracted from each other.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -23,7 +23,7 @@ from infertop.collectors.sample import EngineSample, GpuSample, NicSample, NodeS
 from infertop.layouts.model import NodeConfig, Thresholds
 from infertop.monitor.evaluation.activity import work_pct
 from infertop.monitor.evaluation.clock_events import describe as describe_clock_events
-from infertop.monitor.evaluation.latency import LATENCIES, window_increase
+from infertop.monitor.evaluation.latency import LATENCIES, LatencyWindow, window_increase
 from infertop.monitor.evaluation.scoreboard import latency_figures
 from infertop.monitor.evaluation.window_rates import Values, WindowRates, WindowSums
 from infertop.monitor.snapshot import EngineView, GpuView, HostView, NicView, NodeStatus
@@ -291,6 +291,18 @@ def nic_views(
 def engine_view(
     samples: Sequence[NodeSample], now: float, rates: WindowRates | None = None
 ) -> EngineView | None:
+    """The engine's figures over the window as a view (`engine_fields`); None without any."""
+    made = engine_fields(samples, now, rates)
+    return None if made is None else EngineView(**made[0])
+
+
+def engine_fields(
+    samples: Sequence[NodeSample], now: float, rates: WindowRates | None = None
+) -> tuple[dict[str, Any], LatencyWindow] | None:
+    """The engine's figures over the window (`samples`: the node's engine window, oldest
+    first), as `EngineView` fields, so that a node's view is built once with the rest
+    (cluster.node_engine); and beside them the window's bucket increases the percentiles
+    were made of. None without an engine reading."""
     engines = [s for s in samples if s.engine is not None]
     if not engines:
         return None
@@ -318,8 +330,9 @@ def engine_view(
         acceptance, acceptance_length = latest.spec_accept_rate, latest.spec_accept_length
     full = full_acceptance_tokens_per_s(generated, draft_tokens, accepted)
     age = now - (latest.log_last_line_at if latest.log_last_line_at is not None else latest_at)
-    return EngineView(
-        **scoreboard_figures(engines, rate),
+    window = latency_window(engines)
+    return dict(
+        **scoreboard_figures(engines, rate, window),
         decode_steps_per_s=decode_steps_per_s(latest, rate),
         draft_acceptance=acceptance,
         mean_acceptance_length=acceptance_length,
@@ -339,7 +352,7 @@ def engine_view(
         settings=latest.settings,
         healthy=latest.healthy,
         **window_edges(engines),
-    )
+    ), window
 
 
 def window_edges(engines: Sequence[NodeSample]) -> dict[str, float | None]:
@@ -387,21 +400,26 @@ def _rate_ratio(rate: Callable[[str], float | None], num: str, den: str) -> floa
 NO_LATENCY_READING = "no latency reading in this window"
 
 
-def scoreboard_figures(
-    engines: Sequence[NodeSample], rate: Callable[[str], float | None]
-) -> dict[str, Any]:
-    """The scoreboard's engine figures over the window (`engines`: samples with an engine,
-    oldest first; `rate`: the window's counter rates)."""
+def latency_window(engines: Sequence[NodeSample]) -> LatencyWindow:
+    """The window's bucket increases of each latency the engine publishes (`engines`:
+    samples with an engine, oldest first), the KV transfer time's too (the P→D path's
+    percentiles, pd_path.py); empty without two readings of any."""
     readings = [s.engine.latency_buckets if s.engine is not None else None for s in engines]
-    window: dict[str, tuple[tuple[float, float], ...]] = {}
-    # the KV transfer time's buckets too: the P→D path's percentiles (pd_path.py)
+    window: LatencyWindow = {}
     for name in (*LATENCIES, "kv_transfer"):
         increase = window_increase([r.get(name) if r else None for r in readings])
         if increase is not None:
             window[name] = increase
+    return window
+
+
+def scoreboard_figures(
+    engines: Sequence[NodeSample], rate: Callable[[str], float | None], window: LatencyWindow
+) -> dict[str, Any]:
+    """The scoreboard's engine figures over the window (`engines`: samples with an engine,
+    oldest first; `rate`: the window's counter rates; `window`: `latency_window(engines)`)."""
     out = latency_figures(window)
-    out["window_latency_buckets"] = window or None
-    if not window and any(readings):
+    if not window and any(s.engine is not None and s.engine.latency_buckets for s in engines):
         # buckets read, but not twice in the window: say so rather than show nothing
         out["latency_note"] = NO_LATENCY_READING
     hit_rate = _rate_ratio(rate, "prefix_cache_hits_total", "prefix_cache_queries_total")
@@ -428,18 +446,17 @@ def scoreboard_figures(
     return out
 
 
-def per_gpu_and_user(engine: EngineView | None, gpus: int | None) -> EngineView | None:
-    """The node's live point: accepted (and full-acceptance) tokens/s per GPU, and
-    accepted tokens/s per running request (mean over the window)."""
-    if engine is None:
-        return None
-    tokens = engine.accepted_tokens_per_s
-    full = engine.full_acceptance_tokens_per_s
-    return engine.model_copy(update={
+def per_gpu_and_user(engine: Mapping[str, Any], gpus: int | None) -> dict[str, float | None]:
+    """The node's live point from its engine's figures (`engine_fields`): accepted (and
+    full-acceptance) tokens/s per GPU, and accepted tokens/s per running request (mean
+    over the window)."""
+    tokens = engine.get("accepted_tokens_per_s")
+    full = engine.get("full_acceptance_tokens_per_s")
+    return {
         "output_tokens_per_s_per_gpu": tokens / gpus if tokens is not None and gpus else None,
         "full_acceptance_tokens_per_s_per_gpu": full / gpus if full is not None and gpus else None,
-        "output_tokens_per_s_per_user": ratio(tokens, engine.requests_running_mean),
-    })
+        "output_tokens_per_s_per_user": ratio(tokens, engine.get("requests_running_mean")),
+    }
 
 
 def doubt_notes(part: str, rates: WindowRates | None) -> list[str]:

@@ -19,6 +19,11 @@ from dataclasses import dataclass
 from operator import itemgetter
 
 Buckets = tuple[tuple[float, float], ...]  # (le, cumulative count), +inf last
+# a node's window: each latency it publishes ("ttft", …, "kv_transfer") → its bucket
+# increases over the window. The evaluation's working data (the pools' and the P→D path's
+# percentiles are made of the nodes' windows summed), carried beside the node's view,
+# never on it: the snapshot is the picture, not the data it was made of
+LatencyWindow = dict[str, Buckets]
 
 LATENCIES = ("ttft", "itl", "e2e", "queue")
 PERCENTILES = (("p50", 0.50), ("p99", 0.99))

@@ -18,11 +18,11 @@ For each pair of a prefill pool and a decode pool (roles "prefill" and "decode")
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from infertop.layouts.model import Thresholds
 from infertop.monitor.evaluation.congestion import CongestionPool, congestion_pool, port_findings, port_text
-from infertop.monitor.evaluation.latency import merge, percentile
+from infertop.monitor.evaluation.latency import LatencyWindow, merge, percentile
 from infertop.monitor.evaluation.links import reads_congestion
 from infertop.monitor.format import fmt_si
 from infertop.monitor.snapshot import NicView, NodeView, PdEndView, PdPathView
@@ -107,8 +107,10 @@ def _gbs(bytes_per_s: float | None) -> str:
 
 
 def path_view(prefill: Sequence[NodeView], decode: Sequence[NodeView], th: Thresholds,
+              latency_windows: Mapping[str, LatencyWindow],
               prefill_pool: str = PREFILL, decode_pool: str = DECODE) -> PdPathView:
-    """One prefill → decode path from the answering nodes of its two pools."""
+    """One prefill → decode path from the answering nodes of its two pools
+    (`latency_windows`: node name → its window, cluster.Evaluated)."""
     pool = congestion_pool([*prefill, *decode])
     rate, failures, mean_s = _kv(decode)
     counted_by: str | None = decode_pool if rate is not None else None
@@ -117,9 +119,8 @@ def path_view(prefill: Sequence[NodeView], decode: Sequence[NodeView], th: Thres
         counted_by = prefill_pool if rate is not None else None
     elif failures is None:
         failures = _kv(prefill)[1]
-    windows = [n.engine.window_latency_buckets.get("kv_transfer")
-               for n in (*decode, *prefill)
-               if n.engine is not None and n.engine.window_latency_buckets]
+    windows = [latency_windows[n.name].get("kv_transfer")
+               for n in (*decode, *prefill) if n.name in latency_windows]
     merged = merge(windows) if windows else None
     p50, p99 = percentile(merged, 0.5), percentile(merged, 0.99)
     ends = end_view(prefill, th, pool), end_view(decode, th, pool)
@@ -168,11 +169,14 @@ def path_view(prefill: Sequence[NodeView], decode: Sequence[NodeView], th: Thres
     )
 
 
-def pd_paths(nodes: Sequence[NodeView], th: Thresholds) -> list[PdPathView]:
-    """The prefill → decode path, when the cluster has both pools (answering nodes only)."""
+def pd_paths(
+    nodes: Sequence[NodeView], th: Thresholds, latency_windows: Mapping[str, LatencyWindow]
+) -> list[PdPathView]:
+    """The prefill → decode path, when the cluster has both pools (answering nodes only;
+    `latency_windows`: node name → its window, cluster.Evaluated)."""
     ok = [n for n in nodes if n.status == "ok"]
     prefill = [n for n in ok if n.role == PREFILL]
     decode = [n for n in ok if n.role == DECODE]
     if not any(n.role == PREFILL for n in nodes) or not any(n.role == DECODE for n in nodes):
         return []
-    return [path_view(prefill, decode, th)]
+    return [path_view(prefill, decode, th, latency_windows)]

@@ -13,7 +13,7 @@ from typing import Any
 
 from infertop.collectors.rates import ratio, total
 from infertop.monitor.evaluation.goodput import attainment_fields, goodput, share_bounds, share_fields
-from infertop.monitor.evaluation.latency import LATENCIES, PERCENTILES, merge, percentile
+from infertop.monitor.evaluation.latency import LATENCIES, PERCENTILES, LatencyWindow, merge, percentile
 from infertop.monitor.snapshot import ClusterView, NodeView, RollupView, SessionView
 
 # the whole cluster's goodput now (monitor/evaluation/goodput.py), the session's too
@@ -66,14 +66,12 @@ def slo_attainment(
     return out
 
 
-def pool_windows(nodes: Sequence[NodeView]) -> dict[str, tuple[tuple[float, float], ...]]:
+def pool_windows(nodes: Sequence[NodeView], latency_windows: Mapping[str, LatencyWindow]) -> LatencyWindow:
+    """The pool's window: its nodes' bucket increases summed, latency by latency."""
+    windows = [latency_windows[n.name] for n in nodes if n.name in latency_windows]
     out = {}
     for name in LATENCIES:
-        merged = merge(
-            n.engine.window_latency_buckets.get(name)
-            for n in nodes
-            if n.engine is not None and n.engine.window_latency_buckets
-        )
+        merged = merge(w.get(name) for w in windows)
         if merged is not None:
             out[name] = merged
     return out
@@ -97,11 +95,12 @@ def gpu_count_note(declared: int | None, answering: int) -> str | None:
 
 
 def pool_scoreboard(
-    nodes: Sequence[NodeView], ttft_target_s: float | None = None, itl_target_s: float | None = None
+    nodes: Sequence[NodeView], latency_windows: Mapping[str, LatencyWindow],
+    ttft_target_s: float | None = None, itl_target_s: float | None = None,
 ) -> dict[str, Any]:
-    """RollupView scoreboard fields for `nodes`."""
+    """RollupView scoreboard fields for `nodes` (`latency_windows`: node name → its window)."""
     engines = [n.engine for n in nodes if n.engine is not None]
-    windows = pool_windows(nodes)
+    windows = pool_windows(nodes, latency_windows)
     out = latency_figures(windows)
     out.update(slo_attainment(windows, ttft_target_s, itl_target_s))
     # hit rate pooled by the hits and lookups behind each node's rate: a node's rate alone

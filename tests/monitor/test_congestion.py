@@ -74,12 +74,12 @@ def test_a_port_at_its_pools_baseline_is_never_congested() -> None:
     nodes = cluster(storm=False)
     assert all(kinds(n, nodes) == {} for n in nodes)
     assert all(congested_condition(n, congestion_pool(nodes), TH) is None for n in nodes)
-    (path,) = pd_paths(nodes, TH)
+    (path,) = pd_paths(nodes, TH, {})
     assert path.congested is False and path.prefill.congested_ports == path.decode.congested_ports == []
 
 
 def test_the_pd_path_names_the_congested_end_worst_first_and_never_a_baseline_port() -> None:
-    (path,) = pd_paths(cluster(), TH)
+    (path,) = pd_paths(cluster(), TH, {})
     assert path.congested is True
     assert path.prefill is not None and path.prefill.congested_ports == []
     assert path.decode is not None

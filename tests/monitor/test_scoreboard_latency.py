@@ -16,11 +16,11 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Summ
 
 from infertop.collectors.pages.profiles import engine_sample_from_text
 from infertop.collectors.sample import NodeSample
-from infertop.monitor.evaluation.figures import engine_view, per_gpu_and_user
+from infertop.monitor.evaluation.figures import engine_fields, engine_view, per_gpu_and_user
 from infertop.monitor.evaluation.goodput import ShareBounds, share_bounds
 from infertop.monitor.evaluation.latency import percentile, window_increase
 from infertop.monitor.evaluation.scoreboard import pool_scoreboard
-from infertop.monitor.snapshot import NodeView
+from infertop.monitor.snapshot import EngineView, NodeView
 
 VLLM_TTFT = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0,
              7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0]
@@ -158,14 +158,17 @@ def test_cache_preemption_and_nixl_rates() -> None:
 
 def test_tokens_per_gpu_and_per_user_node_and_pool() -> None:
     nodes = []
+    windows = {}
     for running, tokens in ((4, 10_000), (12, 20_000)):
         eng = VllmEngine()
         eng.running.labels("m", "0").set(running)
         first = eng.sample(0.0)
         eng.gen.labels("m", "0").inc(tokens)
         observe(eng.itl, "0", 0.03 if running == 4 else 0.3, 100)
-        view = per_gpu_and_user(engine_view([first, eng.sample(10.0)], now=10.0), gpus=8)
-        assert view is not None
+        made = engine_fields([first, eng.sample(10.0)], now=10.0)
+        assert made is not None
+        fields, windows[f"d{running}"] = made
+        view = EngineView(**{**fields, **per_gpu_and_user(fields, gpus=8)})
         nodes.append(NodeView(name=f"d{running}", role="decode", status="ok", engine=view,
                               gpus_expected=8))
     a, b = (n.engine for n in nodes)
@@ -173,7 +176,7 @@ def test_tokens_per_gpu_and_per_user_node_and_pool() -> None:
     assert a.output_tokens_per_s_per_gpu == pytest.approx(1000 / 8)
     assert a.output_tokens_per_s_per_user == pytest.approx(1000 / 4)
     assert b.output_tokens_per_s_per_user == pytest.approx(2000 / 12)
-    pool = pool_scoreboard(nodes, ttft_target_s=None, itl_target_s=0.05)
+    pool = pool_scoreboard(nodes, windows, ttft_target_s=None, itl_target_s=0.05)
     assert pool["output_tokens_per_s_per_gpu"] == pytest.approx(3000 / 16)
     assert pool["output_tokens_per_s_per_user"] == pytest.approx(3000 / 16)
     # the pool's percentiles come from the summed buckets: half at 30 ms, half at 300 ms

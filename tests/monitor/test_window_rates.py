@@ -209,7 +209,7 @@ def test_monitor_ticks_with_the_cache_equal_fresh_evaluation() -> None:
         if n % 7 == 3:  # an extra tick between readings: the windows did not move
             monitor.tick(now + 0.3 * interval)
         snapshot = monitor.tick(now + 0.5 * interval)
-        fresh = evaluate_nodes(monitor.state, layout, now + 0.5 * interval)
+        fresh = evaluate_nodes(monitor.state, layout, now + 0.5 * interval).nodes
         # verdicts, restart marks and the warm-up standing are the tick's (the tracker's, the
         # timeline's, judging.WarmUp's), not a view's
         tick_own = {"verdicts": [], "restarted_at": None, "standing": "ok", "first_verdicts_in_s": None}
