@@ -66,10 +66,10 @@ imports: $(STAMP)
 # two workers (pytest-xdist): most tests wait on servers and subprocesses, so a second
 # worker overlaps those waits even on 2 cores (measured on the shared machine: tests/cli
 # 178 -> 96 s at load ~1.5; under load ~10, tests/tui 152 -> 110 s, tests/cli 381 -> 344 s).
-# PYTEST_WORKERS=0 runs in one process.
+# PYTEST_WORKERS=0 runs in one process. --durations=40: the slowest setups and calls in CI's log.
 PYTEST_WORKERS ?= 2
 pytest: $(STAMP)
-	$(BIN)/pytest -q --durations=15 -n $(PYTEST_WORKERS)
+	$(BIN)/pytest -q --durations=40 -n $(PYTEST_WORKERS)
 
 test: $(STAMP) system-deps lint typecheck imports pytest
 

@@ -36,7 +36,7 @@ from infertop.layouts.loader import load_layout  # noqa: E402
 from infertop.monitor.channel.client import MonitorUnavailable  # noqa: E402
 from tests.support.engine_stand_in import StandInEngine  # noqa: E402
 from tests.support.paths import infertop_bin  # noqa: E402  (the repo root on the path first)
-from tests.support.vllm_fixture import build_tiny_model  # noqa: E402
+from tests.support.vllm_fixture import build_tiny_models  # noqa: E402
 from tests.support.vllm_load import Load  # noqa: E402
 from tests.support.vllm_server import NGRAM, RealVllmServer  # noqa: E402
 from tests.support.vllm_venv import VenvUnavailable, ensure_vllm_venv  # noqa: E402
@@ -107,7 +107,7 @@ def main() -> int:
             print(f"demo-real: vLLM cannot be installed here: {exc}", file=sys.stderr)
             return 2
         print(f"demo-real: building the tiny model and starting vLLM (~1 min) in {work}", file=sys.stderr)
-        build_tiny_model(python, "vllm_tiny_model.py", work / "model")
+        build_tiny_models(python, [("llama", work / "model")])
         server = RealVllmServer(
             python, work / "model", work / "vllm.log", name="tiny", speculative=NGRAM
         ).start()

@@ -15,13 +15,14 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.paths import infertop_bin
-from tests.support.vllm_fixture import real_vllm_mtp, real_vllm_mtp_disagreeing  # noqa: F401 (fixtures)
+from tests.support.vllm_fixture import XDIST_GROUP, real_vllm_mtp, real_vllm_mtp_disagreeing  # noqa: F401 (fixtures)
 from tests.support.vllm_load import Load, MetricsRelay, Page
 from tests.support.vllm_server import RealVllmServer
 from tests.support.vllm_truth import reading_span_s, truth_from_pages, window_pages
 from tests.support.waiting import until
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
+# one worker starts the session's engines, once (tests/support/vllm_fixture.py)
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400), pytest.mark.xdist_group(XDIST_GROUP)]
 
 INTERVAL_S, WINDOW_S = 2.0, 12.0
 NODE_USD_PER_H = 10.0

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.vllm_fixture import real_vllm_mtp  # noqa: F401 (the fixture)
+from tests.support.vllm_fixture import XDIST_GROUP, real_vllm_mtp  # noqa: F401 (the fixture)
 from tests.support.vllm_server import RealVllmServer
 from tests.support.vllm_truth import Run, drive, reading_span_s, truth_from_pages, window_pages
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
+# one worker starts the session's engines, once (tests/support/vllm_fixture.py)
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800), pytest.mark.xdist_group(XDIST_GROUP)]
 
 INTERVAL_S, WINDOW_S = 2.0, 10.0
 
