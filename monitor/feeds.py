@@ -57,6 +57,15 @@ class EndingFeed(Protocol):
     async def ended(self) -> str: ...
 
 
+@runtime_checkable
+class InterestFeed(Protocol):
+    """A feed told which nodes the viewer shows now: a hint passed down (the viewer reads
+    nothing itself), so a source that reads per-GPU detail for only some nodes each tick
+    reads those nodes' every tick (collectors/sources/prom_detail.py). Optional."""
+
+    def show_interest(self, nodes: Sequence[str]) -> None: ...
+
+
 def can_mark_phase(feed: object) -> bool:
     return isinstance(feed, PhaseMarkingFeed)
 
@@ -101,3 +110,7 @@ class MonitorFeed:
         """Spend from now on counts to `phase` (split at this instant, recorded or not).
         ValueError for a name that is not a phase."""
         self.monitor.mark_phase(phase)
+
+    def show_interest(self, nodes: Sequence[str]) -> None:
+        """The nodes the viewer shows now: their detail is read every tick."""
+        self.monitor.set_in_view(nodes)

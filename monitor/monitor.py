@@ -276,7 +276,7 @@ class Monitor:
                 log.exception("snapshot listener failed")
         return snapshot
 
-    def set_in_view(self, nodes: Collection[str]) -> None:
+    def set_in_view(self, nodes: Collection[str]) -> None:  # a viewer's hint (monitor/feeds.py)
         """The nodes a viewer shows now: their detail is read every tick from the next round."""
         self.in_view = frozenset(nodes)
 

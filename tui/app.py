@@ -23,7 +23,7 @@ from textual.widget import Widget
 from infertop.collectors.process.gc_pacing import PacedCollector
 from infertop.collectors.process.stopping import SIGNALS, arm_watchdog, run_bounded
 from infertop.monitor.evaluation.phases import PHASES
-from infertop.monitor.feeds import EndingFeed, PhaseMarkingFeed, SnapshotFeed, can_mark_phase
+from infertop.monitor.feeds import EndingFeed, InterestFeed, PhaseMarkingFeed, SnapshotFeed, can_mark_phase
 from infertop.monitor.format import inert_text
 from infertop.monitor.snapshot import Snapshot, TimelineEventView
 from infertop.tui.alerts import Alerter, AlertSettings
@@ -93,6 +93,7 @@ class InfertopApp(App[int]):
         # frames replaced by a newer one, let go once that one is on screen: freeing a
         # frame of 128 nodes (~20k objects) took 3-5 ms from drawing the next
         self._retired: list[Snapshot] = []
+        self._in_view: list[str] = []  # the nodes last told to the feed as shown
 
     @property
     def latest_snapshot(self) -> Snapshot | None:
@@ -176,6 +177,12 @@ class InfertopApp(App[int]):
     def _after_frame(self) -> None:
         self._retired.clear()
         self.collector.after_frame()
+        screen = self._shown_screen()
+        if isinstance(self.feed, InterestFeed) and isinstance(screen, FrameScreen):
+            in_view = screen.nodes_in_view()
+            if in_view != self._in_view:  # a hint passed down: the viewer reads nothing itself
+                self._in_view = in_view
+                self.feed.show_interest(in_view)
 
     def _refresh_headers(self) -> None:
         screen = self._shown_screen()

@@ -52,6 +52,10 @@ class FrameScreen(Screen[None]):
     def refresh_header(self) -> None:
         """Redraw what shows the pause state; frames are not drawn while paused."""
 
+    def nodes_in_view(self) -> list[str]:
+        """The nodes this screen shows now (a hint the app passes to the feed)."""
+        return []
+
     def show_latest(self) -> None:
         """Draw the newest frame if it is not the one on screen: frames that arrived while
         another screen was on top were not drawn here."""

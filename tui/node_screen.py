@@ -41,6 +41,9 @@ class NodeScreen(SectionKeys, FrameScreen):
         self.node = node
         self.history = history
 
+    def nodes_in_view(self) -> list[str]:
+        return [self.node]
+
     def compose(self) -> ComposeResult:
         self.title_bar = Static(inert(self.node, "bold"), id="node-title")
         self.gpu_title = Static(Text("GPUS", "bold"), classes="section", id="gpu-title")

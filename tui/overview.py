@@ -233,6 +233,10 @@ class OverviewScreen(FrameScreen):
     def map_shown(self) -> bool:
         return bool(self.fleet_map.display)
 
+    def nodes_in_view(self) -> list[str]:
+        # the fleet map shows every node as a cell: no node there is in view in detail
+        return [] if self.map_shown else self.table.keys_on_screen()
+
     def main_view(self) -> NodeTable | FleetMap:
         return self.fleet_map if self.map_shown else self.table
 

@@ -266,6 +266,11 @@ class RowTable(ScrollView, can_focus=True):
     def displayed_order(self) -> list[str]:
         return list(self._order)
 
+    def keys_on_screen(self) -> list[str]:
+        """The rows the table's scroll position shows now."""
+        top = round(self.scroll_offset.y)
+        return self._order[top:top + self._rows_on_screen()]
+
     @property
     def cells_updated(self) -> int:
         """Cells rewritten so far (tests read it; it makes every row not yet made)."""
