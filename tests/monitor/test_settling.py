@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 
 from infertop.collectors.sample import NicSample, NodeSample
+from infertop.demo.diagnosis import IB_GBPS
 from infertop.monitor.evaluation.cluster import settle_span_s
 from infertop.monitor.evaluation.figures import nic_counters, nic_views
 from infertop.monitor.evaluation.window_rates import WindowRates
 from infertop.monitor.snapshot import Snapshot
-from tests.support.issue46_cluster import IB_GBPS, run_cluster
+from tests.support.issue46_cluster import run_cluster
 
 
 def _sample(at: float, rx_bytes: float) -> NodeSample:
