@@ -116,7 +116,54 @@ class NicView(_View):
         return port_is_up(self.state)
 
 
-class EngineView(_View):
+# The latency figures, declared once here and shared by a node's engine (EngineView), each
+# of its data-parallel engines (EngineRankView: the TTFT / ITL set) and a pool (RollupView).
+# pydantic orders a model's fields base by base, the last base first, then its own; the
+# JSON carries them in that order, and `infertop.snapshot/1` has always carried the latency
+# figures amid each view's others. So each group is a class of its own, and a view takes
+# its fields that come before them from a `…Head` base: the key order stays the one the
+# JSON always had (tests/monitor/test_snapshot_bytes.py holds it, byte for byte).
+
+
+class _TtftItlPercentiles(_View):
+    """Percentiles over the window from the histograms' bucket increases, interpolated
+    within the bucket that holds them (monitor/evaluation/latency.py, scoreboard.py)."""
+
+    ttft_p50_s: float | None = None
+    ttft_p99_s: float | None = None
+    itl_p50_s: float | None = None
+    itl_p99_s: float | None = None
+
+
+class _RequestPercentiles(_View):
+    """A request's whole latency (e2e) and its time queued, as above."""
+
+    e2e_p50_s: float | None = None
+    e2e_p99_s: float | None = None
+    queue_p50_s: float | None = None
+    queue_p99_s: float | None = None
+
+
+class _LatencyBounds(_View):
+    # "ttft_p99" → [lower, upper] bounds of the bucket the percentile fell in (upper
+    # null: past the highest finite bound), so a viewer can say "25–50 ms"
+    latency_bounds_s: dict[str, tuple[float, float | None]] = Field(default_factory=dict)
+
+
+class RankLatency(_LatencyBounds, _TtftItlPercentiles):
+    """A data-parallel engine's latency figures: TTFT and ITL, with their buckets."""
+
+
+class WindowLatency(_LatencyBounds, _RequestPercentiles, _TtftItlPercentiles):
+    """A node's or a pool's latency figures over the window (a pool's from its nodes'
+    summed bucket increases, never a mean of their percentiles)."""
+
+    latency_requests: dict[str, float] = Field(default_factory=dict)  # observations in window
+
+
+class _EngineViewHead(_View):
+    """EngineView's fields before its latency figures (a base for the JSON's key order)."""
+
     decode_steps_per_s: float | None = None
     draft_acceptance: float | None = None
     mean_acceptance_length: float | None = None
@@ -136,20 +183,12 @@ class EngineView(_View):
     source: str | None = None  # "endpoint" or "log"
     profile: str | None = None
     age_s: float | None = None  # age of the newest engine figure (log line or scrape)
-    # scoreboard (monitor/evaluation/latency.py, scoreboard.py): percentiles over the
-    # window from histogram bucket deltas, interpolated within the bucket that holds them
-    ttft_p50_s: float | None = None
-    ttft_p99_s: float | None = None
-    itl_p50_s: float | None = None
-    itl_p99_s: float | None = None
-    e2e_p50_s: float | None = None
-    e2e_p99_s: float | None = None
-    queue_p50_s: float | None = None
-    queue_p99_s: float | None = None
-    # "ttft_p99" → [lower, upper] bounds of the bucket the percentile fell in (upper
-    # null: past the highest finite bound), so a viewer can say "25–50 ms"
-    latency_bounds_s: dict[str, tuple[float, float | None]] = Field(default_factory=dict)
-    latency_requests: dict[str, float] = Field(default_factory=dict)  # observations in window
+
+
+class EngineView(WindowLatency, _EngineViewHead):
+    """A node's engine over the window: the head's figures, the scoreboard's latency
+    (WindowLatency), and these."""
+
     # why the percentiles are null although the engine publishes latency buckets: "no
     # latency reading in this window" (fewer than two readings of them in it); else null
     latency_note: str | None = None
@@ -197,10 +236,8 @@ class EngineView(_View):
     fastest_rank_steps_per_s: float | None = None
 
 
-class EngineRankView(_View):
-    """One data-parallel engine (rank) of a node: the node's engine figures for that rank
-    alone, over the same window (the issue-35 set; the scoreboard's others stay per node,
-    to keep a snapshot of 1,000 ranks small)."""
+class _EngineRankViewHead(_View):
+    """EngineRankView's fields before its latency figures (a base for the JSON's key order)."""
 
     key: str = ""  # the labels that tell it apart on the page: "engine=3", "dp_rank=1"
     dp_rank: int | None = None
@@ -217,11 +254,12 @@ class EngineRankView(_View):
     requests_running: float | None = None
     requests_waiting: float | None = None
     kv_cache_usage: float | None = None
-    ttft_p50_s: float | None = None
-    ttft_p99_s: float | None = None
-    itl_p50_s: float | None = None
-    itl_p99_s: float | None = None
-    latency_bounds_s: dict[str, tuple[float, float | None]] = Field(default_factory=dict)
+
+
+class EngineRankView(RankLatency, _EngineRankViewHead):
+    """One data-parallel engine (rank) of a node: the node's engine figures for that rank
+    alone, over the same window (the issue-35 set; the scoreboard's others stay per node,
+    to keep a snapshot of 1,000 ranks small)."""
 
 
 class VerdictView(_View):
@@ -422,8 +460,8 @@ class NodeView(_View):
     first_verdicts_in_s: float | None = None
 
 
-class RollupView(_View):
-    """Sum / mean of engine and GPU figures over a set of nodes (a role pool or all)."""
+class _RollupViewHead(_View):
+    """RollupView's fields before its latency figures (a base for the JSON's key order)."""
 
     nodes: int
     gpus: int
@@ -436,18 +474,13 @@ class RollupView(_View):
     requests_waiting: float | None = None  # sum
     util_pct: float | None = None  # mean over GPUs
     idle_fraction: float | None = None  # mean over nodes reporting it
-    # scoreboard: percentiles of the pool's summed bucket increases (not a mean of the
-    # nodes' percentiles), hit rate and tokens per GPU / per user pooled the same way
-    ttft_p50_s: float | None = None
-    ttft_p99_s: float | None = None
-    itl_p50_s: float | None = None
-    itl_p99_s: float | None = None
-    e2e_p50_s: float | None = None
-    e2e_p99_s: float | None = None
-    queue_p50_s: float | None = None
-    queue_p99_s: float | None = None
-    latency_bounds_s: dict[str, tuple[float, float | None]] = Field(default_factory=dict)
-    latency_requests: dict[str, float] = Field(default_factory=dict)
+
+
+class RollupView(WindowLatency, _RollupViewHead):
+    """Sum / mean of engine and GPU figures over a set of nodes (a role pool or all): the
+    head's, the pool's latency (WindowLatency), and these."""
+
+    # scoreboard: hit rate and tokens per GPU / per user pooled as the latency is
     prefix_cache_hit_rate: float | None = None
     preemptions_per_s: float | None = None
     kv_transfer_bytes_per_s: float | None = None
