@@ -33,6 +33,12 @@ NODE = "infertop_node"
 # a recorded series narrowed to some nodes (the prom source's detail plan,
 # collectors/sources/promql.py `recorded_for_nodes`): answered from the whole series' recording
 _NARROWED = re.compile(r'^(?P<base>[a-zA-Z_:][a-zA-Z0-9_:]*)\{infertop_node=~"\(\?:(?P<alts>.*)\)"\}$')
+# … a raw query's answer narrowed by a recorded series (`answer_for_nodes`)
+_ANSWER_NARROWED = re.compile(
+    r'^\((?P<base>.*)\) and on \(infertop_node\) [a-zA-Z_:]+\{infertop_node=~"\(\?:(?P<alts>.*)\)"\}$')
+# … and a raw query narrowed on the node label itself (`raw_for_nodes`), the matcher in
+# every selector of it
+_RAW_NARROWED = re.compile(r'[a-zA-Z_]+=~"\(\?:(?P<alts>[^"]*)\)(?:\(\?::\[0-9\]\+\)\?)?"')
 SENTINEL = "\x00node\x00"
 SENTINEL_JSON = json.dumps(SENTINEL)[1:-1]  # as it reads inside JSON text
 
@@ -128,9 +134,13 @@ class Replay:
         k = math.floor(at / self.interval_s)
         names = self.names
         base = text
-        narrowed = _NARROWED.match(text)
+        narrowed = _NARROWED.match(text) or _ANSWER_NARROWED.match(text) or _RAW_NARROWED.search(text)
         if narrowed is not None:
-            base = narrowed["base"]
+            if narrowed.re is not _RAW_NARROWED:
+                base = narrowed["base"]
+            else:
+                m = narrowed.group(0)
+                base = text.replace(", " + m, "").replace("{" + m + "}", "").replace(m + ", ", "")
             # the PromQL string's escapes, then the regex's (names hold no regex syntax)
             wanted = {re.sub(r"\\(.)", r"\1", alt.replace("\\\\", "\\"))
                       for alt in narrowed["alts"].split("|")}

@@ -511,22 +511,31 @@ class PromSource(PollingSource):
         engine only up to RANK_LATENCY_MAX_NODES). `detail`: the per-GPU tier only for
         the nodes it names."""
         recorded = (backend or self.backends[0]).recorded
-        only = detail.nodes if detail is not None and tier == "gpu" else None
+        only = detail.nodes if detail is not None else None
         values = [self._label_value.get(n, n) for n in sorted(only)] if only is not None else []
-        raw_narrowed = promql.raw_for_nodes(self.builder, tier, values) if only is not None else None
+        narrows_raw = tier == "gpu" or (tier == "engine" and latency and self.rank_latency())
+        raw_narrowed = (promql.raw_for_nodes(self.builder, tier, values)
+                        if only is not None and narrows_raw else None)
+        # several node labels: narrowed on the answer, by the nodes of a recorded series
+        stamps = prom_rules.recorded_name(promql.Query(tier, "timestamp", ""))
         out = []
         for q in self.builder.tier(tier):
             if promql.is_latency(q) and not latency:
                 continue
             if promql.is_rank_latency(q) and not self.rank_latency():
                 continue
+            # detail: the per-GPU series, and each data-parallel engine's latency buckets
+            # (the node screen's ranks: ~1,000 series a node of 8 engines)
+            narrow = only is not None and (tier == "gpu" or promql.is_rank_latency(q))
             name = prom_rules.recorded_name(q)
             if name in recorded and self._rule_exprs.get((q.tier, q.key)) == q.promql:
                 q = promql.Query(q.tier, q.key, name)
-                if only is not None:
+                if narrow:
                     q = promql.recorded_for_nodes(q, values)
-            elif raw_narrowed is not None:
+            elif narrow and raw_narrowed is not None:
                 q = raw_narrowed.get(q.key, q)
+            elif narrow and stamps in recorded:
+                q = promql.answer_for_nodes(q, stamps, values)
             out.append(q)
         return out
 

@@ -380,6 +380,15 @@ def recorded_for_nodes(query: Query, values: Iterable[str]) -> Query:
     return Query(query.tier, query.key, f'{query.promql}{{{NODE}=~"(?:{_regex_alts(values)})"}}')
 
 
+def answer_for_nodes(query: Query, recorded_series: str, values: Iterable[str]) -> Query:
+    """`query`'s answer narrowed to the nodes whose `infertop_node` is one of `values`, by
+    a recorded series that carries it (one a node): the server computes the whole query,
+    but only those nodes' series travel and are decoded. For a raw query no node-label
+    matcher can narrow (several node labels)."""
+    nodes = f'{recorded_series}{{{NODE}=~"(?:{_regex_alts(values)})"}}'
+    return Query(query.tier, query.key, f"({query.promql}) and on ({NODE}) {nodes}")
+
+
 def raw_for_nodes(builder: QueryBuilder, tier: str, values: Iterable[str]) -> dict[str, Query] | None:
     """The tier's raw queries (key → query) narrowed on the node label itself to the nodes
     whose label value (the port after it, as `strip_port` strips it) is one of `values`;

@@ -92,3 +92,35 @@ def test_narrowed_queries() -> None:
     assert raw["util_pct"].promql != util.promql
     assert set(raw) == {q.key for q in builder.gpu()}
     assert promql.raw_for_nodes(promql.QueryBuilder(node_labels=("Hostname", "instance")), "gpu", ["x"]) is None
+
+
+def test_the_source_narrows_the_detail_queries_only() -> None:
+    """Per-GPU series and each engine's latency buckets are narrowed to the plan's nodes;
+    the node's own engine and host figures never are (read for every node every tick)."""
+    from infertop.collectors.sources import prom_rules
+    from infertop.collectors.sources.prom import PromSource
+    from infertop.layouts.model import PrometheusConfig
+
+    nodes = [f"n{i:03d}" for i in range(100)]
+    one_label = PromSource(PrometheusConfig(url="http://127.0.0.1:1"), nodes, 2.0)
+    plan = one_label.detail_plan(1)
+    assert plan.nodes is not None and len(plan.nodes) == 7  # 100 nodes in 15 slices
+    for tier in ("engine", "node", "gpu"):
+        whole = one_label.queries(tier)
+        narrowed = one_label.queries(tier, detail=plan)
+        assert [q.key for q in whole] == [q.key for q in narrowed]
+        for a, b in zip(whole, narrowed, strict=True):
+            detail = tier == "gpu" or promql.is_rank_latency(a)
+            assert (a.promql != b.promql) == detail, a.key
+            if detail:
+                assert 'instance=~"(?:n007|n008|n009|n010|n011|n012|n013)(?::[0-9]+)?"' in b.promql
+    # two node labels and the recorded rules: the recorded series on `infertop_node`, the
+    # raw per-engine buckets by the answer (`and on` the recorded stamps)
+    two = PromSource(PrometheusConfig(url="http://127.0.0.1:1", node_label=["node", "instance"]), nodes, 2.0)
+    two.backends[0].recorded = {name for t in prom_rules.TIERS for name, _ in prom_rules.recording_rules(t)}
+    gpu = {q.key: q.promql for q in two.queries("gpu", detail=plan)}
+    assert gpu["util_pct"] == 'infertop_node:gpu_util_pct{infertop_node=~"(?:n007|n008|n009|n010|n011|n012|n013)"}'
+    engine = [q for q in two.queries("engine", detail=plan) if promql.is_rank_latency(q)]
+    assert engine and all(q.promql.endswith(
+        ') and on (infertop_node) infertop_node:engine_timestamp{infertop_node=~"(?:n007|n008|n009|n010|n011|n012|n013)"}')
+        for q in engine)
