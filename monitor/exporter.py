@@ -52,6 +52,8 @@ _NODE_OTHER: tuple[tuple[str, str, Callable[[NodeView], float | None]], ...] = (
      lambda n: n.idle_fraction),
     ("cost_usd_per_hour", "What the node costs per hour, USD", lambda n: n.cost_per_hour_usd),
     ("sample_age_seconds", "Age of the node's newest good sample", lambda n: n.age_s),
+    ("gpus_age_seconds", "Age of the node's per-GPU figures, where read on a rotation (detail)",
+     lambda n: n.gpus_age_s),
     ("gpus", "GPUs reporting on the node", lambda n: float(len(n.gpus)) if n.gpus else None),
     ("config_drift_settings", "Engine settings differing from the role pool's majority",
      lambda n: float(len(n.config_drift)) if n.engine is not None and n.engine.settings else None),
@@ -315,6 +317,13 @@ def snapshot_families(snapshot: Snapshot) -> Iterator[GaugeMetricFamily | InfoMe
         up.add_metric([backend.name], 1.0 if backend.status == "ok" else 0.0)
     yield behind
     yield up
+    if snapshot.detail is not None:  # how much per-node detail a tick read (prom_detail.py)
+        yield GaugeMetricFamily("infertop_detail_nodes", "Nodes whose per-GPU detail the last tick read",
+                                value=float(snapshot.detail.nodes))
+        if snapshot.detail.every_s is not None:
+            yield GaugeMetricFamily("infertop_detail_every_seconds",
+                                    "Every node's per-GPU detail is read within this",
+                                    value=snapshot.detail.every_s)
     yield from _pd_families(snapshot.pd_paths)
     yield from _port_families(snapshot.nodes)
     pools = {"all": snapshot.cluster.total, **snapshot.cluster.roles}
@@ -355,4 +364,5 @@ def metric_names() -> set[str]:
     names |= {f"infertop_port_{s}" for s, _, _ in _PORT}
     names |= {f"infertop_monitor_{s}" for s, _, _ in _monitor_figures(MonitorHealthView())}
     names |= {"infertop_backend_behind_seconds", "infertop_backend_up"}
+    names |= {"infertop_detail_nodes", "infertop_detail_every_seconds"}
     return names

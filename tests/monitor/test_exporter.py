@@ -239,3 +239,21 @@ def test_the_monitors_own_lag_is_exported_as_its_own() -> None:
     assert {name for name, _ in got if name.startswith("infertop_monitor_")} <= metric_names()
     # the lag is the monitor's: no node's status moved for it
     assert got[("infertop_node_status", (("node", "decode-01"), ("role", "decode"), ("status", "ok")))] == 1.0
+
+
+def test_the_detail_read_is_exported() -> None:
+    """How much per-GPU detail a tick read through the prom source, and a rotated node's
+    per-GPU age; nothing where no prom source reads detail (unknown is absent)."""
+    from infertop.monitor.snapshot import DetailView
+
+    plain = samples_of(exposition(fed_snapshot()))
+    assert not any(name.startswith("infertop_detail_") or name == "infertop_node_gpus_age_seconds"
+                   for name, _ in plain)
+    base = fed_snapshot()
+    nodes = [n.model_copy(update={"gpus_age_s": 24.0}) if n.name == "decode-01" else n for n in base.nodes]
+    detail = DetailView(nodes=124, of=1250, every_s=30.0, wanted=40, note="detail for 124 of 1,250 …")
+    got = samples_of(exposition(base.model_copy(update={"detail": detail, "nodes": nodes})))
+    assert got[("infertop_detail_nodes", ())] == 124.0
+    assert got[("infertop_detail_every_seconds", ())] == 30.0
+    assert got[("infertop_node_gpus_age_seconds", (("node", "decode-01"), ("role", "decode")))] == 24.0
+    assert {name for name, _ in got if name.startswith("infertop_detail_")} <= metric_names()
