@@ -21,6 +21,7 @@ CONGESTED_SLOWDOWN = 8.0
 PAUSE_PER_S = 3000.0  # PFC pause frames each way on a congested node's eth0
 XMIT_WAIT_PER_S = 2e6  # IB ticks waited per second on a congested node's mlx5_0
 QUIET_PAUSE_PER_S = 0.02  # the odd pause frame of a healthy fabric
+ECN_PER_S = 800.0  # ECN-marked packets a second received on a congested node's eth0
 # vLLM 0.33 CacheConfig.metrics_info() of the demo's deployment (every value a string)
 CACHE_CONFIG: dict[str, str] = {
     "block_size": "64",
@@ -82,7 +83,7 @@ def xmit_wait_total(node: SimNode, port: str, now: float) -> float:
 
 
 def ethtool_families(node: SimNode, now: float) -> str:
-    """node_exporter's ethtool collector (--collector.ethtool) for eth0's pause counters:
+    """node_exporter's ethtool collector (--collector.ethtool) for eth0's pause and ECN counters:
     `node_ethtool_<stat>` with rx / tx written received / transmitted, untyped."""
     t = max(now - node.started_at, 0.0)
     rate = PAUSE_PER_S if congested(node) else QUIET_PAUSE_PER_S
@@ -91,6 +92,8 @@ def ethtool_families(node: SimNode, now: float) -> str:
         "tx_prio3_pause": round(rate * t * 0.8),
         "rx_pause_ctrl_phy": 0,
         "tx_pause_ctrl_phy": 0,
+        # mlx5e_sw_stats' ECN-marked packets received: marks rise where the fabric congests
+        "rx_ecn_mark": round((ECN_PER_S if congested(node) else 0.0) * t),
     }
     out = []
     for stat, value in stats.items():

@@ -16,7 +16,9 @@ are told beside that evidence; alone they raise nothing here (a port at line rat
 because its peers are down is link-starved's, links.py).
 
 Where the node is an end of the prefill → decode path, its KV transfers' mean duration
-is told beside its pool's, and counters the node does not read are named once.
+is told beside its pool's. A counter the node does not read is coverage's to say, once
+(coverage.congestion_counter_gaps; a gap every node shares is one finding), not this
+reason's.
 """
 
 from __future__ import annotations
@@ -54,10 +56,14 @@ KV_MEAN = "kv_transfer_mean_s"
 PD_ROLES = ("prefill", "decode")
 
 
-def signal_ports(node: NodeView) -> list[NicView]:
+def signal_nics(nics: Sequence[NicView]) -> list[NicView]:
     """The ports whose congestion counters count: every up port but loopback and bonds
     (RoCE pause frames are counted on the RDMA device's netdev, its CNPs on the RDMA port)."""
-    return [n for n in node.nics if n.up is not False and n.kind not in ("loopback", "bond")]
+    return [n for n in nics if n.up is not False and n.kind not in ("loopback", "bond")]
+
+
+def signal_ports(node: NodeView) -> list[NicView]:
+    return signal_nics(node.nics)
 
 
 def port_load(nic: NicView) -> float | None:
@@ -226,21 +232,6 @@ def _named(node: NodeView, pool: CongestionPool, th: Thresholds) -> tuple[
     return findings, [(nic, load) for nic, load in busy_ports(node, pool, th) if nic.name not in named]
 
 
-def unread(node: NodeView) -> list[str]:
-    """The RoCE congestion counters none of the node's ports reads (said once, in the
-    reason). An InfiniBand-only node has no pause frames, CNPs or ECN to read (credit
-    flow control): nothing is missing there."""
-    ports = signal_ports(node)
-    if not any(n.kind == "roce" or n.rx_pause_per_s is not None or n.tx_pause_per_s is not None
-               for n in ports):
-        return []
-    groups = (("pause", ("rx_pause_per_s", "tx_pause_per_s")),
-              ("CNP", ("cnp_sent_per_s", "cnp_handled_per_s")),
-              ("ECN", ("ecn_marked_per_s",)))
-    return [label for label, fields in groups
-            if not any(getattr(n, f) is not None for n in ports for f in fields)]
-
-
 def port_text(f: PortFinding) -> str:
     """"mlx5_2 xmit_wait 3.0M/s (pool 801.0/s), at 96 % of line rate"; "pause rx 20.0k/s
     (pool quiet)" where the pool's median is zero (`fmt_pool`)."""
@@ -273,9 +264,6 @@ def congested_condition(node: NodeView, pool: CongestionPool | None, th: Thresho
         median = pool.median(node, KV_MEAN)
         base = "" if median is None else f" (pool {median:.3g} s)"
         reason += f"; KV transfers {kv:.3g} s{base}"
-    missing = unread(node)
-    if missing:
-        reason += f"; not read here: {', '.join(missing)}"
     return Condition(CONGESTED, reason, "warning", node.cost_per_hour_usd,
                      evidence=tuple(congestion_evidence_rows(node, pool, th)))
 

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from infertop.collectors.sample import NodeSample
 from infertop.layouts.model import NodeConfig
+from infertop.monitor.evaluation.congestion import signal_nics
 from infertop.monitor.snapshot import CoverageGap, EngineView, GpuView, NicView
 
 GPUS = "gpus"
@@ -27,6 +28,7 @@ PORTS = "ports"
 PORT_SPEED = "port_speed"
 ENGINE = "engine"
 CLOCK_EVENTS = "clock_events"
+PAUSE, CNP, ECN = "pause", "cnp", "ecn"
 
 # what a source's `unseen` key is called in a reason ("ECC unknown: …")
 UNSEEN_LABELS: dict[str, str] = {
@@ -37,6 +39,21 @@ UNSEEN_LABELS: dict[str, str] = {
     "nic_errors": "port errors",
     "npu_link_speed": "NPU link speed",
     "npu_traffic": "NPU traffic",
+    PAUSE: "pause frames",
+    CNP: "CNP",
+    ECN: "ECN",
+}
+# the RoCE congestion counters the congested verdict reads, by coverage kind: (NicView
+# fields, why none is read — where each is served)
+CONGESTION_COUNTERS: dict[str, tuple[tuple[str, ...], str]] = {
+    PAUSE: (("rx_pause_per_s", "tx_pause_per_s"),
+            "no port reports PFC pause frames (ethtool rx/tx_prio<N>_pause: node_exporter's ethtool "
+            "collector, or the probe)"),
+    CNP: (("cnp_sent_per_s", "cnp_handled_per_s"),
+          "no port reports congestion notifications (mlx5 hw_counters np_cnp_sent, rp_cnp_handled: "
+          "the probe reads them, node_exporter's infiniband collector does not)"),
+    ECN: (("ecn_marked_per_s",),
+          "no port reports ECN-marked packets (ethtool rx_ecn_mark, hw_counters np_ecn_marked_roce_packets)"),
 }
 
 # a source's `unseen` keys that matter only where the layout expects accelerators / ports
@@ -154,6 +171,22 @@ def _port_gaps(
     return gaps
 
 
+def congestion_counter_gaps(nics: Sequence[NicView]) -> list[CoverageGap]:
+    """The RoCE congestion counters none of the node's ports reads, one gap each, so the
+    congested verdict's silence on them is said (once: a gap every peer shares is one
+    finding, shared_gaps.py), never shown as 0 or a bare "—". An InfiniBand-only node has
+    no pause frames, CNPs or ECN to read (credit flow control): nothing is missing there."""
+    ports = signal_nics(nics)
+    if not any(n.rx_bytes_per_s is not None or n.xmit_wait_per_s is not None for n in ports):
+        return []  # no port rate known yet (the first reading): nothing to say is unread
+    if not any(n.kind == "roce" or n.rx_pause_per_s is not None or n.tx_pause_per_s is not None
+               for n in ports):
+        return []
+    return [CoverageGap(kind=kind, detail=f"{UNSEEN_LABELS[kind]} unknown: {why}")
+            for kind, (fields, why) in CONGESTION_COUNTERS.items()
+            if not any(getattr(n, f) is not None for n in ports for f in fields)]
+
+
 def _engine_gaps(
     config: NodeConfig, latest: Sequence[NodeSample], engine: EngineView | None
 ) -> list[CoverageGap]:
@@ -185,7 +218,9 @@ def node_coverage(
     if config is None or not expects_anything(config):
         return []
     counts, clocks = _gpu_gaps(config, latest, gpus)
-    gaps = [*counts, *_port_gaps(config, latest, nics), *_engine_gaps(config, latest, engine), *clocks]
+    gaps = [*counts, *_port_gaps(config, latest, nics), *_engine_gaps(config, latest, engine), *clocks,
+            # not only ports the layout names: a port that reads pause frames says RoCE is used
+            *congestion_counter_gaps(nics)]
     seen = {g.kind for g in gaps}
     for key, reason in _unseen(latest).items():
         if key == CLOCK_EVENTS or key in seen:

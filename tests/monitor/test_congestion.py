@@ -66,7 +66,8 @@ def test_only_the_storming_node_is_congested_and_its_detail_names_ports_worst_fi
         "eth0 pause rx 20.0k/s (pool 0.02/s), pause tx 30.0k/s (pool 0.03/s), ECN marks 5.0k/s (pool quiet); "
         "mlx5_0 xmit_wait 2.0M/s (pool 801.0/s), at 96 % of line rate")
     assert "+1 more ports" in detail  # 5 ports well above baseline; a reason names four
-    assert detail.endswith("KV transfers 0.42 s (pool 0.018 s); not read here: CNP")
+    # a counter no port reads is coverage's to say, not the reason's
+    assert detail.endswith("KV transfers 0.42 s (pool 0.018 s)")
 
 
 def test_a_port_at_its_pools_baseline_is_never_congested() -> None:
@@ -130,3 +131,19 @@ def test_pause_frames_are_judged_and_told_per_priority() -> None:
     rows = {r.figure: r for r in congestion_evidence_rows(nodes[-1], congestion_pool(nodes), TH)}
     assert (rows["eth0 prio 3 pause rx"].value, rows["eth0 prio 3 pause rx"].median) == (2000.0, 0.0)
     assert "eth0 pause rx" not in rows  # the sum is not a second row beside its priorities
+
+
+def test_a_congestion_counter_no_port_reads_is_a_coverage_gap_said_once() -> None:
+    from infertop.monitor.evaluation.coverage import congestion_counter_gaps
+
+    # pause frames and ECN read on eth0, no CNP on any port: one gap, CNP
+    (gap,) = congestion_counter_gaps(ports())
+    assert gap.kind == "cnp" and gap.detail.startswith("CNP unknown: no port reports congestion notifications")
+    assert congestion_counter_gaps(ports(cnp=0.0)) == []  # read, and zero: known, not a gap
+    # an InfiniBand-only node has no RoCE counters to miss
+    ib = [NicView(name="mlx5_0", kind="infiniband", state="up", speed_gbps=400.0, xmit_wait_per_s=801.0)]
+    assert congestion_counter_gaps(ib) == []
+    # the first reading, before any rate is known, says nothing is unread
+    first = [n.model_copy(update={"rx_bytes_per_s": None, "xmit_wait_per_s": None, "rx_pause_per_s": None,
+                                  "tx_pause_per_s": None, "ecn_marked_per_s": None}) for n in ports()]
+    assert congestion_counter_gaps(first) == []

@@ -147,3 +147,15 @@ def test_a_restarts_dip_is_no_straggler() -> None:
     for frame in frames[cluster.RESTART_AT_TICK:]:
         dec1 = _nodes(frame)[RESTART_NODE]
         assert {v.kind for v in dec1.verdicts} == {"restarted"}
+
+
+def test_the_unread_cnp_counter_is_one_coverage_finding(frames: list[Snapshot]) -> None:
+    # no node's exporters serve CNPs (node_exporter reads no hw_counters): said once for
+    # the fleet, never a blind verdict on each row, nor words in the congested reason
+    last = frames[-1]
+    cnp = [s for s in last.cluster.shared_blind_spots if "cnp" in s.kinds]
+    assert len(cnp) == 1 and cnp[0].nodes == len(last.nodes), last.cluster.shared_blind_spots
+    assert "CNP unknown" in cnp[0].detail
+    assert not any(v.kind == "blind" for n in last.nodes for v in n.verdicts)
+    dec5 = _nodes(last)[STORM_NODE]
+    assert "CNP" not in next(v for v in dec5.verdicts if v.kind == "congested").detail
