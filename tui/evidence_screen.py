@@ -17,7 +17,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from infertop.monitor.format import UNKNOWN
+from infertop.monitor.format import UNKNOWN, fmt_si
 from infertop.monitor.snapshot import EvidenceView, NodeView, TrendView, VerdictView
 from infertop.tui.sections import SCROLL_BINDINGS, SectionKeys
 from infertop.tui.sparkline import sparkline
@@ -29,11 +29,15 @@ BOX_MAX_WIDTH = 100  # and never wider than the screen
 def _figure(value: float | None, unit: str, figure: str = "") -> str:
     """A figure with its unit, the unit not said twice: "32.9" under "decode steps/s"
     (not "32.9 /s"), "1" under "GPUs power-capped" (not "1 GPUs"); a rate's unit joins
-    the number ("0.2/s")."""
+    the number ("0.2/s"); "0.02 s" under "KV transfer mean"."""
     if value is None:
         return UNKNOWN
-    text = f"{value:,.0f}" if abs(value) >= 100 or value == int(value) else f"{value:,.1f}"
-    if not unit or unit in figure:
+    # below 100 by the one running-text rule: a small figure keeps its first digit (a
+    # 0.018 s transfer is "0.02 s", not "0.0")
+    text = f"{value:,.0f}" if abs(value) >= 100 or value == int(value) else fmt_si(value)
+    # the unit said by the figure's name as a word or its ending ("s" is no unit of
+    # "KV transfer mean" for being a letter of "transfer")
+    if not unit or unit in figure.split() or figure.endswith(unit):
         return text
     return f"{text}{unit}" if unit.startswith("/") else f"{text} {unit}"
 
