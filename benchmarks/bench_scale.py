@@ -13,6 +13,8 @@ shown stale / unreachable / in error (a replayed fleet has none).
 
     make bench-scale                                  # every size, rows into BENCHMARKS.md
     INFERTOP_BENCH_SCALE_NODES=1250 python -m benchmarks.bench_scale
+    # on a loaded machine: fewer ticks, a longer wait (s)
+    INFERTOP_BENCH_SCALE_TICKS=10 INFERTOP_BENCH_SCALE_TIMEOUT_S=3000 INFERTOP_BENCH_SCALE_NODES=1024 python -m …
     python -m benchmarks.prom_replay.profile_tick 1250 5 --profile OUT.pstats   # where it goes
 """
 
@@ -113,7 +115,9 @@ async def _run(layout_path: Path, ticks: int) -> dict[str, float | list[float] |
     try:
         # a loaded 2-core machine takes seconds a tick at 1,000 nodes and more
         slack_s = len(layout.nodes) * ticks * 0.05
-        await asyncio.wait_for(done.wait(), timeout=ticks * layout.cluster.interval_s * 6 + 120 + slack_s)
+        timeout_s = float(os.environ.get("INFERTOP_BENCH_SCALE_TIMEOUT_S", "0")) or (
+            ticks * layout.cluster.interval_s * 6 + 120 + slack_s)
+        await asyncio.wait_for(done.wait(), timeout=timeout_s)
     finally:
         await monitor.stop()
     steady = cpu_at[WARMUP:]
