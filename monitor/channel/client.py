@@ -16,17 +16,20 @@ import logging
 import os
 import socket
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from infertop.layouts.model import Layout
 from infertop.monitor.channel.paths import SOCKET_SUFFIX, reachable
 from infertop.monitor.channel.protocol import (
     MAX_FRAME_BYTES,
+    MAX_INTEREST_NODES,
     AskInfo,
     Info,
     MarkPhase,
     Refused,
     Reply,
+    ShowInterest,
     SnapshotFrame,
     StopMonitor,
     Subscribe,
@@ -266,7 +269,7 @@ class SocketFeed:
         await self._ended.wait()
         return self.end_reason or ""
 
-    def _send(self, command: MarkPhase | StopMonitor) -> None:
+    def _send(self, command: MarkPhase | StopMonitor | ShowInterest) -> None:
         if self._writer is None or self._writer.is_closing():
             raise ValueError("not connected to the monitor")
         self._next_id += 1
@@ -278,6 +281,12 @@ class SocketFeed:
         if phase not in PHASES:
             raise ValueError(f"unknown phase {phase!r}: expected one of {', '.join(PHASES)}")
         self._send(MarkPhase(phase=phase))
+
+    def show_interest(self, nodes: Sequence[str]) -> None:
+        """Tell the monitor which nodes this viewer shows now (a hint: no reply; dropped
+        while not connected)."""
+        with contextlib.suppress(ValueError):
+            self._send(ShowInterest(nodes=list(nodes)[:MAX_INTEREST_NODES]))
 
     def stop_monitor(self) -> None:
         """Ask the monitor itself to stop (its record closes)."""

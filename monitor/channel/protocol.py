@@ -9,6 +9,8 @@ Monitor → viewer:
 
 Viewer → monitor: `subscribe` (snapshots from now on, starting with the newest),
 `info`, `mark_phase` (`phase`), `stop`; each may carry an `id` that its reply repeats.
+`interest` (`nodes`: the nodes the viewer shows now) is a hint with no reply: their
+per-GPU detail is read every tick (collectors/sources/prom_detail.py).
 
 A snapshot crosses the wire as pydantic's own JSON, fields at their default left out, and
 is read back with pydantic, so the viewer's Snapshot equals the monitor's (non-finite
@@ -89,8 +91,20 @@ class StopMonitor(_Message):
     id: int | None = None
 
 
-Command = Annotated[Subscribe | AskInfo | MarkPhase | StopMonitor, Field(discriminator="type")]
-COMMAND: TypeAdapter[Subscribe | AskInfo | MarkPhase | StopMonitor] = TypeAdapter(Command)
+# the rows a screen shows: a few dozen; a line is at most MAX_COMMAND_BYTES anyway
+MAX_INTEREST_NODES = 512
+
+
+class ShowInterest(_Message):
+    type: Literal["interest"] = "interest"
+    id: int | None = None
+    nodes: list[Annotated[str, Field(max_length=256)]] = Field(
+        default_factory=list, max_length=MAX_INTEREST_NODES)
+
+
+AnyCommand = Subscribe | AskInfo | MarkPhase | StopMonitor | ShowInterest
+Command = Annotated[AnyCommand, Field(discriminator="type")]
+COMMAND: TypeAdapter[AnyCommand] = TypeAdapter(Command)
 
 
 def line(message: BaseModel) -> bytes:
@@ -116,6 +130,6 @@ def decode_server_line(raw: bytes) -> Info | SnapshotFrame | Reply | Refused:
     return SERVER_MESSAGE.validate_json(raw)
 
 
-def decode_command(raw: bytes) -> Subscribe | AskInfo | MarkPhase | StopMonitor:
+def decode_command(raw: bytes) -> AnyCommand:
     """One line from a viewer; pydantic.ValidationError (a ValueError) when malformed."""
     return COMMAND.validate_json(raw)

@@ -29,6 +29,7 @@ from infertop.monitor.channel.protocol import (
     MarkPhase,
     Refused,
     Reply,
+    ShowInterest,
     StopMonitor,
     Subscribe,
     decode_command,
@@ -67,6 +68,7 @@ class _Viewer:
         self.writer = writer
         self.subscribed = False
         self.frames_skipped = 0
+        self.in_view: frozenset[str] = frozenset()  # the nodes it shows (its `interest` hint)
         self._pending: bytes | None = None
         self._ready = asyncio.Event()
         self._pump: asyncio.Task[None] | None = None
@@ -263,9 +265,15 @@ class ChannelServer:
             pass
         finally:
             self._viewers.discard(viewer)
+            if viewer.in_view:
+                self._tell_in_view()
             if handler is not None:
                 self._handlers.discard(handler)
             viewer.close()
+
+    def _tell_in_view(self) -> None:
+        """The nodes any viewer shows now: their detail is read every tick."""
+        self.monitor.set_in_view(frozenset().union(*(v.in_view for v in self._viewers)))
 
     def _handle(self, viewer: _Viewer, raw: bytes) -> None:
         try:
@@ -286,6 +294,9 @@ class ChannelServer:
                 viewer.send(line(Reply(id=command.id, ok=False, detail=str(exc))))
             else:
                 viewer.send(line(Reply(id=command.id, ok=True, detail=f"phase {command.phase} marked")))
+        elif isinstance(command, ShowInterest):  # a hint: no reply
+            viewer.in_view = frozenset(command.nodes)
+            self._tell_in_view()
         elif isinstance(command, StopMonitor):
             viewer.send(line(Reply(id=command.id, ok=True, detail="stopping")))
             self.on_stop()

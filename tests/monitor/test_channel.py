@@ -269,3 +269,23 @@ async def test_a_viewer_that_floods_commands_and_never_reads_is_not_buffered(ser
     assert viewer.writer.transport.get_write_buffer_size() <= 1024 * 1024
     flood.close()
     assert isinstance(await asyncio.to_thread(call, served.server.path, AskInfo()), Info)
+
+
+async def test_viewers_tell_the_monitor_the_nodes_they_show(served: Served) -> None:
+    """The `interest` hint: the union of what every connected viewer shows reaches the
+    monitor (whose prom source reads their detail every tick); a viewer gone takes its
+    nodes with it."""
+    names = [n.name for n in served.monitor.latest.nodes] if served.monitor.latest else []
+    first = SocketFeed(served.monitor.layout, served.server.path)
+    second = SocketFeed(served.monitor.layout, served.server.path)
+    await first.connect(lambda s: None)
+    await second.connect(lambda s: None)
+    try:
+        first.show_interest(names[:2])
+        second.show_interest(names[1:3])
+        await until_async(lambda: served.monitor.in_view == set(names[:3]), 20, "both viewers' nodes")
+    finally:
+        await second.stop()
+    await until_async(lambda: served.monitor.in_view == set(names[:2]), 20, "the first viewer's nodes alone")
+    await first.stop()
+    await until_async(lambda: served.monitor.in_view == set(), 20, "no viewer, no nodes")
