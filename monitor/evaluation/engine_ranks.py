@@ -19,12 +19,12 @@ of the visible GPUs), else unknown.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from infertop.collectors.pages.draft_positions import position_key
-from infertop.collectors.sample import EngineRankSample, NodeSample
+from infertop.collectors.sample import EngineRankSample, EngineSample, NodeSample
 from infertop.layouts.model import Layout, NodeConfig
-from infertop.monitor.evaluation.figures import ENGINE_RATE_FIELDS, engine_view
+from infertop.monitor.evaluation.figures import ENGINE_RATE_FIELDS, engine_fields
 from infertop.monitor.evaluation.window_rates import Values, WindowRates
 from infertop.monitor.snapshot import EngineRankView, EngineView
 
@@ -33,6 +33,8 @@ LOCKSTEP_SPREAD = 0.05  # ranks within 5 % of each other's steps/s step in locks
 # the engine figures a rank carries: those of EngineRankView it shares with EngineView
 POSITION_FIELD = position_key(0)[1]
 RANK_FIGURES = tuple(sorted(set(EngineRankView.model_fields) & set(EngineView.model_fields)))
+# a figure engine_fields leaves out is EngineView's default (none is mutable: a copy is shared)
+_DEFAULTS = {f: EngineView.model_fields[f].get_default(call_default_factory=True) for f in RANK_FIGURES}
 
 
 def rank_counters(sample: NodeSample) -> Values:
@@ -122,24 +124,32 @@ def rank_views(
         return None
     if rates is None:
         rates = WindowRates(rank_counters).update(engines)
+    # each reading's ranks by key, once (not a search a rank and reading)
+    by_key = [(s.taken_at, {r.key: r.engine for r in (s.engine.ranks if s.engine else None) or ()})
+              for s in engines]
     views = []
     for position, rank in enumerate(engines[-1].engine.ranks):
-        window = []
-        for s in engines:
-            found = next((r for r in (s.engine.ranks or ()) if r.key == rank.key), None) if s.engine else None
-            if found is not None:
-                # the rank's engine in the node sample's place: shallow, the parts are shared
-                window.append(s.model_copy(update={"engine": found.engine}))
-        view = engine_view(window, now, cast(WindowRates, _RankRates(rates, rank.key)))
-        if view is None:
+        # the rank's engine in the node sample's place
+        window = [RankReading(at, found) for at, ranks in by_key
+                  if (found := ranks.get(rank.key)) is not None]
+        made = engine_fields(window, now, cast(WindowRates, _RankRates(rates, rank.key)))
+        if made is None:
             continue
         gpus, gpus_from = rank_gpus(rank, position, node_gpus, tp, len(engines[-1].engine.ranks))
-        figures = {f: getattr(view, f) for f in RANK_FIGURES}
+        # the fields as engine_view has them, unvalidated: computed here, of the same types
+        figures = {f: made[0].get(f, _DEFAULTS[f]) for f in RANK_FIGURES}
         views.append(EngineRankView.model_construct(
             **figures, key=rank.key, dp_rank=rank.dp_rank, gpus=gpus, gpus_from=gpus_from,
             label=rank_label(rank, gpus),
         ))
     return views or None
+
+
+class RankReading(NamedTuple):
+    """One rank's engine at one reading: what `engine_fields` reads of a node sample."""
+
+    taken_at: float
+    engine: EngineSample | None
 
 
 def _busy(rank: EngineRankView) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol, cast
 
 from pydantic import BaseModel
 
@@ -288,8 +288,20 @@ def nic_views(
     return views
 
 
+class EngineReading(Protocol):
+    """What the engine figures read of a sample: when it was taken and the engine — a
+    node's (`NodeSample`), or one data-parallel rank's in the node sample's place
+    (`engine_ranks.RankReading`: no copy of the node sample a rank and reading)."""
+
+    @property
+    def taken_at(self) -> float: ...
+
+    @property
+    def engine(self) -> EngineSample | None: ...
+
+
 def engine_view(
-    samples: Sequence[NodeSample], now: float, rates: WindowRates | None = None
+    samples: Sequence[EngineReading], now: float, rates: WindowRates | None = None
 ) -> EngineView | None:
     """The engine's figures over the window as a view (`engine_fields`); None without any."""
     made = engine_fields(samples, now, rates)
@@ -297,7 +309,7 @@ def engine_view(
 
 
 def engine_fields(
-    samples: Sequence[NodeSample], now: float, rates: WindowRates | None = None
+    samples: Sequence[EngineReading], now: float, rates: WindowRates | None = None
 ) -> tuple[dict[str, Any], LatencyWindow] | None:
     """The engine's figures over the window (`samples`: the node's engine window, oldest
     first), as `EngineView` fields, so that a node's view is built once with the rest
@@ -309,7 +321,9 @@ def engine_fields(
     latest_at, latest = engines[-1].taken_at, engines[-1].engine
     assert latest is not None
     # `rates`, when given, is already over these samples (`RateCache.rates`)
-    rate = (WindowRates(engine_counters, counter_trust).update(engines) if rates is None else rates).rate
+    if rates is None:
+        rates = WindowRates(engine_counters, counter_trust).update(cast(Sequence[NodeSample], engines))
+    rate = rates.rate
 
     # all rates share one Δt, so their ratios are ratios of the deltas
     accepted = rate("accepted_tokens_total")
@@ -355,7 +369,7 @@ def engine_fields(
     ), window
 
 
-def window_edges(engines: Sequence[NodeSample]) -> dict[str, float | None]:
+def window_edges(engines: Sequence[EngineReading]) -> dict[str, float | None]:
     """Which readings bound the window's figures (`engines`: samples with an engine, oldest
     first): the first and the last, and for a log the stamps of the newest throughput line
     each had seen — its figures cover the lines after the one and through the other."""
@@ -400,7 +414,7 @@ def _rate_ratio(rate: Callable[[str], float | None], num: str, den: str) -> floa
 NO_LATENCY_READING = "no latency reading in this window"
 
 
-def latency_window(engines: Sequence[NodeSample]) -> LatencyWindow:
+def latency_window(engines: Sequence[EngineReading]) -> LatencyWindow:
     """The window's bucket increases of each latency the engine publishes (`engines`:
     samples with an engine, oldest first), the KV transfer time's too (the P→D path's
     percentiles, pd_path.py); empty without two readings of any."""
@@ -414,7 +428,7 @@ def latency_window(engines: Sequence[NodeSample]) -> LatencyWindow:
 
 
 def scoreboard_figures(
-    engines: Sequence[NodeSample], rate: Callable[[str], float | None], window: LatencyWindow
+    engines: Sequence[EngineReading], rate: Callable[[str], float | None], window: LatencyWindow
 ) -> dict[str, Any]:
     """The scoreboard's engine figures over the window (`engines`: samples with an engine,
     oldest first; `rate`: the window's counter rates; `window`: `latency_window(engines)`)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
@@ -28,6 +29,7 @@ LatencyWindow = dict[str, Buckets]
 LATENCIES = ("ttft", "itl", "e2e", "queue")
 PERCENTILES = (("p50", 0.50), ("p99", 0.99))
 _LE = itemgetter(0)
+_COUNT = itemgetter(1)
 
 
 @dataclass(frozen=True)
@@ -70,11 +72,13 @@ def window_increase(series: Sequence[Buckets | None]) -> Buckets | None:
             return None
     first = run[0]
     totals = [r[-1][1] for r in run]
-    if all(b >= a for a, b in itertools.pairwise(totals)):
-        out = tuple((le, c - c0) for (le, c), (_, c0) in zip(last, first, strict=True))
-        if any(c < 0 for _, c in out):
+    if all(map(operator.le, totals, itertools.islice(totals, 1, None))):
+        # ~5,000 histograms a tick at 128 nodes of 8 engines: each bucket's increase by
+        # map over the counts (no Python frame a bucket)
+        counts = list(map(operator.sub, map(_COUNT, last), map(_COUNT, first)))
+        if min(counts) < 0:
             return None  # a bucket fell while the total rose: not a histogram to trust
-        return out
+        return tuple(zip(bounds, counts, strict=True))
     # a restart within the window: add up each step, a fall counting from zero
     counts = [0.0] * len(last)
     for prev, cur in itertools.pairwise(run):
