@@ -28,6 +28,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from infertop.collectors.bounds import whole
@@ -565,24 +566,41 @@ def by_position(by_sub: Mapping[tuple[str, ...], float | None] | None) -> tuple[
     return accepted_by_position(({POSITION_LABEL: sub[-1]}, v) for sub, v in by_sub.items() if v is not None)
 
 
-def _label_sets(fig: Mapping[str, Mapping[tuple[str, ...], float | None]], key: str) -> list[dict[str, str]]:
-    return [dict(pair.partition("=")[::2] for pair in sub) for sub in fig.get(key) or ()]
+# a node's settings from its info gauges' labels, kept by those labels: they change when an
+# engine restarts with other settings, not from tick to tick (issue 48: every node, every
+# tick, ~5 % of a 1,250-node tick). Room for the largest fleet measured, several times over.
+SETTINGS_CACHE_NODES = 16_384
+_INFO_KEYS = tuple(f"{LABELS_KEY}{gauge}" for gauge in INFO_GAUGES)
+
+LabelSets = tuple[tuple[str, ...], ...]  # a query's series for one node: each a sub-key of "label=value"
+
+
+def _label_dicts(subs: Iterable[tuple[str, ...]]) -> list[dict[str, str]]:
+    return [dict(pair.partition("=")[::2] for pair in sub) for sub in subs]
+
+
+@lru_cache(maxsize=SETTINGS_CACHE_NODES)
+def _label_settings(base: LabelSets, info: tuple[LabelSets, ...]) -> tuple[tuple[str, str], ...] | None:
+    """`settings_from_labels` over one node's info series (`info`: each of INFO_GAUGES's),
+    the labels of its engines' own series (`base`) left out as Prometheus's."""
+    target_labels = {label for labels in _label_dicts(base) for label in labels}
+    settings = settings_from_labels(
+        ((prefix, labels) for prefix, subs in zip(INFO_GAUGES.values(), info, strict=True)
+         for labels in _label_dicts(subs)),
+        target_labels,
+    )
+    return None if settings is None else tuple(settings.items())
 
 
 def _info_fields(fig: Mapping[str, Mapping[tuple[str, ...], float | None]]) -> dict[str, Any]:
     """EngineSample settings and health from the info and health gauges' queries; the
     settings only where the engine's own series show which labels are Prometheus's."""
     out: dict[str, Any] = {}
-    base = _label_sets(fig, LABELS_BASE)
+    base = tuple(fig.get(LABELS_BASE) or ())
     if base:
-        target_labels = {label for labels in base for label in labels}
-        settings = settings_from_labels(
-            ((prefix, labels) for gauge, prefix in INFO_GAUGES.items()
-             for labels in _label_sets(fig, f"{LABELS_KEY}{gauge}")),
-            target_labels,
-        )
+        settings = _label_settings(base, tuple(tuple(fig.get(key) or ()) for key in _INFO_KEYS))
         if settings is not None:
-            out["settings"] = settings
+            out["settings"] = dict(settings)
     from_values = settings_from_values(
         (setting, value) for gauge, setting in VALUE_SETTINGS.items()
         for value in (fig.get(f"{LABELS_KEY}{gauge}") or {}).values() if value is not None
