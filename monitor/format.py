@@ -19,14 +19,14 @@ def inert_text(value: object, max_len: int = 200) -> str:
 
 
 def fmt_num(value: float | None, digits: int = 1, unit: str = "") -> str:
-    if value is None:
-        return UNKNOWN
-    return f"{value:,.{digits}f}{unit}"
+    """A figure in full, with `digits` decimals and separators: the one rule's most
+    precise form (`figure_forms`), for text that has the room."""
+    return figure_forms(value, digits, unit)[0]
 
 
 def fmt_pct(fraction: float | None, digits: int = 0) -> str:
     """A 0–1 fraction as a percentage."""
-    return UNKNOWN if fraction is None else f"{fraction * 100:.{digits}f}%"
+    return UNKNOWN if fraction is None else figure_forms(fraction * 100, digits, "%")[0].replace(",", "")
 
 
 def fmt_bytes(n: float | None) -> str:
@@ -70,7 +70,8 @@ def fmt_rate_gbps(bytes_per_s: float | None) -> str:
 
 
 def fmt_usd(value: float | None, digits: int = 2) -> str:
-    return UNKNOWN if value is None else f"${value:,.{digits}f}"
+    """Dollars in full ("$1,354.50", "-$3.00"): the one rule's most precise form."""
+    return figure_forms(value, digits, money=True)[0]
 
 
 def fmt_usd_short(value: float | None, max_chars: int = 6) -> str:
@@ -233,6 +234,24 @@ def fit_figure(value: float | None, width: int, digits: int = 1, unit: str = "",
     """`value` written to fit `width` characters by the one rule (`figure_forms`),
     None when it cannot: the caller leaves the column out and says so."""
     return fit_forms(figure_forms(value, digits, unit, money), width)
+
+
+def fmt_exact(value: float | None, unit: str = "", digits: int = 3) -> str:
+    """A rated figure written exactly, with no decimals it lacks ("400 Gb/s", "2.5 Gb/s"):
+    the shortest of the one rule's forms (`figure_forms`) that is still `value` itself."""
+    forms = figure_forms(value, digits, unit)
+    if value is None:
+        return forms[0]
+    exact = [f for f in forms if f.endswith(unit) and _is(f.removesuffix(unit), value)]
+    return min(exact, key=len) if exact else forms[0]
+
+
+def _is(number: str, value: float) -> bool:
+    plain = number.lstrip("-").replace(",", "")
+    try:
+        return float(plain) == abs(value)
+    except ValueError:
+        return False
 
 
 def detail_forms(nodes: int, of: int, every_s: float | None) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ from infertop.monitor.format import (
     UNKNOWN,
     fmt_age,
     fmt_bytes_pair,
+    fmt_exact,
     fmt_num,
     fmt_pct,
     fmt_power_w,
@@ -160,12 +161,12 @@ def nic_row(nic: NicView) -> tuple[Text, ...]:
     if (nic.speed_gbps is None or up is False) and nic.expected_gbps is None:
         speed = _r(UNKNOWN)
     elif nic.expected_gbps is None:
-        speed = _r(f"{nic.speed_gbps:g} Gb/s")
+        speed = _r(fmt_exact(nic.speed_gbps, " Gb/s"))
     else:
         # a port that is not up carries no traffic at any speed: its rated speed would
         # read as a healthy 400/400
-        have = UNKNOWN if nic.speed_gbps is None or up is False else f"{nic.speed_gbps:g}"
-        speed = _r(f"{have}/{nic.expected_gbps:g} Gb/s", TROUBLE if nic.slow or up is False else "")
+        have = UNKNOWN if nic.speed_gbps is None or up is False else fmt_exact(nic.speed_gbps)
+        speed = _r(f"{have}/{fmt_exact(nic.expected_gbps)} Gb/s", TROUBLE if nic.slow or up is False else "")
     bond = _l("")
     if nic.members is not None:
         members_up = UNKNOWN if nic.members_up is None else str(nic.members_up)

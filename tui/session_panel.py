@@ -21,6 +21,7 @@ from infertop.monitor.evaluation.phases import PHASES
 from infertop.monitor.format import (
     fmt_clock,
     fmt_num,
+    fmt_pct,
     fmt_span,
     fmt_usd,
     reservation_words,
@@ -53,9 +54,9 @@ def breakeven_lines(s: SessionView) -> list[Text]:
         return []
     needed = s.breakeven_output_tokens_per_s
     now = s.accepted_tokens_per_s
-    share = "" if now is None or needed <= 0 else f" ({now / needed:.1%} of it)"
+    share = "" if now is None or needed <= 0 else f" ({fmt_pct(now / needed, 1)} of it)"
     lines = [Text.assemble(
-        ("break-even ", "grey70"), (f"{needed:,.0f} output tok/s", "bold"),
+        ("break-even ", "grey70"), (f"{fmt_num(needed, 0)} output tok/s", "bold"),
         (f"  {s.price_window} at {fmt_usd(s.api_output_usd_per_million)}/1M until ", "grey70"),
         fmt_clock(s.price_window_flips_at),
         ("  now ", "grey70"), (f"{fmt_num(now, 0)} tok/s{share}",
@@ -65,7 +66,7 @@ def breakeven_lines(s: SessionView) -> list[Text]:
     bought = api_output_tokens_for(day_usd, s.api_output_usd_per_million)
     if day_usd is not None and bought is not None:
         lines.append(Text(
-            f"{fmt_usd(day_usd, 0)} a day buys {bought / 1e9:,.1f} billion output tokens "
+            f"{fmt_usd(day_usd, 0)} a day buys {fmt_num(bought / 1e9, 1)} billion output tokens "
             f"{s.price_window} from the API", style="grey70",
         ))
     return lines
@@ -255,7 +256,7 @@ def stretch_goodput_line(s: SessionView, stretch: str | None) -> Text | None:
             return None
         return Text.assemble(("session within SLO ", "grey70"), "—", *words,
                              (f"  ({s.span_goodput_note})", "yellow"))
-    share = _range(f"{low * 100:.1f}", f"{high * 100:.1f}") + " %"
+    share = _range(fmt_num(low * 100, 1), fmt_num(high * 100, 1)) + " %"
     dear = s.span_usd_per_million_good_tokens_high
     cost = _range(fmt_usd(s.span_usd_per_million_good_tokens_low, 3),
                   fmt_usd(dear, 3) if dear is not None else "no bound")
@@ -271,7 +272,7 @@ def goodput_line(s: SessionView) -> Text | None:
     and $/1M good tokens beside the plain $/1M now; None without [slo] figures."""
     if s.goodput_share_low is None or s.goodput_share_high is None:
         return None
-    share = _range(f"{s.goodput_share_low * 100:.1f}", f"{s.goodput_share_high * 100:.1f}") + " %"
+    share = _range(fmt_num(s.goodput_share_low * 100, 1), fmt_num(s.goodput_share_high * 100, 1)) + " %"
     high = s.usd_per_million_good_tokens_high
     dearest = fmt_usd(high, 3) if high is not None else "no bound"
     cost = _range(fmt_usd(s.usd_per_million_good_tokens_low, 3), dearest)

@@ -16,18 +16,22 @@ from __future__ import annotations
 import re
 
 import pytest
-from textual.widgets import Footer
+from textual.widget import Widget
+from textual.widgets import Footer, Static
 
 from infertop.monitor.evaluation.verdicts import hunt_order
 from infertop.monitor.snapshot import NodeView, Snapshot
 from infertop.tui.app import InfertopApp
 from infertop.tui.columns import COLUMNS
 from infertop.tui.evidence_screen import EvidenceScreen
+from infertop.tui.header import HeaderBar
 from infertop.tui.help_screen import HelpScreen
 from infertop.tui.hunt_list import HuntList
 from infertop.tui.node_screen import NodeScreen
 from infertop.tui.row_table import FigureText, RowTable
 from infertop.tui.scoreboard_screen import ScoreboardScreen
+from infertop.tui.session_panel import SessionPanel
+from infertop.tui.text_lines import TextLines
 from infertop.tui.timeline_screen import TimelineScreen
 from tests.support.demo_frames import DemoFramesFeed
 from tests.support.tui_helpers import screen_text, wait_for
@@ -262,3 +266,98 @@ async def test_every_section_is_reached_by_keys_alone(size: tuple[int, int]) -> 
         help_text = screen_text(app)
         assert help_text.index("scoreboard") < help_text.index("everywhere")
         assert "Jump to the next section" in help_text and "PgDn" in help_text
+
+
+# -- the text blocks: header, session panel, node screen --------------------------------
+TEXT_SIZES = [(80, 24), (120, 36), (160, 45)]
+_SCIENTIFIC = re.compile(r"\d[eE][+-]?\d")
+
+
+def block_text(widget) -> str:  # type: ignore[no-untyped-def]
+    """The whole text a block holds (before the terminal's width cuts or wraps it)."""
+    if isinstance(widget, TextLines):
+        return "\n".join(line.plain for line in widget.lines)
+    content = widget.render()
+    return content.plain if hasattr(content, "plain") else str(content)
+
+
+def assert_block_true(app: InfertopApp, widget, where: str) -> str:  # type: ignore[no-untyped-def]
+    """Every row of `widget` on screen is a piece of its own text, or a piece cut with
+    "…"; no figure in it is written in scientific notation. Its whole text, returned."""
+    whole = block_text(widget)
+    assert not _SCIENTIFIC.search(whole), (where, whole)
+    flat = " ".join(whole.split())
+    lines = screen_text(app).splitlines()
+    clip = widget.region.intersection(app.screen.region)
+    for parent in widget.ancestors:  # what a scrolling parent shows of it
+        if isinstance(parent, Widget) and parent.is_scrollable and parent.region.area:
+            clip = clip.intersection(parent.region)
+    for y in range(clip.y, clip.bottom):
+        drawn = " ".join(lines[y][clip.x:clip.right].split())
+        if not drawn:
+            continue
+        if drawn.endswith("…"):
+            assert drawn[:-1].rstrip() in flat, (where, y, drawn, whole)
+            continue
+        # whole words: a row that stops inside a word ("$84.6" of "$84.66/h") was cut
+        assert re.search(r"(^|\s)" + re.escape(drawn) + r"(\s|$)", flat), (where, y, drawn, whole)
+    return whole
+
+
+def assert_figure(text: str, label: str, value: float | None, where: str) -> None:
+    """The figure after `label` in `text` is `value` at the precision it is written with."""
+    match = re.search(re.escape(label) + r"\s*(-?\$?[\d,]+(?:\.\d+)?[kMGT]?)", text)
+    assert match is not None or value is None, (where, label, text)
+    if match is None or value is None:
+        return
+    got, half_step = read_back(match[1])
+    assert abs(got - abs(value)) <= half_step * 1.0001, (where, label, match[1], value)
+
+
+@pytest.mark.parametrize("size", TEXT_SIZES, ids=[f"{w}x{h}" for w, h in TEXT_SIZES])
+async def test_text_blocks_draw_the_snapshots_figures_whole(size: tuple[int, int]) -> None:
+    """The header, the session panel and the node screen's text blocks: each row drawn is
+    the block's own text or cut with "…", every figure the snapshot's own at the
+    precision shown, never "e+" (issue 47: those blocks used their own formats)."""
+    feed = DemoFramesFeed(16)
+    frame = feed.frames[-1]
+    session = frame.session
+    app = InfertopApp(feed)
+    async with app.run_test(size=size) as pilot:
+        await wait_for(pilot, lambda: app.overview.snapshot is frame)
+        await pilot.pause()
+        header = assert_block_true(app, app.screen.query_one(HeaderBar), f"header {size}")
+        assert_figure(header, "spend", session.spend_usd, f"header {size}")
+        panels = list(app.screen.query(SessionPanel))
+        for panel in panels:
+            if panel.display:
+                text = assert_block_true(app, panel.body, f"session panel {size}")
+                assert_figure(text, "spend", session.spend_usd, f"session panel {size}")
+                assert_figure(text, "at", session.cost_per_hour_usd, f"session panel {size}")
+                assert_figure(text, "idle", session.idle_spend_usd, f"session panel {size}")
+
+        node = first_flagged(frame)
+        app.open_node(node.name)
+        await wait_for(pilot, lambda: isinstance(app.screen, NodeScreen) and app.screen.snapshot is frame)
+        screen = app.screen
+        assert isinstance(screen, NodeScreen)
+        body = screen.scroll_body
+        blocks = [w for w in screen.query(Static) if w.display and not isinstance(w, RowTable)]
+        texts: dict[str, str] = {}
+        for _ in range(40):  # every block, scrolled into view page by page
+            await pilot.pause()
+            for block in blocks:
+                if block.region.area:
+                    texts[block.id or str(block)] = assert_block_true(app, block, f"node screen {size}")
+            if body.scroll_y >= body.max_scroll_y:
+                break
+            await pilot.press("pagedown")
+        assert "engine" in texts and "node-title" in texts, texts.keys()
+        cost = re.search(r"\$[\d,]+(?:\.\d+)?[kMGT]?(?=/h)", texts["node-title"])
+        assert cost is not None, texts["node-title"]
+        assert_figure(cost[0], "", node.cost_per_hour_usd, f"node title {size}")
+        engine = node.engine
+        if engine is not None:
+            assert_figure(texts["engine"], "decode steps/s", engine.decode_steps_per_s, f"engine {size}")
+            assert_figure(texts["engine"], "tokens/s accepted", engine.accepted_tokens_per_s, f"engine {size}")
+            assert_figure(texts["engine"], "requests running", engine.requests_running, f"engine {size}")
