@@ -14,7 +14,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Static
 
-from infertop.monitor.format import fmt_duration
+from infertop.monitor.format import fmt_duration, fmt_exact, fmt_pct
 from infertop.monitor.record.replay import ReplayFeed
 from infertop.monitor.snapshot import TimelineEventView
 from infertop.tui.alerts import AlertsOff
@@ -33,8 +33,9 @@ def progress_bar(fraction: float, width: int = BAR_WIDTH) -> Text:
     return Text("━" * done, style="cyan") + Text("─" * (width - done), style="grey50")
 
 
-def replay_bar_text(feed: ReplayFeed, width: int = BAR_WIDTH) -> Text:
-    """One line: state, elapsed / total, progress bar, recorded time, frame n/N."""
+def replay_bar_text(feed: ReplayFeed, width: int = BAR_WIDTH, dated: bool = True) -> Text:
+    """One line: state, elapsed / total, progress bar, recorded time (its date left out
+    where `dated` is false: a narrow terminal), frame n/N."""
     ticks = feed.recording.ticks
     first, last = ticks[0].at, ticks[-1].at
     if feed.paused:
@@ -42,14 +43,15 @@ def replay_bar_text(feed: ReplayFeed, width: int = BAR_WIDTH) -> Text:
     elif feed.index >= len(ticks):
         state = Text(" ■ ENDED ", style="reverse grey70")
     else:
-        state = Text(f" ▶ PLAYING ×{feed.speed:g} ", style="bold green")
-    recorded = datetime.fromtimestamp(feed.position_at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        state = Text(f" ▶ PLAYING ×{fmt_exact(feed.speed)} ", style="bold green")
+    clock = "%Y-%m-%d %H:%M:%S UTC" if dated else "%H:%M:%S UTC"
+    recorded = datetime.fromtimestamp(feed.position_at, UTC).strftime(clock)
     unreadable = len(feed.recording.unreadable_snapshots)
     return Text.assemble(
         state,
         f" {fmt_duration(feed.position_at - first)}/{fmt_duration(last - first)} ",
         progress_bar(feed.progress(), width),
-        f" {feed.progress():.0%}",
+        f" {fmt_pct(feed.progress())}",
         ("  at ", "grey70"), recorded,
         ("  frame ", "grey70"), f"{max(feed.index, 1)}/{len(ticks)}",
         (f"  {unreadable} unreadable", "yellow") if unreadable else "",
@@ -69,11 +71,17 @@ class ReplayBar(Static):
         self.show()
 
     def show(self) -> None:
-        # the progress bar takes what the rest of the line leaves (6 to 40 cells), so the
-        # recorded time still fits at 80 columns
-        rest = replay_bar_text(self.feed, 0).cell_len
-        room = (self.size.width or 78) - rest - 1  # the content width (padding excluded)
-        self.update(replay_bar_text(self.feed, max(6, min(40, room))))
+        # the progress bar takes what the rest of the line leaves (6 to 40 cells); where
+        # that is too little the recorded time goes without its date, and only then is
+        # the line cut, with "…" (at 80 columns "frame n/N" was cut with no mark)
+        width = self.size.width or 78  # the content width (padding excluded)
+        for dated in (True, False):
+            room = width - replay_bar_text(self.feed, 0, dated).cell_len - 1
+            if room >= 6 or not dated:
+                break
+        text = replay_bar_text(self.feed, max(6, min(40, room)), dated)
+        text.no_wrap, text.overflow = True, "ellipsis"
+        self.update(text)
 
 
 class ReplayApp(InfertopApp):

@@ -4,6 +4,7 @@ pause and seek — through Textual's Pilot over the real Monitor and a real reco
 from __future__ import annotations
 
 import datetime as dt
+import re
 import sqlite3
 from pathlib import Path
 
@@ -297,3 +298,19 @@ def test_record_tick_line_says_the_same_budget_words() -> None:
     frame = FrozenFeed(specs(), ticks=3, budget_usd=2.0).frames[-1]
     assert f"budget {frame.session.budget_label}" in tick_line(frame)
     assert "over by $" in tick_line(frame) and "100%" not in tick_line(frame)
+
+
+async def test_replay_bar_fits_80_columns_whole(tmp_path: Path) -> None:
+    """At 80 columns the bar's "frame n/N" was cut with no mark: the recorded time drops
+    its date first, and the line is whole (or ends in "…")."""
+    path, frames = make_recording(tmp_path)
+    feed = ReplayFeed.open(path, speed=0.5)
+    app = ReplayApp(feed)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.latest_snapshot == frames[0])
+        await pilot.press("space")
+        await pilot.pause()
+        bar = app.query_one("#replay-bar")
+        line = screen_text(app).splitlines()[bar.region.y].rstrip()
+        assert re.search(rf"frame \d+/{len(frames)}$", line), line
+        assert "PAUSED" in line and "UTC" in line
