@@ -133,7 +133,11 @@ def fmt_latency(value_s: float | None, bounds: tuple[float, float | None] | None
         return UNKNOWN
 
     def show(x: float, scale: float) -> str:
-        return f"{x * scale:,.4g}"
+        # four significant digits, never "1.235e+04": whole units from 1,000 up
+        v = x * scale
+        if abs(v) >= 1000:
+            return f"{v:,.0f}"
+        return fmt_si(v) if 0 < abs(v) < 0.001 else f"{v:.4g}"
 
     # the value's unit for the bounds too: "800 ms (750–1,000)"
     scale, unit = (1e3, " ms") if value_s < 1 else (1.0, " s")
@@ -260,7 +264,7 @@ def detail_forms(nodes: int, of: int, every_s: float | None) -> tuple[str, ...]:
     1,250 nodes this tick; every node within 30 s"."""
     if every_s is None:
         return (f"detail for all {of:,} nodes every tick", f"detail all {of:,} nodes", "detail all")
-    bound = f"{every_s:g} s"
+    bound = fmt_exact(every_s, " s")
     return (f"detail for {nodes:,} of {of:,} nodes this tick; every node within {bound}",
             f"detail {nodes:,} of {of:,} nodes, every node within {bound}",
             f"detail {nodes:,}/{of:,}, all ≤ {bound}",

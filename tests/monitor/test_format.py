@@ -104,3 +104,32 @@ def test_every_form_is_the_figure_at_its_precision(value: float, digits: int, mo
         parsed, half_step = parse_figure(form.lstrip("-"))
         assert abs(parsed - abs(value)) <= half_step * 1.0001 + 1e-9, (value, form)
     assert "e+" not in fmt_si(value) and "e-" not in fmt_si(value)
+
+
+from infertop.monitor.format import detail_forms, fmt_exact, fmt_latency, fmt_num, fmt_pct, fmt_usd  # noqa: E402
+
+
+@pytest.mark.parametrize(("value", "unit", "shown"), [
+    (400.0, " Gb/s", "400 Gb/s"), (2.5, "", "2.5"), (25, "", "25"), (0.125, "", "0.125"),
+    (1_000_000.0, " s", "1,000,000 s"), (None, "", "—"), (-3.0, "", "-3"),
+])
+def test_fmt_exact_writes_a_rated_figure_exactly(value: float | None, unit: str, shown: str) -> None:
+    assert fmt_exact(value, unit) == shown
+
+
+@pytest.mark.parametrize(("value_s", "bounds", "shown"), [
+    (0.038, (0.025, 0.05), "38 ms (25–50)"), (12_345.6, None, "12,346 s"),
+    (0.0000004, None, "0.0004 ms"), (80.0, (80.0, None), "> 80 s"),
+])
+def test_fmt_latency_is_never_scientific(value_s: float, bounds: tuple[float, float | None] | None,
+                                         shown: str) -> None:
+    assert fmt_latency(value_s, bounds) == shown
+
+
+def test_full_figures_are_the_rules_most_precise_form() -> None:
+    """fmt_num, fmt_usd and fmt_pct are the one rule's first form, not a second format."""
+    for value in (5400.0, -3.0, 0.04, 84.66, 1_354.5, 2e6):
+        assert fmt_num(value, 1, "/s") == figure_forms(value, 1, "/s")[0]
+        assert fmt_usd(value) == figure_forms(value, 2, money=True)[0]
+    assert fmt_usd(-3.0) == "-$3.00" and fmt_pct(0.153, 1) == "15.3%" and fmt_pct(12.5) == "1250%"
+    assert "e+" not in " ".join(detail_forms(3, 1250, 1e6))
