@@ -9,7 +9,10 @@ spans that differ (`Widget.refresh(Region)`, public API), and the terminal gets 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from rich.cells import cell_len
+from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
@@ -52,3 +55,38 @@ def changed_end(old: Strip | None, new: Strip, width: int) -> int:
             continue
         break
     return end
+
+
+def _blank_look(style: Style | None) -> object:
+    """What a cell of spaces shows under `style`: its background and the lines drawn
+    through it; colour, bold, dim and italic of a space are invisible (reversed, the
+    colour is the background: the whole style counts)."""
+    if style is None or style.reverse:
+        return style
+    return (style.bgcolor, style.underline, style.underline2, style.strike, style.overline,
+            style.blink, style.blink2, style.link)
+
+
+def join_runs(segments: Iterable[Segment]) -> list[Segment]:
+    """Segments that look the same drawn as fewer: a run of one style is one segment, and
+    spaces between figures take the style of the figure beside them when they would look
+    the same (bold spaces are spaces). Textual writes each segment with its whole colour
+    code and a reset, so on a table row of bold figures and plain gaps the codes were
+    half the bytes the terminal received."""
+    out: list[Segment] = []
+    for segment in segments:
+        if out and not segment.control and not out[-1].control:
+            last = out[-1]
+            if last.style == segment.style:
+                out[-1] = Segment(last.text + segment.text, last.style)
+                continue
+            look = _blank_look(segment.style)
+            if look == _blank_look(last.style):
+                if not segment.text.strip(" "):  # spaces after: they take the last style
+                    out[-1] = Segment(last.text + segment.text, last.style)
+                    continue
+                if not last.text.strip(" "):  # spaces before: they take this one's
+                    out[-1] = Segment(last.text + segment.text, segment.style)
+                    continue
+        out.append(segment)
+    return out

@@ -43,7 +43,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from infertop.monitor.format import fit_forms
-from infertop.tui.line_diff import changed_end
+from infertop.tui.line_diff import changed_end, join_runs
 
 Cells = tuple[Text, ...]
 RowMaker = Callable[[], Sequence[Text]]  # makes a row's cells when the row is drawn
@@ -698,16 +698,13 @@ class RowTable(ScrollView, can_focus=True):
 
     @staticmethod
     def _join(segments: list[Segment], more: list[Segment]) -> None:
-        """Append `more`, joining a run of one style across the seam: segments as one
-        Text of the whole line rendered them."""
+        """Append `more`, joining a run of one look across the seam: fewer segments, each
+        written with its colour codes (`line_diff.join_runs`)."""
         if not more:
             return
-        if segments:
-            last, first = segments[-1], more[0]
-            if last.style is first.style or last.style == first.style:
-                segments[-1] = Segment(last.text + first.text, last.style)
-                segments += more[1:]
-                return
+        if segments:  # the seam: the last segment and the next cell's (`join_runs`)
+            segments[-1:] = join_runs([segments[-1], *more])
+            return
         segments += more
 
     def _cell(self, cell: Text, signature: tuple[object, ...], width: int, style: Style) -> list[Segment]:
@@ -733,6 +730,6 @@ class RowTable(ScrollView, can_focus=True):
                 segments = list(fitted.render(console))
             else:  # Text.render drops the base style of a text without spans
                 segments = [Segment(fitted.plain, console.get_style(fitted.style, default=_PLAIN))]
-        segments = list(Segment.simplify(Segment.apply_style(segments, style)))
+        segments = join_runs(Segment.apply_style(segments, style))
         self._cell_segments.set(look, segments)
         return segments

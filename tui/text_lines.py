@@ -21,7 +21,7 @@ from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widget import Widget
 
-from infertop.tui.line_diff import changed_end
+from infertop.tui.line_diff import changed_end, join_runs
 from infertop.tui.row_table import cell_signature
 
 
@@ -108,9 +108,9 @@ class TextLines(Widget):
             return []
         console = self.app.console
         options = self.app.console_options.update(highlight=False, width=width)
-        # a run of one style is one segment: a chart drawn a span per character wrote
+        # a run of one look is one segment: a chart drawn a span per character wrote
         # each character with its own colour codes (5x the bytes of the same line)
-        segments = Segment.simplify(Segment.apply_style(console.render(line, options), style))
+        segments = join_runs(Segment.apply_style(console.render(line, options), style))
         rows = [Strip(row) for row in Segment.split_and_crop_lines(
             segments, width, include_new_lines=False, pad=False)]
         self._rendered.set(look, rows)

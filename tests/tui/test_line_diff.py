@@ -12,11 +12,14 @@ from textual.app import App, ComposeResult
 from textual.geometry import Region
 from textual.strip import Strip
 
-from infertop.tui.line_diff import changed_end
+from infertop.tui.line_diff import changed_end, join_runs
 from infertop.tui.row_table import RowTable
 from infertop.tui.text_lines import TextLines
 
 RED = Style(color="red")
+BG = Style(bgcolor="blue")
+BOLD_BG = Style(bold=True, bgcolor="blue")
+RED_BG = Style(color="red", bgcolor="blue")
 
 
 def strip(*parts: tuple[str, Style | None]) -> Strip:
@@ -39,6 +42,38 @@ def strip(*parts: tuple[str, Style | None]) -> Strip:
 )
 def test_changed_end(old: Strip | None, new: Strip, expected: int) -> None:
     assert changed_end(old, new, 10) == expected
+
+
+def seg(text: str, style: Style | None) -> Segment:
+    return Segment(text, style)
+
+
+@pytest.mark.parametrize(
+    ("parts", "expected"),
+    [
+        ([seg("ab", BG), seg("c", BG)], [seg("abc", BG)]),  # one style: one segment
+        # spaces look the same bold or not, in any colour: they join the figure beside them
+        ([seg("12", BOLD_BG), seg("   ", BG), seg("34", BOLD_BG)], [seg("12   34", BOLD_BG)]),
+        ([seg(" ", BG), seg("infertop", BOLD_BG)], [seg(" infertop", BOLD_BG)]),
+        ([seg("ok", RED_BG), seg("  ", BG), seg("x", BG)], [seg("ok  ", RED_BG), seg("x", BG)]),
+        # what a space shows stays: another background, an underline, reversed colours
+        ([seg("12", BOLD_BG), seg("  ", Style(bgcolor="red"))], [seg("12", BOLD_BG), seg("  ", Style(bgcolor="red"))]),
+        ([seg("12", BG), seg("  ", Style(underline=True, bgcolor="blue"))],
+         [seg("12", BG), seg("  ", Style(underline=True, bgcolor="blue"))]),
+        ([seg("12", BG), seg("  ", Style(reverse=True, bgcolor="blue"))],
+         [seg("12", BG), seg("  ", Style(reverse=True, bgcolor="blue"))]),
+        # letters keep their own look
+        ([seg("ab", BOLD_BG), seg("cd", BG)], [seg("ab", BOLD_BG), seg("cd", BG)]),
+    ],
+)
+def test_join_runs(parts: list[Segment], expected: list[Segment]) -> None:
+    joined = join_runs(parts)
+    assert joined == expected
+    # drawn the same: each cell's character and, for a letter, its whole style
+    def cells(segments: list[Segment]) -> list[tuple[str, object]]:
+        return [(ch, s.style if ch != " " else (s.style.bgcolor if s.style else None))
+                for s in segments for ch in s.text]
+    assert cells(joined) == cells(parts)
 
 
 class Recording(RowTable):
