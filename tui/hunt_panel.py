@@ -24,14 +24,13 @@ class HuntPanel(Vertical):
     DEFAULT_CSS = """
     HuntPanel {
         height: auto;
-        max-height: 16;
         width: 2fr;
         border: round $panel-lighten-2;
         border-title-color: $text-muted;
     }
     HuntPanel > HuntList {
         height: auto;
-        max-height: 8;
+        max-height: 8;  /* until the overview fits it: `fit_in` */
         overflow-x: hidden;  /* the detail line below shows the evidence in full */
     }
     HuntPanel > #hunt-detail {
@@ -54,6 +53,35 @@ class HuntPanel(Vertical):
         self.detail.display = False
         self._detail_shown: Text | None = None
         self._detail_lines: int | None = None
+        self.list_lines: int | None = None  # the lines the overview left the list (`fit_in`)
+        self._fitted: tuple[int, int] | None = None
+
+    def _frame_lines(self) -> int:
+        """The panel's lines around the list: its border and the detail line under it."""
+        detail = self.detail.outer_size.height if self.detail.display else 0
+        return self.styles.gutter.height + detail
+
+    def lines_wanted(self) -> int:
+        """Every row, its column header and the frame: every flagged node on screen."""
+        return self.hunt.row_count + 1 + self._frame_lines()
+
+    def fit_in(self, lines: int) -> None:
+        """The overview grants `lines` to the panels' row (`overview.panel_lines`): the
+        list takes what the frame leaves; rows past it are said in the title."""
+        list_lines = max(lines - self._frame_lines(), 2)
+        if (lines, list_lines) != self._fitted:
+            self._fitted = (lines, list_lines)
+            self.list_lines = list_lines
+            self.styles.max_height = lines
+            self.hunt.styles.max_height = list_lines
+            if self.hunt.snapshot_shown is not None:
+                self.show_snapshot(self.hunt.snapshot_shown)  # the title says what is left out
+
+    def rows_left_out(self) -> int:
+        """Rows the list has no line for at its height (reached by Tab and ↓)."""
+        if self.list_lines is None:
+            return 0
+        return max(self.hunt.row_count - (self.list_lines - 1), 0)
 
     def compose(self) -> ComposeResult:
         yield self.hunt
@@ -104,6 +132,9 @@ class HuntPanel(Vertical):
         if spots:
             title = title.replace("all clear", "no node verdict")
             title += f" · {spots} fleet-wide blind spot{'s' if spots != 1 else ''}"
+        left_out = self.rows_left_out()
+        if left_out:  # never dropped unsaid: the list scrolls to them
+            title += f" · +{left_out} more (Tab, ↓)"
         hidden = self.hunt.hidden_columns
         if hidden:  # left out whole at this width: said, and where to see them
             where = "Enter: the node" if self._detail_folded() else "the line below"

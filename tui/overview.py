@@ -19,7 +19,7 @@ from infertop.tui.header import HeaderBar
 from infertop.tui.hunt_list import NUMBERED_ROWS, HuntList
 from infertop.tui.messages import OpenNode
 from infertop.tui.node_table import NodeTable
-from infertop.tui.panels import SnapshotPanel, overview_panels
+from infertop.tui.panels import GrowingPanel, SnapshotPanel, overview_panels
 from infertop.tui.rollups import RollupStrip
 from infertop.tui.row_table import RowTable
 from infertop.tui.scoreboard_text import scoreboard_line
@@ -27,9 +27,24 @@ from infertop.tui.scoreboard_text import scoreboard_line
 COMPACT_WIDTH = 120
 COMPACT_HEIGHT = 30
 NARROW_WIDTH = 110  # narrower: the session panel folds (the header keeps spend, $/h, idle)
+# the node table (or fleet map) keeps at least its header and five node rows: the panels
+# above it fold first (docs/tui.md, "Layouts per size")
+NODE_TABLE_MIN_LINES = 6
+COMPACT_PANEL_LINES = 10  # the panels' usual share: 10 lines when compact, else 35 %
+PANEL_SHARE = 0.35
 # from this many nodes the fleet map, not the node table, is what the overview opens on:
 # the table no longer shows the fleet on one screen (`f` toggles either way)
 FLEET_MAP_FROM_NODES = 64
+
+
+def panel_lines(screen_lines: int, shared_lines: int, compact: bool, hunt_lines: int) -> int:
+    """The lines the panels' row may take of the `shared_lines` it shares with the node
+    table: its usual share of the screen, more when the hunt list needs them to show every
+    verdict (`hunt_lines`: its rows, column header and frame), never so many that the
+    node table keeps fewer than `NODE_TABLE_MIN_LINES`. The one size rule of the overview's
+    middle; the hunt list says "+N more" for what even this leaves out."""
+    usual = COMPACT_PANEL_LINES if compact else int(screen_lines * PANEL_SHARE)
+    return max(min(max(usual, hunt_lines), shared_lines - NODE_TABLE_MIN_LINES), 0)
 
 
 class OverviewScreen(FrameScreen):
@@ -71,6 +86,7 @@ class OverviewScreen(FrameScreen):
         self._scoreboard_plain: str | None = None
         self.map_chosen: bool | None = None  # `f` pressed: the user's choice; None: by size
         self.back_to_table = False  # a node screen was opened from here
+        self._panels_lines: int | None = None  # the panels' row's lines (`panel_lines`)
 
     # -- layout ---------------------------------------------------------------------
 
@@ -109,6 +125,26 @@ class OverviewScreen(FrameScreen):
         # folded here, not by a CSS rule: the header above them kept one line of its
         # three when they were hidden by the stylesheet
         self.rollups.display = self.scoreboard_line.display = height >= COMPACT_HEIGHT
+        self.call_after_refresh(self._fit_panels)
+
+    def _fit_panels(self) -> None:
+        """Give the panels' row its lines by `panel_lines`, from the layout just drawn (the
+        header's height changes with the lag warning, the hunt list's with its rows)."""
+        panels = self.query_one("#panels")
+        if not panels.display or not self.size.height:
+            return
+        fixed = sum(w.outer_size.height for w in self.children
+                    if w.display and w not in (panels, self.table, self.fleet_map, self.empty))
+        shared = self.size.height - fixed
+        compact = self.has_class("compact")
+        growing = [p for p in self._panels if isinstance(p, GrowingPanel) and p.display]
+        needed = max((p.lines_wanted() for p in growing), default=0)
+        lines = panel_lines(self.size.height, shared, compact, needed)
+        if lines != self._panels_lines:  # a style set, even the same, lays the screen out
+            self._panels_lines = lines
+            panels.styles.max_height = lines
+        for panel in growing:
+            panel.fit_in(lines)
 
     def on_mount(self) -> None:
         self.filter_input.display = False
@@ -138,6 +174,7 @@ class OverviewScreen(FrameScreen):
             if isinstance(panel, SnapshotPanel):
                 panel.show_snapshot(snapshot)
         self._show_header(shown=len(nodes))
+        self.call_after_refresh(self._fit_panels)  # its rows may have come or gone
 
     def _show_header(self, shown: int | None = None) -> None:
         self.header_bar.show(

@@ -26,6 +26,16 @@ class SnapshotPanel(Protocol):
     def show_snapshot(self, snapshot: Snapshot) -> None: ...
 
 
+@runtime_checkable
+class GrowingPanel(Protocol):
+    """A panel that asks for more lines than the panels' usual share (the hunt list: every
+    verdict); the overview grants what the node table can spare (`overview.panel_lines`)."""
+
+    def lines_wanted(self) -> int: ...
+
+    def fit_in(self, lines: int) -> None: ...
+
+
 PanelFactory = Callable[[], Widget]
 PANEL_MODULES: tuple[str, ...] = ("infertop.tui.session_panel", "infertop.tui.hunt_panel")
 _FACTORIES: list[PanelFactory] = []
