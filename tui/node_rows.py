@@ -75,7 +75,7 @@ def health_cell(gpu: GpuView) -> Text:
     if gpu.xid_last:
         problems.append(f"XID {gpu.xid_last}")
     if gpu.ecc_uncorrected_total:
-        problems.append(f"ECC {gpu.ecc_uncorrected_total}")
+        problems.append(f"ECC {fmt_num(gpu.ecc_uncorrected_total, 0)}")
     if gpu.error:
         problems.append(inert(gpu.error, max_len=60).plain)
     if problems:
