@@ -24,6 +24,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from infertop.tui.header import HEIGHT_HOLD_S  # noqa: E402
+
 _VERDICTS = re.compile(r"hunt list · (\d+) verdicts")
 
 
@@ -40,6 +44,7 @@ def capture(width: int, height: int, verdicts: int, timeout_s: float) -> str:
         try:
             deadline = time.monotonic() + timeout_s
             seen, steady_since, shot = -1, time.monotonic(), ""
+            quiet_since = time.monotonic()
             while time.monotonic() < deadline:
                 time.sleep(1.0)
                 shot = tmux("capture-pane", "-p", "-t", session)
@@ -47,9 +52,13 @@ def capture(width: int, height: int, verdicts: int, timeout_s: float) -> str:
                 count = int(found[1]) if found else 0
                 if count != seen:
                     seen, steady_since = count, time.monotonic()
+                if " new: " in shot:
+                    quiet_since = time.monotonic()
                 # the trouble in and settled: the same count for 10 s, its announcement
-                # ("7 new: …") gone from the header
-                if count >= verdicts and time.monotonic() - steady_since >= 10 and " new: " not in shot:
+                # ("7 new: …") gone from the header and the height the header held for
+                # it given back (HEIGHT_HOLD_S: blank lines under the header until then)
+                settled = time.monotonic() - quiet_since >= HEIGHT_HOLD_S + 2
+                if count >= verdicts and time.monotonic() - steady_since >= 10 and settled:
                     break
             time.sleep(1.0)
             return tmux("capture-pane", "-p", "-t", session)
@@ -72,13 +81,14 @@ def main() -> None:
     parser.add_argument("size", help="WIDTHxHEIGHT, e.g. 120x36")
     parser.add_argument("--verdicts", type=int, default=6, help="verdicts to wait for")
     parser.add_argument("--timeout", type=float, default=150.0)
-    parser.add_argument("--write", type=Path, help="the Markdown page whose capture to replace")
+    parser.add_argument("--write", type=Path, action="append", default=[],
+                        help="a Markdown page whose capture to replace (repeatable)")
     args = parser.parse_args()
     width, height = (int(n) for n in args.size.split("x"))
     shot = capture(width, height, args.verdicts, args.timeout)
     shot = "\n".join(line.rstrip() for line in shot.splitlines())
-    if args.write:
-        write_capture(args.write, width, height, shot)
+    for page in args.write:
+        write_capture(page, width, height, shot)
     print(shot)
 
 
