@@ -33,8 +33,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--fail-on", choices=("warning", "critical"), default=None,
         help=f"exit {EXIT_VERDICT} when a node has a verdict at least this severe "
         "(a node in error or unreachable is critical), or the cluster a blind spot every node "
-        "shares (a warning), or a metrics backend is down (critical, once); pending verdicts "
-        "do not count",
+        "shares (a warning; info for RoCE congestion counters alone), or a metrics backend is "
+        "down (critical, once); pending verdicts do not count",
     )
 
 

@@ -24,8 +24,16 @@ from collections.abc import Sequence
 
 from infertop.collectors.pages.dcgm import DCGM_COUNTERS_DOC, DCGM_UNSEEN_FIELDS
 from infertop.layouts.model import Thresholds
-from infertop.monitor.evaluation.coverage import CLOCK_EVENTS, ENGINE, GPUS, PORT_SPEED, PORTS, UNSEEN_LABELS
-from infertop.monitor.snapshot import CoverageGap, NodeView, SharedBlindSpotView
+from infertop.monitor.evaluation.coverage import (
+    CLOCK_EVENTS,
+    CONGESTION_COUNTERS,
+    ENGINE,
+    GPUS,
+    PORT_SPEED,
+    PORTS,
+    UNSEEN_LABELS,
+)
+from infertop.monitor.snapshot import CoverageGap, NodeView, Severity, SharedBlindSpotView
 
 MIN_PEERS = 2  # a gap of a lone node is its own, however it is read
 
@@ -104,6 +112,19 @@ def dcgm_fix(gaps: Sequence[CoverageGap]) -> tuple[str | None, list[CoverageGap]
     return fix, rest
 
 
+def spot_severity(kinds: Sequence[str]) -> Severity:
+    """How a shared blind spot counts (`--fail-on`, the hunt list): a warning, as a node's
+    `blind` verdict — unknown is never healthy — except where every gap in it is a RoCE
+    congestion counter and some other congestion counter is read: the congested verdict
+    still judges from those, and a counter the fleet's exporter cannot serve at all
+    (node_exporter has no CNP counter) is a standing limit of the reading, said once as
+    info, not a warning every session of such a cluster would carry."""
+    congestion = set(CONGESTION_COUNTERS)
+    if kinds and set(kinds) <= congestion and len(set(kinds)) < len(congestion):
+        return "info"
+    return "warning"
+
+
 def _who(count: int, roles: Sequence[str], sources: Sequence[str], total: int) -> str:
     which = "all " if count == total else ""
     plural = "s" if count != 1 else ""
@@ -141,6 +162,7 @@ def shared_blind_spots(nodes: Sequence[NodeView], th: Thresholds) -> list[Shared
             detail="; ".join(g.detail for g in gaps),
             fix=fix,
             note=f"{_who(len(members), roles, sources, len(nodes))} blind on {labels} — {reasons}",
+            severity=spot_severity([g.kind for g in gaps]),
         ))
     out.sort(key=lambda b: (-b.nodes, b.note))
     return out

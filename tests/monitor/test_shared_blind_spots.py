@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import zlib
 
+import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from infertop.layouts import parse_layout
 from infertop.layouts.model import Thresholds
 from infertop.monitor.evaluation.conditions import blind_condition
-from infertop.monitor.evaluation.shared_gaps import mark_shared, shared_blind_spots
+from infertop.monitor.evaluation.shared_gaps import mark_shared, shared_blind_spots, spot_severity
 from infertop.monitor.exporter import SnapshotCollector
 from infertop.monitor.monitor import Monitor
 from infertop.monitor.record.codec import decode_snapshot, encode_snapshot
@@ -142,3 +143,18 @@ def test_a_gap_not_from_dcgm_keeps_its_own_reason() -> None:
     [spot] = shared_blind_spots(nodes, Thresholds())
     assert spot.kinds == ["nic_errors", "ecc"]
     assert ports.detail in spot.note and "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL" in spot.note
+
+
+@pytest.mark.parametrize(("kinds", "severity"), [
+    (["cnp"], "info"),  # node_exporter serves no CNP counter; pause and ECN still judge
+    (["cnp", "ecn"], "info"),
+    (["pause", "cnp", "ecn"], "warning"),  # the congested verdict reads nothing at all
+    (["cnp", "ecc"], "warning"),  # anything else unknown keeps the warning
+    (["ecc"], "warning"),
+    (["clock_events"], "warning"),
+    ([], "warning"),
+])
+def test_a_shared_spot_counts_as_info_only_where_congestion_is_still_judged(
+    kinds: list[str], severity: str
+) -> None:
+    assert spot_severity(kinds) == severity
