@@ -17,7 +17,17 @@ import pytest
 
 from tests.support.vllm_fixture import XDIST_GROUP, real_vllm  # noqa: F401 (the fixture)
 from tests.support.vllm_server import RealVllmServer
-from tests.support.vllm_truth import Run, Truth, drive, reading_span_s, truth_from_pages, window_pages
+from tests.support.vllm_truth import (
+    LATENCIES,
+    SLO_TARGETS_S,
+    Run,
+    Truth,
+    drive,
+    reading_span_s,
+    share_within_from_pages,
+    truth_from_pages,
+    window_pages,
+)
 
 # one worker starts the session's engines, once (tests/support/vllm_fixture.py)
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800), pytest.mark.xdist_group(XDIST_GROUP)]
@@ -126,6 +136,27 @@ def test_latency_percentiles_fall_in_the_buckets_of_the_pages_it_read(run: Run) 
         assert tuple(got) == tuple(want), (key, got, want)
         lower, upper = got
         assert lower <= value and (upper is None or value <= upper), (key, value, got)
+
+
+def test_slo_shares_are_the_bounds_of_the_pages_it_read(run: Run) -> None:
+    """Issue 43: the share of requests (ITL: tokens) within each [slo] target, over the
+    window, is the pages' own count at the bounds around the target, never a figure
+    interpolated inside the bucket that straddles it; the pool's goodput is bounded by it."""
+    engine = _node(run, "scraped")["engine"]
+    first, last = window_pages(run.pages, engine)
+    shares = {}
+    for short in ("ttft", "itl"):
+        want = share_within_from_pages(first, last, LATENCIES[short], SLO_TARGETS_S[short])
+        assert want is not None, f"no {short} observation in the window: the load ran through it"
+        got = (engine[f"slo_{short}_attainment"], engine[f"slo_{short}_attainment_high"])
+        print(f"\n{short} within {SLO_TARGETS_S[short]} s: {got[0]:.4f}–{got[1]:.4f} (pages {want[0]:.4f}–{want[1]:.4f})")
+        assert got == pytest.approx(want, abs=1e-9), (short, got, want)
+        shares[short] = want
+    # the decode pool's goodput (every target met) lies within the tightest of the shares
+    pool = run.snapshot["cluster"]["roles"]["decode"]
+    low, high = pool["goodput_share_low"], pool["goodput_share_high"]
+    assert low is not None and high is not None, pool.get("goodput_note")
+    assert 0 <= low <= high <= min(h for _, h in shares.values()) + 1e-9, (low, high, shares)
 
 
 def _window_lines(run: Run, engine: dict[str, Any]) -> list[tuple[float, str]]:

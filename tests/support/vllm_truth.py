@@ -30,6 +30,26 @@ LATENCIES = {
 }
 
 
+# the [slo] targets `drive` writes into its layout (s)
+SLO_TARGETS_S = {"ttft": 0.3, "itl": 0.03}
+
+
+def share_within_from_pages(first: Page, last: Page, family: str, target_s: float) -> tuple[float, float] | None:
+    """The share of a latency's observations between two pages that lie within `target_s`,
+    at least and at most, computed here from the two pages' cumulative buckets: at least
+    the count at the last bound under the target, at most the count at the first bound
+    at or over it (equal where the target is a bound). None with no observation."""
+    a, b = page_values(first.text)["buckets"].get(family, {}), page_values(last.text)["buckets"][family]
+    les = sorted(b)
+    increase = {le: b[le] - a.get(le, 0.0) for le in les}
+    total = increase[les[-1]]
+    if total <= 0:
+        return None
+    at_least = max((increase[le] for le in les if le <= target_s), default=0.0)
+    at_most = min(increase[le] for le in les if le >= target_s)
+    return at_least / total, at_most / total
+
+
 def page_values(text: str) -> dict[str, Any]:
     """The page's families as {sample name: summed value} plus bucket lists."""
     sums: dict[str, float] = {}
@@ -231,6 +251,9 @@ def drive(server: RealVllmServer, work: Path, interval_s: float, window_s: float
         layout = work / "cluster.toml"
         layout.write_text(
             f'[cluster]\nname = "real-vllm"\ninterval_s = {interval_s}\n\n'
+            # targets between vLLM's bucket bounds (TTFT 0.25|0.5, ITL 0.025|0.05): the
+            # shares within them are bounds, checked against the pages (SLO_TARGETS_S)
+            f'[slo]\nttft_p99_s = {SLO_TARGETS_S["ttft"]}\nitl_p99_s = {SLO_TARGETS_S["itl"]}\n\n'
             f'[[nodes]]\nname = "scraped"\nrole = "decode"\nengine = {{ url = {json.dumps(relay.url)} }}\n\n'
             f'[[nodes]]\nname = "logged"\nrole = "decode"\nlocal = true\n'
             f'engine = {{ log = {json.dumps(str(server.log_path))} }}\n'
